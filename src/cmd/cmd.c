@@ -1,0 +1,63 @@
+/* cmd.c — the command table and lookup (see cmd.h). */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+
+const struct cmd_entry *
+cmd_find(const char *name)
+{
+	const struct cmd_entry *found = NULL;
+	int matches = 0;
+	size_t len = strlen(name);
+	for (size_t i = 0; cmd_table[i] != NULL; i++) {
+		const struct cmd_entry *e = cmd_table[i];
+		if (strcmp(e->name, name) == 0 ||
+		    (e->alias != NULL && strcmp(e->alias, name) == 0))
+			return e;
+	}
+	for (size_t i = 0; cmd_table[i] != NULL; i++) {
+		const struct cmd_entry *e = cmd_table[i];
+		if (!e->hidden && len > 0 && strncmp(e->name, name, len) == 0) {
+			found = e;
+			matches++;
+		}
+	}
+	if (matches == 1)
+		return found;
+	if (matches == 0) {
+		fprintf(stderr, "latentq: unknown command: %s; see latentq --help\n",
+		    name);
+		return NULL;
+	}
+	fprintf(stderr, "latentq: ambiguous command: %s, could be:", name);
+	for (size_t i = 0; cmd_table[i] != NULL; i++) {
+		const struct cmd_entry *e = cmd_table[i];
+		if (!e->hidden && strncmp(e->name, name, len) == 0)
+			fprintf(stderr, " %s", e->name);
+	}
+	fputc('\n', stderr);
+	return NULL;
+}
+
+void
+cmd_usage(const struct cmd_entry *entry, FILE *fp)
+{
+	fprintf(fp, "usage: latentq %s%s%s\n", entry->name,
+	    entry->usage[0] ? " " : "", entry->usage);
+}
+
+int
+cmd_misuse(const struct cmd_entry *entry, const char *fmt, ...)
+{
+	if (fmt != NULL) {
+		va_list ap;
+		va_start(ap, fmt);
+		fputs("latentq: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+		va_end(ap);
+	}
+	cmd_usage(entry, stderr);
+	return EXIT_USAGE;
+}

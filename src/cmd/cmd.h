@@ -1,0 +1,64 @@
+/*
+ * cmd.h — the command table (as tmux's cmd-*.c).  Each subcommand lives in
+ * src/cmd/<name>.c and exports one `const struct cmd_entry cmd_<name>_entry`;
+ * cmd.c lists them.  An exec function parses its own options with
+ * getopt_long (argv[0] is the command name) and returns an exit status:
+ *
+ *   0   success                       65  EX_DATAERR: input rejected
+ *   1   failure (runtime)             70  EX_SOFTWARE: internal error
+ *   2   usage error                   75  EX_TEMPFAIL: interrupted, resumable
+ *
+ * Global options are parsed by main.c into `struct cmd_globals`, which
+ * commands borrow read-only.
+ */
+#ifndef LQ_CMD_CMD_H
+#define LQ_CMD_CMD_H
+
+#include <stdio.h>
+
+#define EXIT_USAGE 2
+#define EXIT_DATAERR 65
+#define EXIT_SOFTWARE 70
+#define EXIT_TEMPFAIL 75
+
+struct cmd_globals {
+	const char *db_path;	/* resolved queue database path */
+	const char *device;	/* --device / LATENTQ_DEVICE, may be NULL */
+	int verbose;		/* count of -v; -1 for -q */
+};
+
+struct cmd_entry {
+	const char *name;
+	const char *alias;	/* may be NULL */
+	const char *usage;	/* arguments after the name, e.g. "[--json] JOB" */
+	const char *summary;	/* one line for `latentq --help` */
+	int hidden;		/* internal commands not listed in help */
+	int (*exec)(const struct cmd_globals *g, int argc, char **argv);
+};
+
+/* Every entry, declared from commands.def. */
+#define CMD(x) extern const struct cmd_entry cmd_##x##_entry;
+#include "cmd/commands.def"
+#undef CMD
+
+/* The table, NULL-terminated. */
+extern const struct cmd_entry *const cmd_table[];
+
+/*
+ * Finds a command by exact name, alias or unique prefix.  On failure prints
+ * "unknown command" or "ambiguous command: candidates" to stderr and returns
+ * NULL.
+ */
+const struct cmd_entry *cmd_find(const char *name);
+
+/* Prints "usage: latentq NAME USAGE" to fp. */
+void cmd_usage(const struct cmd_entry *entry, FILE *fp);
+
+/*
+ * Standard handling for a bad option or argument count: prints the message
+ * (if any) and the usage to stderr and returns EXIT_USAGE.
+ */
+int cmd_misuse(const struct cmd_entry *entry, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

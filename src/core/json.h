@@ -1,0 +1,29 @@
+/*
+ * json.h — helpers over cJSON.
+ *
+ * Canonical JSON: object keys sorted bytewise, no insignificant whitespace,
+ * numbers as cJSON prints them (integers exactly, doubles with 17 significant
+ * digits).  A config's digest is the BLAKE2b-256 of its canonical text, so the
+ * same config always has the same digest whatever the manifest's key order.
+ * Returned strings are caller-owned (free()).
+ */
+#ifndef LQ_CORE_JSON_H
+#define LQ_CORE_JSON_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+/* Sorts every object's keys in place (recursively). */
+void json_sort_keys(cJSON *item);
+/* Canonical text of item (sorts a copy; item unchanged). */
+char *json_canonical(const cJSON *item);
+/* Pretty text (cJSON_Print), never NULL. */
+char *json_pretty(const cJSON *item);
+
+/* Typed getters: return `def` when the key is absent or of another type. */
+double json_get_number(const cJSON *obj, const char *key, double def);
+int64_t json_get_int(const cJSON *obj, const char *key, int64_t def);
+const char *json_get_string(const cJSON *obj, const char *key, const char *def);
+int json_get_bool(const cJSON *obj, const char *key, int def);
+
+#endif

@@ -1,0 +1,7 @@
+liblatentq_a_SOURCES += \
+	src/core/embed.c src/core/embed.h \
+	src/core/error.c src/core/error.h \
+	src/core/log.c src/core/log.h \
+	src/core/util.c src/core/util.h \
+	src/core/digest.c src/core/digest.h \
+	src/core/json.c src/core/json.h

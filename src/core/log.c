@@ -1,0 +1,33 @@
+/* log.c — leveled messages to stderr (see log.h). */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core/log.h"
+
+static enum log_level current = LOG_LEVEL_INFO;
+
+void log_set_level(enum log_level level) { current = level; }
+enum log_level log_get_level(void) { return current; }
+
+static void
+emit(enum log_level level, const char *tag, const char *fmt, va_list ap)
+{
+	if (level > current)
+		return;
+	fprintf(stderr, "latentq: %s", tag);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+#define LOG_FN(name, level, tag) \
+void name(const char *fmt, ...) \
+{ \
+	va_list ap; \
+	va_start(ap, fmt); \
+	emit(level, tag, fmt, ap); \
+	va_end(ap); \
+}
+LOG_FN(log_error, LOG_LEVEL_ERROR, "")
+LOG_FN(log_warn, LOG_LEVEL_WARN, "warning: ")
+LOG_FN(log_info, LOG_LEVEL_INFO, "")
+LOG_FN(log_debug, LOG_LEVEL_DEBUG, "debug: ")
