@@ -266,7 +266,7 @@ check_value(struct ctx *c, const struct manifest_key *k,
 		if (v->kind != TREE_SCALAR || v->type != TREE_INT)
 			return type_error(c, v, field, k->type, NULL);
 		if (tree_parse_i64(v->text, &i) != 0 ||
-		    fabs((double)i) > MAX_EXACT_INT) {
+		    i > (INT64_C(1) << 53) || i < -(INT64_C(1) << 53)) {
 			add_error(c, v->line, v->column, field, "LQ-MAN-005", NULL,
 			    "expected an integer between -2^53 and 2^53, got %s",
 			    v->text);
@@ -573,7 +573,7 @@ node_to_json(const struct tree_node *v)
 		uint64_t u;
 		char buf[24];
 		if (tree_parse_i64(v->text, &i) == 0) {
-			if (fabs((double)i) <= MAX_EXACT_INT)
+			if (i <= (INT64_C(1) << 53) && i >= -(INT64_C(1) << 53))
 				return cJSON_CreateNumber((double)i);
 			snprintf(buf, sizeof(buf), "%" PRId64, i);
 			return cJSON_CreateRaw(buf);
