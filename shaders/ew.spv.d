@@ -1,0 +1,1 @@
+shaders/ew.spv: shaders/ew.comp shaders/push.h shaders/common.glsl

@@ -1,0 +1,1 @@
+shaders/gnorm.spv: shaders/gnorm.comp shaders/reduce.glsl shaders/push.h shaders/common.glsl

@@ -1,0 +1,1 @@
+shaders/normc.spv: shaders/normc.comp shaders/push.h shaders/common.glsl

@@ -1,0 +1,1 @@
+shaders/rope.spv: shaders/rope.comp shaders/push.h shaders/common.glsl
