@@ -1,1 +1,0 @@
-shaders/conv3d.spv: shaders/conv3d.comp shaders/push.h shaders/common.glsl

@@ -1,1 +1,0 @@
-shaders/ew.spv: shaders/ew.comp shaders/push.h shaders/common.glsl

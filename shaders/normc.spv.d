@@ -1,1 +1,0 @@
-shaders/normc.spv: shaders/normc.comp shaders/push.h shaders/common.glsl

@@ -1,1 +1,0 @@
-shaders/rope.spv: shaders/rope.comp shaders/push.h shaders/common.glsl
