@@ -23,7 +23,11 @@ PUSH(ew_push, {
 })
 #endif
 
-/* matmul.comp — c[i] = act(alpha a[i] op(b[i]) + bias). */
+/* matmul.comp — c[i] = act(alpha a[i] op(b[i]) + bias); also linear.comp,
+ * whose register tile is LINEAR_TM rows per invocation (64 invocations per
+ * workgroup) by LINEAR_TN columns per workgroup. */
+#define LINEAR_TM 4
+#define LINEAR_TN 32
 #if defined(LQ_PUSH_ALL) || defined(KERNEL_MATMUL)
 PUSH(matmul_push, {
 	uint M;

@@ -49,6 +49,9 @@ struct gpu_ctx {
 	struct gpu_buffer *dummy;
 	struct gpu_buffer *staging;	/* for non-host-visible buffers */
 	struct gpu_cmd *xfer;		/* transfer command for staging */
+	int tex_ok[GPU_TEX_COUNT];	/* format usable as uniform texel buffer */
+	uint64_t max_texels;		/* maxTexelBufferElements */
+	uint64_t min_texel_align;	/* minTexelBufferOffsetAlignment */
 };
 
 struct gpu_buffer {
@@ -88,6 +91,17 @@ struct gpu_cmd {
 	unsigned dispatches;
 	struct gpu_range *reads, *writes;
 	int nreads, nwrites, capreads, capwrites;
+	VkBufferView *views;		/* destroyed at the next begin */
+	int nviews, capviews;
+};
+
+static const VkFormat texfmt_vk[GPU_TEX_COUNT] = {
+	[GPU_TEX_RGBA32F] = VK_FORMAT_R32G32B32A32_SFLOAT,
+	[GPU_TEX_RGBA16F] = VK_FORMAT_R16G16B16A16_SFLOAT,
+	[GPU_TEX_RG32UI] = VK_FORMAT_R32G32_UINT,
+};
+static const uint32_t texfmt_size[GPU_TEX_COUNT] = {
+	[GPU_TEX_RGBA32F] = 16, [GPU_TEX_RGBA16F] = 8, [GPU_TEX_RG32UI] = 8,
 };
 
 static const struct embed_file *
@@ -707,6 +721,19 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		goto fail;
 	}
 	vkGetPhysicalDeviceMemoryProperties(ctx->phys, &ctx->memprops);
+	{
+		VkPhysicalDeviceProperties pp;
+		vkGetPhysicalDeviceProperties(ctx->phys, &pp);
+		ctx->max_texels = pp.limits.maxTexelBufferElements;
+		ctx->min_texel_align = pp.limits.minTexelBufferOffsetAlignment;
+		for (int f = 1; f < GPU_TEX_COUNT; f++) {
+			VkFormatProperties fp;
+			vkGetPhysicalDeviceFormatProperties(ctx->phys,
+			    texfmt_vk[f], &fp);
+			ctx->tex_ok[f] = (fp.bufferFeatures &
+			    VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+		}
+	}
 
 	uint32_t nq = 0;
 	vkGetPhysicalDeviceQueueFamilyProperties(ctx->phys, &nq, NULL);
@@ -845,8 +872,9 @@ static const struct {
 	const char *spv;
 	int nbind;
 	uint32_t push;
+	unsigned texmask;
 } kernel_info[GPU_K_COUNT] = {
-#define X(id, spv, nb, push) [GPU_K_##id] = {spv, nb, sizeof(push)},
+#define X(id, spv, nb, push, tex) [GPU_K_##id] = {spv, nb, sizeof(push), tex},
 	GPU_KERNELS(X)
 #undef X
 };
@@ -878,7 +906,9 @@ pipeline_get(struct gpu_ctx *ctx, enum gpu_kernel k, struct gpu_pipeline **out,
 		for (int i = 0; i < kernel_info[k].nbind; i++)
 			b[i] = (VkDescriptorSetLayoutBinding){
 				.binding = (uint32_t)i,
-				.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+				.descriptorType = (kernel_info[k].texmask >> i) & 1 ?
+				    VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER :
+				    VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
 				.descriptorCount = 1,
 				.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
 			};
@@ -990,7 +1020,8 @@ buffer_create(struct gpu_ctx *ctx, size_t bytes, int staging,
 		.size = alloc,
 		.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
 		    VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-		    VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+		    VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+		    VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
 		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
 	};
 	VkResult r = vkCreateBuffer(ctx->device, &bci, NULL, &b->buffer);
@@ -1507,6 +1538,9 @@ gpu_cmd_free(struct gpu_cmd *cmd)
 	free(cmd->dpools);
 	vkDestroyFence(dev, cmd->fence, NULL);
 	vkFreeCommandBuffers(dev, cmd->ctx->pool, 1, &cmd->cb);
+	for (int i = 0; i < cmd->nviews; i++)
+		vkDestroyBufferView(dev, cmd->views[i], NULL);
+	free(cmd->views);
 	free(cmd->reads);
 	free(cmd->writes);
 	free(cmd);
@@ -1520,6 +1554,10 @@ gpu_cmd_begin(struct gpu_cmd *cmd)
 	cmd->dispatches = 0;
 	cmd->nreads = cmd->nwrites = 0;
 	cmd->dpool_cur = 0;
+	/* submits wait, so nothing recorded earlier still uses these */
+	for (int i = 0; i < cmd->nviews; i++)
+		vkDestroyBufferView(dev, cmd->views[i], NULL);
+	cmd->nviews = 0;
 	for (int i = 0; i < cmd->ndpools; i++) {
 		VkResult r = vkResetDescriptorPool(dev, cmd->dpools[i], 0);
 		if (r != VK_SUCCESS) {
@@ -1607,8 +1645,11 @@ gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
 static VkDeviceSize
 bind_align(const struct gpu_ctx *ctx)
 {
+	/* both are powers of two: the larger is a multiple of the other */
 	VkDeviceSize a = ctx->caps.min_storage_buffer_offset_alignment;
-	return a < 4 ? 4 : a;
+	if (ctx->min_texel_align > a)
+		a = ctx->min_texel_align;
+	return a < 16 ? 16 : a;
 }
 
 uint32_t
@@ -1674,15 +1715,16 @@ dset_alloc(struct gpu_cmd *cmd, VkDescriptorSetLayout dsl, VkDescriptorSet *out)
 			cmd->dpool_cur++;
 			continue;
 		}
-		VkDescriptorPoolSize ps = {
-			.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.descriptorCount = DPOOL_SETS * GPU_MAX_BINDINGS,
+		VkDescriptorPoolSize ps[2] = {
+			{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			    DPOOL_SETS * GPU_MAX_BINDINGS},
+			{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, DPOOL_SETS * 2},
 		};
 		VkDescriptorPoolCreateInfo pci = {
 			.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
 			.maxSets = DPOOL_SETS,
-			.poolSizeCount = 1,
-			.pPoolSizes = &ps,
+			.poolSizeCount = 2,
+			.pPoolSizes = ps,
 		};
 		VkDescriptorPool pool;
 		VkResult r = vkCreateDescriptorPool(dev, &pci, NULL, &pool);
@@ -1713,10 +1755,31 @@ gpu_cmd_grid(const struct gpu_cmd *cmd, uint64_t groups, uint32_t *gx,
 	}
 }
 
+int
+gpu_cmd_texel_ok(const struct gpu_cmd *cmd, enum gpu_texfmt fmt,
+    uint64_t texels)
+{
+	const char *e = getenv("LATENTQ_NO_TEXEL");
+	if (e != NULL && *e != '\0' && strcmp(e, "0") != 0)
+		return 0;
+	return fmt > GPU_TEX_NONE && fmt < GPU_TEX_COUNT &&
+	    cmd->ctx->tex_ok[fmt] && texels <= cmd->ctx->max_texels;
+}
+
 enum lq_status
 gpu_cmd_dispatch(struct gpu_cmd *cmd, enum gpu_kernel k,
     const struct gpu_tensor *const *binds, const unsigned char *writes,
     const void *push, uint32_t gx, uint32_t gy, uint32_t gz, const char *op)
+{
+	return gpu_cmd_dispatch_tex(cmd, k, binds, writes, NULL, push, gx, gy,
+	    gz, op);
+}
+
+enum lq_status
+gpu_cmd_dispatch_tex(struct gpu_cmd *cmd, enum gpu_kernel k,
+    const struct gpu_tensor *const *binds, const unsigned char *writes,
+    const enum gpu_texfmt *texfmt, const void *push, uint32_t gx,
+    uint32_t gy, uint32_t gz, const char *op)
 {
 	struct gpu_ctx *ctx = cmd->ctx;
 	if (cmd->error.status != LQ_OK)
@@ -1812,7 +1875,8 @@ gpu_cmd_dispatch(struct gpu_cmd *cmd, enum gpu_kernel k,
 	if (st != LQ_OK)
 		return st;
 	VkWriteDescriptorSet w[GPU_MAX_BINDINGS];
-	for (int i = 0; i < nb; i++)
+	VkBufferView views[GPU_MAX_BINDINGS];
+	for (int i = 0; i < nb; i++) {
 		w[i] = (VkWriteDescriptorSet){
 			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
 			.dstSet = set,
@@ -1821,6 +1885,34 @@ gpu_cmd_dispatch(struct gpu_cmd *cmd, enum gpu_kernel k,
 			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
 			.pBufferInfo = &bi[i],
 		};
+		if (!((kernel_info[k].texmask >> i) & 1))
+			continue;
+		LQ_ASSERT(texfmt != NULL && binds[i] != NULL &&
+		    texfmt[i] > GPU_TEX_NONE && texfmt[i] < GPU_TEX_COUNT);
+		VkDeviceSize ts = texfmt_size[texfmt[i]];
+		VkBufferViewCreateInfo vci = {
+			.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+			.buffer = bi[i].buffer,
+			.format = texfmt_vk[texfmt[i]],
+			.offset = bi[i].offset,
+			.range = bi[i].range / ts * ts,
+		};
+		VkResult r = vkCreateBufferView(ctx->device, &vci, NULL,
+		    &views[i]);
+		if (r != VK_SUCCESS)
+			return vk_fail(&cmd->error, r, "vkCreateBufferView(%s "
+			    "binding %d, %" PRIu64 " bytes at %" PRIu64 ")", op, i,
+			    (uint64_t)vci.range, (uint64_t)vci.offset);
+		if (cmd->nviews == cmd->capviews) {
+			cmd->capviews = cmd->capviews ? cmd->capviews * 2 : 16;
+			cmd->views = xrealloc(cmd->views, (size_t)cmd->capviews *
+			    sizeof(*cmd->views));
+		}
+		cmd->views[cmd->nviews++] = views[i];
+		w[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+		w[i].pBufferInfo = NULL;
+		w[i].pTexelBufferView = &views[i];
+	}
 	vkUpdateDescriptorSets(ctx->device, (uint32_t)nb, w, 0, NULL);
 	vkCmdBindPipeline(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE,
 	    pipe->pipeline);

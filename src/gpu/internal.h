@@ -26,25 +26,34 @@ _Static_assert(sizeof(struct rope_push) == 36, "rope push");
 _Static_assert(sizeof(struct conv3d_push) == 96, "conv3d push");
 _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
 
-/* Kernels: SPIR-V name, number of storage-buffer bindings, push size. */
+/*
+ * Kernels: SPIR-V name, number of bindings, push size, and a mask of the
+ * bindings that are uniform texel buffers (the rest are storage buffers).
+ */
 #define GPU_KERNELS(X) \
-	X(EW, "ew.spv", 4, struct ew_push) \
-	X(MATMUL_F32, "matmul_f32.spv", 4, struct matmul_push) \
-	X(MATMUL_F16, "matmul_f16.spv", 4, struct matmul_push) \
-	X(MATMUL_BF16, "matmul_bf16.spv", 4, struct matmul_push) \
-	X(NORM, "norm.spv", 4, struct norm_push) \
-	X(NORMC, "normc.spv", 4, struct normc_push) \
-	X(GNORM, "gnorm.spv", 4, struct gnorm_push) \
-	X(ATTN32, "attn32.spv", 6, struct attn_push) \
-	X(ATTN64, "attn64.spv", 6, struct attn_push) \
-	X(ATTN128, "attn128.spv", 6, struct attn_push) \
-	X(ATTN256, "attn256.spv", 6, struct attn_push) \
-	X(ROPE, "rope.spv", 4, struct rope_push) \
-	X(CONV3D, "conv3d.spv", 4, struct conv3d_push) \
-	X(D2S, "d2s.spv", 2, struct d2s_push)
+	X(EW, "ew.spv", 4, struct ew_push, 0) \
+	X(MATMUL_F32, "matmul_f32.spv", 4, struct matmul_push, 0) \
+	X(MATMUL_F16, "matmul_f16.spv", 4, struct matmul_push, 0) \
+	X(MATMUL_BF16, "matmul_bf16.spv", 4, struct matmul_push, 0) \
+	X(LINEAR_F32, "linear_f32.spv", 4, struct matmul_push, 0) \
+	X(LINEAR_F16, "linear_f16.spv", 4, struct matmul_push, 0) \
+	X(LINEAR_BF16, "linear_bf16.spv", 4, struct matmul_push, 0) \
+	X(LINEAR_TEX_F32, "linear_tex_f32.spv", 4, struct matmul_push, 0x6) \
+	X(LINEAR_TEX_F16, "linear_tex_f16.spv", 4, struct matmul_push, 0x6) \
+	X(LINEAR_TEX_BF16, "linear_tex_bf16.spv", 4, struct matmul_push, 0x6) \
+	X(NORM, "norm.spv", 4, struct norm_push, 0) \
+	X(NORMC, "normc.spv", 4, struct normc_push, 0) \
+	X(GNORM, "gnorm.spv", 4, struct gnorm_push, 0) \
+	X(ATTN32, "attn32.spv", 6, struct attn_push, 0) \
+	X(ATTN64, "attn64.spv", 6, struct attn_push, 0) \
+	X(ATTN128, "attn128.spv", 6, struct attn_push, 0) \
+	X(ATTN256, "attn256.spv", 6, struct attn_push, 0) \
+	X(ROPE, "rope.spv", 4, struct rope_push, 0) \
+	X(CONV3D, "conv3d.spv", 4, struct conv3d_push, 0) \
+	X(D2S, "d2s.spv", 2, struct d2s_push, 0)
 
 enum gpu_kernel {
-#define X(id, spv, nb, push) GPU_K_##id,
+#define X(id, spv, nb, push, tex) GPU_K_##id,
 	GPU_KERNELS(X)
 #undef X
 	GPU_K_COUNT
@@ -72,6 +81,34 @@ uint32_t gpu_bind_offset(const struct gpu_cmd *cmd, const struct gpu_tensor *t);
 enum lq_status gpu_cmd_dispatch(struct gpu_cmd *cmd, enum gpu_kernel k,
     const struct gpu_tensor *const *binds, const unsigned char *writes,
     const void *push, uint32_t gx, uint32_t gy, uint32_t gz, const char *op);
+
+/* Texel formats for texel-buffer bindings (4 elements per texel). */
+enum gpu_texfmt {
+	GPU_TEX_NONE = 0,
+	GPU_TEX_RGBA32F,	/* 4 × f32 */
+	GPU_TEX_RGBA16F,	/* 4 × f16 */
+	GPU_TEX_RG32UI,		/* 4 × bf16 packed in 2 words */
+	GPU_TEX_COUNT
+};
+
+/*
+ * 1 when the device can read `texels` texels of fmt through a uniform
+ * texel buffer (format feature and maxTexelBufferElements), and
+ * LATENTQ_NO_TEXEL is not set.
+ */
+int gpu_cmd_texel_ok(const struct gpu_cmd *cmd, enum gpu_texfmt fmt,
+    uint64_t texels);
+
+/*
+ * gpu_cmd_dispatch with texel-buffer bindings: texfmt[i] gives the format
+ * of binding i when the kernel declares it a texel buffer.  The view spans
+ * the tensor from its binding offset; the tensor's element offset there
+ * (gpu_bind_offset) must be a multiple of 4.
+ */
+enum lq_status gpu_cmd_dispatch_tex(struct gpu_cmd *cmd, enum gpu_kernel k,
+    const struct gpu_tensor *const *binds, const unsigned char *writes,
+    const enum gpu_texfmt *texfmt, const void *push, uint32_t gx,
+    uint32_t gy, uint32_t gz, const char *op);
 
 /* Splits `groups` into gx × gy within maxComputeWorkGroupCount. */
 void gpu_cmd_grid(const struct gpu_cmd *cmd, uint64_t groups, uint32_t *gx,

@@ -13,10 +13,14 @@ GPU_SHADER_DEPS = $(srcdir)/shaders/common.glsl $(srcdir)/shaders/push.h \
 GPU_PLAIN = ew norm normc gnorm rope conv3d d2s
 GPU_SPV = $(GPU_PLAIN:%=shaders/%.spv) \
 	shaders/matmul_f32.spv shaders/matmul_f16.spv shaders/matmul_bf16.spv \
+	shaders/linear_f32.spv shaders/linear_f16.spv shaders/linear_bf16.spv \
+	shaders/linear_tex_f32.spv shaders/linear_tex_f16.spv \
+	shaders/linear_tex_bf16.spv \
 	shaders/attn32.spv shaders/attn64.spv shaders/attn128.spv \
 	shaders/attn256.spv
 EXTRA_DIST += $(GPU_SHADER_DEPS) $(GPU_PLAIN:%=$(srcdir)/shaders/%.comp) \
-	$(srcdir)/shaders/matmul.comp $(srcdir)/shaders/attn.comp
+	$(srcdir)/shaders/matmul.comp $(srcdir)/shaders/attn.comp \
+	$(srcdir)/shaders/linear.comp
 
 GLSLC_FLAGS = --target-env=vulkan1.2 -O -I$(srcdir)/shaders
 GLSLC_V = $(GLSLC_V_@AM_V@)
@@ -35,6 +39,24 @@ shaders/matmul_f16.spv: $(srcdir)/shaders/matmul.comp $(GPU_SHADER_DEPS)
 shaders/matmul_bf16.spv: $(srcdir)/shaders/matmul.comp $(GPU_SHADER_DEPS)
 	@$(MKDIR_P) shaders
 	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DBT=2u -o $@ $<
+shaders/linear_f32.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DWT=0 -o $@ $<
+shaders/linear_f16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DWT=1 -o $@ $<
+shaders/linear_bf16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DWT=2 -o $@ $<
+shaders/linear_tex_f32.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=0 -o $@ $<
+shaders/linear_tex_f16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=1 -o $@ $<
+shaders/linear_tex_bf16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=2 -o $@ $<
 shaders/attn%.spv: $(srcdir)/shaders/attn.comp $(GPU_SHADER_DEPS)
 	@$(MKDIR_P) shaders
 	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DMAXD=$* -o $@ $<

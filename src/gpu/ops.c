@@ -452,6 +452,29 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 	};
 	const struct gpu_tensor *bind[4] = {c, a, b, bias};
 	static const unsigned char w[4] = {1, 0, 0, 0};
+	if (trans_b && K % 4 == 0 && pc.off_a % 4 == 0 && pc.off_b % 4 == 0 &&
+	    sa % 4 == 0 && sb % 4 == 0) {
+		enum gpu_kernel k = b->dtype == GPU_F16 ? GPU_K_LINEAR_F16 :
+		    b->dtype == GPU_BF16 ? GPU_K_LINEAR_BF16 : GPU_K_LINEAR_F32;
+		uint64_t rows = 64 * LINEAR_TM;
+		enum gpu_texfmt tf[4] = {GPU_TEX_NONE, GPU_TEX_RGBA32F,
+		    b->dtype == GPU_F16 ? GPU_TEX_RGBA16F :
+		    b->dtype == GPU_BF16 ? GPU_TEX_RG32UI : GPU_TEX_RGBA32F,
+		    GPU_TEX_NONE};
+		uint64_t ta = (uint64_t)gpu_tensor_numel(a) / 4 + 1;
+		uint64_t tb = (uint64_t)gpu_tensor_numel(b) / 4 + 1;
+		if (gpu_cmd_texel_ok(cmd, tf[1], ta) &&
+		    gpu_cmd_texel_ok(cmd, tf[2], tb))
+			return gpu_cmd_dispatch_tex(cmd, k + (GPU_K_LINEAR_TEX_F32 -
+			    GPU_K_LINEAR_F32), bind, w, tf, &pc,
+			    (uint32_t)((M + rows - 1) / rows),
+			    (uint32_t)((N + LINEAR_TN - 1) / LINEAR_TN),
+			    (uint32_t)batch, op);
+		return gpu_cmd_dispatch(cmd, k, bind, w, &pc,
+		    (uint32_t)((M + rows - 1) / rows),
+		    (uint32_t)((N + LINEAR_TN - 1) / LINEAR_TN), (uint32_t)batch,
+		    op);
+	}
 	return gpu_cmd_dispatch(cmd, matmul_kernel(b->dtype), bind, w, &pc,
 	    (uint32_t)((N + 63) / 64), (uint32_t)((M + 63) / 64),
 	    (uint32_t)batch, op);

@@ -1,0 +1,116 @@
+/*
+ * linear.comp — fast path of matmul for y = act(alpha·x·wᵀ + b) with w in
+ * torch layout [N, K] and K % 4 == 0: each invocation owns TM rows of x and
+ * a workgroup shares one block of TN output columns, so the weight loads
+ * are uniform across the workgroup (one load broadcast to every lane; CPU
+ * drivers such as lavapipe and GPUs' scalar units both like that) and each
+ * lane streams its own rows of x as vec4.  Same summation order on every
+ * run (k ascending in 4-wide steps, lanes of a vec4 summed by fma chain).
+ * Uses matmul_push; -DWT=0/1/2 selects the weight dtype (f32/f16/bf16).
+ */
+#version 450
+#define KERNEL_MATMUL
+#include "common.glsl"
+
+#ifndef WT
+#define WT 0
+#endif
+#define TN LINEAR_TN
+#define TM LINEAR_TM
+
+layout(local_size_x = 64) in;
+layout(binding = 0) writeonly buffer Cb { uint d[]; } c;
+#ifdef TEX
+/* Texel buffers: one fetch per 4 elements (RGBA32F x; RGBA32F, RGBA16F or
+ * RG32UI w), cheaper than storage-buffer loads on some drivers. */
+layout(binding = 1) uniform samplerBuffer ta;
+#if WT == 2
+layout(binding = 2) uniform usamplerBuffer tb;
+#else
+layout(binding = 2) uniform samplerBuffer tb;
+#endif
+#define LDX(i) texelFetch(ta, int(i))
+#else
+layout(binding = 1) readonly buffer Ab { vec4 d[]; } a;
+#if WT == 0
+layout(binding = 2) readonly buffer Bb { vec4 d[]; } b;
+#else
+layout(binding = 2) readonly buffer Bb { uvec2 d[]; } b;
+#endif
+#define LDX(i) a.d[i]
+#endif
+layout(binding = 3) readonly buffer Bias { uint d[]; } bias;
+
+vec4 ldw(uint i)	/* i: index in units of 4 elements */
+{
+#ifdef TEX
+#if WT == 2
+	uvec2 u = texelFetch(tb, int(i)).xy;
+	return vec4(uintBitsToFloat(u.x << 16), uintBitsToFloat(u.x & 0xffff0000u),
+	    uintBitsToFloat(u.y << 16), uintBitsToFloat(u.y & 0xffff0000u));
+#else
+	return texelFetch(tb, int(i));
+#endif
+#elif WT == 0
+	return b.d[i];
+#elif WT == 1
+	uvec2 u = b.d[i];
+	return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+#else
+	uvec2 u = b.d[i];
+	return vec4(uintBitsToFloat(u.x << 16), uintBitsToFloat(u.x & 0xffff0000u),
+	    uintBitsToFloat(u.y << 16), uintBitsToFloat(u.y & 0xffff0000u));
+#endif
+}
+
+void main()
+{
+	uint m0 = (gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x) * TM;
+	uint n0 = gl_WorkGroupID.y * TN;
+	uint z = gl_WorkGroupID.z;
+	uint K4 = p.K / 4u;
+	uint abase = (p.off_a + z * p.sa_batch) / 4u;
+	uint bbase = (p.off_b + z * p.sb_batch) / 4u;
+	uint arow[TM];
+	[[unroll]] for (uint i = 0u; i < TM; i++)
+		arow[i] = abase + min(m0 + i, p.M - 1u) * K4;
+	uint brow[TN];
+	[[unroll]] for (uint j = 0u; j < TN; j++)
+		brow[j] = bbase + min(n0 + j, p.N - 1u) * K4;
+	float acc[TM][TN];
+	[[unroll]] for (uint i = 0u; i < TM; i++)
+		[[unroll]] for (uint j = 0u; j < TN; j++)
+			acc[i][j] = 0.0;
+	for (uint k = 0u; k < K4; k++) {
+		vec4 xv[TM];
+		[[unroll]] for (uint i = 0u; i < TM; i++)
+			xv[i] = LDX(arow[i] + k);
+		[[unroll]] for (uint j = 0u; j < TN; j++) {
+			vec4 wv = ldw(brow[j] + k);
+			[[unroll]] for (uint i = 0u; i < TM; i++) {
+				float s = acc[i][j];
+				s = fma(xv[i].x, wv.x, s);
+				s = fma(xv[i].y, wv.y, s);
+				s = fma(xv[i].z, wv.z, s);
+				s = fma(xv[i].w, wv.w, s);
+				acc[i][j] = s;
+			}
+		}
+	}
+	uint act = (p.flags >> 1) & 7u;
+	bool has_bias = ((p.flags >> 4) & 1u) != 0u;
+	uint dtb = (p.flags >> 5) & 3u;
+	uint cbase = p.off_c + z * p.sc_batch;
+	[[unroll]] for (uint j = 0u; j < TN; j++) {
+		uint n = n0 + j;
+		if (n >= p.N)
+			break;
+		float bb = has_bias ? LD(bias.d, dtb, p.off_bias + n) : 0.0;
+		[[unroll]] for (uint i = 0u; i < TM; i++) {
+			uint m = m0 + i;
+			if (m < p.M)
+				STF(c.d, cbase + m * p.N + n,
+				    lq_act(p.alpha * acc[i][j] + bb, act));
+		}
+	}
+}
