@@ -48,6 +48,8 @@ _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
 	X(ATTN64, "attn64.spv", 6, struct attn_push, 0) \
 	X(ATTN128, "attn128.spv", 6, struct attn_push, 0) \
 	X(ATTN256, "attn256.spv", 6, struct attn_push, 0) \
+	X(ATTN_TEX64, "attn_tex64.spv", 6, struct attn_push, 0xe) \
+	X(ATTN_TEX128, "attn_tex128.spv", 6, struct attn_push, 0xe) \
 	X(ROPE, "rope.spv", 4, struct rope_push, 0) \
 	X(CONV3D, "conv3d.spv", 4, struct conv3d_push, 0) \
 	X(D2S, "d2s.spv", 2, struct d2s_push, 0)

@@ -63,6 +63,16 @@ same_shape(const struct gpu_tensor *a, const struct gpu_tensor *b)
 /* Starts an op: returns the sticky error if the command already failed. */
 #define OP_BEGIN(cmd) TRY(gpu_cmd_status((cmd), NULL))
 
+/* Elements from a view's first to its last element, inclusive. */
+static uint64_t
+extent(const struct gpu_tensor *t)
+{
+	int64_t last = 0;
+	for (int i = 0; i < t->ndim; i++)
+		last += (t->shape[i] - 1) * t->stride[i];
+	return (uint64_t)last + 1;
+}
+
 /* ---- elementwise ---- */
 
 /* numpy broadcast of t to y's shape into *out; 0 if incompatible. */
@@ -776,6 +786,21 @@ ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 	};
 	const struct gpu_tensor *bind[6] = {out, q, k, v, kb, bias};
 	static const unsigned char w[6] = {1, 0, 0, 0, 0, 0};
+	int tex = D <= 128 && Dh % 4 == 0 && Dv % 4 == 0 &&
+	    pc.off_q % 4 == 0 && pc.off_k % 4 == 0 && pc.off_v % 4 == 0 &&
+	    pc.q_sb % 4 == 0 && pc.q_sn % 4 == 0 && pc.k_sb % 4 == 0 &&
+	    pc.k_sn % 4 == 0 && pc.v_sb % 4 == 0 && pc.v_sn % 4 == 0 &&
+	    gpu_cmd_texel_ok(cmd, GPU_TEX_RGBA32F, extent(q) / 4 + 1) &&
+	    gpu_cmd_texel_ok(cmd, GPU_TEX_RGBA32F, extent(k) / 4 + 1) &&
+	    gpu_cmd_texel_ok(cmd, GPU_TEX_RGBA32F, extent(v) / 4 + 1);
+	if (tex) {
+		static const enum gpu_texfmt tf[6] = {GPU_TEX_NONE,
+		    GPU_TEX_RGBA32F, GPU_TEX_RGBA32F, GPU_TEX_RGBA32F,
+		    GPU_TEX_NONE, GPU_TEX_NONE};
+		return gpu_cmd_dispatch_tex(cmd, D <= 64 ? GPU_K_ATTN_TEX64 :
+		    GPU_K_ATTN_TEX128, bind, w, tf, &pc,
+		    (uint32_t)((Nq + 127) / 128), (uint32_t)(B * H), 1, op);
+	}
 	return gpu_cmd_dispatch(cmd, kern, bind, w, &pc,
 	    (uint32_t)((Nq + 63) / 64), (uint32_t)(B * H), 1, op);
 }

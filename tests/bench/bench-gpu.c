@@ -10,7 +10,8 @@
  *   conv3d VAE-like [1,128,5,64,64] -> 128, k3 causal
  *   a chain of 100 small dispatches (one submit)
  *
- * LATENTQ_BENCH_QUICK=1 shrinks every shape 4x (for a smoke run).
+ * LATENTQ_BENCH_QUICK=1 shrinks every shape 4x (for a smoke run);
+ * LATENTQ_BENCH_ONLY=chain,linear,wide,attention,conv picks some.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -286,18 +287,21 @@ main(void)
 	    gpu_cmd_create(ctx, &cmd, &err) != LQ_OK)
 		die(&err);
 	const char *only = getenv("LATENTQ_BENCH_ONLY");
-	if (only != NULL && strcmp(only, "linear") == 0) {
+#define WANT(s) (only == NULL || strstr(only, s) != NULL)
+	if (WANT("chain"))
+		bench_chain();
+	if (WANT("linear")) {
 		bench_linear(4096 / q, 2048, 2048, GPU_F32, peak);
 		bench_linear(4096 / q, 2048, 2048, GPU_F16, peak);
-		return 0;
 	}
-	bench_chain();
-	bench_linear(4096 / q, 2048, 2048, GPU_F32, peak);
-	bench_linear(4096 / q, 2048, 2048, GPU_F16, peak);
-	bench_linear(4096 / q, 2048, 8192, GPU_F32, peak);
-	bench_linear(4096 / q, 2048, 8192, GPU_F16, peak);
-	bench_attention(4096 / q, 64, 32, peak);
-	bench_conv(128, 5, 64 / q, 64 / q, peak);
+	if (WANT("wide")) {
+		bench_linear(4096 / q, 2048, 8192, GPU_F32, peak);
+		bench_linear(4096 / q, 2048, 8192, GPU_F16, peak);
+	}
+	if (WANT("attention"))
+		bench_attention(4096 / q, 64, 32, peak);
+	if (WANT("conv"))
+		bench_conv(128, 5, 64 / q, 64 / q, peak);
 	gpu_cmd_free(cmd);
 	gpu_pool_free(pool);
 	gpu_ctx_free(ctx);

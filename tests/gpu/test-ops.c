@@ -698,13 +698,25 @@ main(void)
 		error_print(&err, stderr);
 		return 99;
 	}
-	test_linear(1, 1, 1, GPU_F32, 1, 0);
-	test_linear(37, 65, 23, GPU_F32, 1, 1);
-	test_linear(130, 200, 67, GPU_F16, 1, 2);
-	test_linear(64, 128, 64, GPU_BF16, 0, 0);
-	test_linear(5, 33, 129, GPU_F32, 0, 3);
-	test_matmul(3, 19, 33, 45, 0, 0);
-	test_matmul(2, 70, 17, 9, 1, 1);
+	/* linear and attention have texel-buffer fast paths: run the
+	 * storage-buffer paths too */
+	for (int pass = 0; pass < 2; pass++) {
+		printf("-- %s paths\n", pass ? "storage-buffer" : "default");
+		if (pass)
+			setenv("LATENTQ_NO_TEXEL", "1", 1);
+		test_linear(1, 1, 1, GPU_F32, 1, 0);
+		test_linear(37, 65, 23, GPU_F32, 1, 1);
+		test_linear(130, 200, 67, GPU_F16, 1, 2);
+		test_linear(64, 128, 64, GPU_BF16, 0, 0);
+		test_linear(5, 33, 129, GPU_F32, 0, 3);
+		test_matmul(3, 19, 33, 45, 0, 0);
+		test_matmul(2, 70, 17, 9, 1, 1);
+		test_attention(2, 37, 23, 3, 16, 16, 1, 0, 0.25, 0);
+		test_attention(1, 70, 70, 2, 64, 64, 0, 1, 1.0, 0);
+		test_attention(2, 33, 33, 2, 16, 16, 0, 0, 0.25, 1);
+		test_attention(1, 9, 130, 1, 100, 100, 1, 0, 0.1, 0);
+		unsetenv("LATENTQ_NO_TEXEL");
+	}
 	test_norm(1, 1, 0, 0);
 	test_norm(7, 37, 0, 1);
 	test_norm(5, 300, 0, 0);
@@ -716,10 +728,6 @@ main(void)
 	test_norm_channels(2, 12, 3, 4, 5, 0, 4);
 	test_norm_channels(1, 6, 1, 1, 1, 0, 6);
 	test_elementwise();
-	test_attention(2, 37, 23, 3, 16, 16, 1, 0, 0.25, 0);
-	test_attention(1, 70, 70, 2, 64, 64, 0, 1, 1.0, 0);
-	test_attention(2, 33, 33, 2, 16, 16, 0, 0, 0.25, 1);
-	test_attention(1, 9, 130, 1, 100, 100, 1, 0, 0.1, 0);
 	test_attention(1, 5, 11, 1, 200, 256, 0, 0, 0.07, 0);
 	test_attention(1, 3, 5, 2, 8, 24, 0, 1, 0.3, 0);
 	test_rope(2, 13, 10, 1);
