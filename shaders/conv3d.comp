@@ -2,40 +2,65 @@
  * conv3d.comp — direct 3-D convolution (cross-correlation) on
  * [B, C, F, H, W] with per-axis stride, front padding and zero/replicate
  * edge modes (LTX CausalConv3d pads time by replicating frames).  One
- * invocation computes 4 output channels at one output position; sums run
- * over ci, kt, kh, kw in ascending order.
+ * invocation computes CB output channels at PW consecutive output columns,
+ * so each input value feeds CB FMAs and each weight PW; the weights of a
+ * workgroup's channel block are the same for all its lanes.  With -DTEX x
+ * and w are read through single-channel texel buffers (R32F x; R32F, R16F
+ * or R16UI=bf16 w), otherwise from storage buffers.  Sums run over ci, kt,
+ * kh, kw in ascending order.
  */
 #version 450
 #define KERNEL_CONV3D
 #include "common.glsl"
 
-#define CB 4u
+#define CB 8u
+#define PW 4u
 
-layout(local_size_x = 128) in;
+layout(local_size_x = 64) in;
 layout(binding = 0) writeonly buffer Y { uint d[]; } y;
+#ifdef TEX
+layout(binding = 1) uniform samplerBuffer tx;
+#if WT == 2
+layout(binding = 2) uniform usamplerBuffer tw;
+#define LDW(i) uintBitsToFloat(texelFetch(tw, int(i)).x << 16)
+#else
+layout(binding = 2) uniform samplerBuffer tw;
+#define LDW(i) texelFetch(tw, int(i)).x
+#endif
+#define LDX(i) texelFetch(tx, int(i)).x
+#else
 layout(binding = 1) readonly buffer X { uint d[]; } x;
 layout(binding = 2) readonly buffer Wt { uint d[]; } w;
+#define LDX(i) LDF(x.d, i)
+#define LDW(i) LD(w.d, dtw, i)
+#endif
 layout(binding = 3) readonly buffer Bs { uint d[]; } bs;
 
 void main()
 {
 	uint chunk = gl_WorkGroupID.z % p.pos_chunks;
 	uint b = gl_WorkGroupID.z / p.pos_chunks;
-	uint pos = (chunk * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 128u +
+	uint pos = (chunk * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64u +
 	    gl_LocalInvocationID.x;
-	uint npos = p.Fo * p.Ho * p.Wo;
+	uint Wq = (p.Wo + PW - 1u) / PW;
+	uint npos = p.Fo * p.Ho * Wq;
 	if (pos >= npos)
 		return;
 	uint co0 = gl_WorkGroupID.y * CB;
-	uint wo = pos % p.Wo, ho = (pos / p.Wo) % p.Ho, fo = pos / (p.Wo * p.Ho);
+	uint wq = pos % Wq, ho = (pos / Wq) % p.Ho, fo = pos / (Wq * p.Ho);
+	uint wo0 = wq * PW;
 	bool t_rep = (p.flags & 1u) != 0u, s_rep = ((p.flags >> 1) & 1u) != 0u;
 	bool has_b = ((p.flags >> 2) & 1u) != 0u;
 	uint dtw = (p.flags >> 4) & 3u, dtb = (p.flags >> 6) & 3u;
 	uint ksz = p.kt * p.kh * p.kw;
 	uint HW = p.H * p.W;
-	float acc[CB];
+	uint wbase[CB];
 	[[unroll]] for (uint r = 0u; r < CB; r++)
-		acc[r] = 0.0;
+		wbase[r] = p.off_w + min(co0 + r, p.Co - 1u) * p.Ci * ksz;
+	float acc[CB][PW];
+	[[unroll]] for (uint r = 0u; r < CB; r++)
+		[[unroll]] for (uint q = 0u; q < PW; q++)
+			acc[r][q] = 0.0;
 	for (uint ci = 0u; ci < p.Ci; ci++) {
 		uint xc = p.off_x + (b * p.Ci + ci) * p.F * HW;
 		for (uint dt = 0u; dt < p.kt; dt++) {
@@ -50,32 +75,39 @@ void main()
 					hi = clamp(hi, 0, int(p.H) - 1);
 				else if (hi < 0 || hi >= int(p.H))
 					continue;
+				uint xrow = xc + uint(fi) * HW + uint(hi) * p.W;
+				uint kbase = ci * ksz + (dt * p.kh + dh) * p.kw;
 				for (uint dw = 0u; dw < p.kw; dw++) {
-					int wi = int(wo * p.sw + dw) - p.pw;
-					if (s_rep)
+					float xv[PW];
+					[[unroll]] for (uint q = 0u; q < PW; q++) {
+						int wi = int((wo0 + q) * p.sw + dw) - p.pw;
+						bool ok = true;
+						if (s_rep)
+							wi = clamp(wi, 0, int(p.W) - 1);
+						else
+							ok = wi >= 0 && wi < int(p.W);
 						wi = clamp(wi, 0, int(p.W) - 1);
-					else if (wi < 0 || wi >= int(p.W))
-						continue;
-					float xv = LDF(x.d, xc + uint(fi) * HW +
-					    uint(hi) * p.W + uint(wi));
-					uint kidx = (dt * p.kh + dh) * p.kw + dw;
+						float v = LDX(xrow + uint(wi));
+						xv[q] = ok ? v : 0.0;
+					}
 					[[unroll]] for (uint r = 0u; r < CB; r++) {
-						uint co = min(co0 + r, p.Co - 1u);
-						float wv = LD(w.d, dtw, p.off_w +
-						    (co * p.Ci + ci) * ksz + kidx);
-						acc[r] = fma(xv, wv, acc[r]);
+						float wv = LDW(wbase[r] + kbase + dw);
+						[[unroll]] for (uint q = 0u; q < PW; q++)
+							acc[r][q] = fma(xv[q], wv, acc[r][q]);
 					}
 				}
 			}
 		}
 	}
+	uint HWo = p.Ho * p.Wo;
 	[[unroll]] for (uint r = 0u; r < CB; r++) {
 		uint co = co0 + r;
 		if (co >= p.Co)
 			break;
-		float v = acc[r];
-		if (has_b)
-			v += LD(bs.d, dtb, p.off_b + co);
-		STF(y.d, p.off_y + (b * p.Co + co) * npos + pos, v);
+		float bv = has_b ? LD(bs.d, dtb, p.off_b + co) : 0.0;
+		uint yb = p.off_y + ((b * p.Co + co) * p.Fo + fo) * HWo + ho * p.Wo;
+		[[unroll]] for (uint q = 0u; q < PW; q++)
+			if (wo0 + q < p.Wo)
+				STF(y.d, yb + wo0 + q, acc[r][q] + bv);
 	}
 }

@@ -52,6 +52,9 @@ _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
 	X(ATTN_TEX128, "attn_tex128.spv", 6, struct attn_push, 0xe) \
 	X(ROPE, "rope.spv", 4, struct rope_push, 0) \
 	X(CONV3D, "conv3d.spv", 4, struct conv3d_push, 0) \
+	X(CONV3D_TEX_F32, "conv3d_tex_f32.spv", 4, struct conv3d_push, 0x6) \
+	X(CONV3D_TEX_F16, "conv3d_tex_f16.spv", 4, struct conv3d_push, 0x6) \
+	X(CONV3D_TEX_BF16, "conv3d_tex_bf16.spv", 4, struct conv3d_push, 0x6) \
 	X(D2S, "d2s.spv", 2, struct d2s_push, 0)
 
 enum gpu_kernel {
@@ -84,12 +87,15 @@ enum lq_status gpu_cmd_dispatch(struct gpu_cmd *cmd, enum gpu_kernel k,
     const struct gpu_tensor *const *binds, const unsigned char *writes,
     const void *push, uint32_t gx, uint32_t gy, uint32_t gz, const char *op);
 
-/* Texel formats for texel-buffer bindings (4 elements per texel). */
+/* Texel formats for texel-buffer bindings. */
 enum gpu_texfmt {
 	GPU_TEX_NONE = 0,
 	GPU_TEX_RGBA32F,	/* 4 × f32 */
 	GPU_TEX_RGBA16F,	/* 4 × f16 */
 	GPU_TEX_RG32UI,		/* 4 × bf16 packed in 2 words */
+	GPU_TEX_R32F,		/* 1 × f32 */
+	GPU_TEX_R16F,		/* 1 × f16 */
+	GPU_TEX_R16UI,		/* 1 × bf16 */
 	GPU_TEX_COUNT
 };
 
@@ -105,7 +111,7 @@ int gpu_cmd_texel_ok(const struct gpu_cmd *cmd, enum gpu_texfmt fmt,
  * gpu_cmd_dispatch with texel-buffer bindings: texfmt[i] gives the format
  * of binding i when the kernel declares it a texel buffer.  The view spans
  * the tensor from its binding offset; the tensor's element offset there
- * (gpu_bind_offset) must be a multiple of 4.
+ * (gpu_bind_offset) must be a multiple of the elements per texel.
  */
 enum lq_status gpu_cmd_dispatch_tex(struct gpu_cmd *cmd, enum gpu_kernel k,
     const struct gpu_tensor *const *binds, const unsigned char *writes,

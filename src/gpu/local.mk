@@ -17,7 +17,9 @@ GPU_SPV = $(GPU_PLAIN:%=shaders/%.spv) \
 	shaders/linear_tex_f32.spv shaders/linear_tex_f16.spv \
 	shaders/linear_tex_bf16.spv \
 	shaders/attn32.spv shaders/attn64.spv shaders/attn128.spv \
-	shaders/attn256.spv shaders/attn_tex64.spv shaders/attn_tex128.spv
+	shaders/attn256.spv shaders/attn_tex64.spv shaders/attn_tex128.spv \
+	shaders/conv3d_tex_f32.spv shaders/conv3d_tex_f16.spv \
+	shaders/conv3d_tex_bf16.spv
 EXTRA_DIST += $(GPU_SHADER_DEPS) $(GPU_PLAIN:%=$(srcdir)/shaders/%.comp) \
 	$(srcdir)/shaders/matmul.comp $(srcdir)/shaders/attn.comp $(srcdir)/shaders/attn_tex.comp \
 	$(srcdir)/shaders/linear.comp
@@ -55,6 +57,15 @@ shaders/linear_tex_f16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
 	@$(MKDIR_P) shaders
 	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=1 -o $@ $<
 shaders/linear_tex_bf16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=2 -o $@ $<
+shaders/conv3d_tex_f32.spv: $(srcdir)/shaders/conv3d.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=0 -o $@ $<
+shaders/conv3d_tex_f16.spv: $(srcdir)/shaders/conv3d.comp $(GPU_SHADER_DEPS)
+	@$(MKDIR_P) shaders
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=1 -o $@ $<
+shaders/conv3d_tex_bf16.spv: $(srcdir)/shaders/conv3d.comp $(GPU_SHADER_DEPS)
 	@$(MKDIR_P) shaders
 	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=2 -o $@ $<
 shaders/attn_tex%.spv: $(srcdir)/shaders/attn_tex.comp $(GPU_SHADER_DEPS)

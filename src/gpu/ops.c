@@ -882,8 +882,8 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    "%s: y %s must be [%" PRId64 ", %" PRId64 ", %d, %d, %d]",
 		    op, DESC(y), B, Co, out[0], out[1], out[2]);
 	TRY(param_vec(cmd, op, "bias", b, Co));
-	uint64_t npos = (uint64_t)out[0] * out[1] * out[2];
-	uint64_t groups = (npos + 127) / 128;
+	uint64_t npos = (uint64_t)out[0] * out[1] * (((uint64_t)out[2] + 3) / 4);
+	uint64_t groups = (npos + 63) / 64;
 	uint32_t gx, chunks;
 	gpu_cmd_grid(cmd, groups, &gx, &chunks);
 	struct conv3d_push pc = {
@@ -905,8 +905,19 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	};
 	const struct gpu_tensor *bind[4] = {y, x, w, b};
 	static const unsigned char wr[4] = {1, 0, 0, 0};
+	enum gpu_texfmt tf[4] = {GPU_TEX_NONE, GPU_TEX_R32F,
+	    w->dtype == GPU_F16 ? GPU_TEX_R16F :
+	    w->dtype == GPU_BF16 ? GPU_TEX_R16UI : GPU_TEX_R32F, GPU_TEX_NONE};
+	if (gpu_cmd_texel_ok(cmd, tf[1], (uint64_t)gpu_tensor_numel(x) + 4) &&
+	    gpu_cmd_texel_ok(cmd, tf[2], (uint64_t)gpu_tensor_numel(w) + 4)) {
+		enum gpu_kernel k = w->dtype == GPU_F16 ? GPU_K_CONV3D_TEX_F16 :
+		    w->dtype == GPU_BF16 ? GPU_K_CONV3D_TEX_BF16 :
+		    GPU_K_CONV3D_TEX_F32;
+		return gpu_cmd_dispatch_tex(cmd, k, bind, wr, tf, &pc, gx,
+		    (uint32_t)((Co + 7) / 8), (uint32_t)(B * chunks), op);
+	}
 	return gpu_cmd_dispatch(cmd, GPU_K_CONV3D, bind, wr, &pc, gx,
-	    (uint32_t)((Co + 3) / 4), (uint32_t)(B * chunks), op);
+	    (uint32_t)((Co + 7) / 8), (uint32_t)(B * chunks), op);
 }
 
 static enum lq_status

@@ -715,6 +715,12 @@ main(void)
 		test_attention(1, 70, 70, 2, 64, 64, 0, 1, 1.0, 0);
 		test_attention(2, 33, 33, 2, 16, 16, 0, 0, 0.25, 1);
 		test_attention(1, 9, 130, 1, 100, 100, 1, 0, 0.1, 0);
+		test_conv3d(1, 3, 5, 6, 7, 5, 3, 1, 0, 0, GPU_F32, 1);
+		test_conv3d(2, 4, 4, 5, 5, 6, 3, 1, 1, 0, GPU_F16, 0);
+		test_conv3d(1, 3, 5, 7, 6, 4, 3, 2, 2, 0, GPU_F32, 1);
+		test_conv3d(1, 5, 3, 4, 4, 7, 1, 1, 2, 0, GPU_BF16, 1);
+		test_conv3d(1, 2, 4, 5, 6, 3, 3, 2, 0, 1, GPU_F32, 0);
+		test_conv3d(1, 9, 3, 5, 11, 17, 3, 1, 0, 0, GPU_F16, 1);
 		unsetenv("LATENTQ_NO_TEXEL");
 	}
 	test_norm(1, 1, 0, 0);
@@ -732,11 +738,6 @@ main(void)
 	test_attention(1, 3, 5, 2, 8, 24, 0, 1, 0.3, 0);
 	test_rope(2, 13, 10, 1);
 	test_rope(2, 7, 32, 2);
-	test_conv3d(1, 3, 5, 6, 7, 5, 3, 1, 0, 0, GPU_F32, 1);
-	test_conv3d(2, 4, 4, 5, 5, 6, 3, 1, 1, 0, GPU_F16, 0);
-	test_conv3d(1, 3, 5, 7, 6, 4, 3, 2, 2, 0, GPU_F32, 1);
-	test_conv3d(1, 5, 3, 4, 4, 7, 1, 1, 2, 0, GPU_BF16, 1);
-	test_conv3d(1, 2, 4, 5, 6, 3, 3, 2, 0, 1, GPU_F32, 0);
 	test_d2s(0);
 	test_d2s(1);
 	test_determinism();
