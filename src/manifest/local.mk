@@ -16,3 +16,7 @@ TESTS += tests/manifest/test-manifest-bad
 tests_manifest_test_manifest_bad_SOURCES = tests/manifest/test-manifest-bad.c
 tests_manifest_test_manifest_bad_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/manifest/bad
+
+dist_man_MANS += man/latentq-manifest.5
+TESTS += tests/manifest/man.sh
+EXTRA_DIST += tests/manifest/man.sh
