@@ -137,6 +137,15 @@ enum lq_status store_claim_job(struct store *st, const char *owner,
     double lease_seconds, const int64_t *ids, size_t n,
     struct store_job *out, int *claimed, struct lq_error *err);
 
+/*
+ * When will a queued job (among ids[0..n) when ids != NULL) next be
+ * claimable?  *at = the earliest not_before (0 when one is claimable now),
+ * or -1 when no job is queued.  Also counts running jobs (leased to anyone)
+ * into *running (may be NULL).
+ */
+enum lq_status store_next_claimable(struct store *st, const int64_t *ids,
+    size_t n, double *at, int *running, struct lq_error *err);
+
 /* Extends the lease; LQ_FAILED (LQ-JOB-003) if `owner` no longer holds it. */
 enum lq_status store_renew_lease(struct store *st, int64_t id,
     const char *owner, double lease_seconds, struct lq_error *err);
