@@ -37,3 +37,9 @@ tests_fuzz_fuzz_manifest_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address
 tests_fuzz_fuzz_manifest_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer,address
 tests_fuzz_fuzz_manifest_LDADD = $(LQ_TEST_LDADD)
 endif
+
+EXTRA_PROGRAMS += tests/bench/bench-manifest
+bench_PROGRAMS_LIST += tests/bench/bench-manifest
+tests_bench_bench_manifest_SOURCES = tests/bench/bench-manifest.c
+tests_bench_bench_manifest_LDADD = $(LQ_TEST_LDADD)
+CLEANFILES += tests/bench/bench-manifest
