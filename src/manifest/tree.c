@@ -228,8 +228,13 @@ attach(struct builder *b, struct tree_node *node, const yaml_mark_t *mark)
 	    node->kind != TREE_SCALAR)
 		return fail_at(b, mark, "LQ-MAN-006",
 		    "mapping keys must be scalars, not %s", tree_kind_name(node));
+	if (node->height + b->depth >= TREE_MAX_DEPTH)	/* an alias nests deeper */
+		return fail_at(b, mark, "LQ-MAN-006",
+		    "nesting deeper than %s levels (aliases expanded)", "64");
 	node_push_item(parent, node);
 	parent->weight = sat_add(parent->weight, node->weight);
+	if (parent->height < node->height + 1)
+		parent->height = node->height + 1;
 	return LQ_OK;
 }
 
