@@ -9,8 +9,12 @@
 #include "sampler/latents.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/util.h"
+#include "sampler/rng.h"
 
 static void
 check_shape(const struct latents_shape *sh)
@@ -87,6 +91,75 @@ void
 latents_unpack(const struct latents_shape *sh, const float *in, float *out)
 {
 	pack_walk(sh, in, out, 0);
+}
+
+void
+latents_init_noise(const struct latents_shape *sh, uint64_t seed,
+    float *packed)
+{
+	size_t n = latents_numel(sh);
+	float *tmp = xmalloc(n * sizeof(float));
+
+	rng_fill_normal(seed, RNG_PURPOSE_INITIAL_LATENTS, 0, tmp, n);
+	latents_pack(sh, tmp, packed);
+	free(tmp);
+}
+
+static void
+format_dims(char *buf, size_t size, int ndim, const int64_t *dims)
+{
+	size_t len = 0;
+	int k;
+
+	len += (size_t)snprintf(buf, size, "[");
+	for (k = 0; k < ndim && len < size; k++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%lld",
+		    k ? ", " : "", (long long)dims[k]);
+	if (len < size)
+		snprintf(buf + len, size - len, "]");
+}
+
+enum lq_status
+latents_import(const struct latents_shape *sh, int ndim, const int64_t *dims,
+    const float *data, float *packed, struct lq_error *err)
+{
+	int64_t want_packed[3], want_unpacked[5];
+	char given[128], a[64], b[96];
+
+	want_packed[0] = sh->batch;
+	want_packed[1] = latents_seq_len(sh);
+	want_packed[2] = latents_token_dim(sh);
+	want_unpacked[0] = sh->batch;
+	want_unpacked[1] = sh->channels;
+	want_unpacked[2] = sh->frames;
+	want_unpacked[3] = sh->height;
+	want_unpacked[4] = sh->width;
+	if (ndim == 3 && memcmp(dims, want_packed, sizeof(want_packed)) == 0) {
+		memcpy(packed, data, latents_numel(sh) * sizeof(float));
+		return LQ_OK;
+	}
+	if (ndim == 5 &&
+	    memcmp(dims, want_unpacked, sizeof(want_unpacked)) == 0) {
+		latents_pack(sh, data, packed);
+		return LQ_OK;
+	}
+	format_dims(given, sizeof(given), ndim, dims);
+	format_dims(a, sizeof(a), 3, want_packed);
+	format_dims(b, sizeof(b), 5, want_unpacked);
+	return error_set(err, LQ_FAILED, "LQ-LAT-001",
+	    "latents of shape %s do not fit this job: expected packed "
+	    "[B, S, D] = %s or [B, C, F, H, W] = %s", given, a, b);
+}
+
+int64_t
+latents_find_nonfinite(const float *x, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return (int64_t)i;
+	return -1;
 }
 
 void

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/error.h"
+
 /*
  * Unpacked latent geometry [B, C, F, H, W] and the transformer's patch
  * sizes (p over H and W, p_t over F).  F % p_t == H % p == W % p == 0.
@@ -41,6 +43,33 @@ void latents_pack(const struct latents_shape *sh, const float *in, float *out);
  * inverse of latents_pack). */
 void latents_unpack(const struct latents_shape *sh, const float *in,
     float *out);
+
+/*
+ * Initial latents from latentq's counter-based noise (rng.h): the normals
+ * normal(seed, RNG_PURPOSE_INITIAL_LATENTS, i) for i = 0 .. numel-1 fill
+ * the UNPACKED tensor [B, C, F, H, W] in row-major order (as diffusers'
+ * prepare_latents draws randn in that shape before packing), which is then
+ * packed into `packed` [B, S, D].  Allocates one temporary of numel floats.
+ */
+void latents_init_noise(const struct latents_shape *sh, uint64_t seed,
+    float *packed);
+
+/*
+ * Supplied initial latents (`latents: FILE`, diffusers' latents=): accepts
+ * float32 data either packed [B, S, D] (copied as is) or unpacked
+ * [B, C, F, H, W] (packed), and writes packed [B, S, D] to `packed`.
+ * Any other shape fails with LQ_FAILED, code LQ-LAT-001, a message naming
+ * the shape given and the two accepted; `packed` is then untouched.
+ */
+enum lq_status latents_import(const struct latents_shape *sh, int ndim,
+    const int64_t *dims, const float *data, float *packed,
+    struct lq_error *err);
+
+/*
+ * Index of the first NaN or infinity in x[0..n-1], or -1 if all are
+ * finite (the per-step guard).
+ */
+int64_t latents_find_nonfinite(const float *x, size_t n);
 
 /*
  * LTXPipeline._denormalize_latents, in place on [B, C, F, H, W]:

@@ -27,10 +27,14 @@
  *   rounded in practice, so another faithful libm differs only when a
  *   float64 result lies within its error of a float32 rounding boundary).
  *
- *   Purposes (RNG_PURPOSE_*): 1 initial latents, 2 the decoder's decode
- *   noise, 0x100 + k the decoder's k-th injected-noise draw (k = 0, 1, ...
- *   in the decoder's call order).  Element indices count from 0 over the
- *   tensor in row-major order of the shape the caller documents.
+ *   Purposes (RNG_PURPOSE_*) and the tensor whose row-major element index
+ *   is i (the shapes diffusers draws randn in):
+ *     1          initial latents, unpacked [B, C, F, H, W] (then packed to
+ *                [B, S, D] as LTXPipeline.prepare_latents does;
+ *                latents_init_noise)
+ *     2          decode noise of a timestep-conditioned VAE, [B, C, F, H, W]
+ *     0x100 + k  the decoder's k-th injected-noise draw, [H, W] (k = 0, 1,
+ *                ... in the decoder's call order)
  *
  * No state, no allocation; all functions are thread-safe.
  */

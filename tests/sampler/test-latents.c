@@ -14,6 +14,7 @@
 
 #include "core/util.h"
 #include "sampler/latents.h"
+#include "sampler/rng.h"
 
 /*
  * out = in.reshape(dims).permute(perm) made contiguous, for 8-D tensors:
@@ -206,9 +207,63 @@ test_rounding(void)
 		CHECK_INT(out[k], want[k]);
 }
 
+static void
+test_init_import_guard(void)
+{
+	struct latents_shape sh = { 2, 4, 3, 2, 2, 1, 1 };
+	size_t n = latents_numel(&sh), i;
+	float *packed = xmalloc(n * sizeof(float));
+	float *unpacked = xmalloc(n * sizeof(float));
+	float *imported = xmalloc(n * sizeof(float));
+	const int64_t dims5[5] = { 2, 4, 3, 2, 2 }, dims3[3] = { 2, 12, 4 };
+	const int64_t bad[3] = { 2, 4, 12 };
+	struct lq_error err;
+	int64_t b = 1, c = 3, f = 2, h = 1, w = 0;
+
+	/* Noise index = row-major index in the unpacked [B, C, F, H, W]. */
+	latents_init_noise(&sh, 99, packed);
+	CHECK(packed[((b * 12 + (f * 2 + h) * 2 + w) * 4 + c)] ==
+	    rng_normal(99, RNG_PURPOSE_INITIAL_LATENTS,
+	    (uint64_t)((((b * 4 + c) * 3 + f) * 2 + h) * 2 + w)));
+	CHECK(packed[0] == rng_normal(99, RNG_PURPOSE_INITIAL_LATENTS, 0));
+	latents_unpack(&sh, packed, unpacked);
+
+	error_clear(&err);
+	CHECK_INT(latents_import(&sh, 5, dims5, unpacked, imported, &err),
+	    LQ_OK);
+	CHECK(memcmp(imported, packed, n * sizeof(float)) == 0);
+	memset(imported, 0, n * sizeof(float));
+	CHECK_INT(latents_import(&sh, 3, dims3, packed, imported, &err),
+	    LQ_OK);
+	CHECK(memcmp(imported, packed, n * sizeof(float)) == 0);
+	memset(imported, 0, n * sizeof(float));
+	CHECK_INT(latents_import(&sh, 3, bad, packed, imported, &err),
+	    LQ_FAILED);
+	CHECK_STR(err.code, "LQ-LAT-001");
+	CHECK_CONTAINS(err.message, "[2, 4, 12]");
+	CHECK_CONTAINS(err.message, "[2, 12, 4]");
+	CHECK_CONTAINS(err.message, "[2, 4, 3, 2, 2]");
+	CHECK(imported[0] == 0.0f);
+
+	CHECK_INT(latents_find_nonfinite(packed, n), -1);
+	packed[5] = NAN;
+	packed[9] = INFINITY;
+	CHECK_INT(latents_find_nonfinite(packed, n), 5);
+	CHECK_INT(latents_find_nonfinite(packed + 6, n - 6), 3);
+	packed[7] = -INFINITY;
+	CHECK_INT(latents_find_nonfinite(packed + 6, n - 6), 1);
+	for (i = 0; i < n; i++)
+		packed[i] = 0.0f;
+	CHECK_INT(latents_find_nonfinite(packed, n), -1);
+	free(packed);
+	free(unpacked);
+	free(imported);
+}
+
 int
 main(void)
 {
+	test_init_import_guard();
 	test_pack(1, 1);
 	test_pack(2, 1);
 	test_pack(2, 2);
