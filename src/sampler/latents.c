@@ -2,8 +2,11 @@
  * latents.c — LTXPipeline's latent packing, pre-decode mixing and video
  * post-processing on the CPU (see latents.h for the upstream formulas).
  */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF	/* GCC never contracts in ISO C mode */
+/* No FMA contraction: every operation rounds once, as upstream's do. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 #include "sampler/latents.h"

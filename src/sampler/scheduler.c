@@ -6,12 +6,15 @@
  * Why each expression is split into single operations: upstream evaluates
  * every NumPy / torch operation with one rounding.  A C compiler allowed to
  * contract a*b + c into an FMA would round once instead of twice and drift
- * from the goldens in the last bit; the pragma forbids it (clang honours it,
- * GCC in ISO C mode never contracts) and one operation per statement keeps
- * the intent visible.
+ * from the goldens in the last bit (test-scheduler fails if it does); the
+ * pragmas below forbid it even under -std=gnu11 -march=native, and one
+ * operation per statement keeps the intent visible.
  */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF	/* GCC never contracts in ISO C mode */
+/* No FMA contraction: every operation rounds once, as upstream's do. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 #include "sampler/scheduler.h"
