@@ -86,7 +86,9 @@ void latents_denormalize(const struct latents_shape *sh, float *x,
  * Timestep-conditioned decode noise, in place on [B, per_sample]:
  * x = (1 - s[b]) * x + s[b] * noise with s[b] = decode_noise_scale of
  * sample b as a float32 tensor (1 - s in float32), as LTXPipeline does
- * before vae.decode.  noise has the same shape as x.
+ * before vae.decode.  noise has the same shape as x.  Upstream's defaults:
+ * decode_noise_scale = decode_timestep when None; VAEs without
+ * timestep_conditioning get no noise (do not call this).
  */
 void latents_mix_noise(float *x, const float *noise, size_t batch,
     size_t per_sample, const float *decode_noise_scale);

@@ -146,6 +146,9 @@ void scheduler_step_euler(float *x, const float *v, size_t n, float sigma,
  * CPU.  `out` is [B, per_sample] and must not alias v_batch.
  * g and r are taken as Python floats are by torch: rounded to float32
  * (1 - r is computed in float64 first).
+ * Call it only when guidance_scale > 1 (upstream's
+ * do_classifier_free_guidance): otherwise the transformer runs on the B
+ * latents alone, its output is the velocity, and no rescale applies.
  */
 void scheduler_apply_guidance(float *out, const float *v_batch, size_t batch,
     size_t per_sample, double guidance_scale, double guidance_rescale);
