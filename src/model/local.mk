@@ -1,6 +1,8 @@
 # src/model: safetensors, diffusers folders, expected tensors, LoRA, synth.
 liblatentq_a_SOURCES += \
-	src/model/safetensors.c src/model/safetensors.h
+	src/model/safetensors.c src/model/safetensors.h \
+	src/model/diffusers.c src/model/diffusers.h \
+	src/model/expected.c src/model/expected.h
 
 check_PROGRAMS += tests/model/test-safetensors
 TESTS += tests/model/test-safetensors
@@ -23,3 +25,9 @@ tests_fuzz_fuzz_safetensors_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_safetensors_LDFLAGS = -fsanitize=fuzzer
 tests_fuzz_fuzz_safetensors_LDADD = $(LQ_TEST_LDADD)
 endif
+
+check_PROGRAMS += tests/model/test-diffusers
+TESTS += tests/model/test-diffusers
+tests_model_test_diffusers_SOURCES = tests/model/test-diffusers.c
+tests_model_test_diffusers_LDADD = $(LQ_TEST_LDADD)
+EXTRA_DIST += tests/data/model
