@@ -31,3 +31,8 @@ TESTS += tests/model/test-diffusers
 tests_model_test_diffusers_SOURCES = tests/model/test-diffusers.c
 tests_model_test_diffusers_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/data/model
+
+check_PROGRAMS += tests/model/test-expected
+TESTS += tests/model/test-expected
+tests_model_test_expected_SOURCES = tests/model/test-expected.c
+tests_model_test_expected_LDADD = $(LQ_TEST_LDADD)
