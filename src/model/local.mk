@@ -2,7 +2,8 @@
 liblatentq_a_SOURCES += \
 	src/model/safetensors.c src/model/safetensors.h \
 	src/model/diffusers.c src/model/diffusers.h \
-	src/model/expected.c src/model/expected.h
+	src/model/expected.c src/model/expected.h \
+	src/model/lora.c src/model/lora.h
 
 check_PROGRAMS += tests/model/test-safetensors
 TESTS += tests/model/test-safetensors
@@ -36,3 +37,8 @@ check_PROGRAMS += tests/model/test-expected
 TESTS += tests/model/test-expected
 tests_model_test_expected_SOURCES = tests/model/test-expected.c
 tests_model_test_expected_LDADD = $(LQ_TEST_LDADD)
+
+check_PROGRAMS += tests/model/test-lora
+TESTS += tests/model/test-lora
+tests_model_test_lora_SOURCES = tests/model/test-lora.c
+tests_model_test_lora_LDADD = $(LQ_TEST_LDADD)
