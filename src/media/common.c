@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -66,6 +67,47 @@ media_commit_file(const char *tmp, const char *path, struct lq_error *err)
 		s = sys_fail(err, fd < 0 ? "open" : "fsync", dir);
 	if (fd >= 0)
 		close(fd);
+	free(copy);
+	return s;
+}
+
+enum lq_status
+media_make_dirs(const char *dir, struct lq_error *err)
+{
+	if (dir[0] == '\0')
+		return error_set(err, LQ_FAILED, "LQ-MEDIA-006",
+		    "empty directory name");
+	char *p = xstrdup(dir);
+	enum lq_status s = LQ_OK;
+	for (char *c = p + 1; ; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char saved = *c;
+		*c = '\0';
+		if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+			s = error_set(err, LQ_FAILED, "LQ-MEDIA-006",
+			    "mkdir(%s) failed: %s", p, strerror(errno));
+			break;
+		}
+		*c = saved;
+		if (saved == '\0')
+			break;
+	}
+	free(p);
+	struct stat sb;
+	if (s == LQ_OK && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+		s = error_set(err, LQ_FAILED, "LQ-MEDIA-006",
+		    "%s is not a directory", dir);
+	return s;
+}
+
+enum lq_status
+media_make_parent(const char *path, struct lq_error *err)
+{
+	char *copy = xstrdup(path);
+	const char *dir = dirname(copy);
+	enum lq_status s = strcmp(dir, ".") == 0 || strcmp(dir, "/") == 0 ?
+	    LQ_OK : media_make_dirs(dir, err);
 	free(copy);
 	return s;
 }

@@ -28,4 +28,9 @@ size_t media_provenance_tags(const struct media_provenance *p,
 enum lq_status media_commit_file(const char *tmp, const char *path,
     struct lq_error *err);
 
+/* mkdir -p dir; LQ-MEDIA-006 naming the directory on failure. */
+enum lq_status media_make_dirs(const char *dir, struct lq_error *err);
+/* Creates the directory that will hold path (and its parents). */
+enum lq_status media_make_parent(const char *path, struct lq_error *err);
+
 #endif

@@ -10,10 +10,11 @@
  * write identical files.
  *
  * Ownership: inputs are borrowed for the call.  Every file is written to
- * "PATH.part" and renamed onto PATH once complete, so PATH is either absent,
- * the previous file, or the whole new one; on error the .part file is
- * removed.  Structs filled by media_read_* own their memory; release them
- * with the matching *_clear.  Every failing function fills the caller's
+ * "PATH.part", made durable (fsync) and renamed onto PATH once complete, so
+ * PATH is either absent, the previous file, or the whole new one; on error
+ * the .part file is removed.  Missing parent directories are created.
+ * Structs filled by media_read_* own their memory; release them with the
+ * matching *_clear.  Every failing function fills the caller's
  * struct lq_error (the message names the library call and the path) and
  * returns LQ_FAILED (bad input, unwritable path) — never LQ_RETRY.
  */

@@ -11,7 +11,6 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libavutil/imgutils.h>
@@ -100,9 +99,11 @@ media_write_png(const char *path, const uint8_t *rgb, int height, int width,
 	char seed[24];
 	size_t n_tags = prov ? media_provenance_tags(prov, tags, seed) : 0;
 
+	enum lq_status s = media_make_parent(path, err);
+	if (s != LQ_OK)
+		return s;
 	char *tmp = xasprintf("%s.part", path);
 	struct png_ctx ctx = { .path = path };
-	enum lq_status s = LQ_OK;
 	FILE *fp = fopen(tmp, "wb");
 	if (fp == NULL) {
 		s = error_set(err, LQ_FAILED, "LQ-MEDIA-006",
@@ -194,39 +195,11 @@ media_read_png(const char *path, uint8_t **rgb, int *height, int *width,
 	return s;
 }
 
-/* mkdir -p. */
-static enum lq_status
-make_dirs(const char *dir, struct lq_error *err)
-{
-	char *p = xstrdup(dir);
-	enum lq_status s = LQ_OK;
-	for (char *c = p + 1; ; c++) {
-		if (*c != '/' && *c != '\0')
-			continue;
-		char saved = *c;
-		*c = '\0';
-		if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-			s = error_set(err, LQ_FAILED, "LQ-MEDIA-006",
-			    "mkdir(%s) failed: %s", p, strerror(errno));
-			break;
-		}
-		*c = saved;
-		if (saved == '\0')
-			break;
-	}
-	free(p);
-	struct stat sb;
-	if (s == LQ_OK && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-		s = error_set(err, LQ_FAILED, "LQ-MEDIA-006",
-		    "%s is not a directory", dir);
-	return s;
-}
-
 enum lq_status
 media_write_frames(const char *dir, const struct media_frames *v,
     const struct media_provenance *prov, struct lq_error *err)
 {
-	enum lq_status s = make_dirs(dir, err);
+	enum lq_status s = media_make_dirs(dir, err);
 	size_t fb = (size_t)v->height * v->width * 3;
 	for (int i = 0; s == LQ_OK && i < v->count; i++) {
 		char *path = xasprintf("%s/frame_%04d.png", dir, i + 1);

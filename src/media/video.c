@@ -321,10 +321,13 @@ media_write_mp4(const char *path, const struct media_frames *v,
 		    "multiples of 32");
 		return LQ_FAILED;
 	}
+	enum lq_status s = media_make_parent(path, err);
+	if (s != LQ_OK)
+		return s;
 	media_init_libav();
 	char *tmp = xasprintf("%s.part", path);
 	struct mp4_writer w = { .path = tmp };
-	enum lq_status s = encode(&w, v, opt, err);
+	s = encode(&w, v, opt, err);
 	mp4_writer_free(&w);
 	if (s == LQ_OK)
 		s = media_commit_file(tmp, path, err);

@@ -183,13 +183,29 @@ test_mp4(void)
 	CHECK(access(odd, F_OK) != 0);
 	free(odd);
 
+	/* A missing parent directory is created. */
+	char *deep = tmp("out/mp4/deep.mp4");
+	CHECK_INT(media_write_mp4(deep, &v, &opt, &err), LQ_OK);
+	CHECK(access(deep, F_OK) == 0);
+	free(deep);
+
 	/* An unwritable path names the failing call; no file is left. */
+	char *blocker = tmp("plain-file");
+	FILE *bf = fopen(blocker, "w");
+	fclose(bf);
+	char *under = xasprintf("%s/x.mp4", blocker);
 	error_clear(&err);
-	v.count = F;
-	CHECK_INT(media_write_mp4("/nonexistent-dir/x.mp4", &v, &opt, &err),
-	    LQ_FAILED);
+	CHECK_INT(media_write_mp4(under, &v, &opt, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MEDIA-006");
+	CHECK_CONTAINS(err.message, blocker);
+	CHECK(access(under, F_OK) != 0);
+	free(under);
+	free(blocker);
+	/* (/proc takes no new files, even for root.) */
+	error_clear(&err);
+	CHECK_INT(media_write_mp4("/proc/x.mp4", &v, &opt, &err), LQ_FAILED);
 	CHECK_CONTAINS(err.message, "avio_open");
-	CHECK_CONTAINS(err.message, "/nonexistent-dir/x.mp4.part");
+	CHECK_CONTAINS(err.message, "/proc/x.mp4.part");
 
 	/* A file that is not a video. */
 	char *junk = tmp("junk.mp4");
