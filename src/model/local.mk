@@ -52,3 +52,13 @@ check_PROGRAMS += tests/model/test-model-hash
 TESTS += tests/model/test-model-hash
 tests_model_test_model_hash_SOURCES = tests/model/test-model-hash.c
 tests_model_test_model_hash_LDADD = $(LQ_TEST_LDADD)
+
+# `model synth`: the tokenizer's SentencePiece model is compiled in
+# (reproduce it with tools/spm/make-spiece.sh).
+liblatentq_a_SOURCES += src/model/synth.c src/model/synth.h
+nodist_liblatentq_a_SOURCES += src/model/model-embed.gen.c
+BUILT_SOURCES += src/model/model-embed.gen.c
+CLEANFILES += src/model/model-embed.gen.c
+EXTRA_DIST += src/model/spiece.model tools/spm/corpus.txt tools/spm/make-spiece.sh
+src/model/model-embed.gen.c: $(srcdir)/src/model/spiece.model embed$(EXEEXT)
+	$(AM_V_GEN)./embed$(EXEEXT) $@ model_embedded spiece.model=$(srcdir)/src/model/spiece.model
