@@ -567,6 +567,20 @@ store_set_progress(struct store *st, int64_t id, const char *phase, int step,
 	return step_done(st, s, "UPDATE jobs", err);
 }
 
+enum lq_status
+store_set_output(struct store *st, int64_t id, const char *output_path,
+    struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET output_path = "
+	    "?, updated_at = ? WHERE id = ?", err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, output_path);
+	sqlite3_bind_double(s, 2, util_now());
+	sqlite3_bind_int64(s, 3, id);
+	return step_done(st, s, "UPDATE jobs", err);
+}
+
 /* Wraps "UPDATE + event" in one transaction. */
 static enum lq_status
 transition_with_event(struct store *st, sqlite3_stmt *s, int64_t id,

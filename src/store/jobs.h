@@ -154,6 +154,10 @@ enum lq_status store_renew_lease(struct store *st, int64_t id,
 enum lq_status store_set_progress(struct store *st, int64_t id,
     const char *phase, int step, int total_steps, struct lq_error *err);
 
+/* Records the job's main output file (path as written to disk). */
+enum lq_status store_set_output(struct store *st, int64_t id,
+    const char *output_path, struct lq_error *err);
+
 /* running → done, by the lease owner. */
 enum lq_status store_finish_job(struct store *st, int64_t id, const char *owner,
     const char *output_path, struct lq_error *err);
