@@ -62,3 +62,6 @@ CLEANFILES += src/model/model-embed.gen.c
 EXTRA_DIST += src/model/spiece.model tools/spm/corpus.txt tools/spm/make-spiece.sh
 src/model/model-embed.gen.c: $(srcdir)/src/model/spiece.model embed$(EXEEXT)
 	$(AM_V_GEN)./embed$(EXEEXT) $@ model_embedded spiece.model=$(srcdir)/src/model/spiece.model
+
+# `latentq model ...` (the command table entry is in src/cmd/commands.def)
+liblatentq_a_SOURCES += src/cmd/model.c
