@@ -65,3 +65,11 @@ src/model/model-embed.gen.c: $(srcdir)/src/model/spiece.model embed$(EXEEXT)
 
 # `latentq model ...` (the command table entry is in src/cmd/commands.def)
 liblatentq_a_SOURCES += src/cmd/model.c
+
+TESTS += tests/model/model-cli.sh
+EXTRA_DIST += tests/model/model-cli.sh
+
+check_PROGRAMS += tests/model/test-synth
+TESTS += tests/model/test-synth
+tests_model_test_synth_SOURCES = tests/model/test-synth.c
+tests_model_test_synth_LDADD = $(LQ_TEST_LDADD)

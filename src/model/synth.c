@@ -173,15 +173,72 @@ write_bytes(const char *path, const void *data, size_t n, struct lq_error *err)
 	return LQ_OK;
 }
 
-/* Pretty JSON, keys sorted, trailing newline (as save_pretrained writes). */
+static void
+newline(struct strbuf *sb, int depth)
+{
+	strbuf_append(sb, "\n", 1);
+	for (int i = 0; i < depth; i++)
+		strbuf_append(sb, "  ", 2);
+}
+
+/* Re-indents compact JSON the way Python's json.dumps(indent=2) does. */
+static void
+reindent(const char *t, struct strbuf *sb)
+{
+	int depth = 0, in_str = 0;
+	for (const char *p = t; *p; p++) {
+		char c = *p;
+		if (in_str) {
+			strbuf_append(sb, p, 1);
+			if (c == '\\' && p[1]) {
+				strbuf_append(sb, ++p, 1);
+			} else if (c == '"') {
+				in_str = 0;
+			}
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = 1;
+			strbuf_append(sb, p, 1);
+			break;
+		case '{':
+		case '[':
+			strbuf_append(sb, p, 1);
+			if (p[1] == (c == '{' ? '}' : ']')) {
+				strbuf_append(sb, ++p, 1);
+				break;
+			}
+			newline(sb, ++depth);
+			break;
+		case '}':
+		case ']':
+			newline(sb, --depth);
+			strbuf_append(sb, p, 1);
+			break;
+		case ',':
+			strbuf_append(sb, ",", 1);
+			newline(sb, depth);
+			break;
+		case ':':
+			strbuf_append(sb, ": ", 2);
+			break;
+		default:
+			strbuf_append(sb, p, 1);
+		}
+	}
+}
+
+/* JSON as save_pretrained writes it: keys sorted, 2-space indent, newline. */
 static enum lq_status
 write_json(const char *dir, const char *name, cJSON *j, struct lq_error *err)
 {
 	json_sort_keys(j);
-	char *text = json_pretty(j);
+	char *text = cJSON_PrintUnformatted(j);
 	char *path = xasprintf("%s/%s", dir, name);
 	struct strbuf sb = {0};
-	strbuf_printf(&sb, "%s\n", text);
+	reindent(text, &sb);
+	strbuf_append(&sb, "\n", 1);
 	enum lq_status rc = write_bytes(path, sb.buf, sb.len, err);
 	free(sb.buf);
 	free(text);
