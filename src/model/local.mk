@@ -19,11 +19,14 @@ tests_model_test_st_fuzz_replay_SOURCES = tests/model/test-st-fuzz-replay.c \
 tests_model_test_st_fuzz_replay_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/model/malformed
 
+# With --enable-fuzzing (clang): the libFuzzer target, the reader compiled
+# into it with instrumentation.  Run: tests/fuzz/fuzz-safetensors
+# tests/model/malformed (the corpus) -- see the file's comment.
 if FUZZING
 noinst_PROGRAMS += tests/fuzz/fuzz-safetensors
-tests_fuzz_fuzz_safetensors_SOURCES = tests/fuzz/fuzz-safetensors.c
-tests_fuzz_fuzz_safetensors_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
-tests_fuzz_fuzz_safetensors_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_safetensors_SOURCES = tests/fuzz/fuzz-safetensors.c src/model/safetensors.c
+tests_fuzz_fuzz_safetensors_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address,undefined
+tests_fuzz_fuzz_safetensors_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer,address,undefined
 tests_fuzz_fuzz_safetensors_LDADD = $(LQ_TEST_LDADD)
 endif
 
