@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/digest.h"
 #include "core/util.h"
@@ -129,12 +130,73 @@ test_preset(const char *preset)
 	free(dir);
 }
 
+/* The synthesised transformer re-written as two shards and an index is the
+ * same logical tensor set: the expected table still matches exactly. */
+static void
+test_sharded(void)
+{
+	char *dir = xasprintf("%s/tiny", tmp);
+	char *tdir = xasprintf("%s/transformer", dir);
+	char *single = xasprintf("%s/diffusion_pytorch_model.safetensors", tdir);
+	struct lq_error err;
+	error_clear(&err);
+	struct st_file *f;
+	CHECK_INT(st_file_open(single, &f, &err), LQ_OK);
+	if (f == NULL)
+		return;
+	struct st_writer *w[2] = {st_writer_new(), st_writer_new()};
+	const char *shard[2] = {"diffusion_pytorch_model-00001-of-00002.safetensors",
+	    "diffusion_pytorch_model-00002-of-00002.safetensors"};
+	struct strbuf idx = {0};
+	strbuf_printf(&idx, "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
+	for (size_t i = 0; i < st_file_count(f); i++) {
+		const struct st_tensor *t = st_file_tensor(f, i);
+		int k = strncmp(t->name, "transformer_blocks.1.", 21) == 0;
+		st_writer_add(w[k], t->name, t->dtype, t->ndim, t->shape, t->data);
+		strbuf_printf(&idx, "%s\"%s\": \"%s\"", i ? ", " : "", t->name, shard[k]);
+	}
+	strbuf_printf(&idx, "}}");
+	size_t n = st_file_count(f);
+	st_file_close(f);
+	for (int k = 0; k < 2; k++) {
+		char *p = xasprintf("%s/%s", tdir, shard[k]);
+		CHECK_INT(st_writer_write(w[k], p, &err), LQ_OK);
+		st_writer_free(w[k]);
+		free(p);
+	}
+	char *ip = xasprintf("%s/diffusion_pytorch_model.safetensors.index.json", tdir);
+	FILE *fp = fopen(ip, "w");
+	fputs(idx.buf, fp);
+	fclose(fp);
+	unlink(single);
+	struct diffusers_model *m = NULL;
+	CHECK_INT(diffusers_open(dir, NULL, &m, &err), LQ_OK);
+	if (m) {
+		struct tensor_table t = {0};
+		expected_ltxv_transformer(&m->transformer_config, &t);
+		check_component(m->transformer.dir, &t);
+		struct st_set *s;
+		CHECK_INT(st_set_open(m->transformer.dir, &s, &err), LQ_OK);
+		CHECK_INT(st_set_file_count(s), 2);
+		CHECK_INT(st_set_count(s), n);
+		st_set_close(s);
+		tensor_table_free(&t);
+		diffusers_free(m);
+	}
+	free(idx.buf);
+	free(ip);
+	free(single);
+	free(tdir);
+	free(dir);
+}
+
 int
 main(void)
 {
 	LQ_ASSERT(mkdtemp(tmp) != NULL);
 	test_preset("tiny");
 	test_preset("small");
+	test_sharded();
 	struct lq_error err;
 	error_clear(&err);
 	char *bad = xasprintf("%s/bad", tmp);
