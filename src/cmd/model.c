@@ -51,28 +51,17 @@ usage(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-/* Checks one component's weights against its expected table. */
-static enum lq_status
-check_component(const char *dir, const struct tensor_table *t, struct lq_error *err)
+static void
+print_report(const struct expected_report *r)
 {
-	struct st_set *s;
-	if (st_set_open(dir, &s, err) != LQ_OK)
-		return LQ_FAILED;
-	struct expected_report r;
-	enum lq_status rc = expected_check(t, s, dir, &r, err);
-	if (rc != LQ_OK) {
-		for (size_t i = 0; i < r.n_missing; i++)
-			fprintf(stderr, "  missing     %s\n", r.missing[i]);
-		for (size_t i = 0; i < r.n_unexpected; i++)
-			fprintf(stderr, "  unexpected  %s\n", r.unexpected[i]);
-		for (size_t i = 0; i < r.n_misshaped; i++)
-			fprintf(stderr, "  mis-shaped  %s\n", r.misshaped[i]);
-		for (size_t i = 0; i < r.n_bad_dtype; i++)
-			fprintf(stderr, "  dtype       %s\n", r.bad_dtype[i]);
-	}
-	expected_report_free(&r);
-	st_set_close(s);
-	return rc;
+	for (size_t i = 0; i < r->n_missing; i++)
+		fprintf(stderr, "  missing     %s\n", r->missing[i]);
+	for (size_t i = 0; i < r->n_unexpected; i++)
+		fprintf(stderr, "  unexpected  %s\n", r->unexpected[i]);
+	for (size_t i = 0; i < r->n_misshaped; i++)
+		fprintf(stderr, "  mis-shaped  %s\n", r->misshaped[i]);
+	for (size_t i = 0; i < r->n_bad_dtype; i++)
+		fprintf(stderr, "  dtype       %s\n", r->bad_dtype[i]);
 }
 
 /* Validates configs and weights of a folder; *config_json gets the
@@ -83,19 +72,12 @@ validate(const char *dir, char **config_json, struct lq_error *err)
 	struct diffusers_model *m;
 	if (diffusers_open(dir, NULL, &m, err) != LQ_OK)
 		return LQ_FAILED;
-	struct tensor_table t = {0};
-	enum lq_status rc;
-	expected_ltxv_transformer(&m->transformer_config, &t);
-	rc = check_component(m->transformer.dir, &t, err);
-	if (rc == LQ_OK) {
-		expected_ltxv_vae(&m->vae_config, &t);
-		rc = check_component(m->vae.dir, &t, err);
+	struct expected_report reps[EXPECTED_NCOMPONENTS];
+	enum lq_status rc = expected_check_model(m, reps, err);
+	for (int c = 0; c < EXPECTED_NCOMPONENTS; c++) {
+		print_report(&reps[c]);
+		expected_report_free(&reps[c]);
 	}
-	if (rc == LQ_OK && m->text_encoder.present) {
-		expected_t5_encoder(&m->text_encoder_config, &t);
-		rc = check_component(m->text_encoder.dir, &t, err);
-	}
-	tensor_table_free(&t);
 	if (rc == LQ_OK) {
 		cJSON *all = cJSON_CreateObject(), *j;
 		char *idx = xasprintf("%s/model_index.json", dir);

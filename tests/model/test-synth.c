@@ -67,6 +67,13 @@ test_preset(const char *preset)
 	    m->vae_config.spatial_compression_ratio, m->vae_config.temporal_compression_ratio,
 	    m->text_encoder_config.d_model);
 
+	struct expected_report reps[EXPECTED_NCOMPONENTS];
+	CHECK_INT(expected_check_model(m, reps, &err), LQ_OK);
+	for (int c = 0; c < EXPECTED_NCOMPONENTS; c++) {
+		CHECK_INT(reps[c].n_missing + reps[c].n_unexpected + reps[c].n_misshaped +
+		    reps[c].n_bad_dtype, 0);
+		expected_report_free(&reps[c]);
+	}
 	struct tensor_table t = {0};
 	expected_ltxv_transformer(&m->transformer_config, &t);
 	check_component(m->transformer.dir, &t);
