@@ -367,6 +367,14 @@ write_crash_clip(const char *path, struct lq_error *err)
 	struct media_video_options opt = { .fps = 24, .crf = -1,
 	    .provenance = &prov };
 	enum lq_status s = media_write_mp4(path, &v, &opt, err);
+	/* ...and a contact sheet with downscaled thumbnails beside it. */
+	struct media_sheet_options so = { .max_frames = 5, .columns = 2,
+	    .max_thumb_width = 50, .gap = 3 };
+	char *sheet = xasprintf("%s.sheet.png", path);
+	if (s == LQ_OK)
+		s = media_write_contact_sheet(sheet, &v, &so, &prov, NULL, NULL,
+		    err);
+	free(sheet);
 	free(rgb);
 	return s;
 }
@@ -387,6 +395,10 @@ test_kill_while_writing(void)
 	CHECK_INT(write_crash_clip(ref, &err), LQ_OK);
 	int us = (int)((util_monotonic() - t0) * 1e6);
 	CHECK_INT(digest_file(ref, dref, &err), LQ_OK);
+	char dsheet[DIGEST_HEX_SIZE] = "";
+	char *ref_sheet = xasprintf("%s.sheet.png", ref);
+	CHECK_INT(digest_file(ref_sheet, dsheet, &err), LQ_OK);
+	free(ref_sheet);
 	srand((unsigned)time(NULL));
 	for (int round = 0; round < 3; round++) {
 		unlink(path);
@@ -425,6 +437,10 @@ test_kill_while_writing(void)
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 		CHECK_INT(digest_file(path, d, &err), LQ_OK);
 		CHECK_STR(d, dref);
+		char *sheet = xasprintf("%s.sheet.png", path);
+		CHECK_INT(digest_file(sheet, d, &err), LQ_OK);
+		CHECK_STR(d, dsheet);
+		free(sheet);
 	}
 	free(ref);
 	free(path);
