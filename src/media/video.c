@@ -391,9 +391,14 @@ take_frames(struct video_reader *r, struct media_video *out, int want_rgb,
 				    r->path);
 			}
 			const int *bt709 = sws_getCoefficients(SWS_CS_ITU709);
-			sws_setColorspaceDetails(r->sws, bt709,
+			if (sws_setColorspaceDetails(r->sws, bt709,
 			    f->color_range == AVCOL_RANGE_JPEG, bt709, 1, 0,
-			    1 << 16, 1 << 16);
+			    1 << 16, 1 << 16) < 0) {
+				av_frame_unref(f);
+				return error_set(err, LQ_FAILED, "LQ-MEDIA-003",
+				    "sws_setColorspaceDetails(BT.709 -> rgb24) "
+				    "failed for %s", r->path);
+			}
 			size_t fb = (size_t)f->width * f->height * 3;
 			size_t need = (size_t)out->frame_count * fb;
 			if (need > r->rgb_cap) {
