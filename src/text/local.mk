@@ -1,7 +1,8 @@
 # text: prompt tokenisation (SentencePiece shim) and prompt embeddings.
 liblatentq_a_SOURCES += \
 	src/text/spm.cc src/text/spm.h \
-	src/text/tokenizer.c src/text/tokenizer.h
+	src/text/tokenizer.c src/text/tokenizer.h \
+	src/nn/t5.c src/nn/t5.h
 
 check_PROGRAMS += tests/text/test-tokenizer
 TESTS += tests/text/test-tokenizer
