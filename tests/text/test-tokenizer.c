@@ -10,6 +10,7 @@
 
 #include "core/json.h"
 #include "core/util.h"
+#include "model/safetensors.h"
 #include "text/tokenizer.h"
 #include "../test.h"
 
@@ -48,6 +49,22 @@ main(void)
 	const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(pj, "prompts");
 	CHECK_INT(cJSON_GetArraySize(prompts), 12);
 
+	/* tokens.safetensors: the padded [12, 128] tensors themselves. */
+	char *ts_path = data_path("goldens/ltxv-demo/tokenizer/tokens.safetensors");
+	struct st_file *ts = NULL;
+	st = st_file_open(ts_path, &ts, &err);
+	free(ts_path);
+	if (st != LQ_OK) {
+		error_print(&err, stderr);
+		return 99;
+	}
+	const struct st_tensor *g_ids = st_file_find(ts, "input_ids");
+	const struct st_tensor *g_mask = st_file_find(ts, "attention_mask");
+	CHECK(g_ids != NULL && g_mask != NULL);
+	CHECK(g_ids->dtype == ST_I64 && g_mask->dtype == ST_I64);
+	CHECK_INT(g_ids->shape[0], 12);
+	CHECK_INT(g_ids->shape[1], max_len);
+
 	int rows = 0, tokens_ok = 0;
 	const cJSON *p;
 	cJSON_ArrayForEach(p, prompts) {
@@ -83,6 +100,14 @@ main(void)
 				break;
 			}
 		}
+		/* the same row of tokens.safetensors, bytes for bytes */
+		size_t row = (size_t)max_len * sizeof(int64_t);
+		int same_st = memcmp((const char *)g_ids->data + rows * row,
+		    t.input_ids, row) == 0 &&
+		    memcmp((const char *)g_mask->data + rows * row,
+		    t.attention_mask, row) == 0;
+		CHECK(same_st);
+		same = same && same_st;
 		CHECK(same);
 		tokens_ok += same;
 		if (t.num_dropped > 0) {
@@ -119,6 +144,7 @@ main(void)
 	CHECK(bad == NULL);
 	CHECK_STR(err.code, "LQ-TOK-001");
 
+	st_file_close(ts);
 	cJSON_Delete(pj);
 	text_tokenizer_free(tok);
 	return test_summary();
