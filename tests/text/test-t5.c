@@ -11,12 +11,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/gpu.h"
 #include "model/safetensors.h"
 #include "nn/t5.h"
+#include "text/prompt.h"
+#include "text/tokenizer.h"
 #include "../test.h"
 
 static char *
@@ -377,6 +380,214 @@ run_case(const struct gcase *gc, struct gpu_ctx *ctx, const char *pb_golden)
 	st_file_close(outf);
 }
 
+/*
+ * BF16 weights: the demo encoder re-saved as BF16 runs on the device and is
+ * compared with the float64 reference over the same (BF16-rounded) weights,
+ * which isolates the kernels' BF16 decoding from the rounding of the
+ * weights; the distance to the F32 golden is printed for information.
+ */
+static void
+run_bf16(struct gpu_ctx *ctx)
+{
+	char *src_dir = data_path("ltxv-demo/text_encoder");
+	char *src = xasprintf("%s/model.safetensors", src_dir);
+	char tmpl[] = "/tmp/lq-t5-XXXXXX";
+	CHECK(mkdtemp(tmpl) != NULL);
+	char *dst = xasprintf("%s/model.safetensors", tmpl);
+	char *cfg_src = xasprintf("%s/config.json", src_dir);
+	char *cfg_dst = xasprintf("%s/config.json", tmpl);
+	struct lq_error err;
+	struct st_file *f = NULL;
+	CHECK_INT(st_file_open(src, &f, &err), LQ_OK);
+	struct st_writer *w = st_writer_new();
+	for (size_t i = 0; i < st_file_count(f); i++) {
+		const struct st_tensor *t = st_file_tensor(f, i);
+		float *v = st_tensor_to_f32(t);
+		st_writer_add_f32(w, t->name, ST_BF16, t->ndim, t->shape, v);
+		free(v);
+	}
+	CHECK_INT(st_writer_write(w, dst, &err), LQ_OK);
+	st_writer_free(w);
+	st_file_close(f);
+	size_t n;
+	char *cfg = util_read_file(cfg_src, &n);
+	FILE *fp = fopen(cfg_dst, "wb");
+	CHECK(cfg != NULL && fp != NULL && fwrite(cfg, 1, n, fp) == n);
+	fclose(fp);
+	free(cfg);
+
+	struct st_file *in = open_st("goldens/ltxv-demo/t5/inputs.safetensors");
+	struct st_file *outf = open_st("goldens/ltxv-demo/t5/outputs.safetensors");
+	const struct st_tensor *ids_t = need(in, "input_ids");
+	int B = (int)ids_t->shape[0], T = (int)ids_t->shape[1];
+	int64_t *ids = read_i64(ids_t);
+	float *golden = st_tensor_to_f32(need(outf, "last_hidden_state_nomask"));
+
+	struct ref_model m;
+	CHECK_INT(t5_config_load(cfg_dst, &m.cfg, &err), LQ_OK);
+	CHECK_INT(st_set_open(tmpl, &m.set, &err), LQ_OK);
+	size_t count = (size_t)B * T * m.cfg.d_model;
+	double *ref = xmalloc(count * sizeof(double));
+	ref_forward(&m, ids, NULL, B, T, ref, NULL);
+	float *ref_f = xmalloc(count * sizeof(float));
+	for (size_t i = 0; i < count; i++) {
+		ref_f[i] = (float)ref[i];
+	}
+	struct t5_encoder *enc = NULL;
+	CHECK_INT(t5_encoder_load(ctx, tmpl, &enc, &err), LQ_OK);
+	if (enc != NULL) {
+		float *y = xmalloc(count * sizeof(float));
+		CHECK_INT(t5_encoder_forward(enc, ids, NULL, B, T, y, &err),
+		    LQ_OK);
+		/* f32 math over bf16 weights vs the f64 reference: f32 level */
+		compare("ltxv-demo/t5 BF16 weights vulkan vs f64 ref", ref_f,
+		    NULL, y, count, 1e-4);
+		/* vs the F32 golden: the weight rounding dominates */
+		compare("ltxv-demo/t5 BF16 weights vs F32 golden", golden, NULL,
+		    y, count, 0.25);
+		free(y);
+		t5_encoder_free(enc);
+	}
+	st_set_close(m.set);
+	free(ref);
+	free(ref_f);
+	free(ids);
+	free(golden);
+	st_file_close(in);
+	st_file_close(outf);
+	remove(dst);
+	remove(cfg_dst);
+	rmdir(tmpl);
+	free(src_dir);
+	free(src);
+	free(dst);
+	free(cfg_src);
+	free(cfg_dst);
+}
+
+/*
+ * The ltxv-demo pipeline goldens (demoA, demoB): prompt_embeds and
+ * negative_prompt_embeds ("" negative) through tokenizer + T5 as
+ * LTXPipeline.encode_prompt builds them, and the same prompt again with an
+ * embedding cache: the encoder does not run a second time.
+ */
+struct memcache {
+	char ids[4][DIGEST_HEX_SIZE];
+	float *v[4];
+	int n;
+};
+
+static enum lq_status
+mc_lookup(void *ud, const char *enc, const char *ids, int T, int D,
+    float *embeds, int *found, struct lq_error *err)
+{
+	struct memcache *c = ud;
+	(void)enc;
+	(void)err;
+	*found = 0;
+	for (int i = 0; i < c->n; i++) {
+		if (strcmp(c->ids[i], ids) == 0) {
+			memcpy(embeds, c->v[i], (size_t)T * D * sizeof(float));
+			*found = 1;
+		}
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+mc_insert(void *ud, const char *enc, const char *ids, int T, int D,
+    const float *embeds, struct lq_error *err)
+{
+	struct memcache *c = ud;
+	(void)enc;
+	if (c->n == 4) {
+		return error_set(err, LQ_FAILED, NULL, "full");
+	}
+	snprintf(c->ids[c->n], DIGEST_HEX_SIZE, "%s", ids);
+	c->v[c->n] = xmalloc((size_t)T * D * sizeof(float));
+	memcpy(c->v[c->n], embeds, (size_t)T * D * sizeof(float));
+	c->n++;
+	return LQ_OK;
+}
+
+static void
+run_pipeline(struct gpu_ctx *ctx, double atol)
+{
+	struct lq_error err;
+	char *tdir = data_path("ltxv-demo/tokenizer");
+	char *edir = data_path("ltxv-demo/text_encoder");
+	struct text_tokenizer *tok = NULL;
+	struct t5_encoder *t5 = NULL;
+	CHECK_INT(text_tokenizer_load(tdir, &tok, &err), LQ_OK);
+	CHECK_INT(t5_encoder_load(ctx, edir, &t5, &err), LQ_OK);
+	free(tdir);
+	free(edir);
+	if (tok == NULL || t5 == NULL) {
+		text_tokenizer_free(tok);
+		t5_encoder_free(t5);
+		return;
+	}
+	struct text_encoder_iface enc = text_encoder_from_t5(t5, "demo-te");
+	struct memcache mc = { 0 };
+	struct text_embed_cache cache = { mc_lookup, mc_insert, &mc };
+	const char *runs[2] = { "goldens/ltxv-demo/pipeline/demoA/inputs.safetensors",
+	    "goldens/ltxv-demo/pipeline/demoB/inputs.safetensors" };
+	for (int r = 0; r < 2; r++) {
+		struct st_file *f = open_st(runs[r]);
+		struct text_prompt_request req = {
+			.prompt = st_file_metadata(f, "prompt"),
+			.negative_prompt = "",
+			.max_sequence_length = 128,
+			.do_classifier_free_guidance = 1,
+		};
+		struct text_prompt_embeds e;
+		unsigned before = t5_encoder_forward_count(t5);
+		CHECK_INT(text_prompt_encode(tok, &enc, &cache, &req, &e, &err),
+		    LQ_OK);
+		if (e.prompt_embeds == NULL) {
+			error_print(&err, stderr);
+			st_file_close(f);
+			continue;
+		}
+		CHECK_INT(t5_encoder_forward_count(t5), before + 1);
+		float *g = st_tensor_to_f32(need(f, "prompt_embeds"));
+		float *gn = st_tensor_to_f32(need(f, "negative_prompt_embeds"));
+		char label[96];
+		snprintf(label, sizeof(label), "pipeline demo%c prompt_embeds",
+		    'A' + r);
+		compare(label, g, NULL, e.prompt_embeds, 128 * 64, atol);
+		snprintf(label, sizeof(label),
+		    "pipeline demo%c negative_prompt_embeds", 'A' + r);
+		compare(label, gn, NULL, e.negative_prompt_embeds, 128 * 64,
+		    atol);
+		CHECK(memcmp(need(f, "prompt_attention_mask")->data,
+		    e.prompt_attention_mask, 128 * sizeof(int64_t)) == 0);
+
+		/* the same prompt again: served by the cache */
+		struct text_prompt_embeds e2;
+		before = t5_encoder_forward_count(t5);
+		CHECK_INT(text_prompt_encode(tok, &enc, &cache, &req, &e2,
+		    &err), LQ_OK);
+		CHECK_INT(t5_encoder_forward_count(t5), before);
+		CHECK_INT(e2.cache_hits, 2);
+		CHECK(e2.prompt_embeds != NULL && memcmp(e.prompt_embeds,
+		    e2.prompt_embeds, 128 * 64 * sizeof(float)) == 0);
+		printf("demo%c again: encoder runs %u -> %u (cache hits %d)\n",
+		    'A' + r, before, t5_encoder_forward_count(t5),
+		    e2.cache_hits);
+		text_prompt_embeds_release(&e2);
+		text_prompt_embeds_release(&e);
+		free(g);
+		free(gn);
+		st_file_close(f);
+	}
+	for (int i = 0; i < mc.n; i++) {
+		free(mc.v[i]);
+	}
+	t5_encoder_free(t5);
+	text_tokenizer_free(tok);
+}
+
 int
 main(void)
 {
@@ -433,6 +644,10 @@ main(void)
 		ltxv.atol_nomask, ltxv.atol_masked,
 	};
 	run_case(&demo, ctx, NULL);
+	if (ctx != NULL) {
+		run_bf16(ctx);
+		run_pipeline(ctx, demo.atol_nomask);
+	}
 
 	cJSON_Delete(idx);
 	if (ctx == NULL) {

@@ -6,6 +6,7 @@
  * padding, untruncated length and what truncation dropped.
  */
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "core/json.h"
@@ -137,6 +138,71 @@ main(void)
 	CHECK_INT(t.num_dropped, 3);
 	CHECK_STR(t.dropped_text, "moving left");
 	text_tokens_release(&t);
+
+	/* A prompt ending in a literal </s>: no second EOS (upstream's
+	 * _add_eos_if_not_present). */
+	CHECK_INT(text_tokenizer_encode(tok, "a red circle</s>", 8, &t, &err),
+	    LQ_OK);
+	CHECK_INT(t.num_valid, 4);
+	CHECK_INT(t.untruncated_len, 4);
+	CHECK_INT(t.input_ids[2], 14);
+	CHECK_INT(t.input_ids[3], 1);
+	CHECK_INT(t.input_ids[4], 0);
+	text_tokens_release(&t);
+
+	/* Longest added token wins (<extra_id_10> over <extra_id_1>), from a
+	 * tokenizer_config.json with more added tokens. */
+	char tmpl[] = "/tmp/lq-tok-XXXXXX";
+	CHECK(mkdtemp(tmpl) != NULL);
+	char *src = data_path("ltxv-demo/tokenizer/spiece.model");
+	char *dst = xasprintf("%s/spiece.model", tmpl);
+	size_t n;
+	char *bytes = util_read_file(src, &n);
+	FILE *fp = fopen(dst, "wb");
+	CHECK(bytes != NULL && fp != NULL && fwrite(bytes, 1, n, fp) == n);
+	fclose(fp);
+	free(bytes);
+	char *cfgp = xasprintf("%s/tokenizer_config.json", tmpl);
+	fp = fopen(cfgp, "w");
+	fputs("{\"added_tokens_decoder\": {"
+	    "\"0\": {\"content\": \"<pad>\", \"special\": true},"
+	    "\"1\": {\"content\": \"</s>\", \"special\": true},"
+	    "\"2\": {\"content\": \"<unk>\", \"special\": true},"
+	    "\"98\": {\"content\": \"<extra_id_1>\", \"lstrip\": true,"
+	    " \"rstrip\": true, \"special\": true},"
+	    "\"97\": {\"content\": \"<extra_id_10>\", \"lstrip\": true,"
+	    " \"rstrip\": true, \"special\": true}},"
+	    " \"eos_token\": \"</s>\", \"pad_token\": \"<pad>\","
+	    " \"unk_token\": \"<unk>\", \"legacy\": true,"
+	    " \"tokenizer_class\": \"T5Tokenizer\"}", fp);
+	fclose(fp);
+	struct text_tokenizer *tok2 = NULL;
+	CHECK_INT(text_tokenizer_load(tmpl, &tok2, &err), LQ_OK);
+	if (tok2 != NULL) {
+		CHECK_INT(text_tokenizer_encode(tok2, "a <extra_id_10> b<extra_id_1>",
+		    8, &t, &err), LQ_OK);
+		CHECK_INT(t.num_valid, 5);
+		CHECK_INT(t.input_ids[0], 3);
+		CHECK_INT(t.input_ids[1], 97);
+		CHECK_INT(t.input_ids[2], 11);
+		CHECK_INT(t.input_ids[3], 98);
+		CHECK_INT(t.input_ids[4], 1);
+		text_tokens_release(&t);
+		text_tokenizer_free(tok2);
+	}
+	/* legacy: false is refused rather than tokenised differently */
+	fp = fopen(cfgp, "w");
+	fputs("{\"legacy\": false}", fp);
+	fclose(fp);
+	CHECK_INT(text_tokenizer_load(tmpl, &tok2, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-TOK-004");
+	CHECK_STR(err.field, "legacy");
+	remove(cfgp);
+	remove(dst);
+	rmdir(tmpl);
+	free(cfgp);
+	free(dst);
+	free(src);
 
 	/* Missing folder. */
 	struct text_tokenizer *bad = NULL;
