@@ -72,6 +72,11 @@ struct text_embed_cache {
 	void *ud;
 };
 
+/* The cache over the queue database's text_cache table (prompt_store.c);
+ * `st` is borrowed and must outlive the returned hook. */
+struct store;
+struct text_embed_cache text_embed_cache_from_store(struct store *st);
+
 struct text_prompt_request {
 	const char *prompt;			/* UTF-8, may be "" */
 	const char *negative_prompt;		/* NULL = "" (upstream default) */

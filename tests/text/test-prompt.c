@@ -8,10 +8,12 @@
  * exactly.  (The real-encoder embeddings are checked in test-t5.)
  */
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "core/util.h"
 #include "model/safetensors.h"
+#include "store/store.h"
 #include "text/prompt.h"
 #include "../test.h"
 
@@ -288,6 +290,49 @@ main(void)
 		free(mc.e[i].v);
 	}
 	free(longp.buf);
+
+	/* The queue database's text_cache: hit within a run and after a
+	 * reopen (a resumed job does not re-encode). */
+	char tmpl[] = "/tmp/lq-text-XXXXXX";
+	CHECK(mkdtemp(tmpl) != NULL);
+	char *db = xasprintf("%s/queue.db", tmpl);
+	struct store *sdb = NULL;
+	CHECK_INT(store_open(db, &sdb, &err), LQ_OK);
+	if (sdb != NULL) {
+		struct text_embed_cache sc = text_embed_cache_from_store(sdb);
+		struct text_prompt_request r2 = { "a white triangle", NULL, 16,
+		    1, 0 };
+		fk.fail = 0;
+		calls = fk.calls;
+		CHECK_INT(text_prompt_encode(tok, &enc, &sc, &r2, &e2, &err),
+		    LQ_OK);
+		CHECK_INT(fk.calls, calls + 1);
+		text_prompt_embeds_release(&e2);
+		store_close(sdb);
+		CHECK_INT(store_open(db, &sdb, &err), LQ_OK);
+		sc = text_embed_cache_from_store(sdb);
+		CHECK_INT(text_prompt_encode(tok, &enc, &sc, &r2, &e2, &err),
+		    LQ_OK);
+		CHECK_INT(fk.calls, calls + 1);
+		CHECK_INT(e2.cache_hits, 2);
+		CHECK(row_matches(e2.prompt_embeds, e2.prompt_input_ids, 16));
+		text_prompt_embeds_release(&e2);
+		/* another max_sequence_length is another key (other ids) */
+		r2.max_sequence_length = 8;
+		CHECK_INT(text_prompt_encode(tok, &enc, &sc, &r2, &e2, &err),
+		    LQ_OK);
+		CHECK_INT(fk.calls, calls + 2);
+		text_prompt_embeds_release(&e2);
+		store_close(sdb);
+	}
+	unlink(db);
+	char *wal = xasprintf("%s-wal", db), *shm = xasprintf("%s-shm", db);
+	unlink(wal);
+	unlink(shm);
+	rmdir(tmpl);
+	free(wal);
+	free(shm);
+	free(db);
 
 	check_golden_ids(tok, "goldens/ltxv-demo/pipeline/demoA");
 	check_golden_ids(tok, "goldens/ltxv-demo/pipeline/demoB");
