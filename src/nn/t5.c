@@ -47,68 +47,10 @@ struct t5_encoder {
 enum lq_status
 t5_config_load(const char *path, struct t5_config *cfg, struct lq_error *err)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	char *text = util_read_file(path, NULL);
-	if (text == NULL) {
-		error_set(err, LQ_FAILED, "LQ-T5-001", "cannot read %s", path);
-		error_set_where(err, path, 0, 0);
-		return LQ_FAILED;
-	}
-	cJSON *j = cJSON_Parse(text);
-	free(text);
-	if (!cJSON_IsObject(j)) {
-		cJSON_Delete(j);
-		error_set(err, LQ_FAILED, "LQ-T5-001", "%s is not a JSON object",
-		    path);
-		error_set_where(err, path, 0, 0);
-		return LQ_FAILED;
-	}
-	/* Defaults are transformers' T5Config defaults. */
-	cfg->vocab_size = (int)json_get_int(j, "vocab_size", 32128);
-	cfg->d_model = (int)json_get_int(j, "d_model", 512);
-	cfg->d_kv = (int)json_get_int(j, "d_kv", 64);
-	cfg->d_ff = (int)json_get_int(j, "d_ff", 2048);
-	cfg->num_layers = (int)json_get_int(j, "num_layers", 6);
-	cfg->num_heads = (int)json_get_int(j, "num_heads", 8);
-	cfg->relative_attention_num_buckets = (int)json_get_int(j,
-	    "relative_attention_num_buckets", 32);
-	cfg->relative_attention_max_distance = (int)json_get_int(j,
-	    "relative_attention_max_distance", 128);
-	cfg->layer_norm_epsilon = (float)json_get_number(j,
-	    "layer_norm_epsilon", 1e-6);
-	const char *ffp = json_get_string(j, "feed_forward_proj", "relu");
-
-	/* T5Config.__init__: "gated-gelu" means dense_act_fn "gelu_new". */
-	const char *act = ffp;
-	cfg->is_gated_act = strncmp(ffp, "gated-", 6) == 0;
-	if (cfg->is_gated_act) {
-		act = ffp + 6;
-	}
-	if (strcmp(ffp, "gated-gelu") == 0) {
-		act = "gelu_new";
-	}
-	enum lq_status st = LQ_OK;
-	if (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu") != 0 &&
-	    strcmp(act, "relu") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0) {
-		st = error_set(err, LQ_FAILED, "LQ-T5-001",
-		    "feed_forward_proj \"%s\" is not supported", ffp);
-		error_set_where(err, path, 0, 0);
-		error_set_field(err, "feed_forward_proj");
-		error_set_hint(err, "T5 v1.1 uses \"gated-gelu\"");
-	} else {
-		snprintf(cfg->dense_act_fn, sizeof(cfg->dense_act_fn), "%s",
-		    act);
-	}
-	if (st == LQ_OK && (cfg->vocab_size < 1 || cfg->d_model < 1 ||
-	    cfg->d_kv < 1 || cfg->d_ff < 1 || cfg->num_layers < 1 ||
-	    cfg->num_heads < 1 || cfg->relative_attention_num_buckets < 2 ||
-	    cfg->relative_attention_max_distance < 2 || cfg->d_kv > 256)) {
-		st = error_set(err, LQ_FAILED, "LQ-T5-001",
-		    "T5 config has an invalid size (d_model %d, d_kv %d, d_ff "
-		    "%d, num_layers %d, num_heads %d, buckets %d)",
-		    cfg->d_model, cfg->d_kv, cfg->d_ff, cfg->num_layers,
-		    cfg->num_heads, cfg->relative_attention_num_buckets);
-		error_set_where(err, path, 0, 0);
+	cJSON *j = NULL;
+	enum lq_status st = diffusers_load_json(path, &j, err);
+	if (st == LQ_OK) {
+		st = diffusers_parse_t5(j, path, cfg, err);
 	}
 	cJSON_Delete(j);
 	return st;
@@ -552,7 +494,7 @@ t5_encoder_forward(struct t5_encoder *enc, const int64_t *input_ids,
 	struct gpu_tensor kb4 = gpu_tensor_reshape(&kb, 4,
 	    (int64_t[]){ B, 1, 1, T });
 	struct gpu_tensor kbb = gpu_tensor_broadcast(&kb4, 4, sS4);
-	const float eps = c->layer_norm_epsilon;
+	const float eps = (float)c->layer_norm_epsilon;
 	for (int i = 0; i < c->num_layers; i++) {
 		const struct t5_block *b = &enc->blocks[i];
 		/* T5LayerSelfAttention */

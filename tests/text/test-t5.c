@@ -588,6 +588,52 @@ run_pipeline(struct gpu_ctx *ctx, double atol)
 	text_tokenizer_free(tok);
 }
 
+/* A config that does not match the weights is refused, naming the tensor. */
+static void
+run_bad_load(struct gpu_ctx *ctx)
+{
+	char tmpl[] = "/tmp/lq-t5bad-XXXXXX";
+	CHECK(mkdtemp(tmpl) != NULL);
+	char *model = data_path("goldens/ltxv/t5/model/text_encoder/model.safetensors");
+	char *abs_model = realpath(model, NULL);
+	char *link = xasprintf("%s/model.safetensors", tmpl);
+	char *cfg = xasprintf("%s/config.json", tmpl);
+	CHECK(abs_model != NULL && symlink(abs_model, link) == 0);
+	FILE *fp = fopen(cfg, "w");
+	fputs("{\"architectures\": [\"T5EncoderModel\"], \"vocab_size\": 100, "
+	    "\"d_model\": 32, \"d_kv\": 8, \"num_heads\": 4, \"d_ff\": 60, "
+	    "\"num_layers\": 2, \"relative_attention_num_buckets\": 8, "
+	    "\"relative_attention_max_distance\": 8, "
+	    "\"feed_forward_proj\": \"gated-gelu\"}", fp);
+	fclose(fp);
+	struct lq_error err;
+	error_clear(&err);
+	struct t5_encoder *enc = NULL;
+	CHECK_INT(t5_encoder_load(ctx, tmpl, &enc, &err), LQ_FAILED);
+	CHECK(enc == NULL);
+	CHECK_STR(err.code, "LQ-T5-003");
+	CHECK_CONTAINS(err.field, "DenseReluDense.wi_0.weight");
+	printf("bad config: %s\n", err.message);
+	/* num_layers 3: block 2 is missing */
+	fp = fopen(cfg, "w");
+	fputs("{\"vocab_size\": 100, \"d_model\": 32, \"d_kv\": 8, "
+	    "\"num_heads\": 4, \"d_ff\": 64, \"num_layers\": 3, "
+	    "\"relative_attention_num_buckets\": 8, "
+	    "\"feed_forward_proj\": \"gated-gelu\"}", fp);
+	fclose(fp);
+	error_clear(&err);
+	CHECK_INT(t5_encoder_load(ctx, tmpl, &enc, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-T5-002");
+	CHECK_CONTAINS(err.field, "encoder.block.2.");
+	unlink(link);
+	unlink(cfg);
+	rmdir(tmpl);
+	free(model);
+	free(abs_model);
+	free(link);
+	free(cfg);
+}
+
 int
 main(void)
 {
@@ -646,6 +692,7 @@ main(void)
 	run_case(&demo, ctx, NULL);
 	if (ctx != NULL) {
 		run_bf16(ctx);
+		run_bad_load(ctx);
 		run_pipeline(ctx, demo.atol_nomask);
 	}
 
