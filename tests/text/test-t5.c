@@ -359,6 +359,28 @@ run_case(const struct gcase *gc, struct gpu_ctx *ctx, const char *pb_golden)
 			compare(label, g_masked, NULL, y, n, gc->atol_masked);
 			CHECK_INT(t5_encoder_forward_count(enc), 2);
 
+			/*
+			 * Batch independence, bit for bit: row b of a batch
+			 * equals that sequence alone (the embedding cache
+			 * stores rows encoded in either way), and a rerun is
+			 * identical (determinism).
+			 */
+			float *y1 = xmalloc((size_t)T * D * sizeof(float));
+			float *y2 = xmalloc(n * sizeof(float));
+			st = t5_encoder_forward(enc, ids, NULL, B, T, y, &err);
+			CHECK_INT(st, LQ_OK);
+			st = t5_encoder_forward(enc, ids, NULL, B, T, y2, &err);
+			CHECK(memcmp(y, y2, n * sizeof(float)) == 0);
+			for (int b = 0; b < B; b++) {
+				st = t5_encoder_forward(enc, ids + (size_t)b * T,
+				    NULL, 1, T, y1, &err);
+				CHECK_INT(st, LQ_OK);
+				CHECK(memcmp(y1, y + (size_t)b * T * D,
+				    (size_t)T * D * sizeof(float)) == 0);
+			}
+			free(y1);
+			free(y2);
+
 			/* an id outside the vocabulary is refused */
 			int64_t bad = m.cfg.vocab_size;
 			CHECK_INT(t5_encoder_forward(enc, &bad, NULL, 1, 1, y,
