@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "store/store.h"
 
 const struct cmd_entry *
 cmd_find(const char *name)
@@ -60,4 +61,23 @@ cmd_misuse(const struct cmd_entry *entry, const char *fmt, ...)
 	}
 	cmd_usage(entry, stderr);
 	return EXIT_USAGE;
+}
+
+struct store *
+cmd_open_store(const struct cmd_globals *g)
+{
+	struct store *st = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	if (store_open(g->db_path, &st, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return NULL;
+	}
+	return st;
+}
+
+int
+cmd_exit_for(enum lq_status status)
+{
+	return status == LQ_RETRY ? EXIT_TEMPFAIL : 1;
 }

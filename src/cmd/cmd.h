@@ -16,6 +16,8 @@
 
 #include <stdio.h>
 
+#include "core/error.h"
+
 #define EXIT_USAGE 2
 #define EXIT_DATAERR 65
 #define EXIT_SOFTWARE 70
@@ -60,5 +62,15 @@ void cmd_usage(const struct cmd_entry *entry, FILE *fp);
  */
 int cmd_misuse(const struct cmd_entry *entry, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+struct store;
+/*
+ * Opens the queue database named by the global options; on failure prints
+ * the error and returns NULL.  Close with store_close().
+ */
+struct store *cmd_open_store(const struct cmd_globals *g);
+
+/* Exit status for a failed lq_status: 75 for RETRY, 1 otherwise. */
+int cmd_exit_for(enum lq_status status);
 
 #endif

@@ -1,0 +1,17 @@
+# The queue database.  Migrations are embedded from schema/ in order.
+SCHEMA_FILES = schema/0001_init.sql
+EXTRA_DIST += $(SCHEMA_FILES)
+liblatentq_a_SOURCES += \
+	src/store/store.c src/store/store.h src/store/store-int.h \
+	src/store/jobs.c src/store/jobs.h
+nodist_liblatentq_a_SOURCES += src/store/schema.gen.c
+BUILT_SOURCES += src/store/schema.gen.c
+CLEANFILES += src/store/schema.gen.c
+src/store/schema.gen.c: $(SCHEMA_FILES) embed$(EXEEXT)
+	$(AM_V_GEN)./embed$(EXEEXT) $@ store_migrations \
+	    $(foreach f,$(SCHEMA_FILES),$(notdir $(f))=$(srcdir)/$(f))
+
+check_PROGRAMS += tests/store/test-store
+TESTS += tests/store/test-store
+tests_store_test_store_SOURCES = tests/store/test-store.c
+tests_store_test_store_LDADD = $(LQ_TEST_LDADD)

@@ -1,0 +1,138 @@
+/*
+ * show.c — `latentq show [--json] JOB`: the request as written, the
+ * validated config, and every event of one job.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "cmd/cmd.h"
+#include "core/json.h"
+#include "store/jobs.h"
+#include "store/store.h"
+
+static void
+format_time(double t, char *buf, size_t n)
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int
+print_event(double at, const char *kind, const char *detail, void *ud)
+{
+	cJSON *arr = ud;
+	if (arr != NULL) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "at", at);
+		cJSON_AddStringToObject(o, "kind", kind);
+		cJSON *d = detail ? cJSON_Parse(detail) : NULL;
+		if (d != NULL)
+			cJSON_AddItemToObject(o, "detail", d);
+		cJSON_AddItemToArray(arr, o);
+		return 0;
+	}
+	char ts[32];
+	format_time(at, ts, sizeof(ts));
+	printf("  %s  %-10s %s\n", ts, kind, detail ? detail : "");
+	return 0;
+}
+
+static int
+cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{NULL, 0, NULL, 0},
+	};
+	int json = 0, ch;
+	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
+		if (ch != 'j')
+			return cmd_misuse(&cmd_show_entry, NULL);
+		json = 1;
+	}
+	if (argc - optind != 1)
+		return cmd_misuse(&cmd_show_entry, "show takes one JOB");
+	struct store *st = cmd_open_store(g);
+	if (st == NULL)
+		return 1;
+	struct lq_error err;
+	error_clear(&err);
+	struct store_job j;
+	enum lq_status r = store_find_job(st, argv[optind], &j, &err);
+	if (r != LQ_OK) {
+		error_print(&err, stderr);
+		store_close(st);
+		return cmd_exit_for(r);
+	}
+	cJSON *events = json ? cJSON_CreateArray() : NULL;
+	if (json) {
+		r = store_list_events(st, j.id, print_event, events, &err);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "id", (double)j.id);
+		cJSON_AddStringToObject(o, "name", j.name);
+		cJSON_AddStringToObject(o, "state", job_state_name(j.state));
+		cJSON_AddStringToObject(o, "manifest", j.manifest_path);
+		cJSON_AddNumberToObject(o, "line", j.request_line);
+		cJSON_AddItemToObject(o, "request", cJSON_Parse(j.request_json));
+		cJSON_AddItemToObject(o, "config", cJSON_Parse(j.config_json));
+		cJSON_AddStringToObject(o, "config_digest", j.config_digest);
+		cJSON_AddNumberToObject(o, "step", j.step);
+		cJSON_AddNumberToObject(o, "total_steps", j.total_steps);
+		cJSON_AddNumberToObject(o, "attempts", j.attempts);
+		cJSON_AddNumberToObject(o, "max_attempts", j.max_attempts);
+		if (j.error_code)
+			cJSON_AddStringToObject(o, "error_code", j.error_code);
+		if (j.error_message)
+			cJSON_AddStringToObject(o, "error_message", j.error_message);
+		if (j.output_path)
+			cJSON_AddStringToObject(o, "output", j.output_path);
+		cJSON_AddItemToObject(o, "events", events);
+		char *s = cJSON_Print(o);
+		puts(s);
+		cJSON_free(s);
+		cJSON_Delete(o);
+	} else {
+		printf("job %lld: %s\n", (long long)j.id, j.name);
+		printf("state:    %s (step %d/%d, attempt %d/%d%s%s)\n",
+		    job_state_name(j.state), j.step, j.total_steps, j.attempts,
+		    j.max_attempts, j.phase ? ", phase " : "", j.phase ? j.phase : "");
+		printf("manifest: %s:%d\n", j.manifest_path, j.request_line);
+		if (j.output_path)
+			printf("output:   %s\n", j.output_path);
+		if (j.error_message)
+			printf("error:    %s%s%s\n", j.error_code ? j.error_code : "",
+			    j.error_code ? ": " : "", j.error_message);
+		cJSON *req = cJSON_Parse(j.request_json);
+		char *rs = req ? json_pretty(req) : NULL;
+		printf("request (as written):\n%s\n", rs ? rs : j.request_json);
+		free(rs);
+		cJSON_Delete(req);
+		cJSON *cfg = cJSON_Parse(j.config_json);
+		char *cs = cfg ? json_pretty(cfg) : NULL;
+		printf("config (digest %s):\n%s\n", j.config_digest,
+		    cs ? cs : j.config_json);
+		free(cs);
+		cJSON_Delete(cfg);
+		printf("events:\n");
+		r = store_list_events(st, j.id, print_event, NULL, &err);
+	}
+	store_job_clear(&j);
+	store_close(st);
+	if (r != LQ_OK) {
+		error_print(&err, stderr);
+		return cmd_exit_for(r);
+	}
+	return 0;
+}
+
+const struct cmd_entry cmd_show_entry = {
+	.name = "show",
+	.usage = "[--json] JOB",
+	.summary = "show one job: request, config and events",
+	.exec = cmd_show_exec,
+};

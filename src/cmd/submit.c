@@ -1,0 +1,193 @@
+/*
+ * submit.c — `latentq submit MANIFEST...`: record and queue jobs.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "cmd/submit.h"
+#include "core/digest.h"
+#include "core/json.h"
+#include "core/util.h"
+#include "manifest/manifest.h"
+#include "store/jobs.h"
+#include "store/store.h"
+
+static char *
+request_text(const struct manifest_job *job)
+{
+	char *s = cJSON_PrintUnformatted(job->request);
+	LQ_ASSERT(s != NULL);
+	char *r = xstrdup(s);
+	cJSON_free(s);
+	return r;
+}
+
+static enum lq_status
+record_job(struct store *st, const struct manifest *m,
+    const struct manifest_job *job, const struct submit_options *opt,
+    struct submit_result *res, struct lq_error *err)
+{
+	char *req_json = request_text(job);
+	struct store_request req = {
+		.manifest_path = m->path, .manifest_digest = m->digest,
+		.entry_index = (int)job->entry, .line = job->line,
+		.request_json = req_json,
+	};
+	int64_t rid = 0, jid = 0;
+	enum lq_status r = store_add_request(st, &req, &rid, err);
+	free(req_json);
+	if (r != LQ_OK)
+		return r;
+
+	if (job->error != NULL) {
+		char msg[1536];
+		error_format(job->error, msg, sizeof(msg));
+		struct store_job_new nj = {
+			.request_id = rid, .name = job->name,
+			.state = JOB_STATE_REJECTED, .config_json = "null",
+			.config_digest = "", .max_attempts = 0,
+			.error_code = job->error->code, .error_message = msg,
+		};
+		if ((r = store_add_job(st, &nj, &jid, err)) != LQ_OK)
+			return r;
+		res->rejected++;
+		if (!opt->quiet)
+			printf("rejected  %-6lld %s\n", (long long)jid, job->name);
+		return LQ_OK;
+	}
+
+	char *config = json_canonical(job->config);
+	char digest[DIGEST_HEX_SIZE];
+	digest_hex(config, strlen(config), digest);
+	int64_t existing = 0;
+	enum job_state state;
+	if (!opt->again &&
+	    (r = store_find_live_job(st, digest, &existing, &state, err)) != LQ_OK) {
+		free(config);
+		return r;
+	}
+	if (existing != 0) {
+		res->job_ids[res->n_jobs++] = existing;
+		res->existing++;
+		if (!opt->quiet)
+			printf("already   %-6lld %s (%s; --again queues it anew)\n",
+			    (long long)existing, job->name, job_state_name(state));
+		free(config);
+		return LQ_OK;
+	}
+	struct store_job_new nj = {
+		.request_id = rid, .name = job->name, .state = JOB_STATE_QUEUED,
+		.config_json = config, .config_digest = digest,
+		.priority = (int)manifest_job_int(job, "priority", 0),
+		.max_attempts = (int)manifest_job_int(job, "max_attempts", 3),
+		.total_steps = (int)manifest_job_int(job, "num_inference_steps", 0),
+		.output_path = manifest_job_string(job, "output", NULL),
+	};
+	r = store_add_job(st, &nj, &jid, err);
+	free(config);
+	if (r != LQ_OK)
+		return r;
+	res->job_ids[res->n_jobs++] = jid;
+	res->queued++;
+	if (!opt->quiet)
+		printf("queued    %-6lld %s\n", (long long)jid, job->name);
+	return LQ_OK;
+}
+
+enum lq_status
+submit_manifest(struct store *st, const char *path,
+    const struct submit_options *opt, struct submit_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	struct manifest *m = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	enum lq_status r = manifest_load(path, &m, &err);
+	for (size_t i = 0; i < m->n_errors; i++)
+		error_print(&m->errors[i], stderr);
+	if (r == LQ_FAILED) {
+		manifest_free(m);
+		return LQ_FAILED;
+	}
+	res->job_ids = xcalloc(m->n_jobs + 1, sizeof(int64_t));
+	error_clear(&err);
+	if ((r = store_begin(st, &err)) != LQ_OK) {
+		error_print(&err, stderr);
+		manifest_free(m);
+		return r;
+	}
+	for (size_t i = 0; i < m->n_jobs; i++) {
+		if ((r = record_job(st, m, &m->jobs[i], opt, res, &err)) != LQ_OK) {
+			store_rollback(st);
+			error_print(&err, stderr);
+			manifest_free(m);
+			res->n_jobs = 0;
+			res->queued = res->existing = res->rejected = 0;
+			return r;
+		}
+	}
+	if ((r = store_commit(st, &err)) != LQ_OK) {
+		error_print(&err, stderr);
+		res->n_jobs = 0;
+		res->queued = res->existing = res->rejected = 0;
+	}
+	manifest_free(m);
+	return r;
+}
+
+static int
+cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"again", no_argument, NULL, 'a'},
+		{"quiet", no_argument, NULL, 'q'},
+		{NULL, 0, NULL, 0},
+	};
+	struct submit_options opt = {0};
+	int c;
+	while ((c = getopt_long(argc, argv, "aq", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a': opt.again = 1; break;
+		case 'q': opt.quiet = 1; break;
+		default: return cmd_misuse(&cmd_submit_entry, NULL);
+		}
+	}
+	if (optind >= argc)
+		return cmd_misuse(&cmd_submit_entry, "submit needs a manifest");
+	struct store *st = cmd_open_store(g);
+	if (st == NULL)
+		return 1;
+	int rc = 0, queued = 0, existing = 0, rejected = 0;
+	for (int i = optind; i < argc; i++) {
+		struct submit_result res;
+		enum lq_status r = submit_manifest(st, argv[i], &opt, &res);
+		free(res.job_ids);
+		if (r == LQ_FAILED) {
+			rc = rc ? rc : EXIT_DATAERR;
+			continue;
+		}
+		if (r != LQ_OK) {
+			rc = cmd_exit_for(r);
+			break;
+		}
+		queued += res.queued;
+		existing += res.existing;
+		rejected += res.rejected;
+	}
+	if (rejected > 0 && rc == 0)
+		rc = EXIT_DATAERR;
+	if (!opt.quiet)
+		printf("%d queued, %d already queued, %d rejected\n", queued,
+		    existing, rejected);
+	store_close(st);
+	return rc;
+}
+
+const struct cmd_entry cmd_submit_entry = {
+	.name = "submit",
+	.usage = "[--again] [--quiet] MANIFEST...",
+	.summary = "validate a manifest's jobs and queue them",
+	.exec = cmd_submit_exec,
+};

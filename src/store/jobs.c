@@ -1,0 +1,711 @@
+/*
+ * jobs.c — requests, jobs, leases and events (see the state diagram in
+ * jobs.h).  Every transition is one UPDATE whose WHERE clause names the
+ * states it may leave (and the lease owner, for a running job), so an
+ * illegal or stale transition changes no row and is reported instead.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "store/jobs.h"
+#include "store/store-int.h"
+
+static const char *const state_names[] = {
+	[JOB_STATE_QUEUED] = "queued",
+	[JOB_STATE_RUNNING] = "running",
+	[JOB_STATE_DONE] = "done",
+	[JOB_STATE_REJECTED] = "rejected",
+	[JOB_STATE_CANCELLED] = "cancelled",
+	[JOB_STATE_POISONED] = "poisoned",
+};
+
+const char *
+job_state_name(enum job_state s)
+{
+	if ((size_t)s < LQ_ARRAY_LEN(state_names))
+		return state_names[s];
+	return "unknown";
+}
+
+int
+job_state_parse(const char *name, enum job_state *out)
+{
+	for (size_t i = 0; i < LQ_ARRAY_LEN(state_names); i++) {
+		if (strcmp(state_names[i], name) == 0) {
+			*out = (enum job_state)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Runs a statement to completion; for INSERT/UPDATE/DELETE. */
+static enum lq_status
+step_done(struct store *st, sqlite3_stmt *s, const char *what,
+    struct lq_error *err)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return store_sql_error(st, what, err);
+	return LQ_OK;
+}
+
+enum lq_status
+store_add_request(struct store *st, const struct store_request *req,
+    int64_t *id, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st,
+	    "INSERT INTO requests(manifest_path, manifest_digest, entry_index, "
+	    "line, request_json, created_at) VALUES (?, ?, ?, ?, ?, ?)", err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, req->manifest_path);
+	store_bind_text(s, 2, req->manifest_digest);
+	sqlite3_bind_int(s, 3, req->entry_index);
+	sqlite3_bind_int(s, 4, req->line);
+	store_bind_text(s, 5, req->request_json);
+	sqlite3_bind_double(s, 6, util_now());
+	enum lq_status r = step_done(st, s, "INSERT requests", err);
+	if (r == LQ_OK)
+		*id = sqlite3_last_insert_rowid(st->db);
+	return r;
+}
+
+enum lq_status
+store_add_event(struct store *st, int64_t job_id, const char *kind,
+    const char *detail, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st,
+	    "INSERT INTO events(job_id, at, kind, detail) VALUES (?, ?, ?, ?)",
+	    err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_int64(s, 1, job_id);
+	sqlite3_bind_double(s, 2, util_now());
+	store_bind_text(s, 3, kind);
+	store_bind_text(s, 4, detail);
+	return step_done(st, s, "INSERT events", err);
+}
+
+enum lq_status
+store_add_job(struct store *st, const struct store_job_new *job, int64_t *id,
+    struct lq_error *err)
+{
+	LQ_ASSERT(job->state == JOB_STATE_QUEUED ||
+	    job->state == JOB_STATE_REJECTED);
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	sqlite3_stmt *s = store_prepare(st,
+	    "INSERT INTO jobs(request_id, name, state, config_json, "
+	    "config_digest, model_digests, priority, max_attempts, total_steps, "
+	    "output_path, error_code, error_message, created_at, updated_at, "
+	    "finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	double now = util_now();
+	sqlite3_bind_int64(s, 1, job->request_id);
+	store_bind_text(s, 2, job->name);
+	store_bind_text(s, 3, job_state_name(job->state));
+	store_bind_text(s, 4, job->config_json);
+	store_bind_text(s, 5, job->config_digest);
+	store_bind_text(s, 6, job->model_digests);
+	sqlite3_bind_int(s, 7, job->priority);
+	sqlite3_bind_int(s, 8, job->max_attempts);
+	sqlite3_bind_int(s, 9, job->total_steps);
+	store_bind_text(s, 10, job->output_path);
+	store_bind_text(s, 11, job->error_code);
+	store_bind_text(s, 12, job->error_message);
+	sqlite3_bind_double(s, 13, now);
+	sqlite3_bind_double(s, 14, now);
+	if (job->state == JOB_STATE_REJECTED)
+		sqlite3_bind_double(s, 15, now);
+	else
+		sqlite3_bind_null(s, 15);
+	if ((r = step_done(st, s, "INSERT jobs", err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	*id = sqlite3_last_insert_rowid(st->db);
+	if ((r = store_add_event(st, *id, job->state == JOB_STATE_QUEUED ?
+	    "submitted" : "rejected", NULL, err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	return store_commit(st, err);
+}
+
+void
+store_job_clear(struct store_job *job)
+{
+	free(job->name);
+	free(job->config_json);
+	free(job->config_digest);
+	free(job->model_digests);
+	free(job->lease_owner);
+	free(job->phase);
+	free(job->error_code);
+	free(job->error_message);
+	free(job->output_path);
+	free(job->manifest_path);
+	free(job->request_json);
+	memset(job, 0, sizeof(*job));
+}
+
+#define JOB_COLUMNS \
+	"j.id, j.request_id, j.name, j.state, j.config_json, j.config_digest, " \
+	"j.model_digests, j.priority, j.attempts, j.max_attempts, j.step, " \
+	"j.total_steps, j.lease_owner, j.lease_expires, j.not_before, j.phase, " \
+	"j.error_code, j.error_message, j.output_path, j.created_at, " \
+	"j.updated_at, j.finished_at, r.manifest_path, r.request_json, r.line " \
+	"FROM jobs j JOIN requests r ON r.id = j.request_id "
+
+static void
+read_job(sqlite3_stmt *s, struct store_job *j)
+{
+	memset(j, 0, sizeof(*j));
+	j->id = sqlite3_column_int64(s, 0);
+	j->request_id = sqlite3_column_int64(s, 1);
+	j->name = store_column_text(s, 2);
+	const char *state = (const char *)sqlite3_column_text(s, 3);
+	if (state == NULL || job_state_parse(state, &j->state) != 0)
+		j->state = JOB_STATE_REJECTED;	/* CHECK constraint forbids this */
+	j->config_json = store_column_text(s, 4);
+	j->config_digest = store_column_text(s, 5);
+	j->model_digests = store_column_text(s, 6);
+	j->priority = sqlite3_column_int(s, 7);
+	j->attempts = sqlite3_column_int(s, 8);
+	j->max_attempts = sqlite3_column_int(s, 9);
+	j->step = sqlite3_column_int(s, 10);
+	j->total_steps = sqlite3_column_int(s, 11);
+	j->lease_owner = store_column_text(s, 12);
+	j->lease_expires = sqlite3_column_double(s, 13);
+	j->not_before = sqlite3_column_double(s, 14);
+	j->phase = store_column_text(s, 15);
+	j->error_code = store_column_text(s, 16);
+	j->error_message = store_column_text(s, 17);
+	j->output_path = store_column_text(s, 18);
+	j->created_at = sqlite3_column_double(s, 19);
+	j->updated_at = sqlite3_column_double(s, 20);
+	j->finished_at = sqlite3_column_double(s, 21);
+	j->manifest_path = store_column_text(s, 22);
+	j->request_json = store_column_text(s, 23);
+	j->request_line = sqlite3_column_int(s, 24);
+}
+
+static enum lq_status
+get_one(struct store *st, sqlite3_stmt *s, const char *ref,
+    struct store_job *out, struct lq_error *err)
+{
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		read_job(s, out);
+		sqlite3_finalize(s);
+		return LQ_OK;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return store_sql_error(st, "SELECT jobs", err);
+	error_set(err, LQ_FAILED, "LQ-JOB-001", "no job %s in %s", ref,
+	    st->path);
+	error_set_hint(err, "see `latentq status` for the jobs there are");
+	return LQ_FAILED;
+}
+
+enum lq_status
+store_get_job(struct store *st, int64_t id, struct store_job *out,
+    struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st, "SELECT " JOB_COLUMNS
+	    "WHERE j.id = ?", err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_int64(s, 1, id);
+	char ref[32];
+	snprintf(ref, sizeof(ref), "%lld", (long long)id);
+	return get_one(st, s, ref, out, err);
+}
+
+enum lq_status
+store_find_job(struct store *st, const char *ref, struct store_job *out,
+    struct lq_error *err)
+{
+	char *end;
+	errno = 0;
+	long long id = strtoll(ref, &end, 10);
+	if (ref[0] != '\0' && *end == '\0' && errno == 0 && id > 0)
+		return store_get_job(st, id, out, err);
+	sqlite3_stmt *s = store_prepare(st, "SELECT " JOB_COLUMNS
+	    "WHERE j.name = ? ORDER BY j.id DESC LIMIT 1", err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, ref);
+	return get_one(st, s, ref, out, err);
+}
+
+enum lq_status
+store_find_live_job(struct store *st, const char *config_digest, int64_t *id,
+    enum job_state *state, struct lq_error *err)
+{
+	*id = 0;
+	sqlite3_stmt *s = store_prepare(st,
+	    "SELECT id, state FROM jobs WHERE config_digest = ? AND state IN "
+	    "('queued', 'running', 'done') ORDER BY id DESC LIMIT 1", err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, config_digest);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(s, 0);
+		job_state_parse((const char *)sqlite3_column_text(s, 1), state);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_sql_error(st, "SELECT jobs", err);
+	return LQ_OK;
+}
+
+enum lq_status
+store_list_jobs(struct store *st, int filter,
+    int (*fn)(const struct store_job *job, void *ud), void *ud,
+    struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st, filter < 0 ?
+	    "SELECT " JOB_COLUMNS "ORDER BY j.id" :
+	    "SELECT " JOB_COLUMNS "WHERE j.state = ? ORDER BY j.id", err);
+	if (s == NULL)
+		return err->status;
+	if (filter >= 0)
+		store_bind_text(s, 1, job_state_name((enum job_state)filter));
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_job j;
+		read_job(s, &j);
+		int stop = fn(&j, ud);
+		store_job_clear(&j);
+		if (stop) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return store_sql_error(st, "SELECT jobs", err);
+	return LQ_OK;
+}
+
+/*
+ * Is the lease owner ("host:pid:starttime") a process that provably no
+ * longer exists?  Only decidable on this host: pid gone, or a pid reused
+ * by a process with another start time (field 22 of /proc/PID/stat).
+ */
+static int
+owner_is_dead(const char *owner)
+{
+	char host[256], me[256];
+	long pid;
+	unsigned long long start;
+	if (owner == NULL || sscanf(owner, "%255[^:]:%ld:%llu", host, &pid,
+	    &start) != 3)
+		return 0;
+	if (gethostname(me, sizeof(me)) != 0 || strcmp(me, host) != 0)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *fp = fopen(path, "r");
+	if (fp == NULL)
+		return errno == ENOENT;
+	char buf[1024];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');	/* comm may hold spaces */
+	if (p == NULL)
+		return 0;
+	unsigned long long st = 0;
+	/* after ")": state(3) ... starttime is field 22 → 20th after comm */
+	int field = 2;
+	for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " ")) {
+		if (++field == 22) {
+			st = strtoull(tok, NULL, 10);
+			break;
+		}
+	}
+	return field == 22 && st != start;
+}
+
+/*
+ * Returns running jobs whose lease expired or whose owner is dead to the
+ * queue (or to poisoned, attempts spent).  Runs inside the claim's
+ * transaction.
+ */
+static enum lq_status
+reap_leases(struct store *st, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st,
+	    "SELECT id, lease_owner, lease_expires FROM jobs WHERE state = "
+	    "'running'", err);
+	if (s == NULL)
+		return err->status;
+	double now = util_now();
+	int64_t ids[64];
+	int reasons[64];
+	size_t n = 0;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW && n < LQ_ARRAY_LEN(ids)) {
+		const char *owner = (const char *)sqlite3_column_text(s, 1);
+		double exp = sqlite3_column_double(s, 2);
+		int expired = exp < now;
+		if (expired || owner_is_dead(owner)) {
+			ids[n] = sqlite3_column_int64(s, 0);
+			reasons[n] = expired;
+			n++;
+		}
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return store_sql_error(st, "SELECT jobs", err);
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_stmt *u = store_prepare(st,
+		    "UPDATE jobs SET state = CASE WHEN attempts >= max_attempts "
+		    "THEN 'poisoned' ELSE 'queued' END, lease_owner = NULL, "
+		    "lease_expires = NULL, error_code = 'LQ-JOB-004', "
+		    "error_message = ?, updated_at = ?, finished_at = CASE WHEN "
+		    "attempts >= max_attempts THEN ? END WHERE id = ? AND state = "
+		    "'running'", err);
+		if (u == NULL)
+			return err->status;
+		const char *why = reasons[i] ? "lease expired" :
+		    "lease owner died";
+		double t = util_now();
+		store_bind_text(u, 1, why);
+		sqlite3_bind_double(u, 2, t);
+		sqlite3_bind_double(u, 3, t);
+		sqlite3_bind_int64(u, 4, ids[i]);
+		enum lq_status r = step_done(st, u, "UPDATE jobs", err);
+		if (r != LQ_OK)
+			return r;
+		char detail[96];
+		snprintf(detail, sizeof(detail), "{\"reason\":\"%s\"}", why);
+		if ((r = store_add_event(st, ids[i], "lease_lost", detail, err)) !=
+		    LQ_OK)
+			return r;
+	}
+	return LQ_OK;
+}
+
+enum lq_status
+store_claim_job(struct store *st, const char *owner, double lease_seconds,
+    const int64_t *ids, size_t n, struct store_job *out, int *claimed,
+    struct lq_error *err)
+{
+	*claimed = 0;
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	if ((r = reap_leases(st, err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	struct strbuf sql = {0};
+	strbuf_printf(&sql, "SELECT id FROM jobs WHERE state = 'queued' AND "
+	    "(not_before IS NULL OR not_before <= ?)");
+	if (ids != NULL) {
+		strbuf_printf(&sql, " AND id IN (");
+		for (size_t i = 0; i < n; i++)
+			strbuf_printf(&sql, "%s%lld", i ? "," : "",
+			    (long long)ids[i]);
+		strbuf_printf(&sql, ")");
+	}
+	strbuf_printf(&sql, " ORDER BY priority DESC, id LIMIT 1");
+	sqlite3_stmt *s = store_prepare(st, sql.buf, err);
+	free(sql.buf);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	double now = util_now();
+	sqlite3_bind_double(s, 1, now);
+	int rc = sqlite3_step(s);
+	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		r = store_sql_error(st, "SELECT jobs", err);
+		store_rollback(st);
+		return r;
+	}
+	if (id == 0 || (ids != NULL && n == 0))
+		return store_commit(st, err);	/* commits the reaping */
+	s = store_prepare(st, "UPDATE jobs SET state = 'running', attempts = "
+	    "attempts + 1, lease_owner = ?, lease_expires = ?, not_before = NULL, "
+	    "updated_at = ? WHERE id = ? AND state = 'queued'", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	store_bind_text(s, 1, owner);
+	sqlite3_bind_double(s, 2, now + lease_seconds);
+	sqlite3_bind_double(s, 3, now);
+	sqlite3_bind_int64(s, 4, id);
+	char *detail = xasprintf("{\"owner\":\"%s\"}", owner);
+	if ((r = step_done(st, s, "UPDATE jobs", err)) != LQ_OK ||
+	    (r = store_add_event(st, id, "claimed", detail, err)) != LQ_OK ||
+	    (r = store_get_job(st, id, out, err)) != LQ_OK) {
+		free(detail);
+		store_rollback(st);
+		return r;
+	}
+	free(detail);
+	if ((r = store_commit(st, err)) != LQ_OK) {
+		store_job_clear(out);
+		return r;
+	}
+	*claimed = 1;
+	return LQ_OK;
+}
+
+/*
+ * Runs an UPDATE that must change exactly one row; zero rows means the job
+ * was not in a state this transition may leave: LQ-JOB-002 naming it.
+ */
+static enum lq_status
+transition(struct store *st, sqlite3_stmt *s, int64_t id, const char *what,
+    struct lq_error *err)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return store_sql_error(st, "UPDATE jobs", err);
+	if (sqlite3_changes(st->db) == 1)
+		return LQ_OK;
+	struct store_job j;
+	struct lq_error e2;
+	error_clear(&e2);
+	if (store_get_job(st, id, &j, &e2) != LQ_OK) {
+		*err = e2;
+		return e2.status;
+	}
+	error_set(err, LQ_FAILED, "LQ-JOB-002", "cannot %s job %lld (%s): it is %s",
+	    what, (long long)id, j.name, job_state_name(j.state));
+	store_job_clear(&j);
+	return LQ_FAILED;
+}
+
+enum lq_status
+store_renew_lease(struct store *st, int64_t id, const char *owner,
+    double lease_seconds, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET lease_expires = ? "
+	    "WHERE id = ? AND state = 'running' AND lease_owner = ?", err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_double(s, 1, util_now() + lease_seconds);
+	sqlite3_bind_int64(s, 2, id);
+	store_bind_text(s, 3, owner);
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return store_sql_error(st, "UPDATE jobs", err);
+	if (sqlite3_changes(st->db) != 1)
+		return error_set(err, LQ_FAILED, "LQ-JOB-003",
+		    "job %lld is no longer leased to %s", (long long)id, owner);
+	return LQ_OK;
+}
+
+enum lq_status
+store_set_progress(struct store *st, int64_t id, const char *phase, int step,
+    int total_steps, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET phase = "
+	    "coalesce(?, phase), step = ?, total_steps = ?, updated_at = ? "
+	    "WHERE id = ?", err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, phase);
+	sqlite3_bind_int(s, 2, step);
+	sqlite3_bind_int(s, 3, total_steps);
+	sqlite3_bind_double(s, 4, util_now());
+	sqlite3_bind_int64(s, 5, id);
+	return step_done(st, s, "UPDATE jobs", err);
+}
+
+/* Wraps "UPDATE + event" in one transaction. */
+static enum lq_status
+transition_with_event(struct store *st, sqlite3_stmt *s, int64_t id,
+    const char *what, const char *kind, const char *detail,
+    struct lq_error *err)
+{
+	enum lq_status r;
+	if ((r = transition(st, s, id, what, err)) != LQ_OK ||
+	    (r = store_add_event(st, id, kind, detail, err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	return store_commit(st, err);
+}
+
+enum lq_status
+store_finish_job(struct store *st, int64_t id, const char *owner,
+    const char *output_path, struct lq_error *err)
+{
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = 'done', "
+	    "lease_owner = NULL, lease_expires = NULL, phase = 'done', "
+	    "output_path = coalesce(?1, output_path), error_code = NULL, "
+	    "error_message = NULL, updated_at = ?2, finished_at = ?2 "
+	    "WHERE id = ?3 AND state = 'running' AND lease_owner = ?4", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	store_bind_text(s, 1, output_path);
+	sqlite3_bind_double(s, 2, util_now());
+	sqlite3_bind_int64(s, 3, id);
+	store_bind_text(s, 4, owner);
+	return transition_with_event(st, s, id, "finish", "finished", NULL, err);
+}
+
+enum lq_status
+store_requeue_job(struct store *st, int64_t id, const char *owner,
+    double backoff_seconds, int refund_attempt, const char *code,
+    const char *message, enum job_state *new_state, struct lq_error *err)
+{
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	double now = util_now();
+	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET "
+	    "attempts = attempts - ?1, "
+	    "state = CASE WHEN attempts - ?1 >= max_attempts THEN 'poisoned' "
+	    "ELSE 'queued' END, "
+	    "finished_at = CASE WHEN attempts - ?1 >= max_attempts THEN ?2 END, "
+	    "not_before = ?2 + ?3, lease_owner = NULL, lease_expires = NULL, "
+	    "error_code = ?4, error_message = ?5, updated_at = ?2 "
+	    "WHERE id = ?6 AND state = 'running' AND lease_owner = ?7", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	sqlite3_bind_int(s, 1, refund_attempt ? 1 : 0);
+	sqlite3_bind_double(s, 2, now);
+	sqlite3_bind_double(s, 3, backoff_seconds);
+	store_bind_text(s, 4, code);
+	store_bind_text(s, 5, message);
+	sqlite3_bind_int64(s, 6, id);
+	store_bind_text(s, 7, owner);
+	if ((r = transition(st, s, id, "requeue", err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	struct store_job j;
+	if ((r = store_get_job(st, id, &j, err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	if (new_state != NULL)
+		*new_state = j.state;
+	const char *kind = j.state == JOB_STATE_POISONED ? "poisoned" :
+	    "requeued";
+	store_job_clear(&j);
+	if ((r = store_add_event(st, id, kind, NULL, err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	return store_commit(st, err);
+}
+
+enum lq_status
+store_fail_job(struct store *st, int64_t id, const char *owner,
+    const char *code, const char *message, struct lq_error *err)
+{
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = "
+	    "'poisoned', lease_owner = NULL, lease_expires = NULL, "
+	    "error_code = ?, error_message = ?, updated_at = ?3, "
+	    "finished_at = ?3 WHERE id = ? AND state = 'running' AND "
+	    "lease_owner = ?", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	store_bind_text(s, 1, code);
+	store_bind_text(s, 2, message);
+	sqlite3_bind_double(s, 3, util_now());
+	sqlite3_bind_int64(s, 4, id);
+	store_bind_text(s, 5, owner);
+	return transition_with_event(st, s, id, "fail", "poisoned", NULL, err);
+}
+
+enum lq_status
+store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
+{
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = "
+	    "'cancelled', lease_owner = NULL, lease_expires = NULL, "
+	    "updated_at = ?1, finished_at = ?1 WHERE id = ?2 AND state IN "
+	    "('queued', 'running')", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	sqlite3_bind_double(s, 1, util_now());
+	sqlite3_bind_int64(s, 2, id);
+	return transition_with_event(st, s, id, "cancel", "cancelled", NULL, err);
+}
+
+enum lq_status
+store_retry_job(struct store *st, int64_t id, struct lq_error *err)
+{
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = 'queued', "
+	    "attempts = 0, not_before = NULL, finished_at = NULL, "
+	    "updated_at = ?1 WHERE id = ?2 AND state IN ('poisoned', "
+	    "'cancelled')", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	sqlite3_bind_double(s, 1, util_now());
+	sqlite3_bind_int64(s, 2, id);
+	return transition_with_event(st, s, id, "retry", "retried", NULL, err);
+}
+
+enum lq_status
+store_list_events(struct store *st, int64_t job_id,
+    int (*fn)(double at, const char *kind, const char *detail, void *ud),
+    void *ud, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st, "SELECT at, kind, detail FROM "
+	    "events WHERE job_id = ? ORDER BY id", err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_int64(s, 1, job_id);
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (fn(sqlite3_column_double(s, 0),
+		    (const char *)sqlite3_column_text(s, 1),
+		    (const char *)sqlite3_column_text(s, 2), ud)) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return store_sql_error(st, "SELECT events", err);
+	return LQ_OK;
+}

@@ -1,0 +1,185 @@
+/*
+ * jobs.h — requests, jobs, leases and events in the queue database.
+ *
+ * Job lifecycle (enforced in jobs.c; every transition checks the state it
+ * leaves, so a stale worker cannot finish a job someone else owns):
+ *
+ *                 store_add_job                 store_add_job (preflight failed)
+ *                      │                                 │
+ *                      ▼                                 ▼
+ *   store_retry_job ┌────────┐ store_cancel_job  ┌──────────┐
+ *   ┌──────────────▶│ queued │──────────────┐    │ rejected │ (terminal)
+ *   │               └────────┘              │    └──────────┘
+ *   │        store_claim_job │  ▲           ▼
+ *   │                        ▼  │ store_requeue_job (crash, signal,
+ *   │               ┌─────────┐ │   lease expiry; attempts < max)
+ *   │               │ running │─┘
+ *   │               └─────────┘──────────────┐ store_cancel_job
+ *   │  store_finish_job │  │ store_requeue_job (attempts = max)
+ *   │                   ▼  │  / store_fail_job       ▼
+ *   │             ┌──────┐ │                  ┌───────────┐
+ *   │             │ done │ └────────┐         │ cancelled │──┐
+ *   │             └──────┘          ▼         └───────────┘  │
+ *   │                         ┌──────────┐                   │
+ *   └─────────────────────────│ poisoned │◀──────────────────┘
+ *        store_retry_job      └──────────┘   (retry goes to queued)
+ *
+ * Leases: a claim sets lease_owner and lease_expires; the owner renews it
+ * with store_renew_lease.  store_claim_job first returns every running job
+ * whose lease expired (or whose owner on this host is provably dead) to
+ * queued — or poisoned when its attempts are spent — then claims.
+ *
+ * Ownership: struct store_job owns its strings; store_job_clear frees them.
+ */
+#ifndef LQ_STORE_JOBS_H
+#define LQ_STORE_JOBS_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "store/store.h"
+
+enum job_state {
+	JOB_STATE_QUEUED,
+	JOB_STATE_RUNNING,
+	JOB_STATE_DONE,
+	JOB_STATE_REJECTED,
+	JOB_STATE_CANCELLED,
+	JOB_STATE_POISONED,
+};
+
+const char *job_state_name(enum job_state s);
+/* Returns 0 and sets *out, or -1 for an unknown name. */
+int job_state_parse(const char *name, enum job_state *out);
+
+struct store_request {
+	const char *manifest_path;
+	const char *manifest_digest;
+	int entry_index;
+	int line;
+	const char *request_json;	/* the entry as written */
+};
+
+/* Records a request; *id gets its row id. */
+enum lq_status store_add_request(struct store *st,
+    const struct store_request *req, int64_t *id, struct lq_error *err);
+
+struct store_job_new {
+	int64_t request_id;
+	const char *name;
+	enum job_state state;		/* QUEUED or REJECTED */
+	const char *config_json;	/* canonical JSON */
+	const char *config_digest;
+	const char *model_digests;	/* JSON or NULL */
+	int priority;
+	int max_attempts;
+	int total_steps;
+	const char *output_path;	/* may be NULL */
+	const char *error_code;		/* REJECTED: the first error */
+	const char *error_message;
+};
+
+/* Adds a job (and a "submitted" or "rejected" event); *id gets its id. */
+enum lq_status store_add_job(struct store *st, const struct store_job_new *job,
+    int64_t *id, struct lq_error *err);
+
+struct store_job {
+	int64_t id, request_id;
+	char *name;
+	enum job_state state;
+	char *config_json, *config_digest, *model_digests;
+	int priority, attempts, max_attempts, step, total_steps;
+	char *lease_owner;
+	double lease_expires, not_before;	/* 0 when NULL */
+	char *phase, *error_code, *error_message, *output_path;
+	double created_at, updated_at, finished_at;
+	/* from the request */
+	char *manifest_path, *request_json;
+	int request_line;
+};
+void store_job_clear(struct store_job *job);
+
+/* Loads job `id`; LQ_FAILED (LQ-JOB-001) if there is none. */
+enum lq_status store_get_job(struct store *st, int64_t id,
+    struct store_job *out, struct lq_error *err);
+
+/*
+ * Finds a job by a user's reference: a number is an id, anything else the
+ * newest job of that name.  LQ_FAILED (LQ-JOB-001) naming `ref` if none.
+ */
+enum lq_status store_find_job(struct store *st, const char *ref,
+    struct store_job *out, struct lq_error *err);
+
+/*
+ * The newest job with this config digest that is queued, running or done,
+ * for idempotent submit: *id = 0 when there is none.
+ */
+enum lq_status store_find_live_job(struct store *st, const char *config_digest,
+    int64_t *id, enum job_state *state, struct lq_error *err);
+
+/*
+ * Calls fn for every job (ordered by id), optionally restricted to one
+ * state (filter < 0 for all).  fn returns nonzero to stop.  The job passed
+ * is borrowed for the call only.
+ */
+enum lq_status store_list_jobs(struct store *st, int filter,
+    int (*fn)(const struct store_job *job, void *ud), void *ud,
+    struct lq_error *err);
+
+/*
+ * Atomically claims the best claimable job (queued, not_before passed,
+ * highest priority, then lowest id), optionally only among ids[0..n):
+ * state → running, attempts + 1, lease to `owner` for lease_seconds.
+ * *claimed = 0 (and out untouched) when nothing is claimable.  Returns
+ * expired leases to the queue first (see above).
+ */
+enum lq_status store_claim_job(struct store *st, const char *owner,
+    double lease_seconds, const int64_t *ids, size_t n,
+    struct store_job *out, int *claimed, struct lq_error *err);
+
+/* Extends the lease; LQ_FAILED (LQ-JOB-003) if `owner` no longer holds it. */
+enum lq_status store_renew_lease(struct store *st, int64_t id,
+    const char *owner, double lease_seconds, struct lq_error *err);
+
+/* Running job's progress (phase may be NULL to keep it). */
+enum lq_status store_set_progress(struct store *st, int64_t id,
+    const char *phase, int step, int total_steps, struct lq_error *err);
+
+/* running → done, by the lease owner. */
+enum lq_status store_finish_job(struct store *st, int64_t id, const char *owner,
+    const char *output_path, struct lq_error *err);
+
+/*
+ * running → queued (not claimable for backoff_seconds) while attempts <
+ * max_attempts, else → poisoned; records code/message as the last error.
+ * *new_state (may be NULL) gets the state it went to.  With
+ * `refund_attempt` the attempt is not counted (an interruption the job
+ * did not cause, such as SIGTERM).
+ */
+enum lq_status store_requeue_job(struct store *st, int64_t id,
+    const char *owner, double backoff_seconds, int refund_attempt,
+    const char *code, const char *message, enum job_state *new_state,
+    struct lq_error *err);
+
+/* running → poisoned at once (an error retrying cannot fix). */
+enum lq_status store_fail_job(struct store *st, int64_t id, const char *owner,
+    const char *code, const char *message, struct lq_error *err);
+
+/* queued or running → cancelled.  Other states: LQ-JOB-002. */
+enum lq_status store_cancel_job(struct store *st, int64_t id,
+    struct lq_error *err);
+
+/* poisoned or cancelled → queued with attempts reset.  Else LQ-JOB-002. */
+enum lq_status store_retry_job(struct store *st, int64_t id,
+    struct lq_error *err);
+
+/* Appends an event; detail is JSON text or NULL. */
+enum lq_status store_add_event(struct store *st, int64_t job_id,
+    const char *kind, const char *detail, struct lq_error *err);
+
+/* Calls fn(at, kind, detail) for each event of a job in order. */
+enum lq_status store_list_events(struct store *st, int64_t job_id,
+    int (*fn)(double at, const char *kind, const char *detail, void *ud),
+    void *ud, struct lq_error *err);
+
+#endif

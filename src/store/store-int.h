@@ -1,0 +1,41 @@
+/*
+ * store-int.h — internals shared by the files of src/store/ only.  Nothing
+ * outside src/store/ may include this (or sqlite3.h).
+ */
+#ifndef LQ_STORE_INT_H
+#define LQ_STORE_INT_H
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+struct store {
+	sqlite3 *db;
+	char *path;
+	int txn_depth;
+};
+
+/* The raw handle, for the files of src/store/. */
+sqlite3 *store_db(struct store *st);
+
+/*
+ * Fills err from the connection's last error: "CALL failed on PATH: msg".
+ * SQLITE_BUSY/LOCKED map to LQ_RETRY, everything else to LQ_FAILED.
+ */
+enum lq_status store_sql_error(struct store *st, const char *call,
+    struct lq_error *err);
+
+/* Prepares sql; on failure fills err and returns NULL. */
+sqlite3_stmt *store_prepare(struct store *st, const char *sql,
+    struct lq_error *err);
+
+/* Executes SQL text without results. */
+enum lq_status store_exec(struct store *st, const char *sql,
+    struct lq_error *err);
+
+/* Binds a text or NULL. */
+void store_bind_text(sqlite3_stmt *s, int i, const char *v);
+/* Copy of a column's text, or NULL. */
+char *store_column_text(sqlite3_stmt *s, int i);
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * test-store.c — the queue database: migrations, the job state machine,
+ * leases, and a claim race between processes.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "store/jobs.h"
+#include "store/store.h"
+#include "test.h"
+
+static char dir[] = "/tmp/lq-test-store-XXXXXX";
+
+static struct store *
+open_db(const char *name)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	struct store *st = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	if (store_open(path, &st, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		exit(99);
+	}
+	free(path);
+	return st;
+}
+
+static int64_t
+add_job(struct store *st, const char *name, const char *digest, int max_attempts)
+{
+	struct lq_error err;
+	error_clear(&err);
+	struct store_request req = {"m.yaml", "d", 0, 1, "{}"};
+	int64_t rid = 0, jid = 0;
+	CHECK_INT(store_add_request(st, &req, &rid, &err), LQ_OK);
+	struct store_job_new j = {
+		.request_id = rid, .name = name, .state = JOB_STATE_QUEUED,
+		.config_json = "{}", .config_digest = digest,
+		.max_attempts = max_attempts, .total_steps = 4,
+	};
+	CHECK_INT(store_add_job(st, &j, &jid, &err), LQ_OK);
+	return jid;
+}
+
+static enum job_state
+state_of(struct store *st, int64_t id)
+{
+	struct store_job j;
+	struct lq_error err;
+	LQ_ASSERT(store_get_job(st, id, &j, &err) == LQ_OK);
+	enum job_state s = j.state;
+	store_job_clear(&j);
+	return s;
+}
+
+static void
+test_migrations(void)
+{
+	struct lq_error err;
+	int latest = store_schema_latest();
+	CHECK(latest >= 1);
+	/* From empty and from every earlier version up to the latest. */
+	for (int v = 0; v <= latest; v++) {
+		char name[32];
+		snprintf(name, sizeof(name), "mig%d.db", v);
+		store_set_migration_limit(v);
+		struct store *st = open_db(name);
+		CHECK_INT(store_schema_version(st), v);
+		store_close(st);
+		store_set_migration_limit(-1);
+		st = open_db(name);
+		CHECK_INT(store_schema_version(st), latest);
+		int64_t id = add_job(st, "j", "dig", 3);
+		CHECK(id > 0);
+		store_close(st);
+	}
+	/* A database from a newer latentq is refused, naming both versions. */
+	struct store *st = open_db("newer.db");
+	store_close(st);
+	char *cmd = xasprintf("sqlite3 %s/newer.db 'PRAGMA user_version = %d'",
+	    dir, latest + 7);
+	CHECK_INT(system(cmd), 0);
+	free(cmd);
+	char *path = xasprintf("%s/newer.db", dir);
+	error_clear(&err);
+	CHECK_INT(store_open(path, &st, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-DB-002");
+	CHECK_CONTAINS(err.message, "newer");
+	free(path);
+}
+
+static void
+test_transitions(void)
+{
+	struct store *st = open_db("states.db");
+	struct lq_error err;
+	error_clear(&err);
+	int64_t a = add_job(st, "a", "da", 2);
+	CHECK_INT(state_of(st, a), JOB_STATE_QUEUED);
+
+	/* Illegal: finish/requeue a queued job, retry a queued job. */
+	CHECK_INT(store_finish_job(st, a, "me", NULL, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-JOB-002");
+	CHECK_INT(store_retry_job(st, a, &err), LQ_FAILED);
+	CHECK_CONTAINS(err.message, "queued");
+
+	struct store_job j;
+	int claimed = 0;
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 1);
+	CHECK_INT(j.id, a);
+	CHECK_INT(j.attempts, 1);
+	CHECK_INT(j.state, JOB_STATE_RUNNING);
+	store_job_clear(&j);
+
+	/* Someone else cannot finish it; its owner can requeue it. */
+	CHECK_INT(store_finish_job(st, a, "other", NULL, &err), LQ_FAILED);
+	enum job_state ns;
+	CHECK_INT(store_requeue_job(st, a, "me", 0, 0, "E", "boom", &ns, &err), LQ_OK);
+	CHECK_INT(ns, JOB_STATE_QUEUED);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(j.attempts, 2);
+	store_job_clear(&j);
+	/* Attempts spent: requeue poisons. */
+	CHECK_INT(store_requeue_job(st, a, "me", 0, 0, "E", "boom", &ns, &err), LQ_OK);
+	CHECK_INT(ns, JOB_STATE_POISONED);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 0);
+	/* retry: poisoned → queued with attempts reset; then cancel. */
+	CHECK_INT(store_retry_job(st, a, &err), LQ_OK);
+	CHECK_INT(state_of(st, a), JOB_STATE_QUEUED);
+	CHECK_INT(store_cancel_job(st, a, &err), LQ_OK);
+	CHECK_INT(store_cancel_job(st, a, &err), LQ_FAILED);
+	CHECK_CONTAINS(err.message, "cancelled");
+	CHECK_INT(store_retry_job(st, a, &err), LQ_OK);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(j.attempts, 1);
+	store_job_clear(&j);
+	CHECK_INT(store_finish_job(st, a, "me", "out.mp4", &err), LQ_OK);
+	CHECK_INT(state_of(st, a), JOB_STATE_DONE);
+	/* done is terminal */
+	CHECK_INT(store_cancel_job(st, a, &err), LQ_FAILED);
+	CHECK_INT(store_retry_job(st, a, &err), LQ_FAILED);
+
+	/* Idempotent submit support: a live job is found by digest. */
+	int64_t found = 0;
+	CHECK_INT(store_find_live_job(st, "da", &found, &ns, &err), LQ_OK);
+	CHECK_INT(found, a);
+	CHECK_INT(ns, JOB_STATE_DONE);
+	CHECK_INT(store_find_live_job(st, "nope", &found, &ns, &err), LQ_OK);
+	CHECK_INT(found, 0);
+
+	/* Backoff: a requeued job is not claimable before not_before. */
+	int64_t b = add_job(st, "b", "db", 3);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(j.id, b);
+	store_job_clear(&j);
+	CHECK_INT(store_requeue_job(st, b, "me", 3600, 0, "E", "x", &ns, &err), LQ_OK);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 0);
+	/* A refunded attempt (interrupt) does not count. */
+	store_close(st);
+}
+
+static void
+test_lease_expiry(void)
+{
+	struct store *st = open_db("lease.db");
+	struct lq_error err;
+	error_clear(&err);
+	int64_t a = add_job(st, "a", "da", 3);
+	struct store_job j;
+	int claimed;
+	/* A lease of 0.2 s held by a remote owner that never renews. */
+	CHECK_INT(store_claim_job(st, "elsewhere:1:1", 0.2, NULL, 0, &j, &claimed,
+	    &err), LQ_OK);
+	CHECK_INT(claimed, 1);
+	store_job_clear(&j);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 0);		/* still leased */
+	CHECK_INT(store_renew_lease(st, a, "me", 60, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-JOB-003");
+	usleep(300 * 1000);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 1);		/* expired: claimable again */
+	CHECK_INT(j.attempts, 2);
+	store_job_clear(&j);
+	CHECK_INT(store_renew_lease(st, a, "me", 60, &err), LQ_OK);
+
+	/* A lease owned by a dead process on this host is reclaimed at once. */
+	int64_t b = add_job(st, "b", "db", 3);
+	char host[256];
+	gethostname(host, sizeof(host));
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	char *owner = xasprintf("%s:%d:12345", host, (int)pid);
+	CHECK_INT(store_claim_job(st, owner, 3600, &b, 1, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 1);
+	store_job_clear(&j);
+	free(owner);
+	CHECK_INT(store_claim_job(st, "me", 60, &b, 1, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 1);
+	store_job_clear(&j);
+	store_close(st);
+}
+
+/* Two processes claim from 40 jobs at once: each job is claimed once. */
+static void
+test_claim_race(void)
+{
+	struct store *st = open_db("race.db");
+	enum { NJOBS = 40 };
+	for (int i = 0; i < NJOBS; i++) {
+		char d[16];
+		snprintf(d, sizeof(d), "d%d", i);
+		add_job(st, "r", d, 3);
+	}
+	store_close(st);
+	int fds[2][2];
+	pid_t pids[2];
+	for (int p = 0; p < 2; p++) {
+		CHECK_INT(pipe(fds[p]), 0);
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			close(fds[p][0]);
+			struct store *cs = open_db("race.db");
+			struct lq_error err;
+			char owner[32];
+			snprintf(owner, sizeof(owner), "proc%d", p);
+			for (;;) {
+				struct store_job j;
+				int claimed = 0;
+				enum lq_status r = store_claim_job(cs, owner, 60, NULL,
+				    0, &j, &claimed, &err);
+				if (r == LQ_RETRY)
+					continue;
+				if (r != LQ_OK || !claimed)
+					break;
+				int64_t id = j.id;
+				usleep(1000);	/* let the other process in */
+				if (write(fds[p][1], &id, sizeof(id)) != sizeof(id))
+					_exit(3);
+				store_job_clear(&j);
+			}
+			store_close(cs);
+			_exit(0);
+		}
+		close(fds[p][1]);
+	}
+	int seen[NJOBS + 1] = {0};
+	int total = 0, per[2] = {0, 0};
+	for (int p = 0; p < 2; p++) {
+		int64_t id;
+		while (read(fds[p][0], &id, sizeof(id)) == sizeof(id)) {
+			if (id >= 1 && id <= NJOBS)
+				seen[id]++;
+			total++;
+			per[p]++;
+		}
+		close(fds[p][0]);
+		int status;
+		waitpid(pids[p], &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	CHECK_INT(total, NJOBS);
+	for (int i = 1; i <= NJOBS; i++)
+		CHECK_INT(seen[i], 1);
+	printf("claim race: process 0 claimed %d, process 1 claimed %d\n",
+	    per[0], per[1]);
+}
+
+int
+main(void)
+{
+	if (mkdtemp(dir) == NULL)
+		return 99;
+	test_migrations();
+	test_transitions();
+	test_lease_expiry();
+	test_claim_race();
+	char *cmd = xasprintf("rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
+	free(cmd);
+	return test_summary();
+}
