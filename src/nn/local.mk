@@ -10,3 +10,15 @@ liblatentq_a_SOURCES += \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5_none.c \
 	src/cmd/forward.c
+
+# Tests: the CPU float32 islands against the goldens' intermediates, and
+# `latentq forward` against every transformer / VAE golden case.
+check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/st-compare
+TESTS += tests/nn/test-ltxv-embed tests/nn/forward-goldens.sh \
+	tests/nn/forward-intermediates.sh
+tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
+tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
+tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
+tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
+EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
+	tests/data/ltxv

@@ -15,7 +15,6 @@
 #include "core/util.h"
 #include "nn/ltxv_embed.h"
 
-#pragma STDC FP_CONTRACT OFF
 
 /*
  * torch.linspace(start, end, steps, dtype=float32) as ATen's CPU scalar
