@@ -108,6 +108,25 @@ enum lq_status ltxv_vae_decode(struct ltxv_vae *vae,
     const struct ltxv_vae_decode_args *args, const struct gpu_tensor *sample,
     const struct nn_dump *dump, struct lq_error *err);
 
+/*
+ * The pipeline's pre-decode step on the host, float32 as upstream
+ * (pipelines/ltx/pipeline_ltx.py): LTXPipeline._denormalize_latents,
+ *   out = x * latents_std[c] / scaling_factor + latents_mean[c]
+ * for x [B, C, S] (S = F*H*W), mean/std [C]; in place ok.
+ */
+void ltxv_latents_denormalize(const float *x, const float *latents_mean,
+    const float *latents_std, double scaling_factor, int64_t B, int64_t C,
+    int64_t S, float *out);
+
+/*
+ * Timestep-conditioned decoding's noise mix (LTXPipeline.__call__):
+ *   z = (1 - s[b]) * x + s[b] * noise   per sample b, x / noise [B, N]
+ * with s = decode_noise_scale (defaults to decode_timestep upstream).
+ * In place ok (out == x).
+ */
+void ltxv_latents_mix_noise(const float *x, const float *noise,
+    const float *decode_noise_scale, int64_t B, int64_t N, float *out);
+
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltxv_vae_memory(const struct ltxv_vae *vae, size_t *weights,
     size_t *pool_capacity, size_t *pool_peak);
