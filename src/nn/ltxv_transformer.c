@@ -51,6 +51,7 @@ struct ltxv_transformer {
 	struct gpu_tensor scale_shift_table;	/* [2, D] */
 	struct ltxv_block *blocks;
 	struct gpu_cmd *cmd;
+	int fused_attention;	/* LATENTQ_NN_FUSED_ATTENTION=1 */
 	/* reserved */
 	struct gpu_pool *pool;
 	int rB, rN, rT;
@@ -272,6 +273,11 @@ ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
 	st = gpu_cmd_create(ctx, &m->cmd, err);
 	if (st != LQ_OK)
 		goto fail;
+	{
+		const char *e = getenv("LATENTQ_NN_FUSED_ATTENTION");
+
+		m->fused_attention = e != NULL && strcmp(e, "1") == 0;
+	}
 	*out = m;
 	return LQ_OK;
 fail:
@@ -319,6 +325,12 @@ pool_bytes(const struct ltxv_transformer *m, int B, int N, int T)
 	floats += 6 * b * n * D;		/* norm, q, k, v, attn, proj */
 	floats += 2 * b * t * D;		/* cross k, v */
 	floats += b * n * ff;			/* ff hidden */
+	{
+		size_t nk = n > t ? n : t, H = (size_t)m->cfg.num_attention_heads;
+
+		/* unfused attention: q, k, v, o per head, scores */
+		floats += 2 * b * n * D + 2 * b * nk * D + b * H * n * nk;
+	}
 	/* 32 tensors of alignment slack (<= 256 B each on every driver we
 	 * know; minStorageBufferOffsetAlignment is at most 256 by spec). */
 	return floats * sizeof(float) + 32 * 256 + 4096;
@@ -407,19 +419,97 @@ row(const struct gpu_tensor *tab, int k)
 	return v;
 }
 
+/* Scratch of the unfused attention path (see sdpa()). */
+struct attn_scratch {
+	struct gpu_tensor qh, kh, vh, oh, scores;	/* flat f32 storage */
+};
+
+static struct gpu_tensor
+flat_view(const struct gpu_tensor *store, int ndim, const int64_t *shape)
+{
+	struct gpu_tensor v = gpu_tensor_make(store->buf, store->offset, GPU_F32,
+	    ndim, shape);
+
+	LQ_ASSERT(gpu_tensor_numel(&v) <= gpu_tensor_numel(store));
+	return v;
+}
+
+/*
+ * softmax(scale · q kᵀ + key_bias) v per head, for q [B, Nq, H·Dh],
+ * k/v [B, Nk, H·Dh], into o [B, Nq, H·Dh] (F.scaled_dot_product_attention
+ * with an additive mask).  Built from head-major copies, two batched
+ * matmuls and a softmax: ops_attention (the fused kernel) does not finish
+ * compiling on lavapipe with these shapes, so it is used only when
+ * LATENTQ_NN_FUSED_ATTENTION=1.
+ */
+static enum lq_status
+sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, const struct gpu_tensor *key_bias,
+    const struct attn_scratch *sc)
+{
+	int64_t B = q->shape[0], Nq = q->shape[1], Nk = k->shape[1];
+	int64_t H = m->cfg.num_attention_heads, Dh = m->cfg.attention_head_dim;
+	float scale = (float)(1.0 / sqrt((double)Dh));
+	static const int perm[4] = { 0, 2, 1, 3 };
+	struct gpu_tensor q4, k4, v4, qp, kp, vp, qh, kh, vh, oh, s, o4, op;
+	enum lq_status st;
+
+	if (m->fused_attention) {
+		struct ops_attention_args args = {
+			.heads = (int)H, .scale = scale, .key_bias = key_bias,
+		};
+
+		return ops_attention(cmd, o, q, k, v, &args);
+	}
+	q4 = gpu_tensor_reshape(q, 4, (int64_t[]){ B, Nq, H, Dh });
+	k4 = gpu_tensor_reshape(k, 4, (int64_t[]){ B, Nk, H, Dh });
+	v4 = gpu_tensor_reshape(v, 4, (int64_t[]){ B, Nk, H, Dh });
+	qp = gpu_tensor_permute(&q4, perm);
+	kp = gpu_tensor_permute(&k4, perm);
+	vp = gpu_tensor_permute(&v4, perm);
+	qh = flat_view(&sc->qh, 4, (int64_t[]){ B, H, Nq, Dh });
+	kh = flat_view(&sc->kh, 4, (int64_t[]){ B, H, Nk, Dh });
+	vh = flat_view(&sc->vh, 4, (int64_t[]){ B, H, Nk, Dh });
+	if ((st = ops_copy(cmd, &qh, &qp)) || (st = ops_copy(cmd, &kh, &kp)) ||
+	    (st = ops_copy(cmd, &vh, &vp)))
+		return st;
+	qh = flat_view(&sc->qh, 3, (int64_t[]){ B * H, Nq, Dh });
+	kh = flat_view(&sc->kh, 3, (int64_t[]){ B * H, Nk, Dh });
+	vh = flat_view(&sc->vh, 3, (int64_t[]){ B * H, Nk, Dh });
+	s = flat_view(&sc->scores, 3, (int64_t[]){ B * H, Nq, Nk });
+	if ((st = ops_matmul(cmd, &s, &qh, &kh, 1, scale)))
+		return st;
+	if (key_bias) {
+		struct gpu_tensor s4 = flat_view(&sc->scores, 4,
+		    (int64_t[]){ B, H, Nq, Nk });
+		struct gpu_tensor kb = gpu_tensor_reshape(key_bias, 4,
+		    (int64_t[]){ B, 1, 1, Nk });
+		struct gpu_tensor kbb = gpu_tensor_broadcast(&kb, 4, s4.shape);
+
+		if ((st = ops_add(cmd, &s4, &s4, &kbb)))
+			return st;
+	}
+	if ((st = ops_softmax(cmd, &s, &s)))
+		return st;
+	oh = flat_view(&sc->oh, 3, (int64_t[]){ B * H, Nq, Dh });
+	if ((st = ops_matmul(cmd, &oh, &s, &vh, 0, 1.0f)))
+		return st;
+	oh = flat_view(&sc->oh, 4, (int64_t[]){ B, H, Nq, Dh });
+	op = gpu_tensor_permute(&oh, perm);
+	o4 = gpu_tensor_reshape(o, 4, (int64_t[]){ B, Nq, H, Dh });
+	return ops_copy(cmd, &o4, &op);
+}
+
 static enum lq_status
 attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
     const struct ltxv_attn *a, const struct gpu_tensor *out,
     const struct gpu_tensor *x, const struct gpu_tensor *kv_in,
     struct gpu_tensor *q, struct gpu_tensor *k, struct gpu_tensor *v,
     struct gpu_tensor *o, const struct gpu_tensor *cos,
-    const struct gpu_tensor *sin, const struct gpu_tensor *key_bias)
+    const struct gpu_tensor *sin, const struct gpu_tensor *key_bias,
+    const struct attn_scratch *sc)
 {
-	struct ops_attention_args args = {
-		.heads = m->cfg.num_attention_heads,
-		.scale = (float)(1.0 / sqrt((double)m->cfg.attention_head_dim)),
-		.key_bias = key_bias,
-	};
 	enum lq_status st;
 
 	/* LTXVideoAttnProcessor: to_q/k/v, norm_q/k (RMSNorm over the whole
@@ -440,7 +530,7 @@ attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 		if ((st = ops_rope(cmd, k, k, cos, sin)))
 			return st;
 	}
-	if ((st = ops_attention(cmd, o, q, k, v, &args)))
+	if ((st = sdpa(m, cmd, o, q, k, v, key_bias, sc)))
 		return st;
 	return ops_linear(cmd, out, o, &a->to_out_w, opt(&a->to_out_b),
 	    OPS_ACT_NONE);
@@ -457,6 +547,7 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	struct gpu_cmd *cmd = m->cmd;
 	struct gpu_tensor cos, sin, kbias, tfeat, x, t1, emb, se, temb, fin;
 	struct gpu_tensor cap1, ctx, ada, nrm, q, k, v, o, proj, k2, v2, ffh;
+	struct attn_scratch sc;
 	int64_t B, N, T, D = m->D;
 	size_t mark;
 	char name[96];
@@ -598,6 +689,15 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	POOL(k2, B, T, D);
 	POOL(v2, B, T, D);
 	POOL(ffh, B, N, m->ff_dim);
+	{
+		int64_t NK = N > T ? N : T, H = c->num_attention_heads;
+
+		POOL(sc.qh, B * N * D);
+		POOL(sc.kh, B * NK * D);
+		POOL(sc.vh, B * NK * D);
+		POOL(sc.oh, B * N * D);
+		POOL(sc.scores, B * H * N * NK);
+	}
 	for (int i = 0; i < c->num_layers; i++) {
 		const struct ltxv_block *b = &m->blocks[i];
 		struct gpu_tensor shift_msa = row(&ada, 0), scale_msa = row(&ada, 1);
@@ -610,13 +710,13 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		DUMP(name, nrm);
 		OP(ops_modulate(cmd, &nrm, &nrm, &scale_msa, &shift_msa));
 		OP(attention(m, cmd, &b->attn1, &proj, &nrm, &nrm, &q, &k, &v, &o,
-		    &cos, &sin, NULL));
+		    &cos, &sin, NULL, &sc));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn1", i);
 		DUMP(name, proj);
 		OP(ops_gated_add(cmd, &x, &x, &gate_msa, &proj));
 
 		OP(attention(m, cmd, &b->attn2, &proj, &x, &ctx, &q, &k2, &v2, &o,
-		    NULL, NULL, args->encoder_attention_mask ? &kbias : NULL));
+		    NULL, NULL, args->encoder_attention_mask ? &kbias : NULL, &sc));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn2", i);
 		DUMP(name, proj);
 		OP(ops_gated_add(cmd, &x, &x, NULL, &proj));
