@@ -51,7 +51,9 @@ test_valid_file(void)
 	CHECK_INT(digest_file(path, hex, &err), LQ_OK);
 	CHECK_STR(m->digest, hex);
 
-	char *dir = realpath(srcpath("tests/manifest/good"), NULL);
+	char *good = srcpath("tests/manifest/good");
+	char *dir = realpath(good, NULL);
+	free(good);
 	CHECK_STR(m->dir, dir);
 
 	const struct manifest_job *cat = &m->jobs[0];
@@ -498,6 +500,55 @@ test_schema(void)
 	CHECK(manifest_key_suggest("zzzzzzzz", names, 3) == NULL);
 }
 
+/* latentq-manifest(5) documents every key, and its examples load. */
+static void
+test_man_page(void)
+{
+	char *path = srcpath("man/latentq-manifest.5");
+	char *man = util_read_file(path, NULL);
+	CHECK(man != NULL);
+	if (man == NULL)
+		return;
+	for (size_t i = 0; i < manifest_key_count(); i++) {
+		const struct manifest_key *k = manifest_key_at(i);
+		char *item = xasprintf("\n.It Ic %s Ar ", k->name);
+		CHECK_CONTAINS(man, item);
+		free(item);
+		for (const struct manifest_key *f = k->fields; f && f->name; f++) {
+			item = xasprintf("\n.It Ic %s Ar ", f->name);
+			CHECK_CONTAINS(man, item);
+			free(item);
+		}
+	}
+	/* The EXAMPLES section's YAML and JSON manifests. */
+	const char *ex = strstr(man, "\n.Sh EXAMPLES");
+	CHECK(ex != NULL);
+	int examples = 0;
+	for (const char *p = ex; p && (p = strstr(p, ".Bd -literal -offset indent\n"));) {
+		p += strlen(".Bd -literal -offset indent\n");
+		const char *end = strstr(p, "\n.Ed");
+		if (end == NULL)
+			break;
+		enum lq_status st;
+		struct lq_error err;
+		char *text = xstrndup(p, (size_t)(end - p + 1));
+		struct manifest *m;
+		error_clear(&err);
+		st = manifest_load_buffer(path, text, strlen(text), &m, &err);
+		CHECK_INT(st, LQ_OK);
+		if (st != LQ_OK)
+			error_print(&err, stderr);
+		CHECK(m->n_jobs >= 1);
+		examples++;
+		manifest_free(m);
+		free(text);
+		p = end;
+	}
+	CHECK_INT(examples, 2);
+	free(man);
+	free(path);
+}
+
 int
 main(void)
 {
@@ -510,5 +561,6 @@ main(void)
 	test_syntax_errors();
 	test_aliases();
 	test_schema();
+	test_man_page();
 	return test_summary();
 }
