@@ -513,3 +513,38 @@ store_list_artifacts(struct store *st, int64_t job_id,
 	sqlite3_finalize(s);
 	return r;
 }
+
+enum lq_status
+store_fill_trajectory(struct store *st, int64_t job_id, float *out,
+    size_t step_bytes, int upto, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare(st, "SELECT step, latent, digest FROM "
+	    "checkpoints WHERE job_id = ? AND step BETWEEN 1 AND ? ORDER BY step",
+	    err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_int64(s, 1, job_id);
+	sqlite3_bind_int(s, 2, upto);
+	int want = 1, rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int step = sqlite3_column_int(s, 0);
+		const void *blob = sqlite3_column_blob(s, 1);
+		size_t n = (size_t)sqlite3_column_bytes(s, 1);
+		const char *digest = (const char *)sqlite3_column_text(s, 2);
+		char hex[DIGEST_HEX_SIZE];
+		digest_hex(blob, n, hex);
+		if (step != want || n != step_bytes || digest == NULL ||
+		    strcmp(hex, digest) != 0)
+			break;
+		memcpy((char *)out + (size_t)(step - 1) * step_bytes, blob, n);
+		want++;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_sql_error(st, "SELECT checkpoints", err);
+	if (want <= upto)
+		return error_set(err, LQ_FAILED, "LQ-CKPT-010", "job %lld: the "
+		    "checkpoint of step %d is missing or does not verify; "
+		    "save_tensors needs every step", (long long)job_id, want);
+	return LQ_OK;
+}

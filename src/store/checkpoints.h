@@ -149,4 +149,13 @@ enum lq_status store_list_artifacts(struct store *st, int64_t job_id,
     int (*fn)(const struct store_artifact *a, void *ud), void *ud,
     struct lq_error *err);
 
+/*
+ * Copies the latents of steps 1..`upto` of a job into out[(step-1) *
+ * step_bytes ...], for `save_tensors` after a resume (the render keeps every
+ * checkpoint of such a job).  Each blob is verified against its digest;
+ * a missing, short or corrupt one fails with LQ-CKPT-010 naming the step.
+ */
+enum lq_status store_fill_trajectory(struct store *st, int64_t job_id,
+    float *out, size_t step_bytes, int upto, struct lq_error *err);
+
 #endif

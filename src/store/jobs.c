@@ -581,6 +581,20 @@ store_set_output(struct store *st, int64_t id, const char *output_path,
 	return step_done(st, s, "UPDATE jobs", err);
 }
 
+enum lq_status
+store_pin_model_digest(struct store *st, int64_t id, const char *digest,
+    struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET model_digests "
+	    "= ? WHERE id = ? AND (model_digests IS NULL OR model_digests = '')",
+	    err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, digest);
+	sqlite3_bind_int64(s, 2, id);
+	return step_done(st, s, "UPDATE jobs", err);
+}
+
 /* Wraps "UPDATE + event" in one transaction. */
 static enum lq_status
 transition_with_event(struct store *st, sqlite3_stmt *s, int64_t id,

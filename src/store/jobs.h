@@ -158,6 +158,13 @@ enum lq_status store_set_progress(struct store *st, int64_t id,
 enum lq_status store_set_output(struct store *st, int64_t id,
     const char *output_path, struct lq_error *err);
 
+/*
+ * Pins the digest of the model files a job renders with, the first time
+ * (when none is pinned yet); later renders and resumes compare with it.
+ */
+enum lq_status store_pin_model_digest(struct store *st, int64_t id,
+    const char *digest, struct lq_error *err);
+
 /* running → done, by the lease owner. */
 enum lq_status store_finish_job(struct store *st, int64_t id, const char *owner,
     const char *output_path, struct lq_error *err);
