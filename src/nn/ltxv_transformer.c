@@ -20,7 +20,6 @@
 
 #include "core/util.h"
 #include "gpu/ops.h"
-#include "nn/config.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/weights.h"
@@ -92,65 +91,20 @@ wget(struct ltxv_transformer *m, struct gpu_tensor *out, int optional,
 
 #define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
 
+/* Reads `dir`/config.json with model/diffusers.h's parser (upstream
+ * defaults, class and value checks). */
 static enum lq_status
-parse_config(const char *dir, struct ltxv_transformer_config *c,
-    struct lq_error *err)
+parse_config(const char *dir, struct ltxv_transformer_config *c, struct lq_error *err)
 {
-	cJSON *root;
+	char *path = xasprintf("%s/config.json", dir);
+	cJSON *root = NULL;
 	enum lq_status st;
 
-	st = nn_config_open(dir, &root, err);
-	if (st != LQ_OK)
-		return st;
-#define CK(x) do { if ((st = (x)) != LQ_OK) goto out; } while (0)
-	CK(nn_config_int(root, "in_channels", 128, &c->in_channels, err));
-	CK(nn_config_int(root, "out_channels", 128, &c->out_channels, err));
-	CK(nn_config_int(root, "patch_size", 1, &c->patch_size, err));
-	CK(nn_config_int(root, "patch_size_t", 1, &c->patch_size_t, err));
-	CK(nn_config_int(root, "num_attention_heads", 32, &c->num_attention_heads, err));
-	CK(nn_config_int(root, "attention_head_dim", 64, &c->attention_head_dim, err));
-	CK(nn_config_int(root, "cross_attention_dim", 2048, &c->cross_attention_dim, err));
-	CK(nn_config_int(root, "num_layers", 28, &c->num_layers, err));
-	CK(nn_config_int(root, "caption_channels", 4096, &c->caption_channels, err));
-	CK(nn_config_bool(root, "norm_elementwise_affine", 0, &c->norm_elementwise_affine, err));
-	CK(nn_config_float(root, "norm_eps", 1e-6, &c->norm_eps, err));
-	CK(nn_config_bool(root, "attention_bias", 1, &c->attention_bias, err));
-	CK(nn_config_bool(root, "attention_out_bias", 1, &c->attention_out_bias, err));
-	CK(nn_config_string(root, "activation_fn", "gelu-approximate", c->activation_fn,
-	    sizeof(c->activation_fn), err));
-	CK(nn_config_string(root, "qk_norm", "rms_norm_across_heads", c->qk_norm,
-	    sizeof(c->qk_norm), err));
-#undef CK
-	if (c->out_channels == 0)	/* `out_channels or in_channels` */
-		c->out_channels = c->in_channels;
-	c->inner_dim = c->num_attention_heads * c->attention_head_dim;
-	c->ff_inner_dim = 4 * c->inner_dim;
-	if (strcmp(c->qk_norm, "rms_norm_across_heads") != 0) {
-		st = error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
-		    "qk_norm \"%s\" is not supported (upstream accepts only "
-		    "rms_norm_across_heads)", c->qk_norm);
-		error_set_field(err, "qk_norm");
-	} else if (strcmp(c->activation_fn, "gelu-approximate") != 0 &&
-	    strcmp(c->activation_fn, "gelu") != 0) {
-		st = error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
-		    "activation_fn \"%s\" is not supported", c->activation_fn);
-		error_set_field(err, "activation_fn");
-		error_set_hint(err, "supported: gelu-approximate, gelu");
-	} else if (c->in_channels <= 0 || c->out_channels <= 0 ||
-	    c->num_attention_heads <= 0 || c->attention_head_dim <= 0 ||
-	    c->attention_head_dim > 256 ||
-	    c->num_layers < 0 || c->patch_size <= 0 || c->patch_size_t <= 0 ||
-	    c->num_attention_heads * c->attention_head_dim % 2 != 0) {
-		st = error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
-		    "unsupported sizes: in %d, out %d, heads %d x %d, layers %d, "
-		    "patch %d/%d", c->in_channels, c->out_channels,
-		    c->num_attention_heads, c->attention_head_dim,
-		    c->num_layers, c->patch_size, c->patch_size_t);
-	}
-out:
-	if (st != LQ_OK)
-		error_set_where(err, dir, 0, 0);
+	st = diffusers_load_json(path, &root, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_transformer(root, path, c, err);
 	cJSON_Delete(root);
+	free(path);
 	return st;
 }
 

@@ -19,7 +19,6 @@
 
 #include "core/util.h"
 #include "gpu/ops.h"
-#include "nn/config.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_vae.h"
 #include "nn/weights.h"
@@ -78,129 +77,20 @@ struct ltxv_vae {
 
 #define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
 
-/* ---- config (stopgap parser filling model/diffusers.h's struct) ---- */
-
-static void
-reverse(const int *in, int n, int *out)
-{
-	for (int i = 0; i < n; i++)
-		out[i] = in[n - 1 - i];
-}
-
+/* Reads `dir`/config.json with model/diffusers.h's parser (upstream
+ * defaults, class and value checks). */
 static enum lq_status
 parse_config(const char *dir, struct ltxv_vae_config *c, struct lq_error *err)
 {
-	static const int d_ch[] = { 128, 256, 512, 512 };
-	static const int d_layers[] = { 4, 3, 3, 3, 4 };
-	static const int d_scale[] = { 1, 1, 1, 0 };
-	static const int d_noise[] = { 0, 0, 0, 0, 0 };
-	static const int d_res[] = { 0, 0, 0, 0 };
-	static const int d_fac[] = { 1, 1, 1, 1 };
-	int rch[DIFFUSERS_MAX_BLOCKS], rlay[DIFFUSERS_MAX_BLOCKS + 1];
-	int rsc[DIFFUSERS_MAX_BLOCKS], rno[DIFFUSERS_MAX_BLOCKS + 1];
-	int rre[DIFFUSERS_MAX_BLOCKS], rfa[DIFFUSERS_MAX_BLOCKS];
-	cJSON *root;
-	int n, oc, nscale = 0, sr, tr;
+	char *path = xasprintf("%s/config.json", dir);
+	cJSON *root = NULL;
 	enum lq_status st;
 
-	memset(c, 0, sizeof(*c));
-	st = nn_config_open(dir, &root, err);
-	if (st != LQ_OK)
-		return st;
-#define CK(x) do { if ((st = (x)) != LQ_OK) goto out; } while (0)
-	CK(nn_config_int(root, "in_channels", 3, &c->in_channels, err));
-	CK(nn_config_int(root, "out_channels", 3, &c->out_channels, err));
-	CK(nn_config_int(root, "latent_channels", 128, &c->latent_channels, err));
-	CK(nn_config_int_list(root, "block_out_channels", d_ch, 4,
-	    c->block_out_channels, DIFFUSERS_MAX_BLOCKS, &c->n_block_out_channels, err));
-	CK(nn_config_int_list(root, "decoder_block_out_channels", d_ch, 4,
-	    c->decoder_block_out_channels, DIFFUSERS_MAX_BLOCKS,
-	    &c->n_decoder_block_out_channels, err));
-	CK(nn_config_int_list(root, "layers_per_block", d_layers, 5,
-	    c->layers_per_block, DIFFUSERS_MAX_BLOCKS + 1, &c->n_layers_per_block, err));
-	CK(nn_config_int_list(root, "decoder_layers_per_block", d_layers, 5,
-	    c->decoder_layers_per_block, DIFFUSERS_MAX_BLOCKS + 1,
-	    &c->n_decoder_layers_per_block, err));
-	CK(nn_config_int_list(root, "spatio_temporal_scaling", d_scale, 4,
-	    c->spatio_temporal_scaling, DIFFUSERS_MAX_BLOCKS,
-	    &c->n_spatio_temporal_scaling, err));
-	CK(nn_config_int_list(root, "decoder_spatio_temporal_scaling", d_scale, 4,
-	    c->decoder_spatio_temporal_scaling, DIFFUSERS_MAX_BLOCKS,
-	    &c->n_decoder_spatio_temporal_scaling, err));
-	CK(nn_config_int_list(root, "decoder_inject_noise", d_noise, 5,
-	    c->decoder_inject_noise, DIFFUSERS_MAX_BLOCKS + 1,
-	    &c->n_decoder_inject_noise, err));
-	CK(nn_config_int_list(root, "upsample_residual", d_res, 4,
-	    c->upsample_residual, DIFFUSERS_MAX_BLOCKS, &c->n_upsample_residual, err));
-	CK(nn_config_int_list(root, "upsample_factor", d_fac, 4,
-	    c->upsample_factor, DIFFUSERS_MAX_BLOCKS, &c->n_upsample_factor, err));
-	CK(nn_config_bool(root, "timestep_conditioning", 0, &c->timestep_conditioning, err));
-	CK(nn_config_int(root, "patch_size", 4, &c->patch_size, err));
-	CK(nn_config_int(root, "patch_size_t", 1, &c->patch_size_t, err));
-	CK(nn_config_float(root, "resnet_norm_eps", 1e-6, &c->resnet_norm_eps, err));
-	CK(nn_config_float(root, "scaling_factor", 1.0, &c->scaling_factor, err));
-	CK(nn_config_bool(root, "encoder_causal", 1, &c->encoder_causal, err));
-	CK(nn_config_bool(root, "decoder_causal", 0, &c->decoder_causal, err));
-	CK(nn_config_int(root, "spatial_compression_ratio", 0, &sr, err));
-	CK(nn_config_int(root, "temporal_compression_ratio", 0, &tr, err));
-#undef CK
-	n = c->n_decoder_block_out_channels;
-	if (n < 1 || c->n_decoder_layers_per_block < n + 1 ||
-	    c->n_decoder_inject_noise < n + 1 ||
-	    c->n_decoder_spatio_temporal_scaling < n ||
-	    c->n_upsample_residual < n || c->n_upsample_factor < n) {
-		st = error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
-		    "decoder lists are too short for %d blocks (layers %d, "
-		    "inject_noise %d need %d; scaling %d, residual %d, factor "
-		    "%d need %d)", n, c->n_decoder_layers_per_block,
-		    c->n_decoder_inject_noise, n + 1,
-		    c->n_decoder_spatio_temporal_scaling,
-		    c->n_upsample_residual, c->n_upsample_factor, n);
-		goto out;
-	}
-	for (int i = 0; i < c->n_spatio_temporal_scaling; i++)
-		nscale += c->spatio_temporal_scaling[i] != 0;
-	c->spatial_compression_ratio = sr ? sr : c->patch_size * (1 << nscale);
-	c->temporal_compression_ratio = tr ? tr : c->patch_size_t * (1 << nscale);
-	/* LTXVideoDecoder3d.__init__: every list reversed. */
-	reverse(c->decoder_block_out_channels, n, rch);
-	reverse(c->decoder_layers_per_block, c->n_decoder_layers_per_block, rlay);
-	reverse(c->decoder_spatio_temporal_scaling, c->n_decoder_spatio_temporal_scaling, rsc);
-	reverse(c->decoder_inject_noise, c->n_decoder_inject_noise, rno);
-	reverse(c->upsample_residual, c->n_upsample_residual, rre);
-	reverse(c->upsample_factor, c->n_upsample_factor, rfa);
-	c->dec_conv_in_out = rch[0];
-	c->dec_mid_layers = rlay[0];
-	c->dec_mid_inject_noise = rno[0];
-	c->dec_n_up = n;
-	oc = rch[0];
-	for (int i = 0; i < n; i++) {
-		struct ltxv_vae_up_block *u = &c->dec_up[i];
-
-		if (rfa[i] <= 0 || 8 % rfa[i] != 0) {
-			st = error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
-			    "upsample_factor %d is not 1, 2, 4 or 8", rfa[i]);
-			error_set_field(err, "upsample_factor");
-			goto out;
-		}
-		u->in_channels = oc / rfa[i];
-		u->out_channels = rch[i] / rfa[i];
-		oc = u->out_channels;
-		u->num_layers = rlay[i + 1];
-		u->has_conv_in = u->in_channels != u->out_channels;
-		u->spatio_temporal_scale = rsc[i];
-		u->inject_noise = rno[i + 1];
-		u->upsample_residual = rre[i];
-		u->upsample_factor = rfa[i];
-		u->upsampler_in = u->out_channels * rfa[i];
-		u->upsampler_out = u->upsampler_in * 8 / rfa[i];
-	}
-	c->dec_conv_out_in = oc;
-	c->dec_conv_out_out = c->out_channels * c->patch_size * c->patch_size;
-out:
-	if (st != LQ_OK)
-		error_set_where(err, dir, 0, 0);
+	st = diffusers_load_json(path, &root, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_vae(root, path, c, err);
 	cJSON_Delete(root);
+	free(path);
 	return st;
 }
 
