@@ -7,7 +7,7 @@ liblatentq_a_SOURCES += \
 	src/nn/ltxv_transformer.c src/nn/ltxv_transformer.h \
 	src/nn/ltxv_vae.c src/nn/ltxv_vae.h src/nn/ltxv_latents.c \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
-	src/nn/forward_t5_none.c \
+	src/nn/forward_t5.c \
 	src/cmd/forward.c
 
 # Tests: the CPU float32 islands against the goldens' intermediates, and

@@ -6,7 +6,8 @@
  *
  * Every statistic in INDEX (an object with "file", "key" and
  * "suggested_atol", anywhere in the tree) whose file is REL_FILE (and whose
- * key is one of KEY..., when given) is checked: MINE must hold the key with
+ * key is one of KEY..., when given; KEY may be GOLDKEY:MINEKEY when latentq
+ * names the tensor differently) is checked: MINE must hold the key with
  * the golden's shape and max |mine - golden| <= suggested_atol.  Prints one
  * line per key with the max abs and max rel error (rel = max abs / max
  * |golden|).  Exit 0 when all pass and at least one was checked, else 1.
@@ -30,22 +31,30 @@ struct ctx {
 	int checked, failed;
 };
 
-static int
+/* NULL when `key` is not to be checked, else the key to read in MINE. */
+static const char *
 wanted(const struct ctx *c, const char *key)
 {
+	size_t n = strlen(key);
+
 	if (c->nkeys == 0)
-		return 1;
-	for (int i = 0; i < c->nkeys; i++)
-		if (strcmp(c->keys[i], key) == 0)
-			return 1;
-	return 0;
+		return key;
+	for (int i = 0; i < c->nkeys; i++) {
+		const char *k = c->keys[i];
+
+		if (strcmp(k, key) == 0)
+			return key;
+		if (strncmp(k, key, n) == 0 && k[n] == ':')
+			return k + n + 1;
+	}
+	return NULL;
 }
 
 static void
-check(struct ctx *c, const char *key, double atol)
+check(struct ctx *c, const char *key, const char *mkey, double atol)
 {
 	const struct st_tensor *g = st_file_find(c->gold, key);
-	const struct st_tensor *m = st_file_find(c->mine, key);
+	const struct st_tensor *m = st_file_find(c->mine, mkey);
 	float *gf, *mf;
 	double maxabs = 0, maxg = 0;
 	int64_t n;
@@ -98,9 +107,11 @@ walk(struct ctx *c, const cJSON *j)
 		const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "suggested_atol");
 
 		if (cJSON_IsString(f) && cJSON_IsString(k) && cJSON_IsNumber(a)) {
-			if (strcmp(f->valuestring, c->rel) == 0 &&
-			    wanted(c, k->valuestring))
-				check(c, k->valuestring, a->valuedouble);
+			const char *mk = strcmp(f->valuestring, c->rel) == 0 ?
+			    wanted(c, k->valuestring) : NULL;
+
+			if (mk)
+				check(c, k->valuestring, mk, a->valuedouble);
 			return;
 		}
 	}
