@@ -1,0 +1,287 @@
+/*
+ * ops.h — latentq's kernel library: each function records one (or a few)
+ * compute dispatches into a `struct gpu_cmd` (gpu.h).  Nothing runs until
+ * gpu_cmd_submit.
+ *
+ * Conventions for every op:
+ * - Activations (inputs and outputs named x, y, a, b, q, k, v, out...) are
+ *   GPU_F32.  "Parameters" (w, b(ias), weight, table, cos/sin, bias, noise,
+ *   scale, shift) may be F32, F16 or BF16; they are decoded to f32 in the
+ *   shader.  All arithmetic accumulates in f32.
+ * - Shapes are listed row-major, e.g. x [M, K].  Unless an op says it
+ *   accepts strided views, every tensor must be contiguous.  Ops marked
+ *   "strided" accept any strides, including 0 (gpu_tensor_broadcast).
+ * - The output must not overlap an input unless the op says "in place ok".
+ * - Each binding (tensor extent in bytes) must fit the device's
+ *   maxStorageBufferRange (caps); larger fails with LQ-GPU-RANGE.
+ * - Return value: LQ_OK, or the error (LQ_FAILED, LQ-GPU-SHAPE naming the op
+ *   and the shapes) which is also stored as the command's sticky error; once
+ *   a command has an error, further ops return it and record nothing.
+ * - Deterministic: fixed reduction order, no atomics.
+ */
+#ifndef LQ_GPU_OPS_H
+#define LQ_GPU_OPS_H
+
+#include "gpu/gpu.h"
+
+enum ops_act {
+	OPS_ACT_NONE = 0,
+	OPS_ACT_GELU_TANH = 1,	/* 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
+	OPS_ACT_SILU = 2,	/* x*sigmoid(x) */
+	OPS_ACT_RELU = 3,
+	OPS_ACT_GELU = 4,	/* exact erf GELU */
+};
+
+/* ---- matrix products ---- */
+
+/*
+ * Linear layer, torch.nn.Linear: y = act(x · wᵀ + b).
+ *   x [..., K] f32 (all leading dims flattened to M rows), contiguous
+ *   w [N, K]  f32/f16/bf16, contiguous (torch's weight layout)
+ *   b [N] or NULL
+ *   y [..., N] f32 with the same leading dims as x
+ */
+enum lq_status ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, enum ops_act act);
+
+/*
+ * Batched matmul: c[i] = alpha · a[i] · op(b[i]) for i < batch, where
+ * op(b) = b (b [batch, K, N]) or bᵀ when trans_b (b [batch, N, K]).
+ *   a [batch, M, K] f32, c [batch, M, N] f32; b f32/f16/bf16.
+ *   A batch dim of size 1 in a or b broadcasts (e.g. a shared weight).
+ * 2-D a/b/c (no batch dim) are accepted as batch 1.
+ */
+enum lq_status ops_matmul(struct gpu_cmd *cmd, const struct gpu_tensor *c,
+    const struct gpu_tensor *a, const struct gpu_tensor *b, int trans_b,
+    float alpha);
+
+/* ---- normalisation over the last dim (x [..., D], rows = numel / D) ---- */
+
+/*
+ * LayerNorm, torch.nn.LayerNorm(D, eps, elementwise_affine):
+ *   y = (x - mean) / sqrt(var + eps) * weight + bias   (biased variance)
+ * weight [D] / bias [D] each may be NULL (= 1 / 0).  In place ok.
+ */
+enum lq_status ops_layer_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *weight,
+    const struct gpu_tensor *bias, float eps);
+
+/*
+ * RMSNorm (diffusers RMSNorm / T5LayerNorm): y = x / sqrt(mean(x²) + eps)
+ * · weight; weight [D] may be NULL.  In place ok.
+ */
+enum lq_status ops_rms_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *weight, float eps);
+
+/* Softmax over the last dim.  In place ok. */
+enum lq_status ops_softmax(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x);
+
+/* ---- normalisation over channels of x [B, C, S...] (S = F,H,W or any) ---- */
+
+/*
+ * Per position (b, s), normalise over C: y = x / sqrt(mean_c(x²) + eps) ·
+ * weight[c]; weight [C] may be NULL.  (LTX VAE RMSNorm over dim=1 /
+ * PixelNorm.)  In place ok.
+ */
+enum lq_status ops_rms_norm_channels(struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *weight, float eps);
+/* Same with LayerNorm over C: (x - mean_c)/sqrt(var_c + eps)·weight+bias. */
+enum lq_status ops_layer_norm_channels(struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *weight, const struct gpu_tensor *bias,
+    float eps);
+
+/*
+ * torch.nn.GroupNorm(groups, C, eps): x [B, C, S...], statistics over
+ * (C/groups channels × all of S) per (b, group); weight/bias [C] or NULL.
+ * In place ok.
+ */
+enum lq_status ops_group_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, int groups, const struct gpu_tensor *weight,
+    const struct gpu_tensor *bias, float eps);
+
+/* ---- modulation (AdaLN) and elementwise ---- */
+
+/*
+ * AdaLN modulation: y[b, n, d] = x[b, n, d] · (1 + scale[b, d]) + shift[b, d]
+ *   x, y [B, N, D] contiguous; scale, shift: 2-D views [B, D] with any
+ *   row stride (stride[1] must be 1; stride[0] may be 0 to share one row),
+ *   e.g. a slice of the precomputed `scale_shift_table + temb` [B, 6, D]
+ *   reshaped to [B, 6*D]: gpu_tensor_slice(.., 1, k*D, D).  Either may be
+ *   NULL (0).  In place ok.
+ */
+enum lq_status ops_modulate(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *scale,
+    const struct gpu_tensor *shift);
+
+/*
+ * scale_shift_table + temb, LTX-style (transformer_ltx.py
+ * LTXVideoTransformerBlock: `scale_shift_table[None, None] +
+ * temb.reshape(B, T, K, D)`):
+ *   out[b, k, d] = table[k, d] + temb[b, k, d]
+ *   table [K, D] (any dtype), temb [B, K, D] or [B, K*D] f32,
+ *   out [B, K, D] f32.  Then slice rows for ops_modulate / ops_gated_add.
+ */
+enum lq_status ops_add_table(struct gpu_cmd *cmd, const struct gpu_tensor *out,
+    const struct gpu_tensor *table, const struct gpu_tensor *temb);
+
+/*
+ * Gated residual: y[b, n, d] = x[b, n, d] + gate[b, d] · r[b, n, d]
+ *   x, r, y [B, N, D] contiguous, gate a [B, D] view as in ops_modulate
+ *   (NULL gate = 1).  y may be x (in place).
+ */
+enum lq_status ops_gated_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *gate,
+    const struct gpu_tensor *r);
+
+/*
+ * Elementwise, strided (any strides incl. 0, so numpy broadcasting through
+ * gpu_tensor_broadcast): every operand has y's shape.  After merging dims
+ * that are contiguous in all operands at most 5 dims may remain.
+ * a, b, c f32 or parameter dtypes; y f32.  In place ok when y and the input
+ * it equals have identical views.
+ *   ops_add:      y = a + b
+ *   ops_mul:      y = a · b
+ *   ops_add_mul:  y = a + b · c
+ *   ops_scale:    y = a · alpha + beta
+ *   ops_copy:     y = a   (also dtype conversion to f32; with
+ *                 gpu_tensor_permute / _slice this is permute/transpose,
+ *                 slicing (e.g. drop the first frame) and contiguous copy)
+ *   ops_fill:     y = value
+ */
+enum lq_status ops_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *a, const struct gpu_tensor *b);
+enum lq_status ops_mul(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *a, const struct gpu_tensor *b);
+enum lq_status ops_add_mul(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *a, const struct gpu_tensor *b,
+    const struct gpu_tensor *c);
+enum lq_status ops_scale(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *a, float alpha, float beta);
+enum lq_status ops_copy(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *a);
+enum lq_status ops_fill(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    float value);
+
+/* y = act(x), elementwise, contiguous, same shape.  In place ok. */
+enum lq_status ops_act(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, enum ops_act act);
+enum lq_status ops_silu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x);
+enum lq_status ops_gelu_tanh(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x);
+
+/*
+ * Per-channel affine on x [B, C, S...]:
+ *   y[b, c, s] = x[b, c, s] · (scale_bias + scale[b, c]) + shift[b, c]
+ * scale / shift: [C] (shared by every b) or [B, C] views (stride[1] == 1,
+ * any stride[0]); either may be NULL (scale term = scale_bias, shift = 0).
+ * Covers latents (de)normalisation (scale_bias 0: x·std + mean) and the VAE's
+ * timestep-conditioned `x · (1 + scale) + shift` (scale_bias 1).
+ * In place ok.
+ */
+enum lq_status ops_channel_affine(struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *scale, const struct gpu_tensor *shift,
+    float scale_bias);
+
+/*
+ * Spatial noise injection (LTX VAE decoder `inject_noise`):
+ *   x[b, c, f, h, w] += noise[h, w] · scale[c]
+ * x [B, C, F, H, W] f32 in place; noise [H, W]; scale [C].
+ */
+enum lq_status ops_add_noise_channels(struct gpu_cmd *cmd,
+    const struct gpu_tensor *x, const struct gpu_tensor *noise,
+    const struct gpu_tensor *scale);
+
+/* ---- attention ---- */
+
+struct ops_attention_args {
+	int heads;		/* H; inner dims split head-major: [H, Dh] */
+	float scale;		/* logits multiplier: 1/sqrt(Dh) (LTX), 1.0 (T5) */
+	/* Additive key bias [B, Nk] (row stride may be 0 to share one row),
+	 * e.g. LTX's encoder mask bias (1 - mask) · -10000; may be NULL. */
+	const struct gpu_tensor *key_bias;
+	/* Additive bias [H, Nq, Nk] or [B, H, Nq, Nk] (T5 relative position
+	 * bias); may be NULL. */
+	const struct gpu_tensor *bias;
+};
+
+/*
+ * Fused scaled-dot-product attention (online softmax, fp32):
+ *   q [B, Nq, H·Dh], k [B, Nk, H·Dh], v [B, Nk, H·Dv], out [B, Nq, H·Dv]
+ *   out[b, i, h, :] = Σ_j softmax_j(scale · q[b,i,h]·k[b,j,h]
+ *                         + key_bias[b, j] + bias[(b,) h, i, j]) · v[b,j,h,:]
+ * Dh, Dv <= 256; Nq != Nk allowed (cross-attention).  q, k, v may be views
+ * with any stride[0] and stride[1] (e.g. slices of a fused QKV tensor) but
+ * stride[2] must be 1; out is contiguous.
+ * (diffusers AttnProcessor2_0 / F.scaled_dot_product_attention.)
+ */
+enum lq_status ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, const struct ops_attention_args *args);
+
+/*
+ * Rotary embedding, diffusers transformer_ltx.py `apply_rotary_emb`
+ * (interleaved pairs):
+ *   for each even d: (x0, x1) = (x[.., d], x[.., d+1])
+ *     y[.., d]   = x0·cos[.., d]   - x1·sin[.., d]
+ *     y[.., d+1] = x1·cos[.., d+1] + x0·sin[.., d+1]
+ *   x, y [B, N, D] (D even); cos, sin [B, N, D] or [1, N, D].  In place ok.
+ */
+enum lq_status ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin);
+
+/* ---- 3-D convolution and resampling on [B, C, F, H, W] ---- */
+
+enum ops_pad_mode {
+	OPS_PAD_ZERO = 0,	/* pad with zeros */
+	OPS_PAD_REPLICATE = 1,	/* repeat the edge frame / pixel */
+};
+
+struct ops_conv3d_params {
+	int stride[3];		/* t, h, w; each 1 or 2 (0 reads as 1) */
+	/* Padding before/after per axis (elements); temporal edges use
+	 * t_mode, spatial edges s_mode.  LTX CausalConv3d(k=3):
+	 *   causal:      pad_t = {2, 0}, t_mode REPLICATE
+	 *   non-causal:  pad_t = {1, 1}, t_mode REPLICATE
+	 *   pad_h = pad_w = {1, 1}, s_mode ZERO ("zeros" padding_mode). */
+	int pad_t[2], pad_h[2], pad_w[2];
+	enum ops_pad_mode t_mode, s_mode;
+};
+
+/*
+ * conv3d (torch.nn.Conv3d, cross-correlation, no dilation/groups):
+ *   x [B, Ci, F, H, W] f32; w [Co, Ci, kt, kh, kw] any dtype; b [Co] or
+ *   NULL; y [B, Co, Fo, Ho, Wo] with Fo = (F + pad_t[0] + pad_t[1] - kt) /
+ *   stride_t + 1 (likewise H, W).  Kernel sizes any (1 and 3 are fast).
+ */
+enum lq_status ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, const struct ops_conv3d_params *p);
+
+/*
+ * 3-D depth-to-space, LTX upsampler order (diffusers autoencoder_kl_ltx.py
+ * LTXVideoUpsampler3d, `reshape(B, -1, st, sh, sw, F, H, W).permute(0, 1,
+ * 5, 2, 6, 3, 7, 4)`):
+ *   y[b, c, f·ft+dt, h·fh+dh, w·fw+dw] = x[b, ((c·ft + dt)·fh + dh)·fw + dw, f, h, w]
+ *   x [B, C·ft·fh·fw, F, H, W], y [B, C, F·ft, H·fh, W·fw].
+ * With hw_swapped = 1 the channel index is ((c·ft + dt)·fw + dw)·fh + dh
+ * (requires fh == fw), the order of LTX's VAE `unpatchify`
+ * (`permute(0, 1, 5, 2, 6, 4, 7, 3)`).  Dropping the first frame(s) after
+ * temporal upsampling: gpu_tensor_slice on dim 2 + ops_copy.
+ */
+enum lq_status ops_depth_to_space(struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *x, int ft, int fh,
+    int fw, int hw_swapped);
+
+/* Inverse of ops_depth_to_space (LTX VAE encoder `patchify`, downsampler). */
+enum lq_status ops_space_to_depth(struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *x, int ft, int fh,
+    int fw, int hw_swapped);
+
+#endif
