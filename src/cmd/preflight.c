@@ -1,0 +1,109 @@
+/*
+ * preflight.c — `latentq preflight [--json] [--snap] [--device-caps FILE]
+ * MANIFEST...`: run every check of src/preflight on the manifests' jobs
+ * without queueing anything.  Exit 0 when every job is valid, 65 when any
+ * is rejected (or a manifest is unusable), 2 on misuse, 1 when the caps
+ * file cannot be read.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "core/json.h"
+#include "core/util.h"
+#include "gpu/caps.h"
+#include "manifest/manifest.h"
+#include "preflight/preflight.h"
+
+static int
+cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"snap", no_argument, NULL, 's'},
+		{"device-caps", required_argument, NULL, 'c'},
+		{"allow-absolute", no_argument, NULL, 'a'},
+		{"output-dir", required_argument, NULL, 'o'},
+		{NULL, 0, NULL, 0},
+	};
+	struct preflight_options opt = {0};
+	const char *caps_path = getenv("LATENTQ_DEVICE_CAPS");
+	int json = 0, c;
+	while ((c = getopt_long(argc, argv, "jsc:ao:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 's': opt.snap = 1; break;
+		case 'c': caps_path = optarg; break;
+		case 'a': opt.allow_absolute = 1; break;
+		case 'o': opt.output_dir = optarg; break;
+		default: return cmd_misuse(&cmd_preflight_entry, NULL);
+		}
+	}
+	if (optind >= argc)
+		return cmd_misuse(&cmd_preflight_entry, "preflight needs a manifest");
+	struct device_caps caps;
+	struct lq_error err;
+	error_clear(&err);
+	if (caps_path != NULL && caps_path[0] != '\0') {
+		if (device_caps_load(caps_path, -1, &caps, &err) != LQ_OK) {
+			error_print(&err, stderr);
+			return 1;
+		}
+		opt.caps = &caps;
+	} else if (g->verbose >= 0 && !json) {
+		fprintf(stderr, "latentq: no --device-caps: device memory, "
+		    "limits and device count are not checked\n");
+	}
+
+	int rc = 0;
+	size_t n = (size_t)(argc - optind), nm = 0;
+	struct manifest **ms = xcalloc(n, sizeof(*ms));
+	cJSON *failed = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		struct manifest *m = NULL;
+		error_clear(&err);
+		enum lq_status r = manifest_load(argv[optind + (int)i], &m, &err);
+		if (r == LQ_FAILED) {
+			for (size_t k = 0; k < m->n_errors; k++) {
+				if (json)
+					cJSON_AddItemToArray(failed,
+					    preflight_problem_to_json(&m->errors[k]));
+				else
+					error_print(&m->errors[k], stdout);
+			}
+			manifest_free(m);
+			rc = EXIT_DATAERR;
+			continue;
+		}
+		ms[nm++] = m;
+	}
+	struct preflight_report *rep = NULL;
+	if (preflight_check_manifests(ms, nm, &opt, &rep) != LQ_OK)
+		rc = EXIT_DATAERR;
+	if (json) {
+		cJSON *o = preflight_report_to_json(rep);
+		cJSON_AddItemToObject(o, "manifest_errors", failed);
+		failed = NULL;
+		char *s = json_pretty(o);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(o);
+	} else {
+		preflight_report_print(rep, stdout, g->verbose > 0);
+	}
+	cJSON_Delete(failed);
+	preflight_report_free(rep);
+	for (size_t i = 0; i < nm; i++)
+		manifest_free(ms[i]);
+	free(ms);
+	return rc;
+}
+
+const struct cmd_entry cmd_preflight_entry = {
+	.name = "preflight",
+	.usage = "[--json] [--snap] [--device-caps FILE.json] "
+	    "[--allow-absolute] [--output-dir DIR] MANIFEST...",
+	.summary = "check a manifest's jobs without queueing them",
+	.exec = cmd_preflight_exec,
+};
