@@ -753,10 +753,22 @@ pf_check_lora(struct pf_job_state *s)
 
 /* ---- device ---------------------------------------------------------- */
 
-static double
-gib(uint64_t b)
+/* "1.25 GiB", "640 KiB", "512 bytes" into one of four rotating buffers. */
+static const char *
+size_text(double b)
 {
-	return (double)b / (double)(1ull << 30);
+	static char bufs[4][32];
+	static int k;
+	char *s = bufs[k++ & 3];
+	if (b >= (double)(1ull << 30))
+		snprintf(s, 32, "%.2f GiB", b / (double)(1ull << 30));
+	else if (b >= (double)(1u << 20))
+		snprintf(s, 32, "%.2f MiB", b / (double)(1u << 20));
+	else if (b >= 1024)
+		snprintf(s, 32, "%.1f KiB", b / 1024);
+	else
+		snprintf(s, 32, "%.0f bytes", b);
+	return s;
 }
 
 void
@@ -838,23 +850,24 @@ pf_check_device(struct pf_job_state *s)
 	    ? s->ctx->opt->memory_margin : 0.10;
 	double budget = (double)heap * (1.0 - margin);
 	if (heap > 0 && (double)s->est_peak > budget) {
-		struct lq_error *e = pf_job_add(s, "height", LQ_FAILED,
-		    "LQ-DEV-001", "estimated peak device memory %.2f GiB "
-		    "(weights %.2f, activations at %" PRId64 "×%" PRId64 "×%"
-		    PRId64 ", batch %" PRIu64 ") exceeds %.2f GiB: the %.2f GiB "
-		    "heap of %s less a %.0f%% margin", gib(s->est_peak),
-		    gib(weights), s->width, s->height, s->num_frames, b,
-		    budget / (double)(1ull << 30), gib(heap), caps->name,
-		    margin * 100);
+		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
+		    "LQ-DEV-001", "estimated peak device memory %s "
+		    "(weights %s, activations at %" PRId64 "×%" PRId64 "×%"
+		    PRId64 ", batch %" PRIu64 ") exceeds %s: the %s "
+		    "heap of %s less a %.0f%% margin",
+		    size_text((double)s->est_peak), size_text((double)weights),
+		    s->width, s->height, s->num_frames, b, size_text(budget),
+		    size_text((double)heap), caps->name, margin * 100);
 		error_set_hint(e, "a smaller size or fewer frames, a larger "
 		    "mesh.context, or a device with more memory");
 	}
 	uint64_t maxb = device_caps_max_binding(caps);
 	if (maxb > 0 && s->est_largest > maxb) {
-		struct lq_error *e = pf_job_add(s, "height", LQ_FAILED,
-		    "LQ-DEV-002", "%s needs one %.2f GiB buffer but %s binds "
-		    "at most %.2f GiB (maxStorageBufferRange)", largest,
-		    gib(s->est_largest), caps->name, gib(maxb));
+		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
+		    "LQ-DEV-002", "%s needs one %s buffer but %s binds "
+		    "at most %s (maxStorageBufferRange)", largest,
+		    size_text((double)s->est_largest), caps->name,
+		    size_text((double)maxb));
 		error_set_hint(e, "a smaller size or fewer frames, or a larger "
 		    "mesh.context / mesh.tensor");
 	}

@@ -6,3 +6,10 @@ liblatentq_a_SOURCES += \
 	src/cmd/preflight.c
 
 dist_man_MANS += man/latentq-preflight.7
+
+check_PROGRAMS += tests/preflight/test-preflight
+TESTS += tests/preflight/test-preflight
+tests_preflight_test_preflight_SOURCES = tests/preflight/test-preflight.c
+nodist_EXTRA_tests_preflight_test_preflight_SOURCES = dummy.cxx
+tests_preflight_test_preflight_LDADD = $(LQ_TEST_LDADD)
+EXTRA_DIST += tests/preflight/cases tests/preflight/caps

@@ -640,8 +640,7 @@ pf_lora_get(struct pf_ctx *c, const char *path, struct pf_model *pm)
 	if (st_file_open(path, &sf, &err) != LQ_OK) {
 		struct lq_error *e = pf_list_add(&f->problems, LQ_FAILED,
 		    "LQ-LORA-001", "%s: %s (%s)", path, err.message, err.code);
-		error_set_hint(e, "%s", errno == ENOENT || strstr(err.message,
-		    "No such file") ? "check the path" : "download the LoRA again");
+		error_set_hint(e, "check the path, or download the LoRA again");
 		return f;
 	}
 	struct st_set *base = pm ? pm->w_transformer : NULL;

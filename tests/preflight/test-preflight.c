@@ -1,0 +1,578 @@
+/*
+ * test-preflight.c — data-driven preflight tests.
+ *
+ * Builds small model folders in a temporary directory (configs written from
+ * the typed configs, zero weights shaped by model/expected.h, the demo T5
+ * tokenizer from tests/data/text), LoRA and prompt_embeds files, then runs
+ * every manifest under tests/preflight/cases/ (copied beside the models) and
+ * compares the report with the manifest's `.expect` file:
+ *
+ *   caps FILE            check against tests/preflight/caps/FILE
+ *   snap                 --snap
+ *   error CODE FIELD     this error is reported at FIELD
+ *   warning CODE FIELD   this warning is reported at FIELD
+ *   config JOB KEY VALUE the validated config of job JOB has KEY == VALUE
+ *   message TEXT         some problem's message or hint contains TEXT
+ *
+ * The set of error codes reported must equal the set listed (each failing
+ * manifest is minimal); a case with no error line must be valid.  Finally
+ * every code of the table must be exercised by some case.
+ *
+ * The generated model ("good") has VAE compression 32 spatial / 8 temporal
+ * (patch 4, three spatio-temporal stages), transformer patch 1, 4 heads.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/json.h"
+#include "core/util.h"
+#include "gpu/caps.h"
+#include "manifest/manifest.h"
+#include "model/diffusers.h"
+#include "model/expected.h"
+#include "model/safetensors.h"
+#include "preflight/preflight.h"
+#include "test.h"
+
+static char tmp[256];
+static const char *srcdir;
+
+struct gen {
+	int latent;		/* VAE latent channels (8) */
+	int tin;		/* transformer in/out channels (8) */
+	int caption;		/* transformer caption_channels (16) */
+	int te_dmodel;		/* T5 d_model (16); 0: no text encoder */
+	int truncate;		/* cut the transformer weights in half */
+	int no_vae_weights;
+	int bad_config;		/* num_attention_heads -2 */
+	int missing, extra, misshape;	/* transformer tensor mutations */
+	int upsampler;		/* 1 matching, 2 mis-configured */
+};
+
+static void
+write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	LQ_ASSERT(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void
+write_json(const char *path, cJSON *j)
+{
+	char *s = json_pretty(j);
+	write_text(path, s);
+	free(s);
+	cJSON_Delete(j);
+}
+
+static void
+write_table(const char *path, const struct tensor_table *t, int drop, int extra,
+    int misshape)
+{
+	struct st_writer *w = st_writer_new();
+	static float zeros[1 << 16];
+	int done_drop = 0, done_shape = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct tensor_spec *s = &t->specs[i];
+		if (s->flags & TENSOR_SPEC_OPTIONAL)
+			continue;
+		if (drop && !done_drop) {
+			done_drop = 1;
+			continue;
+		}
+		int64_t shape[ST_MAX_DIMS];
+		memcpy(shape, s->shape, sizeof(shape));
+		if (misshape && !done_shape) {
+			shape[0]++;
+			done_shape = 1;
+		}
+		int64_t n = 1;
+		for (int d = 0; d < s->ndim; d++)
+			n *= shape[d];
+		LQ_ASSERT(n <= (int64_t)LQ_ARRAY_LEN(zeros));
+		st_writer_add(w, s->name, ST_F32, s->ndim, shape, zeros);
+	}
+	if (extra)
+		st_writer_add(w, "extra_head.weight", ST_F32, 1, (int64_t[]){4}, zeros);
+	struct lq_error err;
+	error_clear(&err);
+	CHECK(st_writer_write(w, path, &err) == LQ_OK);
+	st_writer_free(w);
+}
+
+static void
+mkdirs(const char *path)
+{
+	char *cmd = xasprintf("mkdir -p '%s'", path);
+	LQ_ASSERT(system(cmd) == 0);
+	free(cmd);
+}
+
+static void
+gen_model(const char *name, const struct gen *g)
+{
+	char *root = xasprintf("%s/models/%s", tmp, name), *p;
+	struct lq_error err;
+	error_clear(&err);
+	struct tensor_table t = {0};
+	cJSON *index = cJSON_Parse("{\"_class_name\": \"LTXPipeline\", "
+	    "\"_diffusers_version\": \"0.40.0.dev0\", "
+	    "\"scheduler\": [\"diffusers\", \"FlowMatchEulerDiscreteScheduler\"], "
+	    "\"transformer\": [\"diffusers\", \"LTXVideoTransformer3DModel\"], "
+	    "\"vae\": [\"diffusers\", \"AutoencoderKLLTXVideo\"]}");
+	if (g->te_dmodel) {
+		cJSON_AddItemToObject(index, "text_encoder",
+		    cJSON_Parse("[\"transformers\", \"T5EncoderModel\"]"));
+		cJSON_AddItemToObject(index, "tokenizer",
+		    cJSON_Parse("[\"transformers\", \"T5Tokenizer\"]"));
+	} else {
+		cJSON_AddItemToObject(index, "text_encoder", cJSON_Parse("[null, null]"));
+		cJSON_AddItemToObject(index, "tokenizer", cJSON_Parse("[null, null]"));
+	}
+	if (g->upsampler)
+		cJSON_AddItemToObject(index, "latent_upsampler",
+		    cJSON_Parse("[\"diffusers\", \"LTXLatentUpsamplerModel\"]"));
+	mkdirs(root);
+	p = xasprintf("%s/model_index.json", root);
+	write_json(p, index);
+	free(p);
+
+	/* transformer */
+	char *cfg = xasprintf("{\"_class_name\": \"LTXVideoTransformer3DModel\", "
+	    "\"in_channels\": %d, \"out_channels\": %d, \"patch_size\": 1, "
+	    "\"patch_size_t\": 1, \"num_attention_heads\": %d, "
+	    "\"attention_head_dim\": 4, \"cross_attention_dim\": 16, "
+	    "\"num_layers\": 1, \"caption_channels\": %d, "
+	    "\"activation_fn\": \"gelu-approximate\", "
+	    "\"qk_norm\": \"rms_norm_across_heads\", "
+	    "\"norm_elementwise_affine\": false, \"norm_eps\": 1e-06, "
+	    "\"attention_bias\": true, \"attention_out_bias\": true}",
+	    g->tin, g->tin, g->bad_config ? -2 : 4, g->caption);
+	p = xasprintf("%s/transformer", root);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/transformer/config.json", root);
+	write_text(p, cfg);
+	free(p);
+	cJSON *j = cJSON_Parse(cfg);
+	struct ltxv_transformer_config tc;
+	if (diffusers_parse_transformer(j, "t", &tc, &err) == LQ_OK) {
+		expected_ltxv_transformer(&tc, &t);
+		p = xasprintf("%s/transformer/diffusion_pytorch_model.safetensors", root);
+		write_table(p, &t, g->missing, g->extra, g->misshape);
+		if (g->truncate) {
+			struct stat sb;
+			CHECK(stat(p, &sb) == 0);
+			CHECK(truncate(p, sb.st_size / 2) == 0);
+		}
+		free(p);
+	} else {
+		/* the bad config still has weights beside it */
+		p = xasprintf("%s/transformer/diffusion_pytorch_model.safetensors", root);
+		write_text(p, "");
+		free(p);
+	}
+	cJSON_Delete(j);
+	free(cfg);
+
+	/* VAE: patch 4 and three spatio-temporal stages = 32 spatial, 8 temporal */
+	cfg = xasprintf("{\"_class_name\": \"AutoencoderKLLTXVideo\", "
+	    "\"in_channels\": 3, \"out_channels\": 3, \"latent_channels\": %d, "
+	    "\"block_out_channels\": [8, 8, 8], "
+	    "\"decoder_block_out_channels\": [8, 8, 8], "
+	    "\"layers_per_block\": [1, 1, 1, 1], "
+	    "\"decoder_layers_per_block\": [1, 1, 1, 1], "
+	    "\"spatio_temporal_scaling\": [true, true, true], "
+	    "\"decoder_spatio_temporal_scaling\": [true, true, true], "
+	    "\"decoder_inject_noise\": [false, false, false, false], "
+	    "\"downsample_type\": [\"conv\", \"conv\", \"conv\"], "
+	    "\"down_block_types\": [\"LTXVideoDownBlock3D\", "
+	    "\"LTXVideoDownBlock3D\", \"LTXVideoDownBlock3D\"], "
+	    "\"upsample_residual\": [false, false, false], "
+	    "\"upsample_factor\": [1, 1, 1], \"timestep_conditioning\": false, "
+	    "\"patch_size\": 4, \"patch_size_t\": 1, \"resnet_norm_eps\": 1e-06, "
+	    "\"scaling_factor\": 1.0, \"encoder_causal\": true, "
+	    "\"decoder_causal\": false}", g->latent);
+	p = xasprintf("%s/vae", root);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/vae/config.json", root);
+	write_text(p, cfg);
+	free(p);
+	j = cJSON_Parse(cfg);
+	struct ltxv_vae_config vc;
+	error_clear(&err);
+	CHECK(diffusers_parse_vae(j, "vae", &vc, &err) == LQ_OK);
+	if (err.message[0])
+		fprintf(stderr, "vae config: %s\n", err.message);
+	CHECK_INT(vc.spatial_compression_ratio, 32);
+	CHECK_INT(vc.temporal_compression_ratio, 8);
+	cJSON_Delete(j);
+	free(cfg);
+	if (!g->no_vae_weights) {
+		expected_ltxv_vae(&vc, &t);
+		p = xasprintf("%s/vae/diffusion_pytorch_model.safetensors", root);
+		write_table(p, &t, 0, 0, 0);
+		free(p);
+	}
+
+	/* T5 and its tokenizer (the demo's) */
+	if (g->te_dmodel) {
+		cfg = xasprintf("{\"architectures\": [\"T5EncoderModel\"], "
+		    "\"model_type\": \"t5\", \"d_model\": %d, \"d_kv\": 4, "
+		    "\"d_ff\": 16, \"num_layers\": 1, \"num_heads\": 2, "
+		    "\"vocab_size\": 100, \"feed_forward_proj\": \"gated-gelu\", "
+		    "\"relative_attention_num_buckets\": 8, "
+		    "\"relative_attention_max_distance\": 16}", g->te_dmodel);
+		p = xasprintf("%s/text_encoder", root);
+		mkdirs(p);
+		free(p);
+		p = xasprintf("%s/text_encoder/config.json", root);
+		write_text(p, cfg);
+		free(p);
+		j = cJSON_Parse(cfg);
+		struct t5_config t5;
+		CHECK(diffusers_parse_t5(j, "t5", &t5, &err) == LQ_OK);
+		expected_t5_encoder(&t5, &t);
+		p = xasprintf("%s/text_encoder/model.safetensors", root);
+		write_table(p, &t, 0, 0, 0);
+		free(p);
+		cJSON_Delete(j);
+		free(cfg);
+		char *cmd = xasprintf("cp -r '%s/tests/data/text/ltxv-demo/tokenizer' "
+		    "'%s/tokenizer' && chmod -R u+w '%s/tokenizer'", srcdir, root, root);
+		CHECK(system(cmd) == 0);
+		free(cmd);
+	}
+
+	/* scheduler: the demo's (0.9.0-style dynamic shifting, shift_terminal) */
+	p = xasprintf("%s/scheduler", root);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/scheduler/scheduler_config.json", root);
+	write_text(p, "{\"_class_name\": \"FlowMatchEulerDiscreteScheduler\", "
+	    "\"base_image_seq_len\": 1024, \"base_shift\": 0.95, "
+	    "\"max_image_seq_len\": 4096, \"max_shift\": 2.05, "
+	    "\"num_train_timesteps\": 1000, \"shift\": 1.0, "
+	    "\"shift_terminal\": 0.1, \"time_shift_type\": \"exponential\", "
+	    "\"use_dynamic_shifting\": true}");
+	free(p);
+
+	if (g->upsampler) {
+		p = xasprintf("%s/latent_upsampler", root);
+		mkdirs(p);
+		free(p);
+		p = xasprintf("%s/latent_upsampler/config.json", root);
+		cfg = xasprintf("{\"_class_name\": \"LTXLatentUpsamplerModel\", "
+		    "\"in_channels\": %d, \"mid_channels\": 16, \"dims\": 3}",
+		    g->latent);
+		write_text(p, cfg);
+		free(cfg);
+		free(p);
+		struct st_writer *w = st_writer_new();
+		static float z[16 * 16 * 27];
+		int64_t mid = g->upsampler == 2 ? 12 : 16;
+		st_writer_add(w, "initial_conv.weight", ST_F32, 5,
+		    (int64_t[]){mid, g->latent, 3, 3, 3}, z);
+		st_writer_add(w, "final_conv.weight", ST_F32, 5,
+		    (int64_t[]){g->latent, mid, 3, 3, 3}, z);
+		p = xasprintf("%s/latent_upsampler/diffusion_pytorch_model.safetensors", root);
+		CHECK(st_writer_write(w, p, &err) == LQ_OK);
+		st_writer_free(w);
+		free(p);
+	}
+	tensor_table_free(&t);
+	free(root);
+}
+
+/* A LoRA on transformer_blocks.0.attn1.to_q (inner 16 -> 16). */
+static void
+gen_lora(const char *name, int rank_b, int in, int unmatched)
+{
+	static float z[64 * 64];
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.lora_A.weight",
+	    ST_F32, 2, (int64_t[]){2, in}, z);
+	st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.lora_B.weight",
+	    ST_F32, 2, (int64_t[]){16, rank_b}, z);
+	if (unmatched)
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_qkv.lora_A.weight",
+		    ST_F32, 2, (int64_t[]){2, 16}, z);
+	char *p = xasprintf("%s/%s", tmp, name);
+	struct lq_error err;
+	error_clear(&err);
+	CHECK(st_writer_write(w, p, &err) == LQ_OK);
+	st_writer_free(w);
+	free(p);
+}
+
+static void
+gen_embeds(const char *name, int C, int negative)
+{
+	static float z[8 * 64];
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, "prompt_embeds", ST_F32, 3, (int64_t[]){1, 8, C}, z);
+	st_writer_add(w, "prompt_attention_mask", ST_F32, 2, (int64_t[]){1, 8}, z);
+	if (negative) {
+		st_writer_add(w, "negative_prompt_embeds", ST_F32, 3,
+		    (int64_t[]){1, 8, C}, z);
+		st_writer_add(w, "negative_prompt_attention_mask", ST_F32, 2,
+		    (int64_t[]){1, 8}, z);
+	}
+	char *p = xasprintf("%s/%s", tmp, name);
+	struct lq_error err;
+	error_clear(&err);
+	CHECK(st_writer_write(w, p, &err) == LQ_OK);
+	st_writer_free(w);
+	free(p);
+}
+
+static void
+generate(void)
+{
+	const struct gen good = { .latent = 8, .tin = 8, .caption = 16, .te_dmodel = 16 };
+	struct gen g;
+	gen_model("good", &good);
+	g = good; g.te_dmodel = 0; gen_model("no-te", &g);
+	g = good; g.bad_config = 1; gen_model("bad-config", &g);
+	g = good; g.no_vae_weights = 1; gen_model("no-vae-weights", &g);
+	g = good; g.truncate = 1; gen_model("truncated", &g);
+	g = good; g.missing = 1; gen_model("missing-tensor", &g);
+	g = good; g.misshape = 1; gen_model("misshaped", &g);
+	g = good; g.extra = 1; gen_model("extra-tensor", &g);
+	g = good; g.latent = 64; g.tin = 128; gen_model("vae64", &g);
+	g = good; g.te_dmodel = 32; gen_model("te-mismatch", &g);
+	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
+	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
+	gen_lora("lora-good.safetensors", 2, 16, 0);
+	gen_lora("lora-nomatch.safetensors", 2, 16, 1);
+	gen_lora("lora-rank.safetensors", 3, 16, 0);
+	gen_lora("lora-shape.safetensors", 2, 17, 0);
+	char *p = xasprintf("%s/lora-corrupt.safetensors", tmp);
+	write_text(p, "this is not a safetensors file\n");
+	free(p);
+	gen_embeds("embeds-good.safetensors", 16, 1);
+	gen_embeds("embeds-noneg.safetensors", 16, 0);
+	gen_embeds("embeds-shape.safetensors", 24, 1);
+	p = xasprintf("%s/embeds-corrupt.safetensors", tmp);
+	write_text(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":");
+	free(p);
+}
+
+/* ---- cases ----------------------------------------------------------- */
+
+static int covered[256];
+
+static int
+has_problem(const struct preflight_report *r, const char *sev,
+    const char *code, const char *field)
+{
+	for (size_t i = 0; i < r->n_jobs; i++)
+		for (size_t k = 0; k < r->jobs[i].n_problems; k++) {
+			const struct lq_error *e = &r->jobs[i].problems[k];
+			int warn = e->status == LQ_WARN;
+			if (strcmp(e->code, code) == 0 &&
+			    strcmp(e->field, field) == 0 &&
+			    warn == (strcmp(sev, "warning") == 0))
+				return 1;
+		}
+	return 0;
+}
+
+static void
+dump(const struct preflight_report *r)
+{
+	preflight_report_print(r, stderr, 1);
+}
+
+static void
+run_case(const char *name)
+{
+	char *src = xasprintf("%s/tests/preflight/cases/%s.yaml", srcdir, name);
+	char *dst = xasprintf("%s/%s.yaml", tmp, name);
+	char *exp = xasprintf("%s/tests/preflight/cases/%s.expect", srcdir, name);
+	char *text = util_read_file(src, NULL);
+	char *expect = util_read_file(exp, NULL);
+	CHECK(text != NULL);
+	CHECK(expect != NULL);
+	if (text == NULL || expect == NULL)
+		goto out;
+	write_text(dst, text);
+
+	struct preflight_options opt = {0};
+	struct device_caps caps;
+	char *save = NULL;
+	char errs_listed[64][24];
+	int n_listed = 0;
+	for (char *line = strtok_r(expect, "\n", &save); line;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char a[64];
+		if (sscanf(line, "caps %63s", a) == 1) {
+			char *cp = xasprintf("%s/tests/preflight/caps/%s", srcdir, a);
+			struct lq_error err;
+			error_clear(&err);
+			CHECK(device_caps_load(cp, -1, &caps, &err) == LQ_OK);
+			opt.caps = &caps;
+			free(cp);
+		} else if (strcmp(line, "snap") == 0) {
+			opt.snap = 1;
+		}
+	}
+	free(expect);
+	expect = util_read_file(exp, NULL);
+
+	struct manifest *m = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	enum lq_status lr = manifest_load(dst, &m, &err);
+	CHECK(lr != LQ_FAILED);
+	if (lr == LQ_FAILED) {
+		fprintf(stderr, "%s: %s\n", name, err.message);
+		manifest_free(m);
+		goto out;
+	}
+	struct preflight_report *r = NULL;
+	enum lq_status st = preflight_check_manifest(m, &opt, &r);
+	int failed_before = test_failed;
+	for (char *line = strtok_r(expect, "\n", &save); line;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char sev[16], code[24], field[128], key[64], val[128];
+		size_t job;
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		if (sscanf(line, "%15s %23s %127s", sev, code, field) == 3 &&
+		    (strcmp(sev, "error") == 0 || strcmp(sev, "warning") == 0)) {
+			if (!has_problem(r, sev, code, field)) {
+				fprintf(stderr, "%s: expected %s %s at %s\n", name,
+				    sev, code, field);
+				CHECK(0);
+			} else {
+				CHECK(1);
+			}
+			if (strcmp(sev, "error") == 0 && n_listed < 64)
+				snprintf(errs_listed[n_listed++], 24, "%s", code);
+			for (size_t i = 0; i < preflight_code_count(); i++)
+				if (strcmp(preflight_code_at(i)->code, code) == 0)
+					covered[i] = 1;
+		} else if (sscanf(line, "config %zu %63s %127s", &job, key, val) == 3) {
+			CHECK(job < r->n_jobs);
+			if (job >= r->n_jobs)
+				continue;
+			const cJSON *v = r->jobs[job].config;
+			char *k = key, *dot;
+			while (v && (dot = strchr(k, '.')) != NULL) {
+				*dot = '\0';
+				v = cJSON_GetObjectItemCaseSensitive(v, k);
+				k = dot + 1;
+			}
+			v = v ? cJSON_GetObjectItemCaseSensitive(v, k) : NULL;
+			CHECK(v != NULL);
+			if (v != NULL) {
+				char buf[128];
+				if (cJSON_IsString(v))
+					snprintf(buf, sizeof(buf), "%s", v->valuestring);
+				else
+					snprintf(buf, sizeof(buf), "%g", v->valuedouble);
+				CHECK_STR(buf, val);
+			}
+		} else if (strncmp(line, "message ", 8) == 0) {
+			int found = 0;
+			for (size_t i = 0; i < r->n_jobs; i++)
+				for (size_t k = 0; k < r->jobs[i].n_problems; k++) {
+					const struct lq_error *e = &r->jobs[i].problems[k];
+					if (strstr(e->message, line + 8) ||
+					    strstr(e->hint, line + 8))
+						found = 1;
+				}
+			if (!found)
+				fprintf(stderr, "%s: no message contains \"%s\"\n",
+				    name, line + 8);
+			CHECK(found);
+		}
+	}
+	/* Minimal: no error code beyond those listed; valid iff none listed. */
+	for (size_t i = 0; i < r->n_jobs; i++)
+		for (size_t k = 0; k < r->jobs[i].n_problems; k++) {
+			const struct lq_error *e = &r->jobs[i].problems[k];
+			if (e->status == LQ_WARN)
+				continue;
+			int listed = 0;
+			for (int l = 0; l < n_listed; l++)
+				listed |= strcmp(errs_listed[l], e->code) == 0;
+			if (!listed)
+				fprintf(stderr, "%s: unexpected %s at %s: %s\n",
+				    name, e->code, e->field, e->message);
+			CHECK(listed);
+		}
+	CHECK_INT(st == LQ_OK, n_listed == 0);
+	CHECK_INT(r->n_rejected > 0, n_listed > 0);
+	if (test_failed != failed_before)
+		dump(r);
+	preflight_report_free(r);
+	manifest_free(m);
+out:
+	free(text);
+	free(expect);
+	free(src);
+	free(dst);
+	free(exp);
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+main(void)
+{
+	srcdir = getenv("top_srcdir");
+	if (srcdir == NULL)
+		srcdir = LQ_SRCDIR;
+	const char *t = getenv("TMPDIR");
+	snprintf(tmp, sizeof(tmp), "%s/lq-preflight-XXXXXX", t ? t : "/tmp");
+	LQ_ASSERT(mkdtemp(tmp) != NULL);
+	generate();
+
+	char *dir = xasprintf("%s/tests/preflight/cases", srcdir);
+	DIR *d = opendir(dir);
+	CHECK(d != NULL);
+	char *names[512];
+	size_t n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL && n < LQ_ARRAY_LEN(names)) {
+		size_t l = strlen(e->d_name);
+		if (l > 5 && strcmp(e->d_name + l - 5, ".yaml") == 0)
+			names[n++] = xstrndup(e->d_name, l - 5);
+	}
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof(*names), cmp_name);
+	for (size_t i = 0; i < n; i++) {
+		run_case(names[i]);
+		free(names[i]);
+	}
+	printf("%zu cases\n", n);
+	for (size_t i = 0; i < preflight_code_count(); i++) {
+		if (!covered[i])
+			fprintf(stderr, "no case exercises %s\n",
+			    preflight_code_at(i)->code);
+		CHECK(covered[i]);
+	}
+	free(dir);
+	char *cmd = xasprintf("rm -rf '%s'", tmp);
+	if (getenv("LQ_KEEP_TMP"))	/* for looking at the generated folders */
+		fprintf(stderr, "kept %s\n", tmp);
+	else if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tmp);
+	free(cmd);
+	return test_summary();
+}
