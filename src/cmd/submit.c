@@ -43,7 +43,9 @@ record_job(struct store *st, const struct manifest *m,
 
 	if (job->error != NULL) {
 		char msg[1536];
-		error_format(job->error, msg, sizeof(msg));
+		struct lq_error e = *job->error;
+		e.code[0] = '\0';	/* stored in its own column */
+		error_format(&e, msg, sizeof(msg));
 		struct store_job_new nj = {
 			.request_id = rid, .name = job->name,
 			.state = JOB_STATE_REJECTED, .config_json = "null",
@@ -104,7 +106,10 @@ submit_manifest(struct store *st, const char *path,
 	struct manifest *m = NULL;
 	struct lq_error err;
 	error_clear(&err);
-	enum lq_status r = manifest_load(path, &m, &err);
+	/* Record where the manifest really is: jobs outlive the shell's cwd. */
+	char *abs = realpath(path, NULL);
+	enum lq_status r = manifest_load(abs ? abs : path, &m, &err);
+	free(abs);
 	for (size_t i = 0; i < m->n_errors; i++)
 		error_print(&m->errors[i], stderr);
 	if (r == LQ_FAILED) {

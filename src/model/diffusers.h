@@ -18,7 +18,9 @@
  *   LQ-MODEL-002  unsupported class (pipeline or component), named
  *   LQ-MODEL-003  a key has the wrong type or an impossible value
  *   LQ-MODEL-004  list lengths disagree (e.g. decoder_layers_per_block)
- *   LQ-MODEL-005  a required component (transformer, vae) is absent
+ *   LQ-MODEL-005  a required component (transformer, vae, scheduler) is absent
+ *   LQ-MODEL-006  a valid upstream value latentq does not implement (named)
+ *   LQ-MODEL-007  a required file of a component is missing (spiece.model)
  */
 #ifndef LQ_MODEL_DIFFUSERS_H
 #define LQ_MODEL_DIFFUSERS_H

@@ -1,6 +1,9 @@
 # src/model: safetensors, diffusers folders, expected tensors, LoRA, synth.
 liblatentq_a_SOURCES += \
-	src/model/safetensors.c src/model/safetensors.h
+	src/model/safetensors.c src/model/safetensors.h \
+	src/model/diffusers.c src/model/diffusers.h \
+	src/model/expected.c src/model/expected.h \
+	src/model/lora.c src/model/lora.h
 
 check_PROGRAMS += tests/model/test-safetensors
 TESTS += tests/model/test-safetensors
@@ -23,3 +26,29 @@ tests_fuzz_fuzz_safetensors_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_safetensors_LDFLAGS = -fsanitize=fuzzer
 tests_fuzz_fuzz_safetensors_LDADD = $(LQ_TEST_LDADD)
 endif
+
+check_PROGRAMS += tests/model/test-diffusers
+TESTS += tests/model/test-diffusers
+tests_model_test_diffusers_SOURCES = tests/model/test-diffusers.c
+tests_model_test_diffusers_LDADD = $(LQ_TEST_LDADD)
+EXTRA_DIST += tests/data/model
+
+check_PROGRAMS += tests/model/test-expected
+TESTS += tests/model/test-expected
+tests_model_test_expected_SOURCES = tests/model/test-expected.c
+tests_model_test_expected_LDADD = $(LQ_TEST_LDADD)
+
+check_PROGRAMS += tests/model/test-lora
+TESTS += tests/model/test-lora
+tests_model_test_lora_SOURCES = tests/model/test-lora.c
+tests_model_test_lora_LDADD = $(LQ_TEST_LDADD)
+
+# Store functions for the models / model_files / file_hashes tables (SQL
+# stays in src/store/; listed here so src/store/local.mk stays the lead's).
+liblatentq_a_SOURCES += src/store/models.c src/store/models.h \
+	src/model/hash.c src/model/hash.h
+
+check_PROGRAMS += tests/model/test-model-hash
+TESTS += tests/model/test-model-hash
+tests_model_test_model_hash_SOURCES = tests/model/test-model-hash.c
+tests_model_test_model_hash_LDADD = $(LQ_TEST_LDADD)

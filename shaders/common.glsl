@@ -1,0 +1,69 @@
+/*
+ * common.glsl — shared by every kernel: buffers are declared as uint words
+ * and decoded here, so no 16-bit storage feature is needed: F32 is a
+ * bitcast, F16 and BF16 elements are halves of a word (element i lives in
+ * word i>>1, low half first).  The push-constant block comes from push.h.
+ */
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
+
+#define PUSH(name, body) layout(push_constant) uniform name body p;
+#include "push.h"
+
+#define DT_F32 0u
+#define DT_F16 1u
+#define DT_BF16 2u
+
+float lq_half(uint w, uint dt, uint hi)
+{
+	uint h = hi != 0u ? (w >> 16) : (w & 0xffffu);
+	return dt == DT_F16 ? unpackHalf2x16(h).x : uintBitsToFloat(h << 16);
+}
+
+/* Element i of a uint[] buffer member `arr` holding dtype dt, as float. */
+#define LD(arr, dt, i) ((dt) == DT_F32 ? uintBitsToFloat(arr[i]) : \
+	lq_half(arr[(i) >> 1], (dt), (i) & 1u))
+#define LDF(arr, i) uintBitsToFloat(arr[i])
+#define STF(arr, i, v) arr[i] = floatBitsToUint(v)
+
+#define ACT_NONE 0u
+#define ACT_GELU_TANH 1u
+#define ACT_SILU 2u
+#define ACT_RELU 3u
+#define ACT_GELU 4u
+
+float lq_erf(float x)
+{
+	/* Abramowitz-Stegun 7.1.26 is too coarse; use erf via tanh-free
+	 * series: W. J. Cody rational approximation is long, so use
+	 * the identity with a high-accuracy formula (max err ~1.2e-7). */
+	float t = 1.0 / (1.0 + 0.5 * abs(x));
+	float y = 1.0 - t * exp(-x * x - 1.26551223 + t * (1.00002368 +
+	    t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+	    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+	    t * (-0.82215223 + t * 0.17087277)))))))));
+	return x >= 0.0 ? y : -y;
+}
+
+float lq_act(float x, uint act)
+{
+	if (act == ACT_GELU_TANH) {
+		float u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+		/* tanh(u) = 1 - 2/(exp(2u)+1), stable for large |u| */
+		float th = 1.0 - 2.0 / (exp(2.0 * clamp(u, -15.0, 15.0)) + 1.0);
+		return 0.5 * x * (1.0 + th);
+	}
+	if (act == ACT_SILU)
+		return x / (1.0 + exp(-x));
+	if (act == ACT_RELU)
+		return max(x, 0.0);
+	if (act == ACT_GELU)
+		return 0.5 * x * (1.0 + lq_erf(x * 0.7071067811865476));
+	return x;
+}
+
+/* Flat workgroup index over a 2-D grid (counts over 65535 are split). */
+uint lq_group_id()
+{
+	return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+}

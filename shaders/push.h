@@ -1,0 +1,177 @@
+/*
+ * push.h — every kernel's push-constant block, written once and read by
+ * both C (src/gpu/kernels.h, which defines PUSH as a struct and
+ * _Static_asserts each size) and GLSL (shaders/common.glsl defines PUSH as
+ * the `layout(push_constant)` block named `p`).  Fields are 32-bit scalars
+ * or arrays of them, so C layout equals std430 push-constant layout.
+ * Element offsets (off_*) are in elements of the binding's dtype from the
+ * start of the bound range; strides are in elements.
+ */
+
+/* ew.comp — strided elementwise, up to 5 dims, y = f(a, b, c). */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_EW)
+PUSH(ew_push, {
+	uint flags;	/* op | ndim<<8 | dta<<12 | dtb<<14 | dtc<<16 | has_b<<18 | has_c<<19 */
+	float alpha;
+	float beta;
+	uint shape[5];
+	uint off[4];	/* y, a, b, c */
+	uint sy[5];
+	uint sa[5];
+	uint sb[5];
+	uint sc[5];
+})
+#endif
+
+/* matmul.comp — c[i] = act(alpha a[i] op(b[i]) + bias). */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_MATMUL)
+PUSH(matmul_push, {
+	uint M;
+	uint N;
+	uint K;
+	uint batch;
+	uint flags;	/* trans_b | act<<1 | has_bias<<4 | dt_bias<<5 */
+	float alpha;
+	uint off_c;
+	uint off_a;
+	uint off_b;
+	uint off_bias;
+	uint sc_batch;
+	uint sa_batch;
+	uint sb_batch;
+})
+#endif
+
+/* norm.comp — one workgroup per row of D: layer/rms norm, softmax. */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_NORM)
+PUSH(norm_push, {
+	uint rows;
+	uint D;
+	uint flags;	/* mode | has_w<<4 | has_b<<5 | dtw<<6 | dtb<<8 */
+	float eps;
+	uint off_y;
+	uint off_x;
+	uint off_w;
+	uint off_b;
+})
+#endif
+
+/* normc.comp — norm over C of x [B, C, S] per (b, s). */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_NORMC)
+PUSH(normc_push, {
+	uint B;
+	uint C;
+	uint S;
+	uint flags;	/* mode | has_w<<4 | has_b<<5 | dtw<<6 | dtb<<8 */
+	float eps;
+	uint off_y;
+	uint off_x;
+	uint off_w;
+	uint off_b;
+})
+#endif
+
+/* gnorm.comp — group norm, one workgroup per (b, group). */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_GNORM)
+PUSH(gnorm_push, {
+	uint B;
+	uint C;
+	uint S;
+	uint G;
+	uint flags;	/* has_w<<4 | has_b<<5 | dtw<<6 | dtb<<8 */
+	float eps;
+	uint off_y;
+	uint off_x;
+	uint off_w;
+	uint off_b;
+})
+#endif
+
+/* attn.comp — fused attention, one invocation per (b, h, query row). */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_ATTN)
+PUSH(attn_push, {
+	uint B;
+	uint Nq;
+	uint Nk;
+	uint H;
+	uint Dh;
+	uint Dv;
+	float scale;
+	uint flags;	/* has_kb | has_bias<<1 | bias_batched<<2 | dtkb<<4 | dtbias<<6 */
+	uint off_o;
+	uint off_q;
+	uint q_sb;
+	uint q_sn;
+	uint off_k;
+	uint k_sb;
+	uint k_sn;
+	uint off_v;
+	uint v_sb;
+	uint v_sn;
+	uint off_kb;
+	uint kb_sb;
+	uint off_bias;
+})
+#endif
+
+/* rope.comp — interleaved rotary embedding on x [B, N, D]. */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_ROPE)
+PUSH(rope_push, {
+	uint B;
+	uint N;
+	uint D;
+	uint cs_sb;	/* batch stride of cos/sin (0 when shared) */
+	uint flags;	/* dtcos | dtsin<<2 */
+	uint off_y;
+	uint off_x;
+	uint off_cos;
+	uint off_sin;
+})
+#endif
+
+/* conv3d.comp — direct 3-D convolution. */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_CONV3D)
+PUSH(conv3d_push, {
+	uint B;
+	uint Ci;
+	uint F;
+	uint H;
+	uint W;
+	uint Co;
+	uint Fo;
+	uint Ho;
+	uint Wo;
+	uint kt;
+	uint kh;
+	uint kw;
+	uint st;
+	uint sh;
+	uint sw;
+	int pt;
+	int ph;
+	int pw;
+	uint flags;	/* t_mode | s_mode<<1 | has_bias<<2 | dtw<<4 | dtb<<6 */
+	uint pos_chunks;	/* workgroup z = b * pos_chunks + chunk of x groups */
+	uint off_y;
+	uint off_x;
+	uint off_w;
+	uint off_b;
+})
+#endif
+
+/* d2s.comp — depth-to-space / space-to-depth on [B, C, F, H, W]. */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_D2S)
+PUSH(d2s_push, {
+	uint B;
+	uint C;		/* channels of the space (large) side */
+	uint F;		/* frames/height/width of the depth (small) side */
+	uint H;
+	uint W;
+	uint ft;
+	uint fh;
+	uint fw;
+	uint flags;	/* to_depth | hw_swapped<<1 */
+	uint off_y;
+	uint off_x;
+})
+#endif

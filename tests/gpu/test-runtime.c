@@ -1,0 +1,2 @@
+#include "tests/test.h"
+int main(void){return test_summary();}
