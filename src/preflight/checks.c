@@ -202,7 +202,7 @@ pf_check_model(struct pf_job_state *s)
 			want += 8;
 		struct lq_error err;
 		error_clear(&err);
-		const char *have = pf_model_digest(s->pm, &err);
+		const char *have = pf_model_digest(s->pm, s->ctx->opt->hash_cache, &err);
 		size_t wl = strlen(want);
 		if (have == NULL) {
 			struct lq_error *e = pf_job_add(s, "model_digest",

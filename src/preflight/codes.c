@@ -72,10 +72,13 @@ static const struct preflight_code codes[] = {
 	  "an extra component (latent upsampler) agrees with its weights and the VAE" },
 	{ "LQ-MDL-011", "error", "the model matches the pinned model_digest" },
 	/* LoRA */
-	{ "LQ-LORA-001", "error", "the LoRA file is a valid safetensors" },
-	{ "LQ-LORA-002", "error", "every LoRA key maps to a module of the model" },
-	{ "LQ-LORA-003", "error", "each module's down and up ranks agree" },
-	{ "LQ-LORA-004", "error", "LoRA shapes match the module's weight" },
+	{ "LQ-LORA-001", "error", "the LoRA file is a readable safetensors" },
+	{ "LQ-LORA-002", "error", "every lora_A has its lora_B and the reverse" },
+	{ "LQ-LORA-003", "error", "each module's ranks agree (lora_A rows, lora_B columns, metadata r)" },
+	{ "LQ-LORA-004", "error", "every key is a LoRA tensor of an accepted form" },
+	{ "LQ-LORA-005", "error", "every LoRA module is a module of the transformer" },
+	{ "LQ-LORA-006", "error", "lora_B @ lora_A fits the module's weight [out, in]" },
+	{ "LQ-LORA-007", "error", "alpha and the adapter metadata are valid" },
 	/* device */
 	{ "LQ-DEV-001", "error",
 	  "estimated peak device memory fits the heap with a margin" },

@@ -18,6 +18,8 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "model/expected.h"
+#include "model/hash.h"
+#include "model/lora.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -426,6 +428,7 @@ pf_model_free(struct pf_model *pm)
 	st_set_close(pm->w_text);
 	diffusers_free(pm->dm);
 	text_tokenizer_free(pm->tok);
+	tensor_table_free(&pm->table);
 	pf_list_free(&pm->problems);
 	free(pm->dir);
 	free(pm->key);
@@ -449,83 +452,23 @@ pf_model_tokenizer(struct pf_model *pm)
 	return pm->tok;
 }
 
-static int
-cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Every regular file under dir (relative names), recursively. */
-static void
-walk(const char *root, const char *sub, char ***v, size_t *n, size_t *cap)
-{
-	char *path = sub[0] ? xasprintf("%s/%s", root, sub) : xstrdup(root);
-	DIR *d = opendir(path);
-	if (d == NULL) {
-		free(path);
-		return;
-	}
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		char *r = sub[0] ? xasprintf("%s/%s", sub, e->d_name)
-		    : xstrdup(e->d_name);
-		char *full = xasprintf("%s/%s", root, r);
-		struct stat sb;
-		if (stat(full, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-			walk(root, r, v, n, cap);
-			free(r);
-		} else if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode)) {
-			if (*n == *cap) {
-				*cap = *cap ? 2 * *cap : 16;
-				*v = xrealloc(*v, *cap * sizeof(**v));
-			}
-			(*v)[(*n)++] = r;
-		} else {
-			free(r);
-		}
-		free(full);
-	}
-	closedir(d);
-	free(path);
-}
-
 /*
- * The model digest: BLAKE2b-256 of the lines "RELPATH BLAKE2B-256(file)\n"
- * for every regular file under the folder (hidden names skipped), sorted
- * bytewise by RELPATH.  Computed only when a job pins one.
+ * The model digest as `latentq model add` records it (model/hash.h
+ * model_hash_folder: BLAKE2b-256 over "<relpath>\t<blake2b>\n" of every
+ * file).  Computed once per folder, and only when a job pins one.
  */
 const char *
-pf_model_digest(struct pf_model *pm, struct lq_error *err)
+pf_model_digest(struct pf_model *pm, const struct model_hash_cache *cache,
+    struct lq_error *err)
 {
 	if (!pm->digest_tried) {
 		pm->digest_tried = 1;
-		char **v = NULL;
-		size_t n = 0, cap = 0;
-		walk(pm->dir, "", &v, &n, &cap);
-		qsort(v, n, sizeof(*v), cmp_str);
-		struct digest_state st;
-		digest_begin(&st);
+		struct model_digest d;
+		memset(&d, 0, sizeof(d));
 		pm->digest[0] = '\0';
-		int ok = 1;
-		for (size_t i = 0; i < n; i++) {
-			char hex[DIGEST_HEX_SIZE];
-			char *full = xasprintf("%s/%s", pm->dir, v[i]);
-			if (ok && digest_file(full, hex, &pm->digest_err) != LQ_OK)
-				ok = 0;
-			if (ok) {
-				digest_update(&st, v[i], strlen(v[i]));
-				digest_update(&st, " ", 1);
-				digest_update(&st, hex, strlen(hex));
-				digest_update(&st, "\n", 1);
-			}
-			free(full);
-			free(v[i]);
-		}
-		free(v);
-		if (ok)
-			digest_end(&st, pm->digest);
+		if (model_hash_folder(pm->dir, cache, 0, &d, &pm->digest_err) == LQ_OK)
+			snprintf(pm->digest, sizeof(pm->digest), "%s", d.digest);
+		model_digest_clear(&d);
 	}
 	if (pm->digest[0] == '\0') {
 		if (err)
@@ -567,62 +510,11 @@ pf_file_free(struct pf_file *f)
 	free(f);
 }
 
-/* A LoRA key's module path and role, or 0 when it has no LoRA suffix. */
-enum lora_role { LORA_NONE, LORA_DOWN, LORA_UP, LORA_ALPHA };
-
-static enum lora_role
-lora_split(const char *name, char *module, size_t n)
-{
-	static const struct {
-		const char *suffix;
-		enum lora_role role;
-	} sfx[] = {
-		{ ".lora_A.weight", LORA_DOWN }, { ".lora_B.weight", LORA_UP },
-		{ ".lora_A.default.weight", LORA_DOWN },
-		{ ".lora_B.default.weight", LORA_UP },
-		{ ".lora_down.weight", LORA_DOWN }, { ".lora_up.weight", LORA_UP },
-		{ ".alpha", LORA_ALPHA },
-	};
-	static const char *const prefixes[] = { "base_model.model.",
-	    "transformer.", "diffusion_model.", "model.diffusion_model." };
-	for (size_t p = 0; p < LQ_ARRAY_LEN(prefixes); p++) {
-		size_t pl = strlen(prefixes[p]);
-		if (strncmp(name, prefixes[p], pl) == 0) {
-			name += pl;
-			break;
-		}
-	}
-	size_t len = strlen(name);
-	for (size_t i = 0; i < LQ_ARRAY_LEN(sfx); i++) {
-		size_t sl = strlen(sfx[i].suffix);
-		if (len > sl && strcmp(name + len - sl, sfx[i].suffix) == 0 &&
-		    len - sl < n) {
-			memcpy(module, name, len - sl);
-			module[len - sl] = '\0';
-			return sfx[i].role;
-		}
-	}
-	snprintf(module, n, "%s", name);
-	return LORA_NONE;
-}
-
-struct lora_mod {
-	char name[160];
-	const struct st_tensor *down, *up;
-};
-
-static int
-cmp_mod(const void *a, const void *b)
-{
-	return strcmp(((const struct lora_mod *)a)->name,
-	    ((const struct lora_mod *)b)->name);
-}
-
 /*
- * A LoRA in diffusers/PEFT (`transformer.<module>.lora_A.weight`, lora_B) or
- * kohya (`lora_down` / `lora_up`, `.alpha`) naming: every key must name a
- * Linear of the transformer (`<module>.weight` in its weights), A is
- * [rank, in_features] and B [out_features, rank] with the base [out, in].
+ * A LoRA file, opened and paired by model/lora.h (the loader's own rules,
+ * so preflight and load agree) and checked against the transformer's
+ * expected table without fusing.  lora_open reports the file's first problem
+ * with the count of the others; lora_check lists every module problem.
  */
 struct pf_file *
 pf_lora_get(struct pf_ctx *c, const char *path, struct pf_model *pm)
@@ -634,97 +526,46 @@ pf_lora_get(struct pf_ctx *c, const char *path, struct pf_model *pm)
 		return f;
 	}
 	f = file_new(c, key);
-	struct st_file *sf = NULL;
+	struct lora *l = NULL;
 	struct lq_error err;
 	error_clear(&err);
-	if (st_file_open(path, &sf, &err) != LQ_OK) {
+	if (lora_open(path, &l, &err) != LQ_OK) {
 		struct lq_error *e = pf_list_add(&f->problems, LQ_FAILED,
-		    "LQ-LORA-001", "%s: %s (%s)", path, err.message, err.code);
-		error_set_hint(e, "check the path, or download the LoRA again");
+		    err.code[0] ? err.code : "LQ-LORA-001", "%s: %s%s%s", path,
+		    err.field[0] ? err.field : "", err.field[0] ? ": " : "",
+		    err.message);
+		error_set_hint(e, "%s", err.hint[0] ? err.hint
+		    : strcmp(e->code, "LQ-LORA-001") == 0
+		    ? "check the path, or download the LoRA again"
+		    : "a LoRA for LTX-Video pairs <module>.lora_A.weight [rank, in] "
+		    "with <module>.lora_B.weight [out, rank]");
 		return f;
 	}
-	struct st_set *base = pm ? pm->w_transformer : NULL;
-	size_t n = st_file_count(sf);
-	struct lora_mod *mods = xcalloc(n ? n : 1, sizeof(*mods));
-	size_t nm = 0;
-	char **unmatched = xcalloc(n ? n : 1, sizeof(char *));
-	size_t nu = 0;
-	char module[160], wname[200];
+	if (pm == NULL || pm->dm == NULL) {
+		lora_free(l);
+		return f;
+	}
+	if (!pm->have_table) {
+		expected_ltxv_transformer(&pm->dm->transformer_config, &pm->table);
+		pm->have_table = 1;
+	}
+	char **probs = NULL;
+	size_t n = 0;
+	error_clear(&err);
+	lora_check(l, &pm->table, &probs, &n, &err);
 	for (size_t i = 0; i < n; i++) {
-		const struct st_tensor *t = st_file_tensor(sf, i);
-		enum lora_role role = lora_split(t->name, module, sizeof(module));
-		snprintf(wname, sizeof(wname), "%s.weight", module);
-		if (role == LORA_NONE || (base && st_set_find(base, wname) == NULL)) {
-			unmatched[nu++] = (char *)t->name;
-			continue;
-		}
-		if (role == LORA_ALPHA)
-			continue;
-		struct lora_mod *md = NULL;
-		for (size_t k = 0; k < nm; k++)
-			if (strcmp(mods[k].name, module) == 0)
-				md = &mods[k];
-		if (md == NULL) {
-			md = &mods[nm++];
-			snprintf(md->name, sizeof(md->name), "%s", module);
-		}
-		if (role == LORA_DOWN)
-			md->down = t;
-		else
-			md->up = t;
-	}
-	if (nu > 0) {
-		char buf[600];
-		names(buf, sizeof(buf), unmatched, nu);
+		int nomod = strstr(probs[i], "matches no weight") != NULL;
 		struct lq_error *e = pf_list_add(&f->problems, LQ_FAILED,
-		    "LQ-LORA-002", "%s: %zu of %zu key%s match%s no module of "
-		    "the transformer: %s", path, nu, n, n == 1 ? "" : "s",
-		    nu == 1 ? "es" : "", buf);
-		error_set_hint(e, "a LoRA for another model, or keys named "
-		    "another way; modules look like transformer_blocks.0.attn1.to_q");
+		    nomod ? "LQ-LORA-005" : "LQ-LORA-006", "%s: %s", path,
+		    probs[i]);
+		error_set_hint(e, "%s", nomod ? "a LoRA for another model, or "
+		    "keys named another way; modules look like "
+		    "transformer_blocks.0.attn1.to_q"
+		    : "a LoRA trained for another model size");
+		free(probs[i]);
 	}
-	qsort(mods, nm, sizeof(*mods), cmp_mod);
-	for (size_t k = 0; k < nm; k++) {
-		struct lora_mod *md = &mods[k];
-		struct lq_error *e;
-		if (md->down == NULL || md->up == NULL ||
-		    md->down->ndim != 2 || md->up->ndim != 2 ||
-		    md->down->shape[0] != md->up->shape[1]) {
-			if (md->down == NULL || md->up == NULL)
-				e = pf_list_add(&f->problems, LQ_FAILED,
-				    "LQ-LORA-003", "%s: %s has only its %s matrix",
-				    path, md->name, md->down ? "down (lora_A)"
-				    : "up (lora_B)");
-			else
-				e = pf_list_add(&f->problems, LQ_FAILED,
-				    "LQ-LORA-003", "%s: %s: down (lora_A) rank "
-				    "%lld but up (lora_B) rank %lld", path,
-				    md->name, (long long)md->down->shape[0],
-				    (long long)(md->up->ndim == 2
-				    ? md->up->shape[1] : -1));
-			error_set_hint(e, "lora_A is [rank, in] and lora_B "
-			    "[out, rank] with the same rank");
-			continue;
-		}
-		if (base == NULL)
-			continue;
-		snprintf(wname, sizeof(wname), "%s.weight", md->name);
-		const struct st_tensor *w = st_set_find(base, wname);
-		if (w->ndim != 2 || w->shape[0] != md->up->shape[0] ||
-		    w->shape[1] != md->down->shape[1]) {
-			e = pf_list_add(&f->problems, LQ_FAILED, "LQ-LORA-004",
-			    "%s: %s: the LoRA is [%lld x %lld] (out x in) but "
-			    "the module's weight is [%lld, %lld]", path,
-			    md->name, (long long)md->up->shape[0],
-			    (long long)md->down->shape[1],
-			    (long long)w->shape[0],
-			    (long long)(w->ndim > 1 ? w->shape[1] : 0));
-			error_set_hint(e, "a LoRA trained for another model size");
-		}
-	}
-	free(unmatched);
-	free(mods);
-	st_file_close(sf);
+	free(probs);
+	lora_free(l);
 	return f;
 }
 

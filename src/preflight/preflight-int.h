@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "manifest/manifest.h"
 #include "model/diffusers.h"
+#include "model/expected.h"
 #include "model/safetensors.h"
 #include "preflight/preflight.h"
 
@@ -56,6 +57,8 @@ struct pf_model {
 	char largest_weight_name[160];
 	int has_16bit;			/* any F16/BF16 weight */
 	struct pf_scheduler sched;
+	int have_table;			/* table: the transformer's, for LoRAs */
+	struct tensor_table table;
 	/* tokenizer, loaded on first use */
 	int tok_tried;
 	struct text_tokenizer *tok;
@@ -89,7 +92,9 @@ void pf_model_free(struct pf_model *pm);
 /* Loads the model's tokenizer once; NULL (and pm->tok_err) on failure. */
 struct text_tokenizer *pf_model_tokenizer(struct pf_model *pm);
 /* The model's digest (see latentq-preflight(7)); NULL and err on failure. */
-const char *pf_model_digest(struct pf_model *pm, struct lq_error *err);
+struct model_hash_cache;
+const char *pf_model_digest(struct pf_model *pm,
+    const struct model_hash_cache *cache, struct lq_error *err);
 
 /* LoRA file checked against a model's transformer (cached). */
 struct pf_file *pf_lora_get(struct pf_ctx *c, const char *path,

@@ -36,6 +36,7 @@
 struct manifest;
 struct manifest_job;
 struct device_caps;
+struct model_hash_cache;
 
 struct preflight_options {
 	int snap;		/* round off-grid height/width/num_frames (warning) */
@@ -58,6 +59,9 @@ struct preflight_options {
 	 */
 	char *(*resolve_model)(void *ctx, const char *name);
 	void *resolve_ctx;
+	/* File-hash cache for `model_digest:` pins (model/hash.h; submit wires
+	 * it to the store); NULL: every pinned folder is hashed in full. */
+	const struct model_hash_cache *hash_cache;
 };
 
 /* One job's result. */

@@ -292,19 +292,32 @@ gen_model(const char *name, const struct gen *g)
 	free(root);
 }
 
-/* A LoRA on transformer_blocks.0.attn1.to_q (inner 16 -> 16). */
+/* LoRAs on transformer_blocks.0.attn1.to_q (inner 16 -> 16), good and broken. */
+enum lora_kind { LORA_GOOD, LORA_UNPAIRED, LORA_RANK, LORA_BADKEY, LORA_NOMATCH,
+	LORA_SHAPE, LORA_ALPHA };
+
 static void
-gen_lora(const char *name, int rank_b, int in, int unmatched)
+gen_lora(const char *name, enum lora_kind k)
 {
 	static float z[64 * 64];
+	const char *pa = "transformer.transformer_blocks.0.attn1.to_q.lora_A.weight";
+	const char *pb = "transformer.transformer_blocks.0.attn1.to_q.lora_B.weight";
 	struct st_writer *w = st_writer_new();
-	st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.lora_A.weight",
-	    ST_F32, 2, (int64_t[]){2, in}, z);
-	st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.lora_B.weight",
-	    ST_F32, 2, (int64_t[]){16, rank_b}, z);
-	if (unmatched)
+	st_writer_add(w, pa, ST_F32, 2, (int64_t[]){2, k == LORA_SHAPE ? 17 : 16}, z);
+	if (k != LORA_UNPAIRED)
+		st_writer_add(w, pb, ST_F32, 2, (int64_t[]){16, k == LORA_RANK ? 3 : 2}, z);
+	if (k == LORA_BADKEY)
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.weight",
+		    ST_F32, 2, (int64_t[]){16, 16}, z);
+	if (k == LORA_NOMATCH) {
 		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_qkv.lora_A.weight",
 		    ST_F32, 2, (int64_t[]){2, 16}, z);
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_qkv.lora_B.weight",
+		    ST_F32, 2, (int64_t[]){16, 2}, z);
+	}
+	if (k == LORA_ALPHA)
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.alpha",
+		    ST_F32, 1, (int64_t[]){2}, z);
 	char *p = xasprintf("%s/%s", tmp, name);
 	struct lq_error err;
 	error_clear(&err);
@@ -351,10 +364,13 @@ generate(void)
 	g = good; g.te_dmodel = 32; gen_model("te-mismatch", &g);
 	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
 	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
-	gen_lora("lora-good.safetensors", 2, 16, 0);
-	gen_lora("lora-nomatch.safetensors", 2, 16, 1);
-	gen_lora("lora-rank.safetensors", 3, 16, 0);
-	gen_lora("lora-shape.safetensors", 2, 17, 0);
+	gen_lora("lora-good.safetensors", LORA_GOOD);
+	gen_lora("lora-unpaired.safetensors", LORA_UNPAIRED);
+	gen_lora("lora-rank.safetensors", LORA_RANK);
+	gen_lora("lora-badkey.safetensors", LORA_BADKEY);
+	gen_lora("lora-nomatch.safetensors", LORA_NOMATCH);
+	gen_lora("lora-shape.safetensors", LORA_SHAPE);
+	gen_lora("lora-alpha.safetensors", LORA_ALPHA);
 	char *p = xasprintf("%s/lora-corrupt.safetensors", tmp);
 	write_text(p, "this is not a safetensors file\n");
 	free(p);
