@@ -13,3 +13,5 @@ tests_preflight_test_preflight_SOURCES = tests/preflight/test-preflight.c
 nodist_EXTRA_tests_preflight_test_preflight_SOURCES = dummy.cxx
 tests_preflight_test_preflight_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/preflight/cases tests/preflight/caps
+TESTS += tests/preflight/cli.sh
+EXTRA_DIST += tests/preflight/cli.sh
