@@ -1,7 +1,8 @@
 /*
  * preflight.c — `latentq preflight [--json] [--snap] [--device-caps FILE]
  * MANIFEST...`: run every check of src/preflight on the manifests' jobs
- * without queueing anything.  Exit 0 when every job is valid, 65 when any
+ * without queueing anything, against the caps file, or else the device
+ * --device names (listed, never opened), or else none.  Exit 0 when every job is valid, 65 when any
  * is rejected (or a manifest is unusable), 2 on misuse, 1 when the caps
  * file cannot be read.
  */
@@ -13,8 +14,46 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/caps.h"
+#include "gpu/gpu.h"
 #include "manifest/manifest.h"
 #include "preflight/preflight.h"
+
+/*
+ * The device to check against when no caps file is given: --device /
+ * LATENTQ_DEVICE as an index or a name fragment, else the first.  Only the
+ * physical devices are listed (no logical device, no pipeline).  Returns 0
+ * when there is none.
+ */
+static int
+live_caps(const char *want, struct device_caps *out)
+{
+	struct device_caps *all = NULL;
+	int n = 0;
+	struct lq_error err;
+	error_clear(&err);
+	if (gpu_devices_list(&all, &n, &err) != LQ_OK || n == 0) {
+		free(all);
+		return 0;
+	}
+	int pick = 0;
+	if (want != NULL && want[0] != '\0') {
+		char *end;
+		long i = strtol(want, &end, 10);
+		pick = -1;
+		if (*end == '\0' && i >= 0 && i < n)
+			pick = (int)i;
+		for (int k = 0; pick < 0 && k < n; k++)
+			if (strstr(all[k].name, want) != NULL)
+				pick = k;
+	}
+	if (pick >= 0) {
+		*out = all[pick];
+		if (out->device_count < n)
+			out->device_count = n;
+	}
+	free(all);
+	return pick >= 0;
+}
 
 static int
 cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
@@ -25,18 +64,20 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"device-caps", required_argument, NULL, 'c'},
 		{"allow-absolute", no_argument, NULL, 'a'},
 		{"output-dir", required_argument, NULL, 'o'},
+		{"no-device", no_argument, NULL, 'n'},
 		{NULL, 0, NULL, 0},
 	};
 	struct preflight_options opt = {0};
 	const char *caps_path = getenv("LATENTQ_DEVICE_CAPS");
-	int json = 0, c;
-	while ((c = getopt_long(argc, argv, "jsc:ao:", opts, NULL)) != -1) {
+	int json = 0, no_device = 0, c;
+	while ((c = getopt_long(argc, argv, "jsc:ao:n", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
 		case 's': opt.snap = 1; break;
 		case 'c': caps_path = optarg; break;
 		case 'a': opt.allow_absolute = 1; break;
 		case 'o': opt.output_dir = optarg; break;
+		case 'n': no_device = 1; break;
 		default: return cmd_misuse(&cmd_preflight_entry, NULL);
 		}
 	}
@@ -51,9 +92,12 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 			return 1;
 		}
 		opt.caps = &caps;
+	} else if (!no_device && live_caps(g->device, &caps)) {
+		opt.caps = &caps;
 	} else if (g->verbose >= 0 && !json) {
-		fprintf(stderr, "latentq: no --device-caps: device memory, "
-		    "limits and device count are not checked\n");
+		fprintf(stderr, "latentq: no device%s: device memory, limits "
+		    "and device count are not checked\n", no_device ? ""
+		    : " found and no --device-caps");
 	}
 
 	int rc = 0;
@@ -102,7 +146,7 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 
 const struct cmd_entry cmd_preflight_entry = {
 	.name = "preflight",
-	.usage = "[--json] [--snap] [--device-caps FILE.json] "
+	.usage = "[--json] [--snap] [--device-caps FILE.json | --no-device] "
 	    "[--allow-absolute] [--output-dir DIR] MANIFEST...",
 	.summary = "check a manifest's jobs without queueing them",
 	.exec = cmd_preflight_exec,
