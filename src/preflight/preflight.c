@@ -234,6 +234,30 @@ preflight_report_print(const struct preflight_report *r, FILE *fp,
 	fprintf(fp, "%zu valid, %zu rejected\n", r->n_valid, r->n_rejected);
 }
 
+const struct lq_error *
+preflight_job_first_error(const struct preflight_job *pj)
+{
+	for (size_t k = 0; k < pj->n_problems; k++)
+		if (pj->problems[k].status != LQ_WARN)
+			return &pj->problems[k];
+	return NULL;
+}
+
+char *
+preflight_job_problems_text(const struct preflight_job *pj)
+{
+	struct strbuf sb = {0};
+	strbuf_append(&sb, "", 0);
+	for (size_t k = 0; k < pj->n_problems; k++) {
+		const struct lq_error *e = &pj->problems[k];
+		strbuf_printf(&sb, "%s%s:%d:%d: %s %s: %s%s%s%s%s", k ? "\n" : "",
+		    e->file, e->line, e->column, severity(e), e->code, e->field,
+		    e->field[0] ? ": " : "", e->message, e->hint[0] ? "; " : "",
+		    e->hint);
+	}
+	return strbuf_release(&sb);
+}
+
 cJSON *
 preflight_problem_to_json(const struct lq_error *e)
 {

@@ -127,6 +127,17 @@ void preflight_report_print(const struct preflight_report *r, FILE *fp,
  *    "message", "hint"}]}]} */
 cJSON *preflight_report_to_json(const struct preflight_report *r);
 
+/* A job's first error, or NULL when it is valid (for a store's
+ * error_code / error_message columns). */
+const struct lq_error *preflight_job_first_error(const struct preflight_job *pj);
+
+/*
+ * Every problem of a job, one line each, as the text report prints them
+ * ("file:line:col: error CODE: field: message; hint"); "" when none.
+ * Caller frees.
+ */
+char *preflight_job_problems_text(const struct preflight_job *pj);
+
 /* JSON object of one problem (as in the report's "problems"). */
 cJSON *preflight_problem_to_json(const struct lq_error *e);
 

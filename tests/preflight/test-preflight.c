@@ -198,6 +198,15 @@ run_case(const char *name)
 			CHECK(listed);
 		}
 	CHECK_INT(st == LQ_OK, n_listed == 0);
+	for (size_t i = 0; i < r->n_jobs; i++) {
+		const struct lq_error *fe = preflight_job_first_error(&r->jobs[i]);
+		char *all = preflight_job_problems_text(&r->jobs[i]);
+		CHECK_INT(fe != NULL, r->jobs[i].n_errors > 0);
+		CHECK_INT(r->jobs[i].config == NULL, r->jobs[i].n_errors > 0);
+		if (fe != NULL)
+			CHECK_CONTAINS(all, fe->message);
+		free(all);
+	}
 	CHECK_INT(r->n_rejected > 0, n_listed > 0);
 	if (test_failed != failed_before)
 		dump(r);
