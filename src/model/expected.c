@@ -449,3 +449,46 @@ expected_check(const struct tensor_table *t, const struct st_set *s, const char 
 		expected_report_free(&r);
 	return rc;
 }
+
+enum lq_status
+expected_check_model(const struct diffusers_model *m,
+    struct expected_report reports[EXPECTED_NCOMPONENTS], struct lq_error *err)
+{
+	enum lq_status rc = LQ_OK;
+	struct lq_error e1;
+	for (int c = 0; c < EXPECTED_NCOMPONENTS; c++) {
+		struct expected_report r = {0};
+		struct tensor_table t = {0};
+		const char *dir = NULL;
+		if (c == EXPECTED_TRANSFORMER) {
+			expected_ltxv_transformer(&m->transformer_config, &t);
+			dir = m->transformer.dir;
+		} else if (c == EXPECTED_VAE) {
+			expected_ltxv_vae(&m->vae_config, &t);
+			dir = m->vae.dir;
+		} else if (m->text_encoder.present) {
+			expected_t5_encoder(&m->text_encoder_config, &t);
+			dir = m->text_encoder.dir;
+		}
+		if (dir != NULL) {
+			struct st_set *s;
+			error_clear(&e1);
+			enum lq_status r1 = st_set_open(dir, &s, &e1);
+			if (r1 == LQ_OK) {
+				r1 = expected_check(&t, s, dir, &r, &e1);
+				st_set_close(s);
+			}
+			if (r1 != LQ_OK && rc == LQ_OK) {
+				rc = r1;
+				if (err)
+					*err = e1;
+			}
+		}
+		tensor_table_free(&t);
+		if (reports)
+			reports[c] = r;
+		else
+			expected_report_free(&r);
+	}
+	return rc;
+}

@@ -77,4 +77,19 @@ enum lq_status expected_check(const struct tensor_table *t, const struct st_set 
     const char *label, struct expected_report *r, struct lq_error *err);
 void expected_report_free(struct expected_report *r);
 
+/* Components expected_check_model checks, in this order. */
+enum expected_component { EXPECTED_TRANSFORMER, EXPECTED_VAE, EXPECTED_TEXT_ENCODER,
+	EXPECTED_NCOMPONENTS };
+
+/*
+ * Preflight's config-vs-weights check of a whole folder: opens each present
+ * component's tensor set (single file, shards + index) and compares it with
+ * its table.  Every component is checked even after a failure; reports[c]
+ * (optional, free each with expected_report_free) gets each component's
+ * problems (all zero for an absent text encoder).  err gets the first
+ * failing component's error (a safetensors error if its files are damaged).
+ */
+enum lq_status expected_check_model(const struct diffusers_model *m,
+    struct expected_report reports[EXPECTED_NCOMPONENTS], struct lq_error *err);
+
 #endif

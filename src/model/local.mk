@@ -19,11 +19,14 @@ tests_model_test_st_fuzz_replay_SOURCES = tests/model/test-st-fuzz-replay.c \
 tests_model_test_st_fuzz_replay_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/model/malformed
 
+# With --enable-fuzzing (clang): the libFuzzer target, the reader compiled
+# into it with instrumentation.  Run: tests/fuzz/fuzz-safetensors
+# tests/model/malformed (the corpus) -- see the file's comment.
 if FUZZING
 noinst_PROGRAMS += tests/fuzz/fuzz-safetensors
-tests_fuzz_fuzz_safetensors_SOURCES = tests/fuzz/fuzz-safetensors.c
-tests_fuzz_fuzz_safetensors_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
-tests_fuzz_fuzz_safetensors_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_safetensors_SOURCES = tests/fuzz/fuzz-safetensors.c src/model/safetensors.c
+tests_fuzz_fuzz_safetensors_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address,undefined
+tests_fuzz_fuzz_safetensors_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer,address,undefined
 tests_fuzz_fuzz_safetensors_LDADD = $(LQ_TEST_LDADD)
 endif
 
@@ -52,3 +55,24 @@ check_PROGRAMS += tests/model/test-model-hash
 TESTS += tests/model/test-model-hash
 tests_model_test_model_hash_SOURCES = tests/model/test-model-hash.c
 tests_model_test_model_hash_LDADD = $(LQ_TEST_LDADD)
+
+# `model synth`: the tokenizer's SentencePiece model is compiled in
+# (reproduce it with tools/spm/make-spiece.sh).
+liblatentq_a_SOURCES += src/model/synth.c src/model/synth.h
+nodist_liblatentq_a_SOURCES += src/model/model-embed.gen.c
+BUILT_SOURCES += src/model/model-embed.gen.c
+CLEANFILES += src/model/model-embed.gen.c
+EXTRA_DIST += src/model/spiece.model tools/spm/corpus.txt tools/spm/make-spiece.sh
+src/model/model-embed.gen.c: $(srcdir)/src/model/spiece.model embed$(EXEEXT)
+	$(AM_V_GEN)./embed$(EXEEXT) $@ model_embedded spiece.model=$(srcdir)/src/model/spiece.model
+
+# `latentq model ...` (the command table entry is in src/cmd/commands.def)
+liblatentq_a_SOURCES += src/cmd/model.c
+
+TESTS += tests/model/model-cli.sh
+EXTRA_DIST += tests/model/model-cli.sh
+
+check_PROGRAMS += tests/model/test-synth
+TESTS += tests/model/test-synth
+tests_model_test_synth_SOURCES = tests/model/test-synth.c
+tests_model_test_synth_LDADD = $(LQ_TEST_LDADD)

@@ -505,11 +505,14 @@ st_file_open(const char *path, struct st_file **out, struct lq_error *err)
 	if (fd < 0)
 		return fail(err, path, NULL, "LQ-ST-001", "cannot open: %s", strerror(errno));
 	struct stat sb;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+	if (fstat(fd, &sb) != 0) {
 		int e = errno;
 		close(fd);
-		return fail(err, path, NULL, "LQ-ST-001", "%s",
-		    e && !S_ISREG(sb.st_mode) ? "not a regular file" : strerror(e));
+		return fail(err, path, NULL, "LQ-ST-001", "cannot stat: %s", strerror(e));
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return fail(err, path, NULL, "LQ-ST-001", "not a regular file");
 	}
 	struct st_file *f = xcalloc(1, sizeof(*f));
 	f->path = xstrdup(path);

@@ -108,6 +108,20 @@ test_legal(void)
 	CHECK_STR(err.code, "LQ-ST-003");
 	CHECK_CONTAINS(err.message, "limit");
 	free(b);
+	/* a folder and a missing file */
+	const char *top = getenv("top_srcdir");
+	char *dir = xasprintf("%s/tests/model/malformed", top ? top : ".");
+	struct st_file *g = (struct st_file *)1;
+	error_clear(&err);
+	CHECK_INT(st_file_open(dir, &g, &err), LQ_FAILED);
+	CHECK(g == NULL);
+	CHECK_STR(err.code, "LQ-ST-001");
+	CHECK_CONTAINS(err.message, "not a regular file");
+	free(dir);
+	error_clear(&err);
+	CHECK_INT(st_file_open("/nonexistent/x.safetensors", &g, &err), LQ_FAILED);
+	CHECK_CONTAINS(err.message, "No such file");
+	CHECK_STR(err.file, "/nonexistent/x.safetensors");
 }
 
 int
