@@ -780,6 +780,7 @@ pf_check_device(struct pf_job_state *s)
 	const struct ltxv_transformer_config *tc = &s->pm->dm->transformer_config;
 	const struct ltxv_vae_config *vc = &s->pm->dm->vae_config;
 	s->est_weights = s->pm->weight_bytes;
+	s->est_phase = "";
 	if (!s->geometry_ok || !s->mesh_ok)
 		return;
 	/* Activations in fp32.  The transformer runs cond and uncond as one
@@ -813,17 +814,33 @@ pf_check_device(struct pf_job_state *s)
 	if (video > vmax)
 		vmax = video;
 	uint64_t vae = 3 * vmax;
-	uint64_t weights = s->pm->weight_bytes;
-	if (s->tensor > 1 && s->pm->w_transformer) {
-		uint64_t tw = 0;
-		for (size_t i = 0; i < st_set_count(s->pm->w_transformer); i++)
-			tw += st_set_tensor(s->pm->w_transformer, i)->nbytes;
-		weights -= tw - tw / (uint64_t)s->tensor;
-	}
+	/*
+	 * Phases (LTXPipeline order): encode the prompt (text encoder alone,
+	 * unless prompt_embeds are given), denoise (transformer + VAE resident,
+	 * the transformer split by mesh.tensor), decode (the same weights and
+	 * the VAE's activations).  The peak is the largest phase.
+	 */
+	uint64_t wt = s->pm->w_bytes_transformer / (uint64_t)s->tensor;
+	uint64_t wv = s->pm->w_bytes_vae;
+	uint64_t we = present(s, "prompt_embeds") ? 0 : s->pm->w_bytes_text;
 	uint64_t lat = b * (uint64_t)vc->latent_channels * (uint64_t)s->lat_f *
 	    (uint64_t)s->lat_h * (uint64_t)s->lat_w * 4 * 3;
-	s->est_weights = weights;
-	s->est_peak = weights + lat + (tr > vae ? tr : vae);
+	uint64_t enc = we + bt * T * (uint64_t)(s->pm->dm->text_encoder.present
+	    ? s->pm->dm->text_encoder_config.d_ff : 0) * 4 * 4;
+	uint64_t den = wt + wv + lat + tr;
+	uint64_t dec = wt + wv + lat + vae;
+	s->est_weights = wt + wv + we;
+	s->est_peak = enc;
+	s->est_phase = "prompt encoding";
+	if (den > s->est_peak) {
+		s->est_peak = den;
+		s->est_phase = "denoising";
+	}
+	if (dec > s->est_peak) {
+		s->est_peak = dec;
+		s->est_phase = "VAE decoding";
+	}
+	uint64_t weights = s->est_peak == enc ? we : wt + wv;
 	const char *largest = s->pm->largest_weight_name;
 	s->est_largest = s->pm->largest_weight;
 	if (ff > s->est_largest) {
@@ -852,10 +869,11 @@ pf_check_device(struct pf_job_state *s)
 	if (heap > 0 && (double)s->est_peak > budget) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
 		    "LQ-DEV-001", "estimated peak device memory %s "
-		    "(weights %s, activations at %" PRId64 "×%" PRId64 "×%"
-		    PRId64 ", batch %" PRIu64 ") exceeds %s: the %s "
+		    "while %s (weights %s, activations at %" PRId64 "×%" PRId64
+		    "×%" PRId64 ", batch %" PRIu64 ") exceeds %s: the %s "
 		    "heap of %s less a %.0f%% margin",
-		    size_text((double)s->est_peak), size_text((double)weights),
+		    size_text((double)s->est_peak), s->est_phase,
+		    size_text((double)weights),
 		    s->width, s->height, s->num_frames, b, size_text(budget),
 		    size_text((double)heap), caps->name, margin * 100);
 		error_set_hint(e, "a smaller size or fewer frames, a larger "

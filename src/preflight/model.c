@@ -346,15 +346,21 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 	struct diffusers_model *dm = pm->dm;
 	struct tensor_table t = {0};
 	expected_ltxv_transformer(&dm->transformer_config, &t);
+	uint64_t before = pm->weight_bytes;
 	pm->w_transformer = open_weights(pm, ov->transformer ? "transformer"
 	    : "model", "transformer", dm->transformer.dir, &t);
+	pm->w_bytes_transformer = pm->weight_bytes - before;
+	before = pm->weight_bytes;
 	expected_ltxv_vae(&dm->vae_config, &t);
 	pm->w_vae = open_weights(pm, ov->vae ? "vae" : "model", "vae",
 	    dm->vae.dir, &t);
+	pm->w_bytes_vae = pm->weight_bytes - before;
+	before = pm->weight_bytes;
 	if (dm->text_encoder.present) {
 		expected_t5_encoder(&dm->text_encoder_config, &t);
 		pm->w_text = open_weights(pm, ov->text_encoder ? "text_encoder"
 		    : "model", "text_encoder", dm->text_encoder.dir, &t);
+		pm->w_bytes_text = pm->weight_bytes - before;
 	}
 	tensor_table_free(&t);
 

@@ -53,6 +53,7 @@ struct pf_model {
 	struct diffusers_model *dm;	/* NULL when the configs are unusable */
 	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
 	uint64_t weight_bytes;		/* all weights, as stored */
+	uint64_t w_bytes_transformer, w_bytes_vae, w_bytes_text;
 	uint64_t largest_weight;
 	char largest_weight_name[160];
 	int has_16bit;			/* any F16/BF16 weight */
@@ -123,6 +124,7 @@ struct pf_job_state {
 	int64_t global_batch;
 	int cfg_on;
 	uint64_t est_weights, est_peak, est_largest;
+	const char *est_phase;		/* the phase of the peak */
 };
 
 /* Adds a problem at `key` of the job (file:line:column, field path). */

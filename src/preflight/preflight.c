@@ -120,6 +120,7 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 			pj->est_weight_bytes = s.est_weights;
 			pj->est_peak_bytes = s.est_peak;
 			pj->est_largest_buffer = s.est_largest;
+			pj->est_peak_phase = s.est_phase ? s.est_phase : "";
 			pj->video_tokens = s.tokens;
 		}
 	}
@@ -225,10 +226,11 @@ preflight_report_print(const struct preflight_report *r, FILE *fp,
 			    pj->snapped ? ", geometry snapped" : "");
 		if (verbose && pj->n_errors == 0 && pj->est_peak_bytes > 0)
 			fprintf(fp, "job %s: %" PRId64 " video tokens, weights "
-			    "%.3f GiB, estimated peak %.3f GiB, largest buffer "
-			    "%.3f GiB\n", pj->job->name, pj->video_tokens,
+			    "%.3f GiB, estimated peak %.3f GiB (%s), largest "
+			    "buffer %.3f GiB\n", pj->job->name, pj->video_tokens,
 			    (double)pj->est_weight_bytes / (1 << 30),
 			    (double)pj->est_peak_bytes / (1 << 30),
+			    pj->est_peak_phase,
 			    (double)pj->est_largest_buffer / (1 << 30));
 	}
 	fprintf(fp, "%zu valid, %zu rejected\n", r->n_valid, r->n_rejected);
@@ -295,6 +297,8 @@ preflight_report_to_json(const struct preflight_report *r)
 		cJSON_AddNumberToObject(est, "video_tokens", (double)pj->video_tokens);
 		cJSON_AddNumberToObject(est, "weight_bytes", (double)pj->est_weight_bytes);
 		cJSON_AddNumberToObject(est, "peak_bytes", (double)pj->est_peak_bytes);
+		cJSON_AddStringToObject(est, "peak_phase",
+		    pj->est_peak_phase ? pj->est_peak_phase : "");
 		cJSON_AddNumberToObject(est, "largest_buffer_bytes",
 		    (double)pj->est_largest_buffer);
 		cJSON *ps = cJSON_AddArrayToObject(o, "problems");

@@ -82,6 +82,7 @@ struct preflight_job {
 	uint64_t est_weight_bytes;	/* all weights as stored */
 	uint64_t est_peak_bytes;	/* weights + activations, per device */
 	uint64_t est_largest_buffer;	/* largest single device buffer */
+	const char *est_peak_phase;	/* "denoising", "VAE decoding", ...; static */
 	int64_t video_tokens;		/* latent F*H*W / patch volume */
 };
 
