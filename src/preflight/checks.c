@@ -291,6 +291,15 @@ pf_check_geometry(struct pf_job_state *s)
 		patch = s->pm->dm->transformer_config.patch_size;
 		patch_t = s->pm->dm->transformer_config.patch_size_t;
 	}
+	/* diffusers_parse_* refuse values below 1; be safe all the same. */
+	if (sp < 1)
+		sp = 1;
+	if (patch < 1)
+		patch = 1;
+	if (patch_t < 1)
+		patch_t = 1;
+	if (s->pm && s->pm->dm && tp < 1)
+		tp = 1;
 	int64_t model_grid = sp * patch;
 	int64_t grid = model_grid / gcd64(model_grid, 32) * 32;
 	if (s->pm && s->pm->dm) {
