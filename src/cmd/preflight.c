@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "core/json.h"
@@ -16,7 +17,69 @@
 #include "gpu/caps.h"
 #include "gpu/gpu.h"
 #include "manifest/manifest.h"
+#include "model/hash.h"
 #include "preflight/preflight.h"
+#include "store/models.h"
+#include "store/store.h"
+
+/*
+ * Registered model names (`latentq model add --name`) and the file-hash
+ * cache come from the queue database, opened only when a job needs one and
+ * only if the database already exists (preflight never creates it).
+ */
+struct db {
+	const struct cmd_globals *g;
+	struct store *st;
+	int tried;
+};
+
+static struct store *
+db_store(struct db *d)
+{
+	if (!d->tried) {
+		d->tried = 1;
+		if (d->g->db_path && access(d->g->db_path, F_OK) == 0)
+			d->st = cmd_open_store(d->g);
+	}
+	return d->st;
+}
+
+static char *
+db_resolve_model(void *ctx, const char *name)
+{
+	struct store *st = db_store(ctx);
+	if (st == NULL)
+		return NULL;
+	struct store_model sm;
+	memset(&sm, 0, sizeof(sm));
+	int found = 0;
+	struct lq_error err;
+	error_clear(&err);
+	if (store_find_model(st, name, &sm, &found, &err) != LQ_OK || !found) {
+		store_model_clear(&sm);
+		return NULL;
+	}
+	char *p = xstrdup(sm.path);
+	store_model_clear(&sm);
+	return p;
+}
+
+static int
+db_hash_lookup(void *ctx, const char *path, int64_t size, int64_t mtime_ns,
+    int64_t inode, char hex[DIGEST_HEX_SIZE])
+{
+	struct store *st = db_store(ctx);
+	return st ? store_file_hash_lookup(st, path, size, mtime_ns, inode, hex) : 0;
+}
+
+static void
+db_hash_record(void *ctx, const char *path, int64_t size, int64_t mtime_ns,
+    int64_t inode, const char *hex)
+{
+	struct store *st = db_store(ctx);
+	if (st)
+		store_file_hash_record(st, path, size, mtime_ns, inode, hex);
+}
 
 /*
  * The device to check against when no caps file is given: --device /
@@ -67,7 +130,12 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"no-device", no_argument, NULL, 'n'},
 		{NULL, 0, NULL, 0},
 	};
-	struct preflight_options opt = {0};
+	struct db db = { .g = g };
+	struct model_hash_cache cache = { &db, db_hash_lookup, db_hash_record };
+	struct preflight_options opt = {
+		.resolve_model = db_resolve_model, .resolve_ctx = &db,
+		.hash_cache = &cache,
+	};
 	const char *caps_path = getenv("LATENTQ_DEVICE_CAPS");
 	int json = 0, no_device = 0, c;
 	while ((c = getopt_long(argc, argv, "jsc:ao:n", opts, NULL)) != -1) {
@@ -141,6 +209,8 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 	for (size_t i = 0; i < nm; i++)
 		manifest_free(ms[i]);
 	free(ms);
+	if (db.st)
+		store_close(db.st);
 	return rc;
 }
 

@@ -53,6 +53,21 @@ expect_status 65 "$LATENTQ" preflight --no-device "$T/out-003-collision.yaml"
 expect_grep 'LQ-OUT-003: job b: .*also written by job a' "$T/out"
 expect_status 65 "$LATENTQ" preflight --no-device "$T/cfg-001-no-model.yaml"
 
+# A registered model name, and a digest pinned as `model add` prints it.
+expect_status 0 "$LATENTQ" model add --name good "$T/models/good"
+digest=$(sed -n 's/^ *digest \([0-9a-f]*\).*/\1/p' "$T/out")
+expect_eq "${#digest}" 64 "model add prints a digest"
+sed 's|^  model: models/good|  model: good|' "$T/geom-field-pass.yaml" > "$T/named.yaml"
+printf '  model_digest: blake2b:%s\n' "$digest" > "$T/pin"
+sed "/^  model: good/r $T/pin" "$T/named.yaml" > "$T/pinned.yaml"
+expect_status 0 "$LATENTQ" preflight --device-caps "$CAPS/caps-2dev.json" "$T/pinned.yaml"
+sed 's/model_digest: blake2b:\(.\{12\}\)/model_digest: 000000000000/' "$T/pinned.yaml" > "$T/badpin.yaml"
+expect_status 65 "$LATENTQ" preflight --no-device "$T/badpin.yaml"
+expect_grep 'LQ-MDL-011: job a: defaults.model_digest: the model.s digest is '"$digest" "$T/out"
+sed 's|^  model: good|  model: nosuchname|' "$T/named.yaml" > "$T/unknown.yaml"
+expect_status 65 "$LATENTQ" preflight --no-device "$T/unknown.yaml"
+expect_grep 'LQ-MDL-001: .*"nosuchname" is not a folder nor a registered model name' "$T/out"
+
 # A manifest that does not parse, and misuse.
 printf 'jobs: [\n' > "$T/broken.yaml"
 expect_status 65 "$LATENTQ" preflight --no-device "$T/broken.yaml"
