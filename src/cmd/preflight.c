@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/preflight.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/caps.h"
@@ -118,6 +119,24 @@ live_caps(const char *want, struct device_caps *out)
 	return pick >= 0;
 }
 
+int
+cmd_preflight_caps(const struct cmd_globals *g, const char *file,
+    int no_device, struct device_caps *out)
+{
+	if (file == NULL)
+		file = getenv("LATENTQ_DEVICE_CAPS");
+	if (file != NULL && file[0] != '\0') {
+		struct lq_error err;
+		error_clear(&err);
+		if (device_caps_load(file, -1, out, &err) != LQ_OK) {
+			error_print(&err, stderr);
+			return -1;
+		}
+		return 1;
+	}
+	return !no_device && live_caps(g->device, out);
+}
+
 static int
 cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 {
@@ -136,7 +155,7 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		.resolve_model = db_resolve_model, .resolve_ctx = &db,
 		.hash_cache = &cache,
 	};
-	const char *caps_path = getenv("LATENTQ_DEVICE_CAPS");
+	const char *caps_path = NULL;
 	int json = 0, no_device = 0, c;
 	while ((c = getopt_long(argc, argv, "jsc:ao:n", opts, NULL)) != -1) {
 		switch (c) {
@@ -153,20 +172,15 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		return cmd_misuse(&cmd_preflight_entry, "preflight needs a manifest");
 	struct device_caps caps;
 	struct lq_error err;
-	error_clear(&err);
-	if (caps_path != NULL && caps_path[0] != '\0') {
-		if (device_caps_load(caps_path, -1, &caps, &err) != LQ_OK) {
-			error_print(&err, stderr);
-			return 1;
-		}
+	int have = cmd_preflight_caps(g, caps_path, no_device, &caps);
+	if (have < 0)
+		return 1;
+	if (have > 0)
 		opt.caps = &caps;
-	} else if (!no_device && live_caps(g->device, &caps)) {
-		opt.caps = &caps;
-	} else if (g->verbose >= 0 && !json) {
+	else if (g->verbose >= 0 && !json)
 		fprintf(stderr, "latentq: no device%s: device memory, limits "
 		    "and device count are not checked\n", no_device ? ""
 		    : " found and no --device-caps");
-	}
 
 	int rc = 0;
 	size_t n = (size_t)(argc - optind), nm = 0;

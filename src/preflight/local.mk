@@ -3,7 +3,7 @@ liblatentq_a_SOURCES += \
 	src/preflight/preflight.h src/preflight/preflight-int.h \
 	src/preflight/preflight.c src/preflight/checks.c \
 	src/preflight/model.c src/preflight/codes.c \
-	src/cmd/preflight.c
+	src/cmd/preflight.c src/cmd/preflight.h
 
 dist_man_MANS += man/latentq-preflight.7
 
