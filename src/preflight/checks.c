@@ -437,24 +437,50 @@ pf_check_sampling(struct pf_job_state *s)
 	} else if (s->pm && s->pm->sched.present) {
 		/* Without a token count (geometry rejected), the shift of the
 		 * base sequence length shows the same 0/0 cases. */
-		double *sig = xmalloc((size_t)steps * sizeof(double));
+		double *sig = xmalloc((size_t)MAX_STEPS * sizeof(double));
 		int bad;
-		pf_schedule(&s->pm->sched, steps, s->geometry_ok ? s->tokens
-		    : (int64_t)s->pm->sched.base_image_seq_len, sig, &bad);
+		const struct pf_scheduler *sc = &s->pm->sched;
+		int64_t tok = s->geometry_ok ? s->tokens
+		    : (int64_t)sc->base_image_seq_len;
+		pf_schedule(sc, steps, tok, sig, &bad);
 		if (bad >= 0) {
-			char sigtext[32];
+			char sigtext[32], why[160] = "";
 			if (isnan(sig[bad]))
 				snprintf(sigtext, sizeof(sigtext), "NaN (0/0)");
 			else
 				snprintf(sigtext, sizeof(sigtext), "%g", sig[bad]);
+			double mu = 0;
+			if (sc->use_dynamic_shifting) {
+				double m = (sc->max_shift - sc->base_shift) /
+				    (sc->max_image_seq_len - sc->base_image_seq_len);
+				mu = (double)tok * m + sc->base_shift -
+				    m * sc->base_image_seq_len;
+				snprintf(why, sizeof(why), "dynamic shift mu %.3g "
+				    "for %" PRId64 " video tokens", mu, tok);
+			} else {
+				snprintf(why, sizeof(why), "shift %g", sc->shift);
+			}
 			struct lq_error *e = pf_job_add(s, "num_inference_steps",
 			    LQ_FAILED, "LQ-SAMP-002", "with %" PRId64 " step%s "
 			    "the scheduler's sigmas are not well defined: "
-			    "sigma[%d] = %s (shift_terminal %g, %s shift)",
+			    "sigma[%d] = %s (shift_terminal %g, %s)",
 			    steps, steps == 1 ? "" : "s", bad, sigtext,
-			    s->pm->sched.shift_terminal,
-			    s->pm->sched.use_dynamic_shifting ? "dynamic" : "static");
-			error_set_hint(e, "nearest valid: %" PRId64, steps + 1);
+			    sc->shift_terminal, why);
+			/* More steps, when some count works at this size. */
+			int64_t ok = 0;
+			for (int64_t k = steps + 1; k <= MAX_STEPS && k <= steps + 64 && !ok; k++) {
+				int b2;
+				pf_schedule(sc, k, tok, sig, &b2);
+				if (b2 < 0)
+					ok = k;
+			}
+			if (ok)
+				error_set_hint(e, "nearest valid: %" PRId64, ok);
+			else
+				error_set_hint(e, "the shift saturates every sigma "
+				    "to 1 at this size: fewer video tokens (smaller "
+				    "size or fewer frames), or a scheduler config "
+				    "without dynamic shifting");
 		}
 		free(sig);
 	}
