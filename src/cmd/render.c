@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "cmd/submit.h"
 #include "core/util.h"
+#include "store/checkpoints.h"
 #include "store/jobs.h"
 #include "store/store.h"
 #include "worker/supervisor.h"
@@ -19,10 +20,19 @@
 int cmd_parse_keep(const char *arg);
 
 struct outputs_ctx {
+	struct store *st;
 	const int64_t *ids;
 	size_t n;
 	int done, other;
 };
+
+static int
+print_artifact(const struct store_artifact *a, void *ud)
+{
+	(void)ud;
+	printf("          %-14s %s\n", a->kind, a->path);
+	return 0;
+}
 
 static int
 report_job(const struct store_job *j, void *ud)
@@ -33,8 +43,10 @@ report_job(const struct store_job *j, void *ud)
 			continue;
 		if (j->state == JOB_STATE_DONE) {
 			c->done++;
-			printf("done      %-6lld %-24s %s\n", (long long)j->id, j->name,
-			    j->output_path ? j->output_path : "");
+			printf("done      %-6lld %s\n", (long long)j->id, j->name);
+			struct lq_error err;
+			error_clear(&err);
+			store_list_artifacts(c->st, j->id, print_artifact, NULL, &err);
 		} else {
 			c->other++;
 			printf("%-9s %-6lld %-24s %s\n", job_state_name(j->state),
@@ -107,7 +119,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		if (isatty(STDERR_FILENO))
 			setenv("LATENTQ_TTY", "1", 1);
 		rc = supervisor_run(st, &opt, NULL);
-		struct outputs_ctx c = {ids, n, 0, 0};
+		struct outputs_ctx c = {st, ids, n, 0, 0};
 		struct lq_error err;
 		error_clear(&err);
 		store_list_jobs(st, -1, report_job, &c, &err);
