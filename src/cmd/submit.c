@@ -14,6 +14,7 @@
 #include "manifest/manifest.h"
 #include "model/hash.h"
 #include "preflight/preflight.h"
+#include "render/render.h"
 #include "store/jobs.h"
 #include "store/models.h"
 #include "store/store.h"
@@ -44,11 +45,68 @@ resolve_model(void *ctx, const char *name)
 	return p;
 }
 
+/*
+ * Model digests computed during one submit, by the config keys that name
+ * the model's files (most manifests use one model for every job).
+ */
+struct digest_memo {
+	char **keys;
+	char (*digests)[DIGEST_HEX_SIZE];
+	size_t n;
+};
+
+static char *
+model_key(const cJSON *config)
+{
+	static const char *const keys[] = {"model", "transformer", "vae",
+	    "text_encoder", "scheduler"};
+	struct strbuf sb = {0};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(keys); i++)
+		strbuf_printf(&sb, "%s\n", json_get_string(config, keys[i], ""));
+	return strbuf_release(&sb);
+}
+
+/* Pins the digest of the model files the job will render with. */
+static enum lq_status
+pin_digest(struct store *st, const struct manifest *m, const char *config,
+    const cJSON *config_json, struct digest_memo *memo,
+    char out[DIGEST_HEX_SIZE], struct lq_error *err)
+{
+	char *key = model_key(config_json);
+	for (size_t i = 0; i < memo->n; i++) {
+		if (strcmp(memo->keys[i], key) == 0) {
+			memcpy(out, memo->digests[i], DIGEST_HEX_SIZE);
+			free(key);
+			return LQ_OK;
+		}
+	}
+	enum lq_status r = render_model_digest(st, config, m->path, out, err);
+	if (r != LQ_OK) {
+		free(key);
+		return r;
+	}
+	memo->keys = xrealloc(memo->keys, (memo->n + 1) * sizeof(char *));
+	memo->digests = xrealloc(memo->digests, (memo->n + 1) * DIGEST_HEX_SIZE);
+	memo->keys[memo->n] = key;
+	memcpy(memo->digests[memo->n], out, DIGEST_HEX_SIZE);
+	memo->n++;
+	return LQ_OK;
+}
+
+static void
+digest_memo_free(struct digest_memo *memo)
+{
+	for (size_t i = 0; i < memo->n; i++)
+		free(memo->keys[i]);
+	free(memo->keys);
+	free(memo->digests);
+}
+
 static enum lq_status
 record_job(struct store *st, const struct manifest *m,
     const struct manifest_job *job, const struct preflight_job *pj,
-    const struct submit_options *opt, struct submit_result *res,
-    struct lq_error *err)
+    const struct submit_options *opt, struct digest_memo *memo,
+    struct submit_result *res, struct lq_error *err)
 {
 	char *req_json = request_text(job);
 	struct store_request req = {
@@ -100,9 +158,22 @@ record_job(struct store *st, const struct manifest *m,
 		free(config);
 		return LQ_OK;
 	}
+	char model_digest[DIGEST_HEX_SIZE] = "";
+	if ((r = pin_digest(st, m, config, pj->config, memo, model_digest,
+	    err)) == LQ_FAILED) {
+		/* preflight opened the model; if hashing fails now, render
+		 * pins the digest instead */
+		error_print(err, stderr);
+		error_clear(err);
+		model_digest[0] = '\0';
+	} else if (r != LQ_OK) {
+		free(config);
+		return r;
+	}
 	struct store_job_new nj = {
 		.request_id = rid, .name = job->name, .state = JOB_STATE_QUEUED,
 		.config_json = config, .config_digest = digest,
+		.model_digests = model_digest[0] ? model_digest : NULL,
 		.priority = (int)manifest_job_int(job, "priority", 0),
 		.max_attempts = (int)manifest_job_int(job, "max_attempts", 3),
 		.total_steps = (int)manifest_job_int(job, "num_inference_steps", 0),
@@ -165,18 +236,32 @@ submit_manifest(struct store *st, const char *path,
 			fprintf(stderr, "%s\n", t);
 		free(t);
 	}
+	/* Hash the models first: outside the write transaction, which other
+	 * processes wait on. */
+	struct digest_memo memo = {0};
+	for (size_t i = 0; i < m->n_jobs; i++) {
+		if (rep->jobs[i].config == NULL)
+			continue;
+		char *config = json_canonical(rep->jobs[i].config);
+		char d[DIGEST_HEX_SIZE];
+		error_clear(&err);
+		pin_digest(st, m, config, rep->jobs[i].config, &memo, d, &err);
+		free(config);
+	}
 	error_clear(&err);
 	if ((r = store_begin(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
+		digest_memo_free(&memo);
 		preflight_report_free(rep);
 		manifest_free(m);
 		return r;
 	}
 	for (size_t i = 0; i < m->n_jobs; i++) {
-		if ((r = record_job(st, m, &m->jobs[i], &rep->jobs[i], opt, res,
-		    &err)) != LQ_OK) {
+		if ((r = record_job(st, m, &m->jobs[i], &rep->jobs[i], opt, &memo,
+		    res, &err)) != LQ_OK) {
 			store_rollback(st);
 			error_print(&err, stderr);
+			digest_memo_free(&memo);
 			preflight_report_free(rep);
 			manifest_free(m);
 			res->n_jobs = 0;
@@ -184,6 +269,7 @@ submit_manifest(struct store *st, const char *path,
 			return r;
 		}
 	}
+	digest_memo_free(&memo);
 	if ((r = store_commit(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
 		res->n_jobs = 0;

@@ -187,13 +187,19 @@ enter_phase(struct render *r, const char *phase, int step,
 
 /* Resolves a path of the job against the manifest's folder. */
 static char *
-job_path(const struct render *r, const char *p)
+path_in(const char *base_dir, const char *p)
 {
 	if (p == NULL)
 		return NULL;
 	if (p[0] == '/')
 		return xstrdup(p);
-	return xasprintf("%s/%s", r->base_dir, p);
+	return xasprintf("%s/%s", base_dir, p);
+}
+
+static char *
+job_path(const struct render *r, const char *p)
+{
+	return path_in(r->base_dir, p);
 }
 
 /* The pipeline cache lives in the queue database. */
@@ -218,10 +224,10 @@ cache_save(void *ud, const char *fp, const void *blob, size_t n)
  * (unchanged files are not re-read).
  */
 static enum lq_status
-folder_digest(struct render *r, const char *dir, char hex[DIGEST_HEX_SIZE],
+folder_digest(struct store *st, const char *dir, char hex[DIGEST_HEX_SIZE],
     struct lq_error *err)
 {
-	struct model_hash_cache cache = {r->st, store_file_hash_lookup,
+	struct model_hash_cache cache = {st, store_file_hash_lookup,
 	    store_file_hash_record};
 	struct model_digest d;
 	enum lq_status s = model_hash_folder(dir, &cache, 0, &d, err);
@@ -238,45 +244,47 @@ folder_digest(struct render *r, const char *dir, char hex[DIGEST_HEX_SIZE],
  * render reads (model/hash.h digests a folder's files).
  */
 static enum lq_status
-compute_model_digest(struct render *r, struct lq_error *err)
+compute_model_digest(struct store *st, const struct diffusers_model *dm,
+    char out[DIGEST_HEX_SIZE], struct lq_error *err)
 {
 	const struct { const char *name; const struct diffusers_component *c; }
 	    parts[] = {
-		{"transformer", &r->dm->transformer}, {"vae", &r->dm->vae},
-		{"text_encoder", &r->dm->text_encoder},
-		{"tokenizer", &r->dm->tokenizer}, {"scheduler", &r->dm->scheduler},
+		{"transformer", &dm->transformer}, {"vae", &dm->vae},
+		{"text_encoder", &dm->text_encoder},
+		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
 	};
 	struct strbuf sb = {0};
 	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
 		if (!parts[i].c->present || parts[i].c->dir == NULL)
 			continue;
 		char hex[DIGEST_HEX_SIZE];
-		enum lq_status s = folder_digest(r, parts[i].c->dir, hex, err);
+		enum lq_status s = folder_digest(st, parts[i].c->dir, hex, err);
 		if (s != LQ_OK) {
 			free(sb.buf);
 			return s;
 		}
 		strbuf_printf(&sb, "%s\t%s\n", parts[i].name, hex);
 	}
-	digest_hex(sb.buf ? sb.buf : "", sb.len, r->model_digest);
+	digest_hex(sb.buf ? sb.buf : "", sb.len, out);
 	free(sb.buf);
 	return LQ_OK;
 }
 
+/*
+ * Opens the job's model: a registered name or a folder, with component
+ * overrides, all relative to base_dir.
+ */
 static enum lq_status
-phase_load(struct render *r, struct lq_error *err)
+open_model(struct store *st, const struct job_config *jc, const char *base_dir,
+    struct diffusers_model **dm, struct lq_error *err)
 {
 	enum lq_status s;
-	if ((s = enter_phase(r, "load", 0, err)) != LQ_OK)
-		return s;
-	struct job_config *jc = &r->jc;
 	char *model;
 	if (strchr(jc->model, '/') == NULL) {
 		/* a name given to `latentq model add` */
 		struct store_model sm;
 		int found = 0;
-		if ((s = store_find_model(r->st, jc->model, &sm, &found, err)) !=
-		    LQ_OK)
+		if ((s = store_find_model(st, jc->model, &sm, &found, err)) != LQ_OK)
 			return s;
 		if (!found) {
 			error_set(err, LQ_FAILED, "LQ-RUN-MODEL", "no model named %s "
@@ -288,25 +296,61 @@ phase_load(struct render *r, struct lq_error *err)
 		model = xstrdup(sm.path);
 		store_model_clear(&sm);
 	} else {
-		model = job_path(r, jc->model);
+		model = path_in(base_dir, jc->model);
 	}
-	char *tr = job_path(r, jc->transformer), *vae = job_path(r, jc->vae);
-	char *te = job_path(r, jc->text_encoder), *sc = job_path(r, jc->scheduler);
+	char *tr = path_in(base_dir, jc->transformer);
+	char *vae = path_in(base_dir, jc->vae);
+	char *te = path_in(base_dir, jc->text_encoder);
+	char *sc = path_in(base_dir, jc->scheduler);
 	struct diffusers_overrides ov = {.transformer = tr, .vae = vae,
 	    .text_encoder = te, .scheduler = sc};
-	s = diffusers_open(model, &ov, &r->dm, err);
+	s = diffusers_open(model, &ov, dm, err);
 	free(model);
 	free(tr);
 	free(vae);
 	free(te);
 	free(sc);
-	if (s != LQ_OK)
+	return s;
+}
+
+enum lq_status
+render_model_digest(struct store *st, const char *config_json,
+    const char *manifest_path, char out[DIGEST_HEX_SIZE], struct lq_error *err)
+{
+	cJSON *c = cJSON_Parse(config_json);
+	if (c == NULL)
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "not a job config");
+	struct job_config jc;
+	char *mp = xstrdup(manifest_path ? manifest_path : ".");
+	char *base = xstrdup(dirname(mp));
+	free(mp);
+	struct diffusers_model *dm = NULL;
+	enum lq_status s = parse_config(c, &jc, err);
+	if (s == LQ_OK)
+		s = open_model(st, &jc, base, &dm, err);
+	if (s == LQ_OK)
+		s = compute_model_digest(st, dm, out, err);
+	diffusers_free(dm);
+	free(base);
+	cJSON_Delete(c);
+	return s;
+}
+
+static enum lq_status
+phase_load(struct render *r, struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = enter_phase(r, "load", 0, err)) != LQ_OK)
+		return s;
+	struct job_config *jc = &r->jc;
+	if ((s = open_model(r->st, jc, r->base_dir, &r->dm, err)) != LQ_OK)
 		return s;
 	if (!r->dm->transformer.present || !r->dm->vae.present ||
 	    !r->dm->scheduler.present)
 		return error_set(err, LQ_FAILED, "LQ-RUN-MODEL", "model %s lacks a "
 		    "transformer, vae or scheduler", r->dm->root);
-	if ((s = compute_model_digest(r, err)) != LQ_OK)
+	if ((s = compute_model_digest(r->st, r->dm, r->model_digest, err)) !=
+	    LQ_OK)
 		return s;
 	if (r->job->model_digests != NULL && r->job->model_digests[0] != '\0' &&
 	    strcmp(r->job->model_digests, r->model_digest) != 0) {
@@ -484,7 +528,7 @@ phase_encode_text(struct render *r, struct lq_error *err)
 	}
 	/* The encoder's identity for the embedding cache: its folder's digest. */
 	char enc_digest[DIGEST_HEX_SIZE];
-	if ((s = folder_digest(r, r->dm->text_encoder.dir, enc_digest, err)) !=
+	if ((s = folder_digest(r->st, r->dm->text_encoder.dir, enc_digest, err)) !=
 	    LQ_OK) {
 		t5_encoder_free(t5);
 		text_tokenizer_free(tok);
