@@ -4,4 +4,5 @@ liblatentq_a_SOURCES += \
 	src/core/log.c src/core/log.h \
 	src/core/util.c src/core/util.h \
 	src/core/digest.c src/core/digest.h \
-	src/core/json.c src/core/json.h
+	src/core/json.c src/core/json.h \
+	src/core/fault.c src/core/fault.h

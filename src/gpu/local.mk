@@ -94,8 +94,7 @@ tests_gpu_test_runtime_SOURCES = tests/gpu/test-runtime.c
 tests_gpu_test_runtime_LDADD = $(LQ_TEST_LDADD)
 
 # benchmarks (make bench)
-# EXTRA_PROGRAMS is not yet defined in Makefile.am; the lead may move this.
-EXTRA_PROGRAMS = tests/bench/bench-gpu
+EXTRA_PROGRAMS += tests/bench/bench-gpu
 bench_PROGRAMS_LIST += tests/bench/bench-gpu
 tests_bench_bench_gpu_SOURCES = tests/bench/bench-gpu.c
 tests_bench_bench_gpu_LDADD = $(LQ_TEST_LDADD)

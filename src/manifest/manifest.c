@@ -634,17 +634,18 @@ static cJSON *
 build_config(struct ctx *c, const cJSON *entry, const char *name,
     const char *seed, size_t index)
 {
+	/* Keys are the schema's static names (cJSON "CS": not copied). */
 	cJSON *cfg = cJSON_CreateObject();
 	for (size_t i = 0; i < manifest_key_count(); i++) {
 		const struct manifest_key *k = manifest_key_at(i);
 		if (k->type == MANIFEST_U64_LIST)
 			continue;
 		if (strcmp(k->name, "name") == 0) {
-			cJSON_AddStringToObject(cfg, k->name, name);
+			cJSON_AddItemToObjectCS(cfg, k->name, cJSON_CreateString(name));
 			continue;
 		}
 		if (k->type == MANIFEST_U64) {
-			cJSON_AddStringToObject(cfg, k->name, seed);
+			cJSON_AddItemToObjectCS(cfg, k->name, cJSON_CreateString(seed));
 			continue;
 		}
 		if (k->type == MANIFEST_MESH) {
@@ -662,13 +663,13 @@ build_config(struct ctx *c, const cJSON *entry, const char *name,
 				if (v == NULL)
 					v = cJSON_GetObjectItemCaseSensitive(dm, f->name);
 				if (v == NULL || cJSON_IsNull(v))
-					cJSON_AddItemToObject(mesh, f->name,
-					    cJSON_Parse(f->def));
+					cJSON_AddItemToObjectCS(mesh, f->name,
+					    cJSON_CreateNumber(strtod(f->def, NULL)));
 				else
-					cJSON_AddItemToObject(mesh, f->name,
+					cJSON_AddItemToObjectCS(mesh, f->name,
 					    cJSON_Duplicate(v, 1));
 			}
-			cJSON_AddItemToObject(cfg, k->name, mesh);
+			cJSON_AddItemToObjectCS(cfg, k->name, mesh);
 			continue;
 		}
 		const cJSON *v = pick(c, entry, k->name);
@@ -688,7 +689,7 @@ build_config(struct ctx *c, const cJSON *entry, const char *name,
 			val = cJSON_CreateString(s);
 			free(s);
 		}
-		cJSON_AddItemToObject(cfg, k->name, val);
+		cJSON_AddItemToObjectCS(cfg, k->name, val);
 	}
 	/* diffusers: decode_noise_scale None means decode_timestep. */
 	cJSON *dns = cJSON_GetObjectItemCaseSensitive(cfg, "decode_noise_scale");

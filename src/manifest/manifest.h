@@ -44,7 +44,8 @@ struct tree_node;
 struct manifest_job {
 	size_t index;		/* position in m->jobs, 0-based; the {index} template */
 	size_t entry;		/* position of its entry in `jobs:`; "jobs[entry]" */
-	const char *name;	/* resolved name; never NULL */
+	const char *name;	/* never NULL: `name` as written, else "job<entry>";
+				   "<name>-<seed>" when expanded from seeds */
 	int line, column;	/* where the entry starts (1-based) */
 	/*
 	 * The entry exactly as written, as a JSON object (aliases expanded; for

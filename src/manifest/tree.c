@@ -26,7 +26,7 @@ struct builder {
 	struct tree_node *stack[TREE_MAX_DEPTH + 1];
 	int depth;
 	struct anchor **buckets;
-	size_t n_buckets;
+	size_t n_buckets, n_anchors;
 	size_t alias_nodes;		/* nodes aliases stand for, so far */
 	struct lq_error *err;
 };
@@ -183,6 +183,20 @@ anchor_add(struct builder *b, const char *name, struct tree_node *node)
 	a->node = node;
 	a->next = b->buckets[h];
 	b->buckets[h] = a;
+	if (++b->n_anchors > 2 * b->n_buckets) {	/* grow: keep chains short */
+		size_t n = 4 * b->n_buckets;
+		struct anchor **nb = xcalloc(n, sizeof(*nb));
+		for (size_t i = 0; i < b->n_buckets; i++)
+			for (struct anchor *x = b->buckets[i], *next; x; x = next) {
+				next = x->next;
+				size_t j = hash_str(x->name) % n;
+				x->next = nb[j];
+				nb[j] = x;
+			}
+		free(b->buckets);
+		b->buckets = nb;
+		b->n_buckets = n;
+	}
 }
 
 static struct tree_node *
@@ -228,8 +242,13 @@ attach(struct builder *b, struct tree_node *node, const yaml_mark_t *mark)
 	    node->kind != TREE_SCALAR)
 		return fail_at(b, mark, "LQ-MAN-006",
 		    "mapping keys must be scalars, not %s", tree_kind_name(node));
+	if (node->height + b->depth >= TREE_MAX_DEPTH)	/* an alias nests deeper */
+		return fail_at(b, mark, "LQ-MAN-006",
+		    "nesting deeper than %s levels (aliases expanded)", "64");
 	node_push_item(parent, node);
 	parent->weight = sat_add(parent->weight, node->weight);
+	if (parent->height < node->height + 1)
+		parent->height = node->height + 1;
 	return LQ_OK;
 }
 

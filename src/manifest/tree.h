@@ -7,7 +7,8 @@
  * stands for (its anchor's expanded size) is added to a running count, and
  * the parse is refused when that count passes TREE_MAX_ALIAS_NODES: a
  * "billion laughs" document is refused after a few thousand events instead
- * of expanding.  Anchors are registered when their node is complete, so a
+ * of expanding.  Nesting, aliases expanded, is limited to 64 levels so that
+ * later passes may recurse.  Anchors are registered when their node is complete, so a
  * node cannot contain an alias to itself (no cycles).
  *
  * Ownership: every node belongs to the tree's arena and is released by
@@ -43,6 +44,7 @@ struct tree_node {
 	struct tree_node **items;
 	size_t n, cap;
 	size_t weight;			/* nodes in the subtree, aliases expanded (saturating) */
+	int height;			/* levels below it, aliases expanded (0: scalar) */
 };
 
 struct tree {

@@ -49,7 +49,7 @@ step_done(struct store *st, sqlite3_stmt *s, const char *what,
     struct lq_error *err)
 {
 	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_DONE)
 		return store_sql_error(st, what, err);
 	return LQ_OK;
@@ -59,7 +59,7 @@ enum lq_status
 store_add_request(struct store *st, const struct store_request *req,
     int64_t *id, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st,
+	sqlite3_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO requests(manifest_path, manifest_digest, entry_index, "
 	    "line, request_json, created_at) VALUES (?, ?, ?, ?, ?, ?)", err);
 	if (s == NULL)
@@ -80,7 +80,7 @@ enum lq_status
 store_add_event(struct store *st, int64_t job_id, const char *kind,
     const char *detail, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st,
+	sqlite3_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO events(job_id, at, kind, detail) VALUES (?, ?, ?, ?)",
 	    err);
 	if (s == NULL)
@@ -101,7 +101,7 @@ store_add_job(struct store *st, const struct store_job_new *job, int64_t *id,
 	enum lq_status r = store_begin(st, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare(st,
+	sqlite3_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO jobs(request_id, name, state, config_json, "
 	    "config_digest, model_digests, priority, max_attempts, total_steps, "
 	    "output_path, error_code, error_message, created_at, updated_at, "
@@ -207,10 +207,10 @@ get_one(struct store *st, sqlite3_stmt *s, const char *ref,
 	int rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		read_job(s, out);
-		sqlite3_finalize(s);
+		store_done(s);
 		return LQ_OK;
 	}
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_DONE)
 		return store_sql_error(st, "SELECT jobs", err);
 	error_set(err, LQ_FAILED, "LQ-JOB-001", "no job %s in %s", ref,
@@ -223,7 +223,7 @@ enum lq_status
 store_get_job(struct store *st, int64_t id, struct store_job *out,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st, "SELECT " JOB_COLUMNS
+	sqlite3_stmt *s = store_prepare_cached(st, "SELECT " JOB_COLUMNS
 	    "WHERE j.id = ?", err);
 	if (s == NULL)
 		return err->status;
@@ -242,7 +242,7 @@ store_find_job(struct store *st, const char *ref, struct store_job *out,
 	long long id = strtoll(ref, &end, 10);
 	if (ref[0] != '\0' && *end == '\0' && errno == 0 && id > 0)
 		return store_get_job(st, id, out, err);
-	sqlite3_stmt *s = store_prepare(st, "SELECT " JOB_COLUMNS
+	sqlite3_stmt *s = store_prepare_cached(st, "SELECT " JOB_COLUMNS
 	    "WHERE j.name = ? ORDER BY j.id DESC LIMIT 1", err);
 	if (s == NULL)
 		return err->status;
@@ -255,7 +255,7 @@ store_find_live_job(struct store *st, const char *config_digest, int64_t *id,
     enum job_state *state, struct lq_error *err)
 {
 	*id = 0;
-	sqlite3_stmt *s = store_prepare(st,
+	sqlite3_stmt *s = store_prepare_cached(st,
 	    "SELECT id, state FROM jobs WHERE config_digest = ? AND state IN "
 	    "('queued', 'running', 'done') ORDER BY id DESC LIMIT 1", err);
 	if (s == NULL)
@@ -266,7 +266,7 @@ store_find_live_job(struct store *st, const char *config_digest, int64_t *id,
 		*id = sqlite3_column_int64(s, 0);
 		job_state_parse((const char *)sqlite3_column_text(s, 1), state);
 	}
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return store_sql_error(st, "SELECT jobs", err);
 	return LQ_OK;
@@ -277,7 +277,7 @@ store_list_jobs(struct store *st, int filter,
     int (*fn)(const struct store_job *job, void *ud), void *ud,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st, filter < 0 ?
+	sqlite3_stmt *s = store_prepare_cached(st, filter < 0 ?
 	    "SELECT " JOB_COLUMNS "ORDER BY j.id" :
 	    "SELECT " JOB_COLUMNS "WHERE j.state = ? ORDER BY j.id", err);
 	if (s == NULL)
@@ -295,7 +295,7 @@ store_list_jobs(struct store *st, int filter,
 			break;
 		}
 	}
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_DONE)
 		return store_sql_error(st, "SELECT jobs", err);
 	return LQ_OK;
@@ -349,7 +349,7 @@ owner_is_dead(const char *owner)
 static enum lq_status
 reap_leases(struct store *st, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st,
+	sqlite3_stmt *s = store_prepare_cached(st,
 	    "SELECT id, lease_owner, lease_expires FROM jobs WHERE state = "
 	    "'running'", err);
 	if (s == NULL)
@@ -369,11 +369,11 @@ reap_leases(struct store *st, struct lq_error *err)
 			n++;
 		}
 	}
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		return store_sql_error(st, "SELECT jobs", err);
 	for (size_t i = 0; i < n; i++) {
-		sqlite3_stmt *u = store_prepare(st,
+		sqlite3_stmt *u = store_prepare_cached(st,
 		    "UPDATE jobs SET state = CASE WHEN attempts >= max_attempts "
 		    "THEN 'poisoned' ELSE 'queued' END, lease_owner = NULL, "
 		    "lease_expires = NULL, error_code = 'LQ-JOB-004', "
@@ -443,7 +443,7 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 	}
 	if (id == 0 || (ids != NULL && n == 0))
 		return store_commit(st, err);	/* commits the reaping */
-	s = store_prepare(st, "UPDATE jobs SET state = 'running', attempts = "
+	s = store_prepare_cached(st, "UPDATE jobs SET state = 'running', attempts = "
 	    "attempts + 1, lease_owner = ?, lease_expires = ?, not_before = NULL, "
 	    "updated_at = ? WHERE id = ? AND state = 'queued'", err);
 	if (s == NULL) {
@@ -471,6 +471,37 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 	return LQ_OK;
 }
 
+enum lq_status
+store_next_claimable(struct store *st, const int64_t *ids, size_t n,
+    double *at, int *running, struct lq_error *err)
+{
+	struct strbuf sql = {0};
+	strbuf_printf(&sql, "SELECT min(CASE WHEN state = 'queued' THEN "
+	    "coalesce(not_before, 0) END), sum(state = 'queued'), "
+	    "sum(state = 'running') FROM jobs");
+	if (ids != NULL) {
+		strbuf_printf(&sql, " WHERE id IN (");
+		for (size_t i = 0; i < n; i++)
+			strbuf_printf(&sql, "%s%lld", i ? "," : "",
+			    (long long)ids[i]);
+		strbuf_printf(&sql, ")");
+	}
+	sqlite3_stmt *s = store_prepare(st, sql.buf, err);
+	free(sql.buf);
+	if (s == NULL)
+		return err->status;
+	int rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(s);
+		return store_sql_error(st, "SELECT jobs", err);
+	}
+	*at = sqlite3_column_int(s, 1) > 0 ? sqlite3_column_double(s, 0) : -1;
+	if (running != NULL)
+		*running = sqlite3_column_int(s, 2);
+	sqlite3_finalize(s);
+	return LQ_OK;
+}
+
 /*
  * Runs an UPDATE that must change exactly one row; zero rows means the job
  * was not in a state this transition may leave: LQ-JOB-002 naming it.
@@ -480,7 +511,7 @@ transition(struct store *st, sqlite3_stmt *s, int64_t id, const char *what,
     struct lq_error *err)
 {
 	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_DONE)
 		return store_sql_error(st, "UPDATE jobs", err);
 	if (sqlite3_changes(st->db) == 1)
@@ -502,7 +533,7 @@ enum lq_status
 store_renew_lease(struct store *st, int64_t id, const char *owner,
     double lease_seconds, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET lease_expires = ? "
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET lease_expires = ? "
 	    "WHERE id = ? AND state = 'running' AND lease_owner = ?", err);
 	if (s == NULL)
 		return err->status;
@@ -510,7 +541,7 @@ store_renew_lease(struct store *st, int64_t id, const char *owner,
 	sqlite3_bind_int64(s, 2, id);
 	store_bind_text(s, 3, owner);
 	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_DONE)
 		return store_sql_error(st, "UPDATE jobs", err);
 	if (sqlite3_changes(st->db) != 1)
@@ -523,7 +554,7 @@ enum lq_status
 store_set_progress(struct store *st, int64_t id, const char *phase, int step,
     int total_steps, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET phase = "
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET phase = "
 	    "coalesce(?, phase), step = ?, total_steps = ?, updated_at = ? "
 	    "WHERE id = ?", err);
 	if (s == NULL)
@@ -533,6 +564,34 @@ store_set_progress(struct store *st, int64_t id, const char *phase, int step,
 	sqlite3_bind_int(s, 3, total_steps);
 	sqlite3_bind_double(s, 4, util_now());
 	sqlite3_bind_int64(s, 5, id);
+	return step_done(st, s, "UPDATE jobs", err);
+}
+
+enum lq_status
+store_set_output(struct store *st, int64_t id, const char *output_path,
+    struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET output_path = "
+	    "?, updated_at = ? WHERE id = ?", err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, output_path);
+	sqlite3_bind_double(s, 2, util_now());
+	sqlite3_bind_int64(s, 3, id);
+	return step_done(st, s, "UPDATE jobs", err);
+}
+
+enum lq_status
+store_pin_model_digest(struct store *st, int64_t id, const char *digest,
+    struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET model_digests "
+	    "= ? WHERE id = ? AND (model_digests IS NULL OR model_digests = '')",
+	    err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, digest);
+	sqlite3_bind_int64(s, 2, id);
 	return step_done(st, s, "UPDATE jobs", err);
 }
 
@@ -558,7 +617,7 @@ store_finish_job(struct store *st, int64_t id, const char *owner,
 	enum lq_status r = store_begin(st, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = 'done', "
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = 'done', "
 	    "lease_owner = NULL, lease_expires = NULL, phase = 'done', "
 	    "output_path = coalesce(?1, output_path), error_code = NULL, "
 	    "error_message = NULL, updated_at = ?2, finished_at = ?2 "
@@ -583,7 +642,7 @@ store_requeue_job(struct store *st, int64_t id, const char *owner,
 	if (r != LQ_OK)
 		return r;
 	double now = util_now();
-	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET "
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET "
 	    "attempts = attempts - ?1, "
 	    "state = CASE WHEN attempts - ?1 >= max_attempts THEN 'poisoned' "
 	    "ELSE 'queued' END, "
@@ -630,7 +689,7 @@ store_fail_job(struct store *st, int64_t id, const char *owner,
 	enum lq_status r = store_begin(st, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = "
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = "
 	    "'poisoned', lease_owner = NULL, lease_expires = NULL, "
 	    "error_code = ?, error_message = ?, updated_at = ?3, "
 	    "finished_at = ?3 WHERE id = ? AND state = 'running' AND "
@@ -653,7 +712,7 @@ store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
 	enum lq_status r = store_begin(st, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = "
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = "
 	    "'cancelled', lease_owner = NULL, lease_expires = NULL, "
 	    "updated_at = ?1, finished_at = ?1 WHERE id = ?2 AND state IN "
 	    "('queued', 'running')", err);
@@ -672,7 +731,7 @@ store_retry_job(struct store *st, int64_t id, struct lq_error *err)
 	enum lq_status r = store_begin(st, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare(st, "UPDATE jobs SET state = 'queued', "
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = 'queued', "
 	    "attempts = 0, not_before = NULL, finished_at = NULL, "
 	    "updated_at = ?1 WHERE id = ?2 AND state IN ('poisoned', "
 	    "'cancelled')", err);
@@ -690,7 +749,7 @@ store_list_events(struct store *st, int64_t job_id,
     int (*fn)(double at, const char *kind, const char *detail, void *ud),
     void *ud, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st, "SELECT at, kind, detail FROM "
+	sqlite3_stmt *s = store_prepare_cached(st, "SELECT at, kind, detail FROM "
 	    "events WHERE job_id = ? ORDER BY id", err);
 	if (s == NULL)
 		return err->status;
@@ -704,7 +763,7 @@ store_list_events(struct store *st, int64_t job_id,
 			break;
 		}
 	}
-	sqlite3_finalize(s);
+	store_done(s);
 	if (rc != SQLITE_DONE)
 		return store_sql_error(st, "SELECT events", err);
 	return LQ_OK;

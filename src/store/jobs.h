@@ -137,6 +137,15 @@ enum lq_status store_claim_job(struct store *st, const char *owner,
     double lease_seconds, const int64_t *ids, size_t n,
     struct store_job *out, int *claimed, struct lq_error *err);
 
+/*
+ * When will a queued job (among ids[0..n) when ids != NULL) next be
+ * claimable?  *at = the earliest not_before (0 when one is claimable now),
+ * or -1 when no job is queued.  Also counts running jobs (leased to anyone)
+ * into *running (may be NULL).
+ */
+enum lq_status store_next_claimable(struct store *st, const int64_t *ids,
+    size_t n, double *at, int *running, struct lq_error *err);
+
 /* Extends the lease; LQ_FAILED (LQ-JOB-003) if `owner` no longer holds it. */
 enum lq_status store_renew_lease(struct store *st, int64_t id,
     const char *owner, double lease_seconds, struct lq_error *err);
@@ -144,6 +153,17 @@ enum lq_status store_renew_lease(struct store *st, int64_t id,
 /* Running job's progress (phase may be NULL to keep it). */
 enum lq_status store_set_progress(struct store *st, int64_t id,
     const char *phase, int step, int total_steps, struct lq_error *err);
+
+/* Records the job's main output file (path as written to disk). */
+enum lq_status store_set_output(struct store *st, int64_t id,
+    const char *output_path, struct lq_error *err);
+
+/*
+ * Pins the digest of the model files a job renders with, the first time
+ * (when none is pinned yet); later renders and resumes compare with it.
+ */
+enum lq_status store_pin_model_digest(struct store *st, int64_t id,
+    const char *digest, struct lq_error *err);
 
 /* running → done, by the lease owner. */
 enum lq_status store_finish_job(struct store *st, int64_t id, const char *owner,

@@ -9,10 +9,17 @@
 
 #include "store/store.h"
 
+#define STORE_STMT_CACHE 48
+
 struct store {
 	sqlite3 *db;
 	char *path;
 	int txn_depth;
+	/* prepared statements reused across calls, keyed by their SQL text */
+	struct {
+		const char *sql;
+		sqlite3_stmt *stmt;
+	} cache[STORE_STMT_CACHE];
 };
 
 /* The raw handle, for the files of src/store/. */
@@ -28,6 +35,16 @@ enum lq_status store_sql_error(struct store *st, const char *call,
 /* Prepares sql; on failure fills err and returns NULL. */
 sqlite3_stmt *store_prepare(struct store *st, const char *sql,
     struct lq_error *err);
+
+/*
+ * Like store_prepare, for SQL that is a string literal: the statement is
+ * kept in the store and reused (preparing costs more than a small INSERT).
+ * Release it with store_done(), never sqlite3_finalize().
+ */
+sqlite3_stmt *store_prepare_cached(struct store *st, const char *sql,
+    struct lq_error *err);
+/* Resets a cached statement and clears its bindings for the next use. */
+void store_done(sqlite3_stmt *s);
 
 /* Executes SQL text without results. */
 enum lq_status store_exec(struct store *st, const char *sql,

@@ -60,6 +60,32 @@ store_prepare(struct store *st, const char *sql, struct lq_error *err)
 	return s;
 }
 
+sqlite3_stmt *
+store_prepare_cached(struct store *st, const char *sql, struct lq_error *err)
+{
+	size_t i;
+	for (i = 0; i < STORE_STMT_CACHE && st->cache[i].sql != NULL; i++)
+		if (st->cache[i].sql == sql || strcmp(st->cache[i].sql, sql) == 0)
+			return st->cache[i].stmt;
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s,
+	    NULL) != SQLITE_OK) {
+		store_sql_error(st, "sqlite3_prepare_v3", err);
+		return NULL;
+	}
+	LQ_ASSERT(i < STORE_STMT_CACHE);	/* raise STORE_STMT_CACHE */
+	st->cache[i].sql = sql;
+	st->cache[i].stmt = s;
+	return s;
+}
+
+void
+store_done(sqlite3_stmt *s)
+{
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+}
+
 enum lq_status
 store_exec(struct store *st, const char *sql, struct lq_error *err)
 {
@@ -182,6 +208,10 @@ store_open(const char *path, struct store **out, struct lq_error *err)
 	if ((s = store_exec(st, "PRAGMA page_size = 65536;", err)) != LQ_OK ||
 	    (s = store_exec(st, "PRAGMA journal_mode = WAL;", err)) != LQ_OK ||
 	    (s = store_exec(st, "PRAGMA synchronous = FULL;", err)) != LQ_OK ||
+	    /* Debian's SQLite zeroes freed pages by default: pruning an old
+	     * checkpoint then rewrites megabytes.  FAST still scrubs what it
+	     * can without extra I/O. */
+	    (s = store_exec(st, "PRAGMA secure_delete = FAST;", err)) != LQ_OK ||
 	    (s = store_exec(st, "PRAGMA foreign_keys = ON;", err)) != LQ_OK ||
 	    (s = migrate(st, err)) != LQ_OK) {
 		store_close(st);
@@ -196,6 +226,8 @@ store_close(struct store *st)
 {
 	if (st == NULL)
 		return;
+	for (size_t i = 0; i < STORE_STMT_CACHE; i++)
+		sqlite3_finalize(st->cache[i].stmt);
 	sqlite3_close_v2(st->db);
 	free(st->path);
 	free(st);

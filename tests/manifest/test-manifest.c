@@ -51,7 +51,9 @@ test_valid_file(void)
 	CHECK_INT(digest_file(path, hex, &err), LQ_OK);
 	CHECK_STR(m->digest, hex);
 
-	char *dir = realpath(srcpath("tests/manifest/good"), NULL);
+	char *good = srcpath("tests/manifest/good");
+	char *dir = realpath(good, NULL);
+	free(good);
 	CHECK_STR(m->dir, dir);
 
 	const struct manifest_job *cat = &m->jobs[0];
@@ -498,6 +500,113 @@ test_schema(void)
 	CHECK(manifest_key_suggest("zzzzzzzz", names, 3) == NULL);
 }
 
+/* Byte-level spellings: BOM, CRLF, non-ASCII text before an error. */
+static void
+test_encodings(void)
+{
+	enum lq_status st;
+	struct lq_error err;
+	struct manifest *m = load("\xef\xbb\xbfjobs:\r\n  - prompt: caf\xc3\xa9\r\n"
+	    "    seed: 7\r\n", &st, &err);
+	CHECK_INT(st, LQ_OK);
+	CHECK_INT(m->n_jobs, 1);
+	CHECK_STR(manifest_job_string(&m->jobs[0], "prompt", NULL), "caf\xc3\xa9");
+	CHECK_INT(manifest_job_u64(&m->jobs[0], "seed", 0), 7);
+	manifest_free(m);
+
+	/* Columns count characters: "é" is one. */
+	m = load("jobs:\n  - {prompt: \xc3\xa9\xc3\xa9, height: x}\n", &st, &err);
+	CHECK_INT(st, LQ_WARN);
+	CHECK_INT(err.line, 2);
+	CHECK_INT(err.column, 26);	/* bytes would say 28 */
+	manifest_free(m);
+
+	/* JSON: a seed too big for a double, as a number and as a string. */
+	m = load("{\"jobs\": [{\"seed\": 18446744073709551614},"
+	    " {\"seed\": \"9007199254740993\"}]}", &st, &err);
+	CHECK_INT(st, LQ_OK);
+	CHECK(manifest_job_u64(&m->jobs[0], "seed", 0) == UINT64_MAX - 1);
+	CHECK(manifest_job_u64(&m->jobs[1], "seed", 0) == 9007199254740993ull);
+	char *req = json_canonical(m->jobs[0].request);
+	CHECK_STR(req, "{\"seed\":18446744073709551614}");
+	free(req);
+	manifest_free(m);
+}
+
+/* A rejected job can still be located and named for its report. */
+static void
+test_rejected_where(void)
+{
+	enum lq_status st;
+	struct lq_error err;
+	struct manifest *m = load("jobs:\n  - name: r\n    height: tall\n"
+	    "    mesh: {devices: -1}\n", &st, &err);
+	CHECK_INT(st, LQ_WARN);
+	const struct manifest_job *j = &m->jobs[0];
+	CHECK(j->config == NULL);
+	CHECK_STR(j->name, "r");
+	CHECK_INT(manifest_job_int(j, "height", -5), -5);
+	struct manifest_where w;
+	CHECK_INT(manifest_job_where(m, j, "height", &w), 1);
+	CHECK_STR(w.text, "tall");
+	CHECK_INT(manifest_job_where(m, j, "mesh.devices", &w), 1);
+	CHECK_STR(w.text, "-1");
+	CHECK_INT(w.line, 4);
+	CHECK_INT(w.column, 21);
+	CHECK_INT(manifest_job_where(m, j, "loras[0].path", &w), 0);
+	CHECK_INT(manifest_job_where(m, j, "mesh[0]", &w), 0);
+	manifest_free(m);
+}
+
+/* latentq-manifest(5) documents every key, and its examples load. */
+static void
+test_man_page(void)
+{
+	char *path = srcpath("man/latentq-manifest.5");
+	char *man = util_read_file(path, NULL);
+	CHECK(man != NULL);
+	if (man == NULL)
+		return;
+	for (size_t i = 0; i < manifest_key_count(); i++) {
+		const struct manifest_key *k = manifest_key_at(i);
+		char *item = xasprintf("\n.It Ic %s Ar ", k->name);
+		CHECK_CONTAINS(man, item);
+		free(item);
+		for (const struct manifest_key *f = k->fields; f && f->name; f++) {
+			item = xasprintf("\n.It Ic %s Ar ", f->name);
+			CHECK_CONTAINS(man, item);
+			free(item);
+		}
+	}
+	/* The EXAMPLES section's YAML and JSON manifests. */
+	const char *ex = strstr(man, "\n.Sh EXAMPLES");
+	CHECK(ex != NULL);
+	int examples = 0;
+	for (const char *p = ex; p && (p = strstr(p, ".Bd -literal -offset indent\n"));) {
+		p += strlen(".Bd -literal -offset indent\n");
+		const char *end = strstr(p, "\n.Ed");
+		if (end == NULL)
+			break;
+		enum lq_status st;
+		struct lq_error err;
+		char *text = xstrndup(p, (size_t)(end - p + 1));
+		struct manifest *m;
+		error_clear(&err);
+		st = manifest_load_buffer(path, text, strlen(text), &m, &err);
+		CHECK_INT(st, LQ_OK);
+		if (st != LQ_OK)
+			error_print(&err, stderr);
+		CHECK(m->n_jobs >= 1);
+		examples++;
+		manifest_free(m);
+		free(text);
+		p = end;
+	}
+	CHECK_INT(examples, 2);
+	free(man);
+	free(path);
+}
+
 int
 main(void)
 {
@@ -510,5 +619,8 @@ main(void)
 	test_syntax_errors();
 	test_aliases();
 	test_schema();
+	test_encodings();
+	test_rejected_where();
+	test_man_page();
 	return test_summary();
 }

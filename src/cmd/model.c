@@ -1,0 +1,435 @@
+/*
+ * model.c — `latentq model VERB ...`: register, list, show and verify model
+ * folders (BLAKE2b-256 of every file, cached by path, size, mtime and
+ * inode), and synthesise random test models.
+ *
+ *   model add [--name N] DIR      validate configs and weights, hash, record
+ *   model list                    registered models
+ *   model show N                  one model: components and files
+ *   model verify [--update] N     re-hash every file; exit 1 if any changed
+ *   model synth --family ltxv --preset tiny|small --seed S DIR
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "cmd/cmd.h"
+#include "core/json.h"
+#include "core/util.h"
+#include "model/diffusers.h"
+#include "model/expected.h"
+#include "model/hash.h"
+#include "model/safetensors.h"
+#include "model/synth.h"
+#include "store/models.h"
+#include "store/store.h"
+
+static const char *const verbs_usage =
+    "  model add [--name N] DIR\n"
+    "  model list\n"
+    "  model show N\n"
+    "  model verify [--update] N\n"
+    "  model synth --family ltxv --preset tiny|small --seed S DIR\n";
+
+static int
+usage(const char *fmt, const char *arg)
+{
+	if (fmt)
+		fprintf(stderr, "latentq: model: ");
+	if (fmt)
+		fprintf(stderr, fmt, arg);
+	if (fmt)
+		fputc('\n', stderr);
+	cmd_usage(&cmd_model_entry, stderr);
+	fputs(verbs_usage, stderr);
+	return EXIT_USAGE;
+}
+
+static void
+print_report(const struct expected_report *r)
+{
+	for (size_t i = 0; i < r->n_missing; i++)
+		fprintf(stderr, "  missing     %s\n", r->missing[i]);
+	for (size_t i = 0; i < r->n_unexpected; i++)
+		fprintf(stderr, "  unexpected  %s\n", r->unexpected[i]);
+	for (size_t i = 0; i < r->n_misshaped; i++)
+		fprintf(stderr, "  mis-shaped  %s\n", r->misshaped[i]);
+	for (size_t i = 0; i < r->n_bad_dtype; i++)
+		fprintf(stderr, "  dtype       %s\n", r->bad_dtype[i]);
+}
+
+/* Validates configs and weights of a folder; *config_json gets the
+ * component configs as canonical JSON. */
+static enum lq_status
+validate(const char *dir, char **config_json, struct lq_error *err)
+{
+	struct diffusers_model *m;
+	if (diffusers_open(dir, NULL, &m, err) != LQ_OK)
+		return LQ_FAILED;
+	struct expected_report reps[EXPECTED_NCOMPONENTS];
+	enum lq_status rc = expected_check_model(m, reps, err);
+	for (int c = 0; c < EXPECTED_NCOMPONENTS; c++) {
+		print_report(&reps[c]);
+		expected_report_free(&reps[c]);
+	}
+	if (rc == LQ_OK) {
+		cJSON *all = cJSON_CreateObject(), *j;
+		char *idx = xasprintf("%s/model_index.json", dir);
+		struct diffusers_component *cs[] = {&m->transformer, &m->vae, &m->text_encoder,
+		    &m->tokenizer, &m->scheduler};
+		const char *names[] = {"transformer", "vae", "text_encoder", "tokenizer",
+		    "scheduler"};
+		if (diffusers_load_json(idx, &j, err) == LQ_OK)
+			cJSON_AddItemToObject(all, "model_index", j);
+		else
+			rc = LQ_FAILED;
+		for (size_t i = 0; rc == LQ_OK && i < LQ_ARRAY_LEN(cs); i++) {
+			if (!cs[i]->present || cs[i]->config_path == NULL)
+				continue;
+			if (diffusers_load_json(cs[i]->config_path, &j, err) != LQ_OK)
+				rc = LQ_FAILED;
+			else
+				cJSON_AddItemToObject(all, names[i], j);
+		}
+		if (rc == LQ_OK)
+			*config_json = json_canonical(all);
+		cJSON_Delete(all);
+		free(idx);
+	}
+	diffusers_free(m);
+	return rc;
+}
+
+static void
+to_store_files(const struct model_digest *d, struct store_model *sm)
+{
+	sm->nfiles = d->n;
+	sm->files = xcalloc(d->n ? d->n : 1, sizeof(*sm->files));
+	for (size_t i = 0; i < d->n; i++) {
+		sm->files[i].relpath = d->files[i].relpath;	/* borrowed */
+		sm->files[i].size = d->files[i].size;
+		sm->files[i].mtime_ns = d->files[i].mtime_ns;
+		sm->files[i].inode = d->files[i].inode;
+		memcpy(sm->files[i].blake2b, d->files[i].blake2b, DIGEST_HEX_SIZE);
+	}
+}
+
+static int
+verb_add(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"name", required_argument, NULL, 'n'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *name = NULL;
+	int ch;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "n:", opts, NULL)) != -1) {
+		if (ch != 'n')
+			return usage(NULL, NULL);
+		name = optarg;
+	}
+	if (argc - optind != 1)
+		return usage("add takes one DIR", NULL);
+	const char *dir = argv[optind];
+	struct lq_error err;
+	error_clear(&err);
+	char *config_json = NULL;
+	if (validate(dir, &config_json, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return EXIT_DATAERR;
+	}
+	struct store *st = cmd_open_store(g);
+	if (st == NULL) {
+		free(config_json);
+		return 1;
+	}
+	struct model_hash_cache cache = {st, store_file_hash_lookup, store_file_hash_record};
+	struct model_digest d;
+	double t0 = util_monotonic();
+	if (model_hash_folder(dir, &cache, 0, &d, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		free(config_json);
+		store_close(st);
+		return cmd_exit_for(err.status);
+	}
+	struct store_model sm = {0};
+	sm.name = (char *)name;
+	sm.path = d.root;
+	sm.family = "ltxv";
+	sm.config_json = config_json;
+	sm.digest = d.digest;
+	to_store_files(&d, &sm);
+	int64_t id;
+	enum lq_status r = store_put_model(st, &sm, &id, &err);
+	if (r == LQ_OK) {
+		printf("model %" PRId64 " %s: %s\n", id, name ? name : "(unnamed)", d.root);
+		printf("  digest %s\n", d.digest);
+		printf("  %zu files, %zu hashed, %zu from cache (%.2f s)\n", d.n, d.n_hashed,
+		    d.n_cached, util_monotonic() - t0);
+	} else {
+		error_print(&err, stderr);
+	}
+	free(sm.files);
+	free(config_json);
+	model_digest_clear(&d);
+	store_close(st);
+	return r == LQ_OK ? 0 : cmd_exit_for(r);
+}
+
+static int
+verb_list(const struct cmd_globals *g, int argc, char **argv)
+{
+	if (argc != 1)
+		return usage("list takes no arguments", NULL);
+	struct store *st = cmd_open_store(g);
+	if (st == NULL)
+		return 1;
+	struct lq_error err;
+	error_clear(&err);
+	struct store_model *v;
+	size_t n;
+	if (store_list_models(st, &v, &n, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		store_close(st);
+		return cmd_exit_for(err.status);
+	}
+	printf("%-4s %-16s %-6s %-16s %s\n", "ID", "NAME", "FAMILY", "DIGEST", "PATH");
+	for (size_t i = 0; i < n; i++)
+		printf("%-4" PRId64 " %-16s %-6s %.16s %s\n", v[i].id, v[i].name ? v[i].name : "-",
+		    v[i].family, v[i].digest, v[i].path);
+	store_models_free(v, n);
+	store_close(st);
+	return 0;
+}
+
+/* Finds a registered model by name or (resolved) path. */
+static int
+find(struct store *st, const char *key, struct store_model *m)
+{
+	struct lq_error err;
+	error_clear(&err);
+	int found = 0;
+	char real[PATH_MAX];
+	if (store_find_model(st, key, m, &found, &err) == LQ_OK && !found &&
+	    realpath(key, real) != NULL)
+		store_find_model(st, real, m, &found, &err);
+	if (err.status != LQ_OK) {
+		error_print(&err, stderr);
+		return -1;
+	}
+	if (!found) {
+		fprintf(stderr, "latentq: model: no model named %s (see `latentq model list`)\n",
+		    key);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+verb_show(const struct cmd_globals *g, int argc, char **argv)
+{
+	if (argc != 2)
+		return usage("show takes one model name", NULL);
+	struct store *st = cmd_open_store(g);
+	if (st == NULL)
+		return 1;
+	struct store_model m;
+	if (find(st, argv[1], &m) != 0) {
+		store_close(st);
+		return 1;
+	}
+	char ts[32];
+	time_t t = (time_t)m.added_at;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("model %" PRId64 " %s\n  path   %s\n  family %s\n  digest %s\n  added  %s\n",
+	    m.id, m.name ? m.name : "(unnamed)", m.path, m.family, m.digest, ts);
+	cJSON *c = cJSON_Parse(m.config_json);
+	const cJSON *idx = cJSON_GetObjectItemCaseSensitive(c, "model_index");
+	const char *comps[] = {"transformer", "vae", "text_encoder", "tokenizer", "scheduler"};
+	printf("  components:\n");
+	for (size_t i = 0; i < LQ_ARRAY_LEN(comps); i++) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(idx, comps[i]);
+		const cJSON *cls = cJSON_GetArrayItem(e, 1);
+		printf("    %-13s %s\n", comps[i], cJSON_IsString(cls) ? cls->valuestring : "-");
+	}
+	cJSON_Delete(c);
+	printf("  files:\n");
+	for (size_t i = 0; i < m.nfiles; i++)
+		printf("    %.16s %12" PRId64 "  %s\n", m.files[i].blake2b, m.files[i].size,
+		    m.files[i].relpath);
+	store_model_clear(&m);
+	store_close(st);
+	return 0;
+}
+
+static int
+verb_verify(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"update", no_argument, NULL, 'u'},
+		{NULL, 0, NULL, 0},
+	};
+	int update = 0, ch;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "u", opts, NULL)) != -1) {
+		if (ch != 'u')
+			return usage(NULL, NULL);
+		update = 1;
+	}
+	if (argc - optind != 1)
+		return usage("verify takes one model name", NULL);
+	struct store *st = cmd_open_store(g);
+	if (st == NULL)
+		return 1;
+	struct store_model m;
+	if (find(st, argv[optind], &m) != 0) {
+		store_close(st);
+		return 1;
+	}
+	struct lq_error err;
+	error_clear(&err);
+	struct model_hash_cache cache = {st, store_file_hash_lookup, store_file_hash_record};
+	struct model_digest d;
+	/* verify re-reads every file: a stat-keyed cache cannot see a rewrite
+	 * that restores size, mtime and inode */
+	if (model_hash_folder(m.path, &cache, 1, &d, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		store_model_clear(&m);
+		store_close(st);
+		return 1;
+	}
+	int changes = 0;
+	size_t i = 0, j = 0;
+	while (i < m.nfiles || j < d.n) {
+		int c = i == m.nfiles ? 1 : j == d.n ? -1
+		    : strcmp(m.files[i].relpath, d.files[j].relpath);
+		if (c < 0) {
+			printf("removed  %s\n", m.files[i++].relpath);
+			changes++;
+		} else if (c > 0) {
+			printf("added    %s\n", d.files[j++].relpath);
+			changes++;
+		} else {
+			if (strcmp(m.files[i].blake2b, d.files[j].blake2b) != 0) {
+				printf("changed  %s\n", d.files[j].relpath);
+				changes++;
+			}
+			i++;
+			j++;
+		}
+	}
+	int rc = 0;
+	if (changes == 0) {
+		printf("ok: %zu files match, digest %s\n", d.n, d.digest);
+	} else {
+		printf("%d file%s changed since the model was added; digest now %s\n", changes,
+		    changes == 1 ? "" : "s", d.digest);
+		rc = 1;
+		if (update) {
+			struct store_model sm = {0};
+			to_store_files(&d, &sm);
+			if (store_update_model_files(st, m.id, d.digest, sm.files, sm.nfiles, &err) !=
+			    LQ_OK) {
+				error_print(&err, stderr);
+			} else {
+				printf("recorded the new state\n");
+				rc = 0;
+			}
+			free(sm.files);
+		}
+	}
+	model_digest_clear(&d);
+	store_model_clear(&m);
+	store_close(st);
+	return rc;
+}
+
+static int
+verb_synth(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"family", required_argument, NULL, 'f'},
+		{"preset", required_argument, NULL, 'p'},
+		{"seed", required_argument, NULL, 's'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *family = "ltxv", *preset = NULL;
+	uint64_t seed = 0;
+	int ch;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "f:p:s:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			family = optarg;
+			break;
+		case 'p':
+			preset = optarg;
+			break;
+		case 's': {
+			char *end;
+			seed = strtoull(optarg, &end, 0);
+			if (*optarg == '\0' || *end != '\0' || *optarg == '-')
+				return usage("--seed %s is not a non-negative integer", optarg);
+			break;
+		}
+		default:
+			return usage(NULL, NULL);
+		}
+	}
+	if (preset == NULL)
+		return usage("synth needs --preset tiny|small", NULL);
+	if (argc - optind != 1)
+		return usage("synth takes one DIR", NULL);
+	struct lq_error err;
+	error_clear(&err);
+	if (model_synth(argv[optind], family, preset, seed, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return strcmp(err.code, "LQ-MODEL-030") == 0 ? EXIT_USAGE : 1;
+	}
+	printf("wrote %s model (preset %s, seed %" PRIu64 ") to %s\n", family, preset, seed,
+	    argv[optind]);
+	return 0;
+}
+
+static int
+cmd_model_exec(const struct cmd_globals *g, int argc, char **argv)
+{
+	if (argc < 2)
+		return usage("which verb?", NULL);
+	const char *verb = argv[1];
+	if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) {
+		cmd_usage(&cmd_model_entry, stdout);
+		fputs(verbs_usage, stdout);
+		return 0;
+	}
+	/* the verb becomes argv[0] for its own option parsing */
+	argc--;
+	argv++;
+	if (strcmp(verb, "add") == 0)
+		return verb_add(g, argc, argv);
+	if (strcmp(verb, "list") == 0)
+		return verb_list(g, argc, argv);
+	if (strcmp(verb, "show") == 0)
+		return verb_show(g, argc, argv);
+	if (strcmp(verb, "verify") == 0)
+		return verb_verify(g, argc, argv);
+	if (strcmp(verb, "synth") == 0)
+		return verb_synth(argc, argv);
+	return usage("unknown verb %s (add, list, show, verify, synth)", verb);
+}
+
+const struct cmd_entry cmd_model_entry = {
+	.name = "model",
+	.usage = "VERB ...",
+	.summary = "add, list, show, verify or synthesise models",
+	.exec = cmd_model_exec,
+};

@@ -1,0 +1,52 @@
+/* fault.c — LATENTQ_FAULT rules (see fault.h). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fault.h"
+
+int
+fault_point(const char *phase, int step, int attempt)
+{
+	const char *spec = getenv("LATENTQ_FAULT");
+	if (spec == NULL || *spec == '\0')
+		return 0;
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *save = NULL;
+	for (char *rule = strtok_r(buf, ",", &save); rule != NULL;
+	    rule = strtok_r(NULL, ",", &save)) {
+		char action[16], where[64];
+		int want_step = 0, want_attempt = 0;
+		char *hash = strchr(rule, '#');
+		if (hash != NULL) {
+			want_attempt = atoi(hash + 1);
+			*hash = '\0';
+		}
+		if (sscanf(rule, "%15[^@]@%63s", action, where) != 2)
+			continue;
+		char *colon = strchr(where, ':');
+		if (colon != NULL) {
+			want_step = atoi(colon + 1);
+			*colon = '\0';
+		}
+		if (strcmp(where, phase) != 0 || want_step != step ||
+		    (want_attempt != 0 && want_attempt != attempt))
+			continue;
+		fprintf(stderr, "latentq: fault injection: %s at %s step %d "
+		    "(attempt %d)\n", action, phase, step, attempt);
+		fflush(stderr);
+		if (strcmp(action, "segv") == 0)
+			raise(SIGSEGV);
+		else if (strcmp(action, "abort") == 0)
+			abort();
+		else if (strcmp(action, "kill") == 0)
+			raise(SIGKILL);
+		else if (strcmp(action, "exit") == 0)
+			exit(1);
+		else if (strcmp(action, "oom") == 0)
+			return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,25 @@
+/*
+ * fault.h — fault injection for crash/resume tests (a testing aid, as
+ * SQLite's crash tests inject I/O faults).
+ *
+ * LATENTQ_FAULT holds a comma-separated list of rules
+ *     ACTION@PHASE[:STEP][#ATTEMPT]
+ * ACTION is segv (raise SIGSEGV), abort (SIGABRT), kill (SIGKILL itself),
+ * exit (exit status 1), or oom (report out of device memory: a retryable
+ * failure).  PHASE is one of load, compile, encode-text, denoise, decode,
+ * encode-video; STEP (denoise only) fires after that step's checkpoint is
+ * committed (step numbers count from 1); ATTEMPT restricts the rule to that
+ * attempt number of the job (from 1).  Example: "segv@denoise:2#1".
+ * Nothing happens when the variable is unset.
+ */
+#ifndef LQ_CORE_FAULT_H
+#define LQ_CORE_FAULT_H
+
+/*
+ * Called by the render at each phase start (step 0) and after each
+ * committed step.  Returns 0, or 1 when an "oom" rule matched (the caller
+ * then fails with LQ_RETRY); the other actions do not return.
+ */
+int fault_point(const char *phase, int step, int attempt);
+
+#endif

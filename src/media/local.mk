@@ -1,0 +1,19 @@
+# Output files (MP4, PNG, contact sheets) and the checkpoint/artifact part
+# of the store.  The store files are listed here, not in src/store/local.mk,
+# so the two fragments never edit the same lines.
+liblatentq_a_SOURCES += \
+	src/media/media.h src/media/media-int.h \
+	src/media/common.c src/media/video.c src/media/png.c \
+	src/store/checkpoints.c src/store/checkpoints.h
+
+check_PROGRAMS += tests/media/test-media tests/store/test-checkpoints
+TESTS += tests/media/test-media tests/store/test-checkpoints
+tests_media_test_media_SOURCES = tests/media/test-media.c
+tests_media_test_media_LDADD = $(LQ_TEST_LDADD)
+tests_store_test_checkpoints_SOURCES = tests/store/test-checkpoints.c
+tests_store_test_checkpoints_LDADD = $(LQ_TEST_LDADD)
+
+EXTRA_PROGRAMS += tests/bench/bench-checkpoint
+bench_PROGRAMS_LIST += tests/bench/bench-checkpoint
+tests_bench_bench_checkpoint_SOURCES = tests/bench/bench-checkpoint.c
+tests_bench_bench_checkpoint_LDADD = $(LQ_TEST_LDADD)

@@ -1,0 +1,171 @@
+/*
+ * media.h — latentq's output files: H.264 MP4 through libavcodec/libavformat,
+ * PNG frames and a contact sheet through libpng.  The only module that
+ * includes libav* headers.
+ *
+ * Frames are always uint8 RGB, row-major [F, H, W, 3] (the pipeline's
+ * `video_uint8`; the conversion from float lives in the sampler).  Nothing
+ * here depends on time, thread count or the host: the same frames and
+ * options give the same bytes, so an interrupted and an uninterrupted render
+ * write identical files.
+ *
+ * Ownership: inputs are borrowed for the call.  Every file is written to
+ * "PATH.part", made durable (fsync) and renamed onto PATH once complete, so
+ * PATH is either absent, the previous file, or the whole new one; on error
+ * the .part file is removed.  Missing parent directories are created.
+ * Structs filled by media_read_* own their memory; release them with the
+ * matching *_clear.  Every failing function fills the caller's
+ * struct lq_error (the message names the library call and the path) and
+ * returns LQ_FAILED (bad input, unwritable path) — never LQ_RETRY.
+ */
+#ifndef LQ_MEDIA_MEDIA_H
+#define LQ_MEDIA_MEDIA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+/* A borrowed clip: count frames of height × width RGB24, [F, H, W, 3]. */
+struct media_frames {
+	int count, height, width;
+	const uint8_t *rgb;
+};
+
+/* One container / PNG text tag. */
+struct media_tag {
+	const char *key, *value;
+};
+
+/*
+ * A job's provenance.  Any field may be NULL (then not written).  In an MP4
+ * it becomes these container tags (mov/mp4 "mdta" keys, read back by
+ * ffprobe as format tags):
+ *   title = job, comment = prompt, latentq_job, latentq_prompt,
+ *   latentq_negative_prompt, latentq_seed (decimal), latentq_model_digest,
+ *   latentq_config_digest, latentq_version
+ * and the same keys as PNG tEXt chunks in frames and contact sheets.
+ */
+struct media_provenance {
+	const char *job;
+	const char *prompt;
+	const char *negative_prompt;
+	int has_seed;
+	uint64_t seed;
+	const char *model_digest;
+	const char *config_digest;
+	const char *version;		/* latentq's; NULL = PACKAGE_VERSION */
+};
+
+/*
+ * Turns a frame rate given as a number into a rational: NTSC-style rates
+ * within 0.001 of k·1000/1001 (23.976, 29.97, 59.94) become k·1000/1001,
+ * everything else the nearest fraction with a denominator up to 1001
+ * (25 → 25/1, 12.5 → 25/2).  Fails (LQ-MEDIA-001, field "fps") for a rate
+ * that is not finite or outside (0, 1000].
+ */
+enum lq_status media_rate_from_double(double fps, int *num, int *den,
+    struct lq_error *err);
+
+struct media_video_options {
+	double fps;		/* frames per second, see media_rate_from_double */
+	int crf;		/* x264 constant rate factor 0..51; < 0 = 18 */
+	const char *preset;	/* x264 preset; NULL = "medium" */
+	const struct media_provenance *provenance;	/* may be NULL */
+	const struct media_tag *tags;	/* extra container tags, may be NULL */
+	size_t n_tags;
+};
+
+/*
+ * Writes `v` as an MP4 at `path`: H.264 (libx264, by default preset
+ * medium and CRF 18; single-threaded, no mb-tree, bit-exact flags),
+ * yuv420p, BT.709 limited range (tagged), timestamps i/fps, "faststart"
+ * (index before the media data), provenance tags, no creation time.  Width and height must be even (yuv420p halves chroma);
+ * an odd size fails with LQ-MEDIA-002 — latentq's sizes are multiples of
+ * 32, so preflight rejects odd sizes long before this.  Needs count >= 1.
+ */
+enum lq_status media_write_mp4(const char *path, const struct media_frames *v,
+    const struct media_video_options *opt, struct lq_error *err);
+
+/* What media_read_video found in a file. */
+struct media_video {
+	char *format;		/* libavformat's name, "mov,mp4,m4a,3gp,3g2,mj2" */
+	char *codec;		/* "h264" */
+	char *pix_fmt;		/* "yuv420p" */
+	int width, height;
+	int rate_num, rate_den;	/* the stream's average frame rate */
+	int frame_count;	/* frames actually decoded */
+	size_t n_tags;		/* container tags */
+	char **tag_keys, **tag_values;
+	uint8_t *rgb;		/* [frame_count, height, width, 3] or NULL */
+};
+
+/*
+ * Opens a video file with libavformat, decodes its first video stream to
+ * the end and fills `out` (zeroed first).  With `want_rgb`, the decoded
+ * frames are converted to RGB24 (BT.709 limited range, as written) into
+ * out->rgb.  On failure out is left cleared.  For tests, `latentq show`
+ * and verifying outputs.
+ */
+enum lq_status media_read_video(const char *path, int want_rgb,
+    struct media_video *out, struct lq_error *err);
+/* Value of a container tag (borrowed), or NULL. */
+const char *media_video_tag(const struct media_video *v, const char *key);
+void media_video_clear(struct media_video *v);
+
+/*
+ * Writes one RGB24 image [height, width, 3] as an 8-bit RGB PNG (zlib level
+ * 6, no time chunk) with the provenance (may be NULL) as tEXt chunks.
+ */
+enum lq_status media_write_png(const char *path, const uint8_t *rgb,
+    int height, int width, const struct media_provenance *prov,
+    struct lq_error *err);
+
+/*
+ * Reads a PNG as RGB24 (palette, grey, 16-bit and alpha are converted:
+ * alpha dropped, 16 bits → 8).  *rgb is caller-owned (free()).  Text
+ * chunks are not returned.
+ */
+enum lq_status media_read_png(const char *path, uint8_t **rgb, int *height,
+    int *width, struct lq_error *err);
+
+/*
+ * `frames: DIR`: creates DIR (and missing parents) and writes each frame as
+ * DIR/frame_0001.png, frame_0002.png, … (1-based, at least 4 digits).
+ * On error the frames already written stay.
+ */
+enum lq_status media_write_frames(const char *dir, const struct media_frames *v,
+    const struct media_provenance *prov, struct lq_error *err);
+
+struct media_sheet_options {
+	int max_frames;		/* frames shown, evenly spaced incl. first and
+				   last; <= 0 = 16 (all if fewer) */
+	int columns;		/* <= 0 = ceil(sqrt(shown)) */
+	int max_thumb_width;	/* thumbnails are downscaled (never up) to at
+				   most this width, aspect kept; <= 0 = 256 */
+	int gap;		/* pixels between and around thumbnails; < 0 = 4 */
+	uint8_t background[3];	/* gap colour */
+};
+
+/*
+ * Indices of the frames a contact sheet shows: round(i·(count−1)/(n−1))
+ * for i in 0..n, n = min(count, max_frames).  idx must hold max_frames
+ * entries (16 for the default); returns n.
+ */
+int media_sheet_pick(int count, int max_frames, int *idx);
+
+/*
+ * Writes a contact sheet PNG: the picked frames as thumbnails in a grid,
+ * row by row, `gap` pixels between them and around the edge.  Size:
+ *   width  = columns·tw + (columns+1)·gap
+ *   height = rows·th + (rows+1)·gap,  rows = ceil(shown / columns)
+ * where tw × th is the thumbnail size (libswscale, area filter).  opt may
+ * be NULL for the defaults.  *sheet_w / *sheet_h (may be NULL) get the
+ * size written.
+ */
+enum lq_status media_write_contact_sheet(const char *path,
+    const struct media_frames *v, const struct media_sheet_options *opt,
+    const struct media_provenance *prov, int *sheet_w, int *sheet_h,
+    struct lq_error *err);
+
+#endif

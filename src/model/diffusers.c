@@ -1,0 +1,837 @@
+/*
+ * diffusers.c — model_index.json and component configs into typed structs.
+ *
+ * Defaults mirror the upstream __init__ signatures (see diffusers.h); the
+ * derived VAE decoder plan mirrors LTXVideoDecoder3d.__init__ in diffusers
+ * autoencoder_kl_ltx.py (lists reversed, channels divided by the upsample
+ * factor).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "core/util.h"
+#include "model/diffusers.h"
+
+#define DIFFUSERS_VERSION "0.40.0.dev0"
+#define TRANSFORMERS_VERSION "4.44.0.dev0"
+
+static enum lq_status
+cfg_fail(struct lq_error *err, const char *path, const char *key, const char *code,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static enum lq_status
+cfg_fail(struct lq_error *err, const char *path, const char *key, const char *code,
+    const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (err == NULL)
+		return LQ_FAILED;
+	error_set(err, LQ_FAILED, code, "%s", msg);
+	error_set_where(err, path, 0, 0);
+	if (key)
+		error_set_field(err, "%s", key);
+	return LQ_FAILED;
+}
+
+enum lq_status
+diffusers_load_json(const char *path, cJSON **out, struct lq_error *err)
+{
+	*out = NULL;
+	size_t n;
+	char *text = util_read_file(path, &n);
+	if (text == NULL)
+		return cfg_fail(err, path, NULL, "LQ-MODEL-001", "cannot read: %s",
+		    strerror(errno));
+	cJSON *j = cJSON_ParseWithLength(text, n);
+	free(text);
+	if (j == NULL)
+		return cfg_fail(err, path, NULL, "LQ-MODEL-001", "not valid JSON");
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return cfg_fail(err, path, NULL, "LQ-MODEL-001", "not a JSON object");
+	}
+	*out = j;
+	return LQ_OK;
+}
+
+/* ---- typed getters: absent or null gives the default ---- */
+
+struct cfg {
+	const cJSON *j;
+	const char *path;
+	struct lq_error *err;
+	int failed;
+};
+
+static const cJSON *
+cfg_item(struct cfg *c, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->j, key);
+	return (v == NULL || cJSON_IsNull(v)) ? NULL : v;
+}
+
+static int
+cfg_bad(struct cfg *c, const char *key, const char *what)
+{
+	if (!c->failed)
+		cfg_fail(c->err, c->path, key, "LQ-MODEL-003", "\"%s\" must be %s", key, what);
+	c->failed = 1;
+	return 0;
+}
+
+static int
+is_int(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+	    fabs(v->valuedouble) < 2147483648.0;
+}
+
+static int
+cfg_int(struct cfg *c, const char *key, int def, int min)
+{
+	const cJSON *v = cfg_item(c, key);
+	if (v == NULL)
+		return def;
+	if (!is_int(v) || v->valuedouble < min) {
+		char what[64];
+		snprintf(what, sizeof(what), "an integer >= %d", min);
+		return cfg_bad(c, key, what), def;
+	}
+	return (int)v->valuedouble;
+}
+
+static double
+cfg_num(struct cfg *c, const char *key, double def, int positive)
+{
+	const cJSON *v = cfg_item(c, key);
+	if (v == NULL)
+		return def;
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+	    (positive && !(v->valuedouble > 0)))
+		return cfg_bad(c, key, positive ? "a positive number" : "a number"), def;
+	return v->valuedouble;
+}
+
+static int
+cfg_bool(struct cfg *c, const char *key, int def)
+{
+	const cJSON *v = cfg_item(c, key);
+	if (v == NULL)
+		return def;
+	if (!cJSON_IsBool(v))
+		return cfg_bad(c, key, "true or false"), def;
+	return cJSON_IsTrue(v);
+}
+
+static void
+cfg_str(struct cfg *c, const char *key, const char *def, char *dst, size_t n)
+{
+	const cJSON *v = cfg_item(c, key);
+	if (v != NULL && (!cJSON_IsString(v) || strlen(v->valuestring) >= n)) {
+		cfg_bad(c, key, "a short string");
+		v = NULL;
+	}
+	snprintf(dst, n, "%s", v ? v->valuestring : def);
+}
+
+/* kind: 'i' ints >= 1 (or >= 0 with allow0), 'b' bools, 's' strings */
+static int
+cfg_list(struct cfg *c, const char *key, char kind, int min, void *dst, size_t strsz,
+    int max, const void *def, int ndef)
+{
+	const cJSON *v = cfg_item(c, key);
+	if (v == NULL) {
+		if (kind == 's')
+			memcpy(dst, def, (size_t)ndef * strsz);
+		else
+			memcpy(dst, def, (size_t)ndef * sizeof(int));
+		return ndef;
+	}
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > max || cJSON_GetArraySize(v) == 0) {
+		char what[64];
+		snprintf(what, sizeof(what), "a list of 1 to %d entries", max);
+		return cfg_bad(c, key, what), 0;
+	}
+	int n = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, v) {
+		if (kind == 'i') {
+			if (!is_int(e) || e->valuedouble < min) {
+				char what[64];
+				snprintf(what, sizeof(what), "a list of integers >= %d", min);
+				return cfg_bad(c, key, what), 0;
+			}
+			((int *)dst)[n] = (int)e->valuedouble;
+		} else if (kind == 'b') {
+			if (!cJSON_IsBool(e))
+				return cfg_bad(c, key, "a list of true/false"), 0;
+			((int *)dst)[n] = cJSON_IsTrue(e);
+		} else {
+			if (!cJSON_IsString(e) || strlen(e->valuestring) >= strsz)
+				return cfg_bad(c, key, "a list of short strings"), 0;
+			snprintf((char *)dst + (size_t)n * strsz, strsz, "%s", e->valuestring);
+		}
+		n++;
+	}
+	return n;
+}
+
+static enum lq_status
+check_class(struct cfg *c, const char *want)
+{
+	const cJSON *v = cfg_item(c, "_class_name");
+	if (v != NULL && (!cJSON_IsString(v) || strcmp(v->valuestring, want) != 0))
+		return cfg_fail(c->err, c->path, "_class_name", "LQ-MODEL-002",
+		    "class \"%s\" is not supported here (latentq implements %s)",
+		    cJSON_IsString(v) ? v->valuestring : "?", want);
+	return LQ_OK;
+}
+
+/* ---- transformer ---- */
+
+enum lq_status
+diffusers_parse_transformer(const cJSON *j, const char *path,
+    struct ltxv_transformer_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	if (check_class(&c, "LTXVideoTransformer3DModel") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->in_channels = cfg_int(&c, "in_channels", 128, 1);
+	/* absent: the default 128; null or 0: `out_channels or in_channels` */
+	o->out_channels = cJSON_GetObjectItemCaseSensitive(j, "out_channels") == NULL ? 128
+	    : cfg_int(&c, "out_channels", 0, 0);
+	if (o->out_channels == 0)
+		o->out_channels = o->in_channels;
+	o->patch_size = cfg_int(&c, "patch_size", 1, 1);
+	o->patch_size_t = cfg_int(&c, "patch_size_t", 1, 1);
+	o->num_attention_heads = cfg_int(&c, "num_attention_heads", 32, 1);
+	o->attention_head_dim = cfg_int(&c, "attention_head_dim", 64, 1);
+	o->cross_attention_dim = cfg_int(&c, "cross_attention_dim", 2048, 1);
+	o->num_layers = cfg_int(&c, "num_layers", 28, 0);
+	cfg_str(&c, "activation_fn", "gelu-approximate", o->activation_fn, sizeof(o->activation_fn));
+	cfg_str(&c, "qk_norm", "rms_norm_across_heads", o->qk_norm, sizeof(o->qk_norm));
+	o->norm_elementwise_affine = cfg_bool(&c, "norm_elementwise_affine", 0);
+	o->norm_eps = cfg_num(&c, "norm_eps", 1e-6, 1);
+	o->caption_channels = cfg_int(&c, "caption_channels", 4096, 1);
+	o->attention_bias = cfg_bool(&c, "attention_bias", 1);
+	o->attention_out_bias = cfg_bool(&c, "attention_out_bias", 1);
+	if (c.failed)
+		return LQ_FAILED;
+	if (o->patch_size != 1 || o->patch_size_t != 1)
+		return cfg_fail(err, path, o->patch_size != 1 ? "patch_size" : "patch_size_t",
+		    "LQ-MODEL-006", "patch sizes other than 1 are not implemented "
+		    "(no released LTX-Video checkpoint uses them)");
+	if (strcmp(o->qk_norm, "rms_norm_across_heads") != 0)
+		return cfg_fail(err, path, "qk_norm", "LQ-MODEL-006",
+		    "qk_norm \"%s\" is not implemented (upstream supports only "
+		    "rms_norm_across_heads)", o->qk_norm);
+	if (strcmp(o->activation_fn, "gelu-approximate") != 0 &&
+	    strcmp(o->activation_fn, "gelu") != 0)
+		return cfg_fail(err, path, "activation_fn", "LQ-MODEL-006",
+		    "activation_fn \"%s\" is not implemented (gelu-approximate, gelu)",
+		    o->activation_fn);
+	o->inner_dim = o->num_attention_heads * o->attention_head_dim;
+	o->ff_inner_dim = 4 * o->inner_dim;
+	return LQ_OK;
+}
+
+cJSON *
+diffusers_transformer_to_json(const struct ltxv_transformer_config *o)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "_class_name", "LTXVideoTransformer3DModel");
+	cJSON_AddStringToObject(j, "_diffusers_version", DIFFUSERS_VERSION);
+	cJSON_AddStringToObject(j, "activation_fn", o->activation_fn);
+	cJSON_AddBoolToObject(j, "attention_bias", o->attention_bias);
+	cJSON_AddNumberToObject(j, "attention_head_dim", o->attention_head_dim);
+	cJSON_AddBoolToObject(j, "attention_out_bias", o->attention_out_bias);
+	cJSON_AddNumberToObject(j, "caption_channels", o->caption_channels);
+	cJSON_AddNumberToObject(j, "cross_attention_dim", o->cross_attention_dim);
+	cJSON_AddNumberToObject(j, "in_channels", o->in_channels);
+	cJSON_AddBoolToObject(j, "norm_elementwise_affine", o->norm_elementwise_affine);
+	cJSON_AddNumberToObject(j, "norm_eps", o->norm_eps);
+	cJSON_AddNumberToObject(j, "num_attention_heads", o->num_attention_heads);
+	cJSON_AddNumberToObject(j, "num_layers", o->num_layers);
+	cJSON_AddNumberToObject(j, "out_channels", o->out_channels);
+	cJSON_AddNumberToObject(j, "patch_size", o->patch_size);
+	cJSON_AddNumberToObject(j, "patch_size_t", o->patch_size_t);
+	cJSON_AddStringToObject(j, "qk_norm", o->qk_norm);
+	return j;
+}
+
+/* ---- VAE ---- */
+
+/* Upstream reverses decoder lists with tuple(reversed(x)); entry i of the
+ * reversed list is x[len-1-i]. */
+static int
+rev(const int *x, int n, int i)
+{
+	return x[n - 1 - i];
+}
+
+enum lq_status
+diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
+    struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	if (check_class(&c, "AutoencoderKLLTXVideo") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	const int M = DIFFUSERS_MAX_BLOCKS;
+	static const int d_boc[] = {128, 256, 512, 512};
+	static const int d_lpb[] = {4, 3, 3, 3, 4};
+	static const int d_sts[] = {1, 1, 1, 0};
+	static const int d_inj[] = {0, 0, 0, 0, 0};
+	static const int d_res[] = {0, 0, 0, 0};
+	static const int d_fac[] = {1, 1, 1, 1};
+	static const char d_dbt[4][32] = {"LTXVideoDownBlock3D", "LTXVideoDownBlock3D",
+	    "LTXVideoDownBlock3D", "LTXVideoDownBlock3D"};
+	static const char d_dst[4][16] = {"conv", "conv", "conv", "conv"};
+	o->in_channels = cfg_int(&c, "in_channels", 3, 1);
+	o->out_channels = cfg_int(&c, "out_channels", 3, 1);
+	o->latent_channels = cfg_int(&c, "latent_channels", 128, 1);
+	o->n_block_out_channels = cfg_list(&c, "block_out_channels", 'i', 1,
+	    o->block_out_channels, 0, M, d_boc, 4);
+	o->n_down_block_types = cfg_list(&c, "down_block_types", 's', 0, o->down_block_types,
+	    sizeof(o->down_block_types[0]), M, d_dbt, 4);
+	o->n_decoder_block_out_channels = cfg_list(&c, "decoder_block_out_channels", 'i', 1,
+	    o->decoder_block_out_channels, 0, M, d_boc, 4);
+	o->n_layers_per_block = cfg_list(&c, "layers_per_block", 'i', 0, o->layers_per_block, 0,
+	    M + 1, d_lpb, 5);
+	o->n_decoder_layers_per_block = cfg_list(&c, "decoder_layers_per_block", 'i', 0,
+	    o->decoder_layers_per_block, 0, M + 1, d_lpb, 5);
+	o->n_spatio_temporal_scaling = cfg_list(&c, "spatio_temporal_scaling", 'b', 0,
+	    o->spatio_temporal_scaling, 0, M, d_sts, 4);
+	o->n_decoder_spatio_temporal_scaling = cfg_list(&c, "decoder_spatio_temporal_scaling",
+	    'b', 0, o->decoder_spatio_temporal_scaling, 0, M, d_sts, 4);
+	o->n_decoder_inject_noise = cfg_list(&c, "decoder_inject_noise", 'b', 0,
+	    o->decoder_inject_noise, 0, M + 1, d_inj, 5);
+	o->n_downsample_type = cfg_list(&c, "downsample_type", 's', 0, o->downsample_type,
+	    sizeof(o->downsample_type[0]), M, d_dst, 4);
+	o->n_upsample_residual = cfg_list(&c, "upsample_residual", 'b', 0, o->upsample_residual,
+	    0, M, d_res, 4);
+	o->n_upsample_factor = cfg_list(&c, "upsample_factor", 'i', 1, o->upsample_factor, 0, M,
+	    d_fac, 4);
+	o->timestep_conditioning = cfg_bool(&c, "timestep_conditioning", 0);
+	o->patch_size = cfg_int(&c, "patch_size", 4, 1);
+	o->patch_size_t = cfg_int(&c, "patch_size_t", 1, 1);
+	o->resnet_norm_eps = cfg_num(&c, "resnet_norm_eps", 1e-6, 1);
+	o->scaling_factor = cfg_num(&c, "scaling_factor", 1.0, 1);
+	o->encoder_causal = cfg_bool(&c, "encoder_causal", 1);
+	o->decoder_causal = cfg_bool(&c, "decoder_causal", 0);
+	o->spatial_compression_ratio = cfg_int(&c, "spatial_compression_ratio", 0, 1);
+	o->temporal_compression_ratio = cfg_int(&c, "temporal_compression_ratio", 0, 1);
+	if (c.failed)
+		return LQ_FAILED;
+	if (o->patch_size_t != 1)
+		return cfg_fail(err, path, "patch_size_t", "LQ-MODEL-006",
+		    "patch_size_t %d is not implemented (1 only)", o->patch_size_t);
+
+	/* Encoder (LTXVideoEncoder3d): only the shape of the lists matters. */
+	int n = o->n_block_out_channels;
+	o->is_ltx_095_encoder = o->n_down_block_types > 0 && strcmp(
+	    o->down_block_types[o->n_down_block_types - 1], "LTXVideo095DownBlock3D") == 0;
+	int nenc = n - (o->is_ltx_095_encoder ? 1 : 0);
+	if (nenc < 1 || o->n_down_block_types < nenc || o->n_spatio_temporal_scaling < nenc ||
+	    o->n_layers_per_block < nenc || (o->is_ltx_095_encoder && o->n_downsample_type < nenc))
+		return cfg_fail(err, path, o->n_down_block_types < nenc ? "down_block_types"
+		    : o->n_spatio_temporal_scaling < nenc ? "spatio_temporal_scaling"
+		    : o->n_layers_per_block < nenc ? "layers_per_block" : "downsample_type",
+		    "LQ-MODEL-004", "list is shorter than the %d encoder blocks "
+		    "block_out_channels implies", nenc);
+	for (int i = 0; i < nenc; i++) {
+		const char *t = o->down_block_types[i];
+		if (strcmp(t, "LTXVideoDownBlock3D") != 0 && strcmp(t, "LTXVideo095DownBlock3D") != 0)
+			return cfg_fail(err, path, "down_block_types", "LQ-MODEL-002",
+			    "down block type \"%s\" is unknown (LTXVideoDownBlock3D, "
+			    "LTXVideo095DownBlock3D)", t);
+		if (o->is_ltx_095_encoder) {
+			const char *d = o->downsample_type[i];
+			if (strcmp(d, "conv") && strcmp(d, "spatial") && strcmp(d, "temporal") &&
+			    strcmp(d, "spatiotemporal"))
+				return cfg_fail(err, path, "downsample_type", "LQ-MODEL-003",
+				    "downsample type \"%s\" is unknown", d);
+		}
+	}
+	int nscale = 0;
+	for (int i = 0; i < o->n_spatio_temporal_scaling; i++)
+		nscale += o->spatio_temporal_scaling[i];
+	if (o->spatial_compression_ratio == 0)
+		o->spatial_compression_ratio = o->patch_size << nscale;
+	if (o->temporal_compression_ratio == 0)
+		o->temporal_compression_ratio = o->patch_size_t << nscale;
+
+	/* Decoder plan (LTXVideoDecoder3d). */
+	int m = o->n_decoder_block_out_channels;
+	const char *shortkey = o->n_decoder_spatio_temporal_scaling < m
+	    ? "decoder_spatio_temporal_scaling"
+	    : o->n_decoder_layers_per_block < m + 1 ? "decoder_layers_per_block"
+	    : o->n_decoder_inject_noise < m + 1 ? "decoder_inject_noise"
+	    : o->n_upsample_residual < m ? "upsample_residual"
+	    : o->n_upsample_factor < m ? "upsample_factor" : NULL;
+	if (shortkey)
+		return cfg_fail(err, path, shortkey, "LQ-MODEL-004",
+		    "list is shorter than the %d decoder blocks decoder_block_out_channels "
+		    "implies (+1 for the mid block in *_layers_per_block and inject_noise)", m);
+	const int *dboc = o->decoder_block_out_channels;
+	int out = rev(dboc, m, 0);
+	o->dec_conv_in_out = out;
+	o->dec_mid_layers = rev(o->decoder_layers_per_block, o->n_decoder_layers_per_block, 0);
+	o->dec_mid_inject_noise = rev(o->decoder_inject_noise, o->n_decoder_inject_noise, 0);
+	o->dec_n_up = m;
+	for (int i = 0; i < m; i++) {
+		struct ltxv_vae_up_block *u = &o->dec_up[i];
+		int f = rev(o->upsample_factor, o->n_upsample_factor, i);
+		int ch = rev(dboc, m, i);
+		if (out % f != 0 || ch % f != 0)
+			return cfg_fail(err, path, "upsample_factor", "LQ-MODEL-003",
+			    "decoder block %d: channels %d / %d not divisible by upsample factor %d",
+			    i, out, ch, f);
+		u->upsample_factor = f;
+		u->in_channels = out / f;
+		u->out_channels = ch / f;
+		u->num_layers = rev(o->decoder_layers_per_block, o->n_decoder_layers_per_block,
+		    i + 1);
+		u->has_conv_in = u->in_channels != u->out_channels;
+		u->spatio_temporal_scale = rev(o->decoder_spatio_temporal_scaling,
+		    o->n_decoder_spatio_temporal_scaling, i);
+		u->inject_noise = rev(o->decoder_inject_noise, o->n_decoder_inject_noise, i + 1);
+		u->upsample_residual = rev(o->upsample_residual, o->n_upsample_residual, i);
+		u->upsampler_in = u->out_channels * f;
+		u->upsampler_out = u->out_channels * f * 8 / f;
+		out = u->out_channels;
+	}
+	o->dec_conv_out_in = out;
+	o->dec_conv_out_out = o->out_channels * o->patch_size * o->patch_size;
+	return LQ_OK;
+}
+
+static void
+add_ints(cJSON *j, const char *key, const int *v, int n)
+{
+	cJSON *a = cJSON_AddArrayToObject(j, key);
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+}
+
+static void
+add_bools(cJSON *j, const char *key, const int *v, int n)
+{
+	cJSON *a = cJSON_AddArrayToObject(j, key);
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateBool(v[i]));
+}
+
+cJSON *
+diffusers_vae_to_json(const struct ltxv_vae_config *o)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "_class_name", "AutoencoderKLLTXVideo");
+	cJSON_AddStringToObject(j, "_diffusers_version", DIFFUSERS_VERSION);
+	add_ints(j, "block_out_channels", o->block_out_channels, o->n_block_out_channels);
+	add_ints(j, "decoder_block_out_channels", o->decoder_block_out_channels,
+	    o->n_decoder_block_out_channels);
+	cJSON_AddBoolToObject(j, "decoder_causal", o->decoder_causal);
+	add_bools(j, "decoder_inject_noise", o->decoder_inject_noise, o->n_decoder_inject_noise);
+	add_ints(j, "decoder_layers_per_block", o->decoder_layers_per_block,
+	    o->n_decoder_layers_per_block);
+	add_bools(j, "decoder_spatio_temporal_scaling", o->decoder_spatio_temporal_scaling,
+	    o->n_decoder_spatio_temporal_scaling);
+	cJSON *a = cJSON_AddArrayToObject(j, "down_block_types");
+	for (int i = 0; i < o->n_down_block_types; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(o->down_block_types[i]));
+	a = cJSON_AddArrayToObject(j, "downsample_type");
+	for (int i = 0; i < o->n_downsample_type; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(o->downsample_type[i]));
+	cJSON_AddBoolToObject(j, "encoder_causal", o->encoder_causal);
+	cJSON_AddNumberToObject(j, "in_channels", o->in_channels);
+	cJSON_AddNumberToObject(j, "latent_channels", o->latent_channels);
+	add_ints(j, "layers_per_block", o->layers_per_block, o->n_layers_per_block);
+	cJSON_AddNumberToObject(j, "out_channels", o->out_channels);
+	cJSON_AddNumberToObject(j, "patch_size", o->patch_size);
+	cJSON_AddNumberToObject(j, "patch_size_t", o->patch_size_t);
+	cJSON_AddNumberToObject(j, "resnet_norm_eps", o->resnet_norm_eps);
+	cJSON_AddNumberToObject(j, "scaling_factor", o->scaling_factor);
+	cJSON_AddNullToObject(j, "spatial_compression_ratio");
+	add_bools(j, "spatio_temporal_scaling", o->spatio_temporal_scaling,
+	    o->n_spatio_temporal_scaling);
+	cJSON_AddNullToObject(j, "temporal_compression_ratio");
+	cJSON_AddBoolToObject(j, "timestep_conditioning", o->timestep_conditioning);
+	add_ints(j, "upsample_factor", o->upsample_factor, o->n_upsample_factor);
+	add_bools(j, "upsample_residual", o->upsample_residual, o->n_upsample_residual);
+	return j;
+}
+
+/* ---- T5 ---- */
+
+enum lq_status
+diffusers_parse_t5(const cJSON *j, const char *path, struct t5_config *o,
+    struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	const cJSON *arch = cfg_item(&c, "architectures");
+	if (arch != NULL) {
+		const cJSON *a0 = cJSON_GetArrayItem(arch, 0);
+		if (!cJSON_IsArray(arch) || !cJSON_IsString(a0))
+			return cfg_fail(err, path, "architectures", "LQ-MODEL-003",
+			    "\"architectures\" must be a list of class names");
+		if (strcmp(a0->valuestring, "T5EncoderModel") != 0)
+			return cfg_fail(err, path, "architectures", "LQ-MODEL-002",
+			    "text encoder class \"%s\" is not supported (T5EncoderModel)",
+			    a0->valuestring);
+	}
+	const cJSON *mt = cfg_item(&c, "model_type");
+	if (mt != NULL && (!cJSON_IsString(mt) || strcmp(mt->valuestring, "t5") != 0))
+		return cfg_fail(err, path, "model_type", "LQ-MODEL-002",
+		    "model_type \"%s\" is not supported (t5)",
+		    cJSON_IsString(mt) ? mt->valuestring : "?");
+	memset(o, 0, sizeof(*o));
+	o->vocab_size = cfg_int(&c, "vocab_size", 32128, 1);
+	o->d_model = cfg_int(&c, "d_model", 512, 1);
+	o->d_kv = cfg_int(&c, "d_kv", 64, 1);
+	o->d_ff = cfg_int(&c, "d_ff", 2048, 1);
+	o->num_layers = cfg_int(&c, "num_layers", 6, 1);
+	o->num_heads = cfg_int(&c, "num_heads", 8, 1);
+	o->relative_attention_num_buckets = cfg_int(&c, "relative_attention_num_buckets", 32, 2);
+	o->relative_attention_max_distance = cfg_int(&c, "relative_attention_max_distance", 128, 1);
+	o->layer_norm_epsilon = cfg_num(&c, "layer_norm_epsilon", 1e-6, 1);
+	cfg_str(&c, "feed_forward_proj", "relu", o->feed_forward_proj,
+	    sizeof(o->feed_forward_proj));
+	o->pad_token_id = cfg_int(&c, "pad_token_id", 0, 0);
+	o->eos_token_id = cfg_int(&c, "eos_token_id", 1, 0);
+	if (c.failed)
+		return LQ_FAILED;
+	/* T5Config.__init__: act_info = feed_forward_proj.split("-") */
+	const char *dash = strchr(o->feed_forward_proj, '-');
+	if (dash && (strncmp(o->feed_forward_proj, "gated-", 6) != 0 || strchr(dash + 1, '-')))
+		return cfg_fail(err, path, "feed_forward_proj", "LQ-MODEL-003",
+		    "\"%s\" is not gated-ACT or ACT", o->feed_forward_proj);
+	o->is_gated_act = dash != NULL;
+	snprintf(o->dense_act_fn, sizeof(o->dense_act_fn), "%s",
+	    dash ? dash + 1 : o->feed_forward_proj);
+	if (strcmp(o->feed_forward_proj, "gated-gelu") == 0)
+		snprintf(o->dense_act_fn, sizeof(o->dense_act_fn), "gelu_new");
+	/* Saved configs also carry the derived keys; PretrainedConfig sets them
+	 * from kwargs after __init__, so they win. */
+	o->is_gated_act = cfg_bool(&c, "is_gated_act", o->is_gated_act);
+	char act[32];
+	cfg_str(&c, "dense_act_fn", o->dense_act_fn, act, sizeof(act));
+	snprintf(o->dense_act_fn, sizeof(o->dense_act_fn), "%s", act);
+	if (c.failed)
+		return LQ_FAILED;
+	if (strcmp(o->dense_act_fn, "gelu_new") != 0 && strcmp(o->dense_act_fn, "relu") != 0 &&
+	    strcmp(o->dense_act_fn, "gelu_pytorch_tanh") != 0 && strcmp(o->dense_act_fn, "gelu") != 0)
+		return cfg_fail(err, path, "dense_act_fn", "LQ-MODEL-006",
+		    "activation \"%s\" is not implemented (gelu_new, gelu_pytorch_tanh, gelu, relu)",
+		    o->dense_act_fn);
+	return LQ_OK;
+}
+
+cJSON *
+diffusers_t5_to_json(const struct t5_config *o)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON *a = cJSON_AddArrayToObject(j, "architectures");
+	cJSON_AddItemToArray(a, cJSON_CreateString("T5EncoderModel"));
+	cJSON_AddNumberToObject(j, "classifier_dropout", 0.0);
+	cJSON_AddNumberToObject(j, "d_ff", o->d_ff);
+	cJSON_AddNumberToObject(j, "d_kv", o->d_kv);
+	cJSON_AddNumberToObject(j, "d_model", o->d_model);
+	cJSON_AddNumberToObject(j, "decoder_start_token_id", 0);
+	cJSON_AddStringToObject(j, "dense_act_fn", o->dense_act_fn);
+	cJSON_AddNumberToObject(j, "dropout_rate", 0.0);
+	cJSON_AddNumberToObject(j, "eos_token_id", o->eos_token_id);
+	cJSON_AddStringToObject(j, "feed_forward_proj", o->feed_forward_proj);
+	cJSON_AddNumberToObject(j, "initializer_factor", 1.0);
+	cJSON_AddBoolToObject(j, "is_encoder_decoder", 0);
+	cJSON_AddBoolToObject(j, "is_gated_act", o->is_gated_act);
+	cJSON_AddNumberToObject(j, "layer_norm_epsilon", o->layer_norm_epsilon);
+	cJSON_AddStringToObject(j, "model_type", "t5");
+	cJSON_AddNumberToObject(j, "num_decoder_layers", o->num_layers);
+	cJSON_AddNumberToObject(j, "num_heads", o->num_heads);
+	cJSON_AddNumberToObject(j, "num_layers", o->num_layers);
+	cJSON_AddNumberToObject(j, "pad_token_id", o->pad_token_id);
+	cJSON_AddNumberToObject(j, "relative_attention_max_distance",
+	    o->relative_attention_max_distance);
+	cJSON_AddNumberToObject(j, "relative_attention_num_buckets",
+	    o->relative_attention_num_buckets);
+	cJSON_AddBoolToObject(j, "tie_word_embeddings", 0);
+	cJSON_AddStringToObject(j, "torch_dtype", "float32");
+	cJSON_AddStringToObject(j, "transformers_version", TRANSFORMERS_VERSION);
+	cJSON_AddBoolToObject(j, "use_cache", 0);
+	cJSON_AddNumberToObject(j, "vocab_size", o->vocab_size);
+	return j;
+}
+
+/* ---- tokenizer ---- */
+
+static char *
+file_in(const char *dir, const char *name)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	struct stat sb;
+	if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void
+diffusers_tokenizer_free(struct t5_tokenizer_files *t)
+{
+	free(t->dir);
+	free(t->spiece_model);
+	free(t->tokenizer_json);
+	free(t->tokenizer_config);
+	memset(t, 0, sizeof(*t));
+}
+
+enum lq_status
+diffusers_parse_tokenizer(const char *dir, struct t5_tokenizer_files *o,
+    struct lq_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	o->dir = xstrdup(dir);
+	o->spiece_model = file_in(dir, "spiece.model");
+	o->tokenizer_json = file_in(dir, "tokenizer.json");
+	o->tokenizer_config = file_in(dir, "tokenizer_config.json");
+	o->model_max_length = 512;
+	o->extra_ids = 100;
+	o->legacy = 1;
+	snprintf(o->class_name, sizeof(o->class_name), "T5Tokenizer");
+	if (o->tokenizer_config) {
+		cJSON *j;
+		if (diffusers_load_json(o->tokenizer_config, &j, err) != LQ_OK)
+			goto fail;
+		struct cfg c = {j, o->tokenizer_config, err, 0};
+		cfg_str(&c, "tokenizer_class", "T5Tokenizer", o->class_name,
+		    sizeof(o->class_name));
+		const cJSON *v = cfg_item(&c, "model_max_length");
+		if (v != NULL) {
+			if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1))
+				cfg_bad(&c, "model_max_length", "a positive number");
+			else
+				o->model_max_length = v->valuedouble >= 9.2e18 ? INT64_MAX
+				    : (int64_t)v->valuedouble;
+		}
+		o->extra_ids = cfg_int(&c, "extra_ids", 100, 0);
+		o->legacy = cfg_bool(&c, "legacy", 1);
+		cJSON_Delete(j);
+		if (c.failed)
+			goto fail;
+	}
+	if (strcmp(o->class_name, "T5Tokenizer") != 0 &&
+	    strcmp(o->class_name, "T5TokenizerFast") != 0) {
+		cfg_fail(err, o->tokenizer_config, "tokenizer_class", "LQ-MODEL-002",
+		    "tokenizer class \"%s\" is not supported (T5Tokenizer, T5TokenizerFast)",
+		    o->class_name);
+		goto fail;
+	}
+	if (o->spiece_model == NULL) {
+		cfg_fail(err, dir, NULL, "LQ-MODEL-007",
+		    "tokenizer folder has no spiece.model (latentq tokenizes with SentencePiece%s)",
+		    o->tokenizer_json ? "; tokenizer.json alone is not enough" : "");
+		goto fail;
+	}
+	return LQ_OK;
+fail:
+	diffusers_tokenizer_free(o);
+	return LQ_FAILED;
+}
+
+/* ---- folders ---- */
+
+void
+diffusers_free(struct diffusers_model *m)
+{
+	if (m == NULL)
+		return;
+	struct diffusers_component *cs[] = {&m->transformer, &m->vae, &m->text_encoder,
+	    &m->tokenizer, &m->scheduler};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(cs); i++) {
+		free(cs[i]->dir);
+		free(cs[i]->config_path);
+	}
+	diffusers_tokenizer_free(&m->tokenizer_files);
+	free(m->root);
+	free(m);
+}
+
+/* Fills c from model_index.json's entry `name` and the override. */
+static enum lq_status
+component_locate(const cJSON *index, const char *index_path, const char *root,
+    const char *name, const char *override, struct diffusers_component *c,
+    struct lq_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(index, name);
+	if (override != NULL) {
+		struct stat sb;
+		if (stat(override, &sb) != 0 || !S_ISDIR(sb.st_mode))
+			return cfg_fail(err, override, name, "LQ-MODEL-001",
+			    "%s override is not a folder: %s", name,
+			    errno ? strerror(errno) : "not a directory");
+		c->present = 1;
+		c->dir = xstrdup(override);
+		return LQ_OK;
+	}
+	if (e == NULL || cJSON_IsNull(e))
+		return LQ_OK;
+	const cJSON *lib = cJSON_GetArrayItem(e, 0), *cls = cJSON_GetArrayItem(e, 1);
+	if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2)
+		return cfg_fail(err, index_path, name, "LQ-MODEL-003",
+		    "entry must be [library, class]");
+	if (cJSON_IsNull(lib) && cJSON_IsNull(cls))
+		return LQ_OK;
+	if (!cJSON_IsString(lib) || !cJSON_IsString(cls))
+		return cfg_fail(err, index_path, name, "LQ-MODEL-003",
+		    "entry must be [library, class] strings or [null, null]");
+	snprintf(c->library, sizeof(c->library), "%s", lib->valuestring);
+	snprintf(c->class_name, sizeof(c->class_name), "%s", cls->valuestring);
+	c->present = 1;
+	c->dir = xasprintf("%s/%s", root, name);
+	struct stat sb;
+	if (stat(c->dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return cfg_fail(err, index_path, name, "LQ-MODEL-001",
+		    "model_index.json lists %s but folder %s is missing", name, c->dir);
+	return LQ_OK;
+}
+
+static enum lq_status
+want_class(const struct diffusers_component *c, const char *index_path, const char *name,
+    const char *want, const char *want2, struct lq_error *err)
+{
+	if (c->class_name[0] == '\0' || strcmp(c->class_name, want) == 0 ||
+	    (want2 && strcmp(c->class_name, want2) == 0))
+		return LQ_OK;
+	return cfg_fail(err, index_path, name, "LQ-MODEL-002",
+	    "%s class \"%s\" is not supported (latentq implements %s%s%s)", name,
+	    c->class_name, want, want2 ? ", " : "", want2 ? want2 : "");
+}
+
+static enum lq_status
+load_component_json(struct diffusers_component *c, const char *file, cJSON **j,
+    struct lq_error *err)
+{
+	c->config_path = xasprintf("%s/%s", c->dir, file);
+	return diffusers_load_json(c->config_path, j, err);
+}
+
+enum lq_status
+diffusers_open(const char *dir, const struct diffusers_overrides *ov,
+    struct diffusers_model **out, struct lq_error *err)
+{
+	static const struct diffusers_overrides none;
+	if (ov == NULL)
+		ov = &none;
+	*out = NULL;
+	char *index_path = xasprintf("%s/model_index.json", dir);
+	cJSON *index = NULL, *j = NULL;
+	struct diffusers_model *m = xcalloc(1, sizeof(*m));
+	m->root = xstrdup(dir);
+	if (diffusers_load_json(index_path, &index, err) != LQ_OK)
+		goto fail;
+	const char *pc = json_get_string(index, "_class_name", NULL);
+	if (pc == NULL || strcmp(pc, "LTXPipeline") != 0) {
+		cfg_fail(err, index_path, "_class_name", "LQ-MODEL-002",
+		    "pipeline class \"%s\" is not supported (latentq implements LTXPipeline)",
+		    pc ? pc : "(none)");
+		goto fail;
+	}
+	snprintf(m->pipeline_class, sizeof(m->pipeline_class), "%s", pc);
+	if (component_locate(index, index_path, dir, "transformer", ov->transformer,
+	    &m->transformer, err) != LQ_OK ||
+	    component_locate(index, index_path, dir, "vae", ov->vae, &m->vae, err) != LQ_OK ||
+	    component_locate(index, index_path, dir, "text_encoder", ov->text_encoder,
+	    &m->text_encoder, err) != LQ_OK ||
+	    component_locate(index, index_path, dir, "tokenizer", ov->tokenizer, &m->tokenizer,
+	    err) != LQ_OK ||
+	    component_locate(index, index_path, dir, "scheduler", ov->scheduler, &m->scheduler,
+	    err) != LQ_OK)
+		goto fail;
+	const char *missing = !m->transformer.present ? "transformer"
+	    : !m->vae.present ? "vae" : !m->scheduler.present ? "scheduler" : NULL;
+	if (missing) {
+		cfg_fail(err, index_path, missing, "LQ-MODEL-005",
+		    "the model has no %s (model_index.json lists none and no override names one)",
+		    missing);
+		goto fail;
+	}
+	if (want_class(&m->transformer, index_path, "transformer", "LTXVideoTransformer3DModel",
+	    NULL, err) != LQ_OK ||
+	    want_class(&m->vae, index_path, "vae", "AutoencoderKLLTXVideo", NULL, err) != LQ_OK ||
+	    want_class(&m->text_encoder, index_path, "text_encoder", "T5EncoderModel", NULL,
+	    err) != LQ_OK ||
+	    want_class(&m->tokenizer, index_path, "tokenizer", "T5Tokenizer", "T5TokenizerFast",
+	    err) != LQ_OK ||
+	    want_class(&m->scheduler, index_path, "scheduler", "FlowMatchEulerDiscreteScheduler",
+	    NULL, err) != LQ_OK)
+		goto fail;
+
+	if (load_component_json(&m->transformer, "config.json", &j, err) != LQ_OK ||
+	    diffusers_parse_transformer(j, m->transformer.config_path, &m->transformer_config,
+	    err) != LQ_OK)
+		goto fail;
+	snprintf(m->transformer.class_name, sizeof(m->transformer.class_name),
+	    "LTXVideoTransformer3DModel");
+	cJSON_Delete(j);
+	j = NULL;
+	if (load_component_json(&m->vae, "config.json", &j, err) != LQ_OK ||
+	    diffusers_parse_vae(j, m->vae.config_path, &m->vae_config, err) != LQ_OK)
+		goto fail;
+	snprintf(m->vae.class_name, sizeof(m->vae.class_name), "AutoencoderKLLTXVideo");
+	cJSON_Delete(j);
+	j = NULL;
+	if (m->text_encoder.present) {
+		if (load_component_json(&m->text_encoder, "config.json", &j, err) != LQ_OK ||
+		    diffusers_parse_t5(j, m->text_encoder.config_path, &m->text_encoder_config,
+		    err) != LQ_OK)
+			goto fail;
+		snprintf(m->text_encoder.class_name, sizeof(m->text_encoder.class_name),
+		    "T5EncoderModel");
+		cJSON_Delete(j);
+		j = NULL;
+	}
+	if (m->tokenizer.present) {
+		if (diffusers_parse_tokenizer(m->tokenizer.dir, &m->tokenizer_files, err) != LQ_OK)
+			goto fail;
+		if (m->tokenizer.class_name[0] == '\0')
+			snprintf(m->tokenizer.class_name, sizeof(m->tokenizer.class_name), "%s",
+			    m->tokenizer_files.class_name);
+		if (m->tokenizer_files.tokenizer_config)
+			m->tokenizer.config_path = xstrdup(m->tokenizer_files.tokenizer_config);
+	}
+	/* Scheduler: class check only; the sampler parses the rest. */
+	if (load_component_json(&m->scheduler, "scheduler_config.json", &j, err) != LQ_OK)
+		goto fail;
+	{
+		struct cfg c = {j, m->scheduler.config_path, err, 0};
+		if (check_class(&c, "FlowMatchEulerDiscreteScheduler") != LQ_OK)
+			goto fail;
+		snprintf(m->scheduler.class_name, sizeof(m->scheduler.class_name),
+		    "FlowMatchEulerDiscreteScheduler");
+	}
+	cJSON_Delete(j);
+	cJSON_Delete(index);
+	free(index_path);
+	*out = m;
+	return LQ_OK;
+fail:
+	cJSON_Delete(j);
+	cJSON_Delete(index);
+	free(index_path);
+	diffusers_free(m);
+	return LQ_FAILED;
+}

@@ -1,0 +1,220 @@
+/*
+ * diffusers.h — diffusers-layout model folders and their component configs.
+ *
+ * A folder holds model_index.json ({"_class_name": "LTXPipeline",
+ * "transformer": ["diffusers", "LTXVideoTransformer3DModel"], ...}) and one
+ * subfolder per component.  diffusers_open reads the index and every
+ * component's config into typed structs, filling absent keys with the
+ * defaults the upstream __init__ signatures use (diffusers
+ * transformer_ltx.py LTXVideoTransformer3DModel, autoencoder_kl_ltx.py
+ * AutoencoderKLLTXVideo, transformers configuration_t5.py T5Config).  A
+ * component class latentq does not implement is refused by name.
+ *
+ * Ownership: a `struct diffusers_model` owns every string in it; free it with
+ * diffusers_free.  The config structs are plain values (copy freely).
+ *
+ * Error codes (err->file = the config file, err->field = the key):
+ *   LQ-MODEL-001  config / index missing, unreadable, not JSON, not an object
+ *   LQ-MODEL-002  unsupported class (pipeline or component), named
+ *   LQ-MODEL-003  a key has the wrong type or an impossible value
+ *   LQ-MODEL-004  list lengths disagree (e.g. decoder_layers_per_block)
+ *   LQ-MODEL-005  a required component (transformer, vae, scheduler) is absent
+ *   LQ-MODEL-006  a valid upstream value latentq does not implement (named)
+ *   LQ-MODEL-007  a required file of a component is missing (spiece.model)
+ */
+#ifndef LQ_MODEL_DIFFUSERS_H
+#define LQ_MODEL_DIFFUSERS_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
+
+#define DIFFUSERS_MAX_BLOCKS 8
+
+/* LTXVideoTransformer3DModel (diffusers transformer_ltx.py). */
+struct ltxv_transformer_config {
+	int in_channels;		/* 128 */
+	int out_channels;		/* 128; 0/null in the file means in_channels */
+	int patch_size;			/* 1 (only 1 supported) */
+	int patch_size_t;		/* 1 (only 1 supported) */
+	int num_attention_heads;	/* 32 */
+	int attention_head_dim;		/* 64 */
+	int cross_attention_dim;	/* 2048 */
+	int num_layers;			/* 28 */
+	char activation_fn[32];		/* "gelu-approximate" (or "gelu") */
+	char qk_norm[32];		/* "rms_norm_across_heads" (the only one) */
+	int norm_elementwise_affine;	/* 0 */
+	double norm_eps;		/* 1e-6 */
+	int caption_channels;		/* 4096 */
+	int attention_bias;		/* 1 */
+	int attention_out_bias;		/* 1 */
+	/* derived */
+	int inner_dim;			/* num_attention_heads * attention_head_dim */
+	int ff_inner_dim;		/* 4 * inner_dim (FeedForward mult 4) */
+};
+
+/* One up block of the VAE decoder, in decoder order (LTXVideoUpBlock3d). */
+struct ltxv_vae_up_block {
+	int in_channels, out_channels;	/* out_prev // factor, rev_channels[i] // factor */
+	int num_layers;			/* resnets at out_channels */
+	int has_conv_in;		/* resnet in -> out when they differ */
+	int spatio_temporal_scale;	/* has upsamplers.0 */
+	int inject_noise;
+	int upsample_residual;
+	int upsample_factor;
+	int upsampler_in, upsampler_out;	/* out*factor -> out*8 channels */
+};
+
+/* AutoencoderKLLTXVideo (diffusers autoencoder_kl_ltx.py).  Lists are as
+ * written in config.json (encoder order); n_* are their lengths. */
+struct ltxv_vae_config {
+	int in_channels;		/* 3 */
+	int out_channels;		/* 3 */
+	int latent_channels;		/* 128 */
+	int n_block_out_channels;
+	int block_out_channels[DIFFUSERS_MAX_BLOCKS];		/* 128,256,512,512 */
+	int n_down_block_types;
+	char down_block_types[DIFFUSERS_MAX_BLOCKS][32];	/* LTXVideoDownBlock3D x4 */
+	int n_decoder_block_out_channels;
+	int decoder_block_out_channels[DIFFUSERS_MAX_BLOCKS];	/* 128,256,512,512 */
+	int n_layers_per_block;
+	int layers_per_block[DIFFUSERS_MAX_BLOCKS + 1];		/* 4,3,3,3,4 */
+	int n_decoder_layers_per_block;
+	int decoder_layers_per_block[DIFFUSERS_MAX_BLOCKS + 1];	/* 4,3,3,3,4 */
+	int n_spatio_temporal_scaling;
+	int spatio_temporal_scaling[DIFFUSERS_MAX_BLOCKS];	/* T,T,T,F */
+	int n_decoder_spatio_temporal_scaling;
+	int decoder_spatio_temporal_scaling[DIFFUSERS_MAX_BLOCKS];	/* T,T,T,F */
+	int n_decoder_inject_noise;
+	int decoder_inject_noise[DIFFUSERS_MAX_BLOCKS + 1];	/* F x5 */
+	int n_downsample_type;
+	char downsample_type[DIFFUSERS_MAX_BLOCKS][16];		/* conv x4 */
+	int n_upsample_residual;
+	int upsample_residual[DIFFUSERS_MAX_BLOCKS];		/* F x4 */
+	int n_upsample_factor;
+	int upsample_factor[DIFFUSERS_MAX_BLOCKS];		/* 1 x4 */
+	int timestep_conditioning;	/* 0 */
+	int patch_size;			/* 4 */
+	int patch_size_t;		/* 1 (only 1 supported) */
+	double resnet_norm_eps;		/* 1e-6 */
+	double scaling_factor;		/* 1.0 */
+	int encoder_causal;		/* 1 */
+	int decoder_causal;		/* 0 */
+	/* derived: config value, or patch_size * 2^(number of true in the
+	 * encoder spatio_temporal_scaling) and patch_size_t * 2^(same) */
+	int spatial_compression_ratio;
+	int temporal_compression_ratio;
+	/* derived decoder plan (LTXVideoDecoder3d.__init__), decoder order */
+	int dec_conv_in_out;		/* reversed decoder_block_out_channels[0] */
+	int dec_mid_layers;		/* reversed decoder_layers_per_block[0] */
+	int dec_mid_inject_noise;	/* reversed decoder_inject_noise[0] */
+	int dec_n_up;
+	struct ltxv_vae_up_block dec_up[DIFFUSERS_MAX_BLOCKS];
+	int dec_conv_out_in;		/* last up block's out_channels */
+	int dec_conv_out_out;		/* out_channels * patch_size^2 */
+	int is_ltx_095_encoder;		/* last down_block_types is LTXVideo095DownBlock3D */
+};
+
+/* transformers T5Config, as T5EncoderModel uses it. */
+struct t5_config {
+	int vocab_size;			/* 32128 */
+	int d_model;			/* 512 */
+	int d_kv;			/* 64 */
+	int d_ff;			/* 2048 */
+	int num_layers;			/* 6 */
+	int num_heads;			/* 8 */
+	int relative_attention_num_buckets;	/* 32 */
+	int relative_attention_max_distance;	/* 128 */
+	double layer_norm_epsilon;	/* 1e-6 */
+	char feed_forward_proj[32];	/* "relu" */
+	int is_gated_act;		/* from feed_forward_proj ("gated-..."), or the key */
+	char dense_act_fn[32];		/* "relu"; "gelu_new" for gated-gelu, or the key */
+	int pad_token_id;		/* 0 */
+	int eos_token_id;		/* 1 */
+};
+
+/* T5Tokenizer / T5TokenizerFast folder: files only; the text module loads
+ * them.  Paths are NULL when the file is absent. */
+struct t5_tokenizer_files {
+	char class_name[64];		/* from model_index / tokenizer_config */
+	char *dir;
+	char *spiece_model;		/* <dir>/spiece.model */
+	char *tokenizer_json;		/* <dir>/tokenizer.json */
+	char *tokenizer_config;		/* <dir>/tokenizer_config.json */
+	int64_t model_max_length;	/* tokenizer_config, else 512; huge values kept */
+	int extra_ids;			/* 100 */
+	int legacy;			/* 1 */
+};
+
+/* One component entry: the folder and the class model_index.json names. */
+struct diffusers_component {
+	int present;			/* 0 when absent or [null, null] */
+	char library[32];		/* "diffusers", "transformers" */
+	char class_name[64];
+	char *dir;			/* component folder (override or <root>/<name>) */
+	char *config_path;		/* config.json / scheduler_config.json / NULL */
+};
+
+/* Folders that replace one component each (manifest keys transformer:,
+ * vae:, text_encoder:, tokenizer:, scheduler:); NULL = from the model. */
+struct diffusers_overrides {
+	const char *transformer, *vae, *text_encoder, *tokenizer, *scheduler;
+};
+
+struct diffusers_model {
+	char *root;
+	char pipeline_class[64];	/* "LTXPipeline" */
+	struct diffusers_component transformer, vae, text_encoder, tokenizer, scheduler;
+	struct ltxv_transformer_config transformer_config;
+	struct ltxv_vae_config vae_config;
+	struct t5_config text_encoder_config;	/* valid when text_encoder.present */
+	struct t5_tokenizer_files tokenizer_files;	/* valid when tokenizer.present */
+};
+
+/*
+ * Opens a diffusers folder: reads model_index.json (LTXPipeline only), each
+ * component's config, applies overrides.  transformer and vae are required;
+ * text_encoder and tokenizer may be absent ([null, null]: prompt embeddings
+ * are then supplied by the job); the scheduler config path is recorded and
+ * its class checked (FlowMatchEulerDiscreteScheduler), the sampler module
+ * parses it.  An override folder need not be listed in model_index.json; its
+ * class is read from its config's "_class_name" / "architectures".
+ * On failure returns LQ_FAILED, *out NULL, err as above.
+ */
+enum lq_status diffusers_open(const char *dir, const struct diffusers_overrides *ov,
+    struct diffusers_model **out, struct lq_error *err);
+void diffusers_free(struct diffusers_model *m);
+
+/*
+ * Parse one config (JSON object already read; `path` names it in errors).
+ * Absent keys get upstream defaults; derived fields are computed; a wrong
+ * class (_class_name present and not the expected one) is refused.
+ */
+enum lq_status diffusers_parse_transformer(const cJSON *cfg, const char *path,
+    struct ltxv_transformer_config *out, struct lq_error *err);
+enum lq_status diffusers_parse_vae(const cJSON *cfg, const char *path,
+    struct ltxv_vae_config *out, struct lq_error *err);
+enum lq_status diffusers_parse_t5(const cJSON *cfg, const char *path, struct t5_config *out,
+    struct lq_error *err);
+/* Reads tokenizer_config.json (if any) and finds the files in `dir`; the
+ * struct's strings are owned by it: free with diffusers_tokenizer_free. */
+enum lq_status diffusers_parse_tokenizer(const char *dir, struct t5_tokenizer_files *out,
+    struct lq_error *err);
+void diffusers_tokenizer_free(struct t5_tokenizer_files *t);
+
+/* Same from a file path (reads and parses the JSON). */
+enum lq_status diffusers_load_json(const char *path, cJSON **out, struct lq_error *err);
+
+/*
+ * The config.json diffusers / transformers would write for a config (every
+ * key save_pretrained writes, with "_class_name"/"_diffusers_version" or
+ * "architectures"/"model_type"/"transformers_version").  Caller frees with
+ * cJSON_Delete.  Used by `model synth`.
+ */
+cJSON *diffusers_transformer_to_json(const struct ltxv_transformer_config *c);
+cJSON *diffusers_vae_to_json(const struct ltxv_vae_config *c);
+cJSON *diffusers_t5_to_json(const struct t5_config *c);
+
+#endif

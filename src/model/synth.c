@@ -1,0 +1,458 @@
+/*
+ * synth.c — deterministic random LTX-Video models in diffusers layout (see
+ * synth.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/embed.h"
+#include "core/json.h"
+#include "core/util.h"
+#include "model/expected.h"
+#include "model/safetensors.h"
+#include "model/synth.h"
+
+extern const struct embed_file model_embedded[];
+
+static const struct {
+	const char *name, *transformer, *vae, *t5;
+} presets[] = {
+	{"tiny",
+	    "{\"in_channels\": 16, \"out_channels\": 16, \"num_attention_heads\": 2,"
+	    " \"attention_head_dim\": 16, \"cross_attention_dim\": 32, \"num_layers\": 2,"
+	    " \"caption_channels\": 32}",
+	    "{\"block_out_channels\": [8, 16, 24], \"decoder_block_out_channels\": [8, 16, 24],"
+	    " \"layers_per_block\": [1, 1, 1, 1], \"decoder_layers_per_block\": [1, 2, 1, 1],"
+	    " \"spatio_temporal_scaling\": [true, true, false],"
+	    " \"decoder_spatio_temporal_scaling\": [true, true, false],"
+	    " \"decoder_inject_noise\": [false, false, false, false],"
+	    " \"down_block_types\": [\"LTXVideoDownBlock3D\", \"LTXVideoDownBlock3D\","
+	    " \"LTXVideoDownBlock3D\"], \"downsample_type\": [\"conv\", \"conv\", \"conv\"],"
+	    " \"upsample_residual\": [false, false, false], \"upsample_factor\": [1, 1, 1],"
+	    " \"latent_channels\": 16}",
+	    "{\"vocab_size\": 160, \"d_model\": 32, \"d_kv\": 8, \"d_ff\": 64, \"num_layers\": 2,"
+	    " \"num_heads\": 4, \"feed_forward_proj\": \"gated-gelu\"}"},
+	{"small",
+	    "{\"in_channels\": 16, \"out_channels\": 16, \"num_attention_heads\": 4,"
+	    " \"attention_head_dim\": 32, \"cross_attention_dim\": 128, \"num_layers\": 4,"
+	    " \"caption_channels\": 64}",
+	    "{\"block_out_channels\": [32, 64], \"decoder_block_out_channels\": [32, 64],"
+	    " \"layers_per_block\": [0, 1, 2], \"decoder_layers_per_block\": [0, 2, 2],"
+	    " \"spatio_temporal_scaling\": [true, false],"
+	    " \"decoder_spatio_temporal_scaling\": [true, false],"
+	    " \"decoder_inject_noise\": [false, false, false],"
+	    " \"down_block_types\": [\"LTXVideoDownBlock3D\", \"LTXVideoDownBlock3D\"],"
+	    " \"downsample_type\": [\"conv\", \"conv\"], \"upsample_residual\": [false, false],"
+	    " \"upsample_factor\": [1, 1], \"latent_channels\": 16}",
+	    "{\"vocab_size\": 160, \"d_model\": 64, \"d_kv\": 16, \"d_ff\": 128, \"num_layers\": 2,"
+	    " \"num_heads\": 4, \"feed_forward_proj\": \"gated-gelu\"}"},
+};
+
+int
+model_synth_preset(const char *family, const char *preset,
+    struct ltxv_transformer_config *t, struct ltxv_vae_config *v, struct t5_config *c)
+{
+	if (strcmp(family, "ltxv") != 0)
+		return -1;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(presets); i++) {
+		if (strcmp(preset, presets[i].name) != 0)
+			continue;
+		struct lq_error err;
+		cJSON *j = cJSON_Parse(presets[i].transformer);
+		LQ_ASSERT(diffusers_parse_transformer(j, "preset", t, &err) == LQ_OK);
+		cJSON_Delete(j);
+		j = cJSON_Parse(presets[i].vae);
+		LQ_ASSERT(diffusers_parse_vae(j, "preset", v, &err) == LQ_OK);
+		cJSON_Delete(j);
+		j = cJSON_Parse(presets[i].t5);
+		LQ_ASSERT(diffusers_parse_t5(j, "preset", c, &err) == LQ_OK);
+		cJSON_Delete(j);
+		return 0;
+	}
+	return -1;
+}
+
+/* ---- deterministic weights ---- */
+
+static uint64_t
+splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* uniform in (0, 1) */
+static double
+uniform(uint64_t *s)
+{
+	return ((double)(splitmix64(s) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double
+normal(uint64_t *s)
+{
+	double u1 = uniform(s), u2 = uniform(s);
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+static uint64_t
+fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static int
+ends(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static void
+fill(const struct tensor_spec *sp, uint64_t seed, float *v, size_t n)
+{
+	uint64_t s = seed ^ fnv1a(sp->name);
+	const char *nm = sp->name;
+	for (size_t i = 0; i < n; i++) {
+		double x;
+		if (strcmp(nm, "latents_std") == 0)
+			x = 0.5 + uniform(&s);
+		else if (strcmp(nm, "latents_mean") == 0)
+			x = 0.2 * normal(&s);
+		else if (ends(nm, "timestep_scale_multiplier"))
+			x = 1000.0;
+		else if (ends(nm, ".bias"))
+			x = 0.02 * normal(&s);
+		else if (strstr(nm, "scale_shift_table"))
+			x = normal(&s) / sqrt((double)sp->shape[sp->ndim - 1]);
+		else if (strstr(nm, "per_channel_scale"))
+			x = 0.2 * normal(&s);
+		else if (sp->ndim == 1)	/* norm weights */
+			x = 1.0 + 0.1 * normal(&s);
+		else if (strcmp(nm, "shared.weight") == 0 || strstr(nm, "relative_attention_bias"))
+			x = normal(&s);
+		else {
+			double fan_in = 1;
+			for (int d = 1; d < sp->ndim; d++)
+				fan_in *= (double)sp->shape[d];
+			x = normal(&s) / sqrt(fan_in);
+		}
+		v[i] = (float)x;
+	}
+}
+
+/* ---- files ---- */
+
+static enum lq_status
+io_fail(struct lq_error *err, const char *path, const char *what)
+{
+	error_set(err, LQ_FAILED, "LQ-MODEL-031", "%s: %s", what, strerror(errno));
+	error_set_where(err, path, 0, 0);
+	return LQ_FAILED;
+}
+
+static enum lq_status
+write_bytes(const char *path, const void *data, size_t n, struct lq_error *err)
+{
+	FILE *fp = fopen(path, "wb");
+	if (fp == NULL)
+		return io_fail(err, path, "cannot create");
+	int ok = fwrite(data, 1, n, fp) == n;
+	if (fclose(fp) != 0 || !ok)
+		return io_fail(err, path, "cannot write");
+	return LQ_OK;
+}
+
+static void
+newline(struct strbuf *sb, int depth)
+{
+	strbuf_append(sb, "\n", 1);
+	for (int i = 0; i < depth; i++)
+		strbuf_append(sb, "  ", 2);
+}
+
+/* Re-indents compact JSON the way Python's json.dumps(indent=2) does. */
+static void
+reindent(const char *t, struct strbuf *sb)
+{
+	int depth = 0, in_str = 0;
+	for (const char *p = t; *p; p++) {
+		char c = *p;
+		if (in_str) {
+			strbuf_append(sb, p, 1);
+			if (c == '\\' && p[1]) {
+				strbuf_append(sb, ++p, 1);
+			} else if (c == '"') {
+				in_str = 0;
+			}
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = 1;
+			strbuf_append(sb, p, 1);
+			break;
+		case '{':
+		case '[':
+			strbuf_append(sb, p, 1);
+			if (p[1] == (c == '{' ? '}' : ']')) {
+				strbuf_append(sb, ++p, 1);
+				break;
+			}
+			newline(sb, ++depth);
+			break;
+		case '}':
+		case ']':
+			newline(sb, --depth);
+			strbuf_append(sb, p, 1);
+			break;
+		case ',':
+			strbuf_append(sb, ",", 1);
+			newline(sb, depth);
+			break;
+		case ':':
+			strbuf_append(sb, ": ", 2);
+			break;
+		default:
+			strbuf_append(sb, p, 1);
+		}
+	}
+}
+
+/* JSON as save_pretrained writes it: keys sorted, 2-space indent, newline. */
+static enum lq_status
+write_json(const char *dir, const char *name, cJSON *j, struct lq_error *err)
+{
+	json_sort_keys(j);
+	char *text = cJSON_PrintUnformatted(j);
+	char *path = xasprintf("%s/%s", dir, name);
+	struct strbuf sb = {0};
+	reindent(text, &sb);
+	strbuf_append(&sb, "\n", 1);
+	enum lq_status rc = write_bytes(path, sb.buf, sb.len, err);
+	free(sb.buf);
+	free(text);
+	free(path);
+	cJSON_Delete(j);
+	return rc;
+}
+
+static enum lq_status
+make_dir(const char *path, struct lq_error *err)
+{
+	if (mkdir(path, 0777) != 0 && errno != EEXIST)
+		return io_fail(err, path, "cannot create folder");
+	return LQ_OK;
+}
+
+static enum lq_status
+write_weights(const char *path, const struct tensor_table *t, uint64_t seed,
+    struct lq_error *err)
+{
+	struct st_writer *w = st_writer_new();
+	st_writer_set_metadata(w, "format", "pt");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct tensor_spec *sp = &t->specs[i];
+		/* tied duplicates (T5 encoder.embed_tokens) are not saved */
+		if ((sp->flags & TENSOR_SPEC_OPTIONAL) && !(sp->flags & TENSOR_SPEC_UNUSED))
+			continue;
+		size_t n = 1;
+		for (int d = 0; d < sp->ndim; d++)
+			n *= (size_t)sp->shape[d];
+		float *v = xmalloc((n ? n : 1) * sizeof(float));
+		fill(sp, seed, v, n);
+		st_writer_add(w, sp->name, ST_F32, sp->ndim, sp->shape, v);
+		free(v);
+	}
+	enum lq_status rc = st_writer_write(w, path, err);
+	st_writer_free(w);
+	return rc;
+}
+
+static cJSON *
+pair(const char *lib, const char *cls)
+{
+	cJSON *a = cJSON_CreateArray();
+	cJSON_AddItemToArray(a, cJSON_CreateString(lib));
+	cJSON_AddItemToArray(a, cJSON_CreateString(cls));
+	return a;
+}
+
+static cJSON *
+special_token(const char *content)
+{
+	cJSON *t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "content", content);
+	cJSON_AddBoolToObject(t, "lstrip", 0);
+	cJSON_AddBoolToObject(t, "normalized", 0);
+	cJSON_AddBoolToObject(t, "rstrip", 0);
+	cJSON_AddBoolToObject(t, "single_word", 0);
+	return t;
+}
+
+static enum lq_status
+write_tokenizer(const char *dir, struct lq_error *err)
+{
+	const struct embed_file *sp = embed_find(model_embedded, "spiece.model");
+	LQ_ASSERT(sp != NULL);
+	char *p = xasprintf("%s/spiece.model", dir);
+	enum lq_status rc = write_bytes(p, sp->data, sp->size, err);
+	free(p);
+	if (rc != LQ_OK)
+		return rc;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddItemToObject(j, "eos_token", special_token("</s>"));
+	cJSON_AddItemToObject(j, "pad_token", special_token("<pad>"));
+	cJSON_AddItemToObject(j, "unk_token", special_token("<unk>"));
+	if (write_json(dir, "special_tokens_map.json", j, err) != LQ_OK)
+		return LQ_FAILED;
+	j = cJSON_CreateObject();
+	cJSON_AddBoolToObject(j, "add_prefix_space", 1);
+	cJSON *dec = cJSON_AddObjectToObject(j, "added_tokens_decoder");
+	const char *sp3[3] = {"<pad>", "</s>", "<unk>"};
+	for (int i = 0; i < 3; i++) {
+		cJSON *t = special_token(sp3[i]);
+		cJSON_AddBoolToObject(t, "special", 1);
+		char k[4];
+		snprintf(k, sizeof(k), "%d", i);
+		cJSON_AddItemToObject(dec, k, t);
+	}
+	cJSON_AddArrayToObject(j, "additional_special_tokens");
+	cJSON_AddBoolToObject(j, "clean_up_tokenization_spaces", 1);
+	cJSON_AddStringToObject(j, "eos_token", "</s>");
+	cJSON_AddNumberToObject(j, "extra_ids", 0);
+	cJSON_AddBoolToObject(j, "legacy", 1);
+	cJSON_AddNumberToObject(j, "model_max_length", 128);
+	cJSON_AddStringToObject(j, "pad_token", "<pad>");
+	cJSON_AddObjectToObject(j, "sp_model_kwargs");
+	cJSON_AddStringToObject(j, "tokenizer_class", "T5Tokenizer");
+	cJSON_AddStringToObject(j, "unk_token", "<unk>");
+	return write_json(dir, "tokenizer_config.json", j, err);
+}
+
+static cJSON *
+scheduler_json(void)
+{
+	/* LTX-Video 0.9.0 / 0.9.1 scheduler (diffusers conversion script) */
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "_class_name", "FlowMatchEulerDiscreteScheduler");
+	cJSON_AddStringToObject(j, "_diffusers_version", "0.40.0.dev0");
+	cJSON_AddNumberToObject(j, "base_image_seq_len", 1024);
+	cJSON_AddNumberToObject(j, "base_shift", 0.95);
+	cJSON_AddBoolToObject(j, "invert_sigmas", 0);
+	cJSON_AddNumberToObject(j, "max_image_seq_len", 4096);
+	cJSON_AddNumberToObject(j, "max_shift", 2.05);
+	cJSON_AddNumberToObject(j, "num_train_timesteps", 1000);
+	cJSON_AddNumberToObject(j, "shift", 1.0);
+	cJSON_AddNumberToObject(j, "shift_terminal", 0.1);
+	cJSON_AddBoolToObject(j, "stochastic_sampling", 0);
+	cJSON_AddStringToObject(j, "time_shift_type", "exponential");
+	cJSON_AddBoolToObject(j, "use_beta_sigmas", 0);
+	cJSON_AddBoolToObject(j, "use_dynamic_shifting", 1);
+	cJSON_AddBoolToObject(j, "use_exponential_sigmas", 0);
+	cJSON_AddBoolToObject(j, "use_karras_sigmas", 0);
+	return j;
+}
+
+enum lq_status
+model_synth(const char *dir, const char *family, const char *preset, uint64_t seed,
+    struct lq_error *err)
+{
+	struct ltxv_transformer_config tc;
+	struct ltxv_vae_config vc;
+	struct t5_config cc;
+	if (model_synth_preset(family, preset, &tc, &vc, &cc) != 0) {
+		error_set(err, LQ_FAILED, "LQ-MODEL-030", "no preset \"%s\" for family \"%s\"",
+		    preset, family);
+		error_set_hint(err, "family ltxv, preset tiny or small");
+		return LQ_FAILED;
+	}
+	if (make_dir(dir, err) != LQ_OK)
+		return LQ_FAILED;
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return io_fail(err, dir, "cannot open folder");
+	struct dirent *de;
+	int empty = 1;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			empty = 0;
+	closedir(d);
+	if (!empty) {
+		error_set(err, LQ_FAILED, "LQ-MODEL-031", "folder is not empty");
+		error_set_where(err, dir, 0, 0);
+		error_set_hint(err, "give a new or empty folder");
+		return LQ_FAILED;
+	}
+	const char *subs[] = {"transformer", "vae", "text_encoder", "tokenizer", "scheduler"};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(subs); i++) {
+		char *p = xasprintf("%s/%s", dir, subs[i]);
+		enum lq_status rc = make_dir(p, err);
+		free(p);
+		if (rc != LQ_OK)
+			return rc;
+	}
+	cJSON *idx = cJSON_CreateObject();
+	cJSON_AddStringToObject(idx, "_class_name", "LTXPipeline");
+	cJSON_AddStringToObject(idx, "_diffusers_version", "0.40.0.dev0");
+	cJSON_AddItemToObject(idx, "scheduler", pair("diffusers", "FlowMatchEulerDiscreteScheduler"));
+	cJSON_AddItemToObject(idx, "text_encoder", pair("transformers", "T5EncoderModel"));
+	cJSON_AddItemToObject(idx, "tokenizer", pair("transformers", "T5Tokenizer"));
+	cJSON_AddItemToObject(idx, "transformer", pair("diffusers", "LTXVideoTransformer3DModel"));
+	cJSON_AddItemToObject(idx, "vae", pair("diffusers", "AutoencoderKLLTXVideo"));
+	if (write_json(dir, "model_index.json", idx, err) != LQ_OK)
+		return LQ_FAILED;
+
+	struct tensor_table t = {0};
+	enum lq_status rc = LQ_OK;
+	char *sub = xasprintf("%s/transformer", dir);
+	char *wp = xasprintf("%s/diffusion_pytorch_model.safetensors", sub);
+	expected_ltxv_transformer(&tc, &t);
+	if (write_json(sub, "config.json", diffusers_transformer_to_json(&tc), err) != LQ_OK ||
+	    write_weights(wp, &t, seed, err) != LQ_OK)
+		rc = LQ_FAILED;
+	free(sub);
+	free(wp);
+	if (rc == LQ_OK) {
+		sub = xasprintf("%s/vae", dir);
+		wp = xasprintf("%s/diffusion_pytorch_model.safetensors", sub);
+		expected_ltxv_vae(&vc, &t);
+		if (write_json(sub, "config.json", diffusers_vae_to_json(&vc), err) != LQ_OK ||
+		    write_weights(wp, &t, seed, err) != LQ_OK)
+			rc = LQ_FAILED;
+		free(sub);
+		free(wp);
+	}
+	if (rc == LQ_OK) {
+		sub = xasprintf("%s/text_encoder", dir);
+		wp = xasprintf("%s/model.safetensors", sub);
+		expected_t5_encoder(&cc, &t);
+		if (write_json(sub, "config.json", diffusers_t5_to_json(&cc), err) != LQ_OK ||
+		    write_weights(wp, &t, seed, err) != LQ_OK)
+			rc = LQ_FAILED;
+		free(sub);
+		free(wp);
+	}
+	tensor_table_free(&t);
+	if (rc == LQ_OK) {
+		sub = xasprintf("%s/tokenizer", dir);
+		rc = write_tokenizer(sub, err);
+		free(sub);
+	}
+	if (rc == LQ_OK) {
+		sub = xasprintf("%s/scheduler", dir);
+		rc = write_json(sub, "scheduler_config.json", scheduler_json(), err);
+		free(sub);
+	}
+	return rc;
+}

@@ -1,0 +1,52 @@
+/*
+ * synth.h — `latentq model synth`: a complete diffusers-layout LTX-Video
+ * model with deterministic random weights.
+ *
+ * The folder holds model_index.json (LTXPipeline), transformer/, vae/,
+ * text_encoder/ (T5EncoderModel), tokenizer/ (T5Tokenizer: spiece.model,
+ * tokenizer_config.json, special_tokens_map.json) and scheduler/
+ * (FlowMatchEulerDiscreteScheduler, LTX 0.9.0-style dynamic shifting).
+ * Configs carry every key diffusers / transformers save_pretrained writes
+ * (diffusers_*_to_json); the weights are exactly the tensors of the
+ * expected tables (expected.h; the VAE encoder included, T5's tied
+ * encoder.embed_tokens left out as save_pretrained does), F32.
+ *
+ * The tokenizer's spiece.model is compiled into the binary: a 160-piece
+ * unigram SentencePiece model with T5's special ids, reproducible with
+ * tools/spm/make-spiece.sh from tools/spm/corpus.txt.
+ *
+ * Weights: tensor `name` draws from a splitmix64 stream seeded by
+ * (seed, FNV-1a of name), Box-Muller normals; linear/conv weights
+ * N(0, 1/fan_in), biases 0.02 N, norm weights 1 + 0.1 N, scale_shift_table
+ * N / sqrt(dim), embeddings N(0, 1), VAE per_channel_scale 0.2 N,
+ * latents_mean 0.2 N, latents_std 0.5 + U(0, 1), timestep_scale_multiplier
+ * 1000.  Same (preset, seed) -> byte-identical files.
+ *
+ * Presets ("tiny", "small"): tiny has the goldens' shapes (transformer
+ * 2 layers x 2 heads x 16, VAE 8/16/24 channels with compression 16/4,
+ * T5 d_model 32); small has the demo model's (4 layers x 4 heads x 32,
+ * VAE 32/64 with compression 8/2, T5 d_model 64).
+ */
+#ifndef LQ_MODEL_SYNTH_H
+#define LQ_MODEL_SYNTH_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "model/diffusers.h"
+
+/* Fills the configs of a preset; returns -1 for an unknown family/preset. */
+int model_synth_preset(const char *family, const char *preset,
+    struct ltxv_transformer_config *transformer, struct ltxv_vae_config *vae,
+    struct t5_config *text_encoder);
+
+/*
+ * Writes the model into `dir` (created if missing; must be empty if it
+ * exists).  Errors: LQ-MODEL-030 unknown family or preset, LQ-MODEL-031
+ * folder not empty / cannot be created or written (err names the path).
+ * On failure the partly written folder is left for inspection.
+ */
+enum lq_status model_synth(const char *dir, const char *family, const char *preset,
+    uint64_t seed, struct lq_error *err);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * latents.c — LTXPipeline's latent packing, pre-decode mixing and video
+ * post-processing on the CPU (see latents.h for the upstream formulas).
+ */
+/* No FMA contraction: every operation rounds once, as upstream's do. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "sampler/latents.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "sampler/rng.h"
+
+static void
+check_shape(const struct latents_shape *sh)
+{
+	LQ_ASSERT(sh->batch >= 1 && sh->channels >= 1 && sh->frames >= 1 &&
+	    sh->height >= 1 && sh->width >= 1);
+	LQ_ASSERT(sh->patch_size >= 1 && sh->patch_size_t >= 1);
+	LQ_ASSERT(sh->frames % sh->patch_size_t == 0);
+	LQ_ASSERT(sh->height % sh->patch_size == 0);
+	LQ_ASSERT(sh->width % sh->patch_size == 0);
+}
+
+int64_t
+latents_seq_len(const struct latents_shape *sh)
+{
+	return (sh->frames / sh->patch_size_t) * (sh->height / sh->patch_size) *
+	    (sh->width / sh->patch_size);
+}
+
+int64_t
+latents_token_dim(const struct latents_shape *sh)
+{
+	return sh->channels * sh->patch_size_t * sh->patch_size *
+	    sh->patch_size;
+}
+
+size_t
+latents_numel(const struct latents_shape *sh)
+{
+	return (size_t)(sh->batch * sh->channels * sh->frames * sh->height *
+	    sh->width);
+}
+
+/*
+ * Walks every element once and hands the unpacked and packed flat indices
+ * to the copy: pack copies unpacked -> packed, unpack the reverse.
+ */
+static void
+pack_walk(const struct latents_shape *sh, const float *in, float *out,
+    int to_packed)
+{
+	int64_t B = sh->batch, C = sh->channels, F = sh->frames;
+	int64_t H = sh->height, W = sh->width;
+	int64_t p = sh->patch_size, pt = sh->patch_size_t;
+	int64_t Hp = H / p, Wp = W / p;
+	int64_t S = latents_seq_len(sh), D = latents_token_dim(sh);
+	int64_t b, c, f, h, w, tok, d;
+	size_t u, k;
+
+	check_shape(sh);
+	for (b = 0; b < B; b++)
+		for (c = 0; c < C; c++)
+			for (f = 0; f < F; f++)
+				for (h = 0; h < H; h++)
+					for (w = 0; w < W; w++) {
+		u = (size_t)((((b * C + c) * F + f) * H + h) * W + w);
+		tok = ((f / pt) * Hp + h / p) * Wp + w / p;
+		d = ((c * pt + f % pt) * p + h % p) * p + w % p;
+		k = (size_t)((b * S + tok) * D + d);
+		if (to_packed)
+			out[k] = in[u];
+		else
+			out[u] = in[k];
+					}
+}
+
+void
+latents_pack(const struct latents_shape *sh, const float *in, float *out)
+{
+	pack_walk(sh, in, out, 1);
+}
+
+void
+latents_unpack(const struct latents_shape *sh, const float *in, float *out)
+{
+	pack_walk(sh, in, out, 0);
+}
+
+void
+latents_init_noise(const struct latents_shape *sh, uint64_t seed,
+    float *packed)
+{
+	size_t n = latents_numel(sh);
+	float *tmp = xmalloc(n * sizeof(float));
+
+	rng_fill_normal(seed, RNG_PURPOSE_INITIAL_LATENTS, 0, tmp, n);
+	latents_pack(sh, tmp, packed);
+	free(tmp);
+}
+
+static void
+format_dims(char *buf, size_t size, int ndim, const int64_t *dims)
+{
+	size_t len = 0;
+	int k;
+
+	len += (size_t)snprintf(buf, size, "[");
+	for (k = 0; k < ndim && len < size; k++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%lld",
+		    k ? ", " : "", (long long)dims[k]);
+	if (len < size)
+		snprintf(buf + len, size - len, "]");
+}
+
+enum lq_status
+latents_import(const struct latents_shape *sh, int ndim, const int64_t *dims,
+    const float *data, float *packed, struct lq_error *err)
+{
+	int64_t want_packed[3], want_unpacked[5];
+	char given[128], a[64], b[96];
+
+	want_packed[0] = sh->batch;
+	want_packed[1] = latents_seq_len(sh);
+	want_packed[2] = latents_token_dim(sh);
+	want_unpacked[0] = sh->batch;
+	want_unpacked[1] = sh->channels;
+	want_unpacked[2] = sh->frames;
+	want_unpacked[3] = sh->height;
+	want_unpacked[4] = sh->width;
+	if (ndim == 3 && memcmp(dims, want_packed, sizeof(want_packed)) == 0) {
+		memcpy(packed, data, latents_numel(sh) * sizeof(float));
+		return LQ_OK;
+	}
+	if (ndim == 5 &&
+	    memcmp(dims, want_unpacked, sizeof(want_unpacked)) == 0) {
+		latents_pack(sh, data, packed);
+		return LQ_OK;
+	}
+	format_dims(given, sizeof(given), ndim, dims);
+	format_dims(a, sizeof(a), 3, want_packed);
+	format_dims(b, sizeof(b), 5, want_unpacked);
+	return error_set(err, LQ_FAILED, "LQ-LAT-001",
+	    "latents of shape %s do not fit this job: expected packed "
+	    "[B, S, D] = %s or [B, C, F, H, W] = %s", given, a, b);
+}
+
+int64_t
+latents_find_nonfinite(const float *x, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return (int64_t)i;
+	return -1;
+}
+
+void
+latents_denormalize(const struct latents_shape *sh, float *x,
+    const float *latents_mean, const float *latents_std,
+    double scaling_factor)
+{
+	size_t spatial = (size_t)(sh->frames * sh->height * sh->width);
+	float sf = (float)scaling_factor, v;
+	int64_t b, c;
+	size_t i;
+	float *px;
+
+	for (b = 0; b < sh->batch; b++)
+		for (c = 0; c < sh->channels; c++) {
+			px = x + (size_t)(b * sh->channels + c) * spatial;
+			for (i = 0; i < spatial; i++) {
+				v = px[i] * latents_std[c];
+				v = v / sf;
+				px[i] = v + latents_mean[c];
+			}
+		}
+}
+
+void
+latents_mix_noise(float *x, const float *noise, size_t batch,
+    size_t per_sample, const float *decode_noise_scale)
+{
+	float s, keep, a, b;
+	size_t bi, i, k;
+
+	for (bi = 0; bi < batch; bi++) {
+		s = decode_noise_scale[bi];
+		keep = 1.0f - s;
+		for (i = 0; i < per_sample; i++) {
+			k = bi * per_sample + i;
+			a = keep * x[k];
+			b = s * noise[k];
+			x[k] = a + b;
+		}
+	}
+}
+
+static uint8_t
+to_uint8(float v)
+{
+	float s = v * 255.0f;
+
+	/* rintf rounds half to even in the default rounding mode, as
+	 * np.round does; clamp guards the cast only (v is in [0, 1]). */
+	s = rintf(s);
+	if (!(s >= 0.0f))
+		s = 0.0f;
+	if (s > 255.0f)
+		s = 255.0f;
+	return (uint8_t)s;
+}
+
+void
+latents_postprocess_video(const float *raw, int64_t batch, int64_t frames,
+    int64_t height, int64_t width, float *video_np, uint8_t *video_uint8)
+{
+	size_t plane = (size_t)(frames * height * width);
+	size_t b, ch, i, k;
+	float v;
+
+	for (b = 0; b < (size_t)batch; b++)
+		for (ch = 0; ch < 3; ch++)
+			for (i = 0; i < plane; i++) {
+				v = raw[(b * 3 + ch) * plane + i];
+				v = v * 0.5f;
+				v = v + 0.5f;
+				/* torch.clamp keeps NaN; so do we */
+				if (v < 0.0f)
+					v = 0.0f;
+				if (v > 1.0f)
+					v = 1.0f;
+				k = (b * plane + i) * 3 + ch;
+				if (video_np != NULL)
+					video_np[k] = v;
+				if (video_uint8 != NULL)
+					video_uint8[k] = to_uint8(v);
+			}
+}
+
+void
+latents_video_to_uint8(const float *video_np, size_t n, uint8_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = to_uint8(video_np[i]);
+}

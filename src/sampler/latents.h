@@ -1,0 +1,110 @@
+/*
+ * latents.h — the latent and video tensor plumbing of LTXPipeline
+ * (diffusers 58eb52c0, pipelines/ltx/pipeline_ltx.py and
+ * video_processor.py): packing to transformer tokens and back, the
+ * pre-decode denormalisation and noise mix, and the post-processing to
+ * float frames and uint8 pixels.
+ *
+ * All tensors are dense row-major float32 (uint8 for pixels), in shapes named
+ * as upstream names them.  Buffers are caller-owned and borrowed; outputs
+ * must not alias inputs unless a function says it works in place.
+ * Arithmetic is float32 with one rounding per upstream tensor operation.
+ */
+#ifndef LQ_SAMPLER_LATENTS_H
+#define LQ_SAMPLER_LATENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+/*
+ * Unpacked latent geometry [B, C, F, H, W] and the transformer's patch
+ * sizes (p over H and W, p_t over F).  F % p_t == H % p == W % p == 0.
+ * Packed: [B, S, D] with S = (F/p_t)(H/p)(W/p) tokens, token
+ * n = (f'*(H/p) + h')*(W/p) + w' (frame slowest), D = C*p_t*p*p with
+ * channel index d = ((c*p_t + dt)*p + dh)*p + dw (c slowest).
+ */
+struct latents_shape {
+	int64_t batch, channels, frames, height, width;
+	int64_t patch_size, patch_size_t;
+};
+
+/* Tokens S and features D of the packed form. */
+int64_t latents_seq_len(const struct latents_shape *sh);
+int64_t latents_token_dim(const struct latents_shape *sh);
+/* B*C*F*H*W (== B*S*D). */
+size_t latents_numel(const struct latents_shape *sh);
+
+/* LTXPipeline._pack_latents: [B, C, F, H, W] -> [B, S, D]. */
+void latents_pack(const struct latents_shape *sh, const float *in, float *out);
+
+/* LTXPipeline._unpack_latents: [B, S, D] -> [B, C, F, H, W] (exact
+ * inverse of latents_pack). */
+void latents_unpack(const struct latents_shape *sh, const float *in,
+    float *out);
+
+/*
+ * Initial latents from latentq's counter-based noise (rng.h): the normals
+ * normal(seed, RNG_PURPOSE_INITIAL_LATENTS, i) for i = 0 .. numel-1 fill
+ * the UNPACKED tensor [B, C, F, H, W] in row-major order (as diffusers'
+ * prepare_latents draws randn in that shape before packing), which is then
+ * packed into `packed` [B, S, D].  Allocates one temporary of numel floats.
+ */
+void latents_init_noise(const struct latents_shape *sh, uint64_t seed,
+    float *packed);
+
+/*
+ * Supplied initial latents (`latents: FILE`, diffusers' latents=): accepts
+ * float32 data either packed [B, S, D] (copied as is) or unpacked
+ * [B, C, F, H, W] (packed), and writes packed [B, S, D] to `packed`.
+ * Any other shape fails with LQ_FAILED, code LQ-LAT-001, a message naming
+ * the shape given and the two accepted; `packed` is then untouched.
+ */
+enum lq_status latents_import(const struct latents_shape *sh, int ndim,
+    const int64_t *dims, const float *data, float *packed,
+    struct lq_error *err);
+
+/*
+ * Index of the first NaN or infinity in x[0..n-1], or -1 if all are
+ * finite (the per-step guard).
+ */
+int64_t latents_find_nonfinite(const float *x, size_t n);
+
+/*
+ * LTXPipeline._denormalize_latents, in place on [B, C, F, H, W]:
+ * x = x * latents_std[c] / scaling_factor + latents_mean[c]  (float32,
+ * three roundings; scaling_factor rounded to float32 as torch does with a
+ * Python float).  mean and std have C values (the VAE's latents_mean /
+ * latents_std buffers).
+ */
+void latents_denormalize(const struct latents_shape *sh, float *x,
+    const float *latents_mean, const float *latents_std,
+    double scaling_factor);
+
+/*
+ * Timestep-conditioned decode noise, in place on [B, per_sample]:
+ * x = (1 - s[b]) * x + s[b] * noise with s[b] = decode_noise_scale of
+ * sample b as a float32 tensor (1 - s in float32), as LTXPipeline does
+ * before vae.decode.  noise has the same shape as x.  Upstream's defaults:
+ * decode_noise_scale = decode_timestep when None; VAEs without
+ * timestep_conditioning get no noise (do not call this).
+ */
+void latents_mix_noise(float *x, const float *noise, size_t batch,
+    size_t per_sample, const float *decode_noise_scale);
+
+/*
+ * Video post-processing (VideoProcessor.postprocess_video, output "np"):
+ * decoder output raw [B, 3, F, H, W] -> video_np [B, F, H, W, 3] =
+ * clamp(x * 0.5 + 0.5, 0, 1).  video_np may be NULL when only pixels are
+ * wanted.  video_uint8 (may be NULL) [B, F, H, W, 3] = round(video_np * 255)
+ * with float32 multiply and round-half-to-even, as numpy_to_pil.
+ */
+void latents_postprocess_video(const float *raw, int64_t batch,
+    int64_t frames, int64_t height, int64_t width, float *video_np,
+    uint8_t *video_uint8);
+
+/* video_uint8 from video_np, n values: (uint8)rint(v * 255.0f). */
+void latents_video_to_uint8(const float *video_np, size_t n, uint8_t *out);
+
+#endif

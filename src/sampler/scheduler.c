@@ -1,0 +1,533 @@
+/*
+ * scheduler.c — FlowMatchEulerDiscreteScheduler's schedule, Euler step and
+ * LTXPipeline's classifier-free guidance, reproducing upstream's float32 /
+ * float64 arithmetic one operation at a time (see scheduler.h).
+ *
+ * Why each expression is split into single operations: upstream evaluates
+ * every NumPy / torch operation with one rounding.  A C compiler allowed to
+ * contract a*b + c into an FMA would round once instead of twice and drift
+ * from the goldens in the last bit (test-scheduler fails if it does); the
+ * pragmas below forbid it even under -std=gnu11 -march=native, and one
+ * operation per statement keeps the intent visible.
+ */
+/* No FMA contraction: every operation rounds once, as upstream's do. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "sampler/scheduler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/util.h"
+
+#define SCHED_CLASS_NAME "FlowMatchEulerDiscreteScheduler"
+
+void
+scheduler_config_init(struct scheduler_config *cfg)
+{
+	cfg->num_train_timesteps = 1000;
+	cfg->shift = 1.0;
+	cfg->use_dynamic_shifting = false;
+	cfg->base_shift = 0.5;
+	cfg->max_shift = 1.15;
+	cfg->base_image_seq_len = 256;
+	cfg->max_image_seq_len = 4096;
+	cfg->shift_terminal = 0.0;
+	cfg->time_shift_type = SCHEDULER_TIME_SHIFT_EXPONENTIAL;
+}
+
+static enum lq_status
+config_error(struct lq_error *err, const char *path, const char *code,
+    const char *key, const char *hint, const char *fmt, const char *detail)
+{
+	error_set(err, LQ_FAILED, code, fmt, key, detail);
+	error_set_where(err, path, 0, 0);
+	error_set_field(err, "%s", key);
+	if (hint != NULL)
+		error_set_hint(err, "%s", hint);
+	return LQ_FAILED;
+}
+
+static const char *
+json_type_name(const cJSON *v)
+{
+	if (cJSON_IsNull(v))
+		return "null";
+	if (cJSON_IsBool(v))
+		return "a boolean";
+	if (cJSON_IsNumber(v))
+		return "a number";
+	if (cJSON_IsString(v))
+		return "a string";
+	if (cJSON_IsArray(v))
+		return "an array";
+	return "an object";
+}
+
+/* A boolean key; *out keeps its default when absent. */
+static enum lq_status
+get_bool(const cJSON *json, const char *path, const char *key, bool *out,
+    struct lq_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, key);
+
+	if (v == NULL)
+		return LQ_OK;
+	if (!cJSON_IsBool(v))
+		return config_error(err, path, "LQ-SCHED-001", key, NULL,
+		    "%s must be true or false, not %s", json_type_name(v));
+	*out = cJSON_IsTrue(v);
+	return LQ_OK;
+}
+
+/* A number key (null allowed only if null_ok; then *is_null is set). */
+static enum lq_status
+get_number(const cJSON *json, const char *path, const char *key, double *out,
+    bool null_ok, bool *is_null, struct lq_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, key);
+
+	if (is_null != NULL)
+		*is_null = false;
+	if (v == NULL)
+		return LQ_OK;
+	if (null_ok && cJSON_IsNull(v)) {
+		*is_null = true;
+		return LQ_OK;
+	}
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+		return config_error(err, path, "LQ-SCHED-001", key, NULL,
+		    "%s must be a finite number, not %s", json_type_name(v));
+	*out = v->valuedouble;
+	return LQ_OK;
+}
+
+/* An integer key in [min, 2^53]. */
+static enum lq_status
+get_int(const cJSON *json, const char *path, const char *key, int64_t *out,
+    int64_t min, struct lq_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, key);
+	char detail[64];
+
+	if (v == NULL)
+		return LQ_OK;
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+	    !(fabs(v->valuedouble) <= 9007199254740992.0))
+		return config_error(err, path, "LQ-SCHED-001", key, NULL,
+		    "%s must be an integer, not %s",
+		    cJSON_IsNumber(v) ? "a fraction" : json_type_name(v));
+	if (v->valuedouble < (double)min) {
+		snprintf(detail, sizeof(detail), "%.17g", v->valuedouble);
+		return config_error(err, path, "LQ-SCHED-002", key, NULL,
+		    "%s is %s; it must be at least 1", detail);
+	}
+	*out = (int64_t)v->valuedouble;
+	return LQ_OK;
+}
+
+/* Options upstream has and latentq does not implement: refused when set. */
+static const struct {
+	const char *key;
+	const char *what;
+} unimplemented_bools[] = {
+	{ "use_karras_sigmas", "Karras sigmas" },
+	{ "use_exponential_sigmas", "exponential sigmas" },
+	{ "use_beta_sigmas", "beta sigmas" },
+	{ "stochastic_sampling", "stochastic sampling" },
+	{ "invert_sigmas", "inverted sigmas (Mochi)" },
+};
+
+static const char *const known_keys[] = {
+	"num_train_timesteps", "shift", "use_dynamic_shifting", "base_shift",
+	"max_shift", "base_image_seq_len", "max_image_seq_len",
+	"shift_terminal", "time_shift_type", "use_karras_sigmas",
+	"use_exponential_sigmas", "use_beta_sigmas", "stochastic_sampling",
+	"invert_sigmas",
+};
+
+enum lq_status
+scheduler_config_from_json(const cJSON *json, const char *path,
+    struct scheduler_config *cfg, struct lq_error *err)
+{
+	const cJSON *v;
+	bool is_null, flag;
+	char detail[64];
+	size_t i, k;
+
+	scheduler_config_init(cfg);
+	if (!cJSON_IsObject(json)) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-005",
+		    "scheduler config must be a JSON object, not %s",
+		    json_type_name(json));
+		error_set_where(err, path, 0, 0);
+		return LQ_FAILED;
+	}
+
+	v = cJSON_GetObjectItemCaseSensitive(json, "_class_name");
+	if (v != NULL && (!cJSON_IsString(v) ||
+	    strcmp(v->valuestring, SCHED_CLASS_NAME) != 0))
+		return config_error(err, path, "LQ-SCHED-003", "_class_name",
+		    "latentq implements " SCHED_CLASS_NAME " only",
+		    "%s is %s; latentq implements only this scheduler's "
+		    "class", cJSON_IsString(v) ? v->valuestring : "not a string");
+
+	for (i = 0; i < LQ_ARRAY_LEN(unimplemented_bools); i++) {
+		flag = false;
+		if (get_bool(json, path, unimplemented_bools[i].key, &flag,
+		    err) != LQ_OK)
+			return LQ_FAILED;
+		if (flag)
+			return config_error(err, path, "LQ-SCHED-004",
+			    unimplemented_bools[i].key,
+			    "set it to false (LTX-Video's released configs do)",
+			    "%s is true: %s are not implemented in latentq",
+			    unimplemented_bools[i].what);
+	}
+
+	if (get_int(json, path, "num_train_timesteps",
+	    &cfg->num_train_timesteps, 1, err) != LQ_OK ||
+	    get_number(json, path, "shift", &cfg->shift, false, NULL,
+	    err) != LQ_OK ||
+	    get_bool(json, path, "use_dynamic_shifting",
+	    &cfg->use_dynamic_shifting, err) != LQ_OK ||
+	    get_number(json, path, "base_shift", &cfg->base_shift, false, NULL,
+	    err) != LQ_OK ||
+	    get_number(json, path, "max_shift", &cfg->max_shift, false, NULL,
+	    err) != LQ_OK ||
+	    get_int(json, path, "base_image_seq_len", &cfg->base_image_seq_len,
+	    1, err) != LQ_OK ||
+	    get_int(json, path, "max_image_seq_len", &cfg->max_image_seq_len,
+	    1, err) != LQ_OK ||
+	    get_number(json, path, "shift_terminal", &cfg->shift_terminal,
+	    true, &is_null, err) != LQ_OK)
+		return LQ_FAILED;
+	if (is_null)
+		cfg->shift_terminal = 0.0;
+
+	if (!(cfg->shift > 0.0)) {
+		snprintf(detail, sizeof(detail), "%.17g", cfg->shift);
+		return config_error(err, path, "LQ-SCHED-002", "shift", NULL,
+		    "%s is %s; it must be greater than 0", detail);
+	}
+	if (cfg->shift_terminal < 0.0 || cfg->shift_terminal >= 1.0) {
+		snprintf(detail, sizeof(detail), "%.17g", cfg->shift_terminal);
+		return config_error(err, path, "LQ-SCHED-002", "shift_terminal",
+		    "LTX-Video 0.9.0/0.9.1 use 0.1; null disables it",
+		    "%s is %s; it must be null or in [0, 1)", detail);
+	}
+	/* LTXPipeline computes mu whatever use_dynamic_shifting says, and
+	 * Python would raise ZeroDivisionError here. */
+	if (cfg->base_image_seq_len == cfg->max_image_seq_len) {
+		snprintf(detail, sizeof(detail), "%lld",
+		    (long long)cfg->max_image_seq_len);
+		return config_error(err, path, "LQ-SCHED-002",
+		    "max_image_seq_len", NULL,
+		    "%s equals base_image_seq_len (%s); mu would divide by 0",
+		    detail);
+	}
+
+	v = cJSON_GetObjectItemCaseSensitive(json, "time_shift_type");
+	if (v != NULL) {
+		if (cJSON_IsString(v) &&
+		    strcmp(v->valuestring, "exponential") == 0)
+			cfg->time_shift_type = SCHEDULER_TIME_SHIFT_EXPONENTIAL;
+		else if (cJSON_IsString(v) &&
+		    strcmp(v->valuestring, "linear") == 0)
+			cfg->time_shift_type = SCHEDULER_TIME_SHIFT_LINEAR;
+		else
+			return config_error(err, path, "LQ-SCHED-002",
+			    "time_shift_type", "use \"exponential\" or \"linear\"",
+			    "%s is %s; it must be \"exponential\" or "
+			    "\"linear\"", cJSON_IsString(v) ? v->valuestring :
+			    json_type_name(v));
+	}
+
+	/* diffusers ignores keys it does not know (with a log line); so do we,
+	 * except that anything starting with '_' is metadata. */
+	cJSON_ArrayForEach(v, json) {
+		if (v->string == NULL || v->string[0] == '_')
+			continue;
+		for (k = 0; k < LQ_ARRAY_LEN(known_keys); k++)
+			if (strcmp(v->string, known_keys[k]) == 0)
+				break;
+		if (k == LQ_ARRAY_LEN(known_keys))
+			log_warn("%s%sunknown scheduler config key \"%s\" "
+			    "ignored", path ? path : "", path ? ": " : "",
+			    v->string);
+	}
+	return LQ_OK;
+}
+
+enum lq_status
+scheduler_config_load(const char *path, struct scheduler_config *cfg,
+    struct lq_error *err)
+{
+	char *text;
+	cJSON *json;
+	enum lq_status st;
+
+	text = util_read_file(path, NULL);
+	if (text == NULL) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-005", "cannot read: %s",
+		    strerror(errno));
+		error_set_where(err, path, 0, 0);
+		return LQ_FAILED;
+	}
+	json = cJSON_Parse(text);
+	free(text);
+	if (json == NULL) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-005",
+		    "not valid JSON");
+		error_set_where(err, path, 0, 0);
+		return LQ_FAILED;
+	}
+	st = scheduler_config_from_json(json, path, cfg, err);
+	cJSON_Delete(json);
+	return st;
+}
+
+double
+scheduler_calculate_shift(int64_t seq_len, int64_t base_seq_len,
+    int64_t max_seq_len, double base_shift, double max_shift)
+{
+	double num, den, m, mb, b, ml, mu;
+
+	LQ_ASSERT(base_seq_len != max_seq_len);
+	num = max_shift - base_shift;
+	den = (double)(max_seq_len - base_seq_len);	/* Python int - int */
+	m = num / den;
+	mb = m * (double)base_seq_len;
+	b = base_shift - mb;
+	ml = (double)seq_len * m;
+	mu = ml + b;
+	return mu;
+}
+
+void
+scheduler_linspace(double start, double stop, int num, double *out)
+{
+	double delta, step, y;
+	int i, div;
+
+	LQ_ASSERT(num >= 1);
+	div = num - 1;
+	delta = stop - start;
+	if (div > 0) {
+		step = delta / (double)div;
+		for (i = 0; i < num; i++) {
+			if (step == 0.0) {
+				/* NumPy's denormal path (gh-5437) */
+				y = (double)i / (double)div;
+				y = y * delta;
+			} else {
+				y = (double)i * step;
+			}
+			out[i] = y + start;
+		}
+		out[num - 1] = stop;
+	} else {
+		y = 0.0 * delta;
+		out[0] = y + start;
+	}
+}
+
+void
+scheduler_schedule_free(struct scheduler_schedule *s)
+{
+	if (s == NULL)
+		return;
+	free(s->sigmas);
+	free(s->timesteps);
+	memset(s, 0, sizeof(*s));
+}
+
+enum lq_status
+scheduler_set_timesteps(const struct scheduler_config *cfg, int num_steps,
+    int64_t video_seq_len, struct scheduler_schedule *out,
+    struct lq_error *err)
+{
+	double *lin;
+	float *s, e, a, b, d, shift, shift_m1, num, den, omz_last, scale;
+	float ntt;
+	int i, n;
+
+	memset(out, 0, sizeof(*out));
+	if (num_steps < 1) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-010",
+		    "num_inference_steps is %d; it must be at least 1",
+		    num_steps);
+		error_set_field(err, "num_inference_steps");
+		return LQ_FAILED;
+	}
+	if (video_seq_len < 1) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-011",
+		    "video sequence length is %lld; it must be at least 1",
+		    (long long)video_seq_len);
+		return LQ_FAILED;
+	}
+	n = num_steps;
+
+	/* pipeline_ltx: mu = calculate_shift(video_sequence_length, ...) and
+	 * sigmas = np.linspace(1.0, 1 / N, N) in float64 ... */
+	out->num_steps = n;
+	out->mu = scheduler_calculate_shift(video_seq_len,
+	    cfg->base_image_seq_len, cfg->max_image_seq_len, cfg->base_shift,
+	    cfg->max_shift);
+	lin = xmalloc((size_t)n * sizeof(*lin));
+	scheduler_linspace(1.0, 1.0 / (double)n, n, lin);
+
+	/* ... set_timesteps: np.array(sigmas).astype(np.float32) */
+	s = xmalloc((size_t)(n + 1) * sizeof(*s));
+	for (i = 0; i < n; i++)
+		s[i] = (float)lin[i];
+	free(lin);
+
+	/* Under NumPy 2 (NEP 50) a Python float meeting a float32 array is
+	 * cast to float32 and the operation runs in float32; `** 1.0` is the
+	 * identity. */
+	if (cfg->use_dynamic_shifting) {
+		if (cfg->time_shift_type == SCHEDULER_TIME_SHIFT_EXPONENTIAL)
+			e = (float)exp(out->mu);	/* math.exp(mu) */
+		else
+			e = (float)out->mu;
+		for (i = 0; i < n; i++) {
+			a = 1.0f / s[i];
+			b = a - 1.0f;
+			d = e + b;
+			s[i] = e / d;
+		}
+	} else {
+		/* self.shift * sigmas / (1 + (self.shift - 1) * sigmas) */
+		shift = (float)cfg->shift;
+		shift_m1 = (float)(cfg->shift - 1.0);
+		for (i = 0; i < n; i++) {
+			num = shift * s[i];
+			den = shift_m1 * s[i];
+			den = 1.0f + den;
+			s[i] = num / den;
+		}
+	}
+
+	/* stretch_shift_to_terminal: one_minus_z = 1 - t;
+	 * scale = one_minus_z[-1] / (1 - shift_terminal);
+	 * t = 1 - one_minus_z / scale.  When one_minus_z[-1] is 0 (N = 1)
+	 * upstream computes 0/0; latentq leaves the sigmas as they are. */
+	if (cfg->shift_terminal != 0.0) {
+		omz_last = 1.0f - s[n - 1];
+		if (omz_last != 0.0f) {
+			scale = omz_last / (float)(1.0 - cfg->shift_terminal);
+			for (i = 0; i < n; i++) {
+				a = 1.0f - s[i];
+				b = a / scale;
+				s[i] = 1.0f - b;
+			}
+		}
+	}
+
+	/* torch: timesteps = sigmas * num_train_timesteps; cat 0 */
+	out->sigmas = s;
+	out->timesteps = xmalloc((size_t)n * sizeof(float));
+	ntt = (float)cfg->num_train_timesteps;
+	for (i = 0; i < n; i++)
+		out->timesteps[i] = s[i] * ntt;
+	s[n] = 0.0f;
+
+	for (i = 0; i < n; i++) {
+		if (!isfinite(s[i]) || !isfinite(out->timesteps[i])) {
+			error_set(err, LQ_FAILED, "LQ-SCHED-012",
+			    "sigma %d of %d is not finite (mu %.17g)", i, n,
+			    out->mu);
+			scheduler_schedule_free(out);
+			return LQ_FAILED;
+		}
+	}
+	if (n >= 2 && out->timesteps[0] == out->timesteps[1]) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-012",
+		    "the first two timesteps are equal (%.9g) with "
+		    "video sequence length %lld (mu %.17g); the diffusers "
+		    "scheduler would skip a step", (double)out->timesteps[0],
+		    (long long)video_seq_len, out->mu);
+		error_set_hint(err, "use fewer steps or a smaller video");
+		scheduler_schedule_free(out);
+		return LQ_FAILED;
+	}
+	return LQ_OK;
+}
+
+void
+scheduler_step_euler(float *x, const float *v, size_t n, float sigma,
+    float sigma_next)
+{
+	float dt, dv;
+	size_t i;
+
+	dt = sigma_next - sigma;
+	for (i = 0; i < n; i++) {
+		dv = dt * v[i];
+		x[i] = x[i] + dv;
+	}
+}
+
+/* torch.std(unbiased) of one sample, float64 accumulation, float32 result. */
+static float
+sample_std(const float *x, size_t n)
+{
+	double sum = 0.0, mean, dx, ss = 0.0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sum += (double)x[i];
+	mean = sum / (double)n;
+	for (i = 0; i < n; i++) {
+		dx = (double)x[i] - mean;
+		ss += dx * dx;
+	}
+	return (float)sqrt(ss / (double)(n - 1));
+}
+
+void
+scheduler_apply_guidance(float *out, const float *v_batch, size_t batch,
+    size_t per_sample, double guidance_scale, double guidance_rescale)
+{
+	const float *vu, *vt;
+	float g, r, one_minus_r, d, ratio, a, c;
+	size_t bi, i;
+
+	g = (float)guidance_scale;
+	for (bi = 0; bi < batch; bi++) {
+		vu = v_batch + bi * per_sample;
+		vt = v_batch + (batch + bi) * per_sample;
+		for (i = 0; i < per_sample; i++) {
+			d = vt[i] - vu[i];
+			d = g * d;
+			out[bi * per_sample + i] = vu[i] + d;
+		}
+	}
+	if (!(guidance_rescale > 0.0))
+		return;
+
+	/* rescale_noise_cfg(noise_cfg, noise_pred_text, guidance_rescale) */
+	LQ_ASSERT(per_sample >= 2);
+	r = (float)guidance_rescale;
+	one_minus_r = (float)(1.0 - guidance_rescale);
+	for (bi = 0; bi < batch; bi++) {
+		float *o = out + bi * per_sample;
+		vt = v_batch + (batch + bi) * per_sample;
+		ratio = sample_std(vt, per_sample) /
+		    sample_std(o, per_sample);
+		for (i = 0; i < per_sample; i++) {
+			a = o[i] * ratio;
+			a = r * a;
+			c = one_minus_r * o[i];
+			o[i] = a + c;
+		}
+	}
+}

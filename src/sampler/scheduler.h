@@ -1,0 +1,156 @@
+/*
+ * scheduler.h — flow-matching Euler sampler as diffusers' LTXPipeline drives
+ * FlowMatchEulerDiscreteScheduler (diffusers 58eb52c0,
+ * schedulers/scheduling_flow_match_euler_discrete.py and
+ * pipelines/ltx/pipeline_ltx.py).
+ *
+ * Everything here runs on the CPU and reproduces upstream's arithmetic
+ * operation by operation: the schedule is computed in float32 where upstream
+ * uses float32 NumPy / torch, in float64 where upstream uses Python floats or
+ * float64 NumPy (np.linspace, calculate_shift), so the sigmas and timesteps
+ * are bit-identical to diffusers' (tests/sampler/test-scheduler checks the
+ * goldens bitwise).  The per-element math (Euler step, guidance) is float32
+ * with one rounding per upstream tensor operation; the .c file forbids FMA
+ * contraction so that holds on every target.
+ *
+ * Ownership: a struct scheduler_config is plain data.  A struct
+ * scheduler_schedule owns its two arrays; release them with
+ * scheduler_schedule_free().  Buffers passed to the step functions are
+ * borrowed.
+ */
+#ifndef LQ_SAMPLER_SCHEDULER_H
+#define LQ_SAMPLER_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
+
+enum scheduler_time_shift {
+	SCHEDULER_TIME_SHIFT_EXPONENTIAL,	/* e^mu / (e^mu + (1/s - 1)) */
+	SCHEDULER_TIME_SHIFT_LINEAR,		/* mu / (mu + (1/s - 1)) */
+};
+
+/*
+ * The keys of scheduler_config.json that latentq implements, with diffusers'
+ * defaults for absent keys (scheduler_config_init).  Options latentq does not
+ * implement (karras / exponential / beta sigmas, stochastic_sampling,
+ * invert_sigmas) are refused when set, never ignored.
+ */
+struct scheduler_config {
+	int64_t num_train_timesteps;	/* 1000 */
+	double shift;			/* 1.0; static shift when not dynamic */
+	bool use_dynamic_shifting;	/* false */
+	double base_shift;		/* 0.5 */
+	double max_shift;		/* 1.15 */
+	int64_t base_image_seq_len;	/* 256 */
+	int64_t max_image_seq_len;	/* 4096 */
+	/* null -> 0.  As upstream (`if self.config.shift_terminal:`), 0 means
+	 * no stretching. */
+	double shift_terminal;
+	enum scheduler_time_shift time_shift_type;	/* exponential */
+};
+
+/* Sets every field to diffusers' default. */
+void scheduler_config_init(struct scheduler_config *cfg);
+
+/*
+ * Parses a scheduler_config.json object into *cfg (absent keys get
+ * diffusers' defaults).  `path` (may be NULL) names the file in errors.
+ * Fails (LQ_FAILED, code LQ-SCHED-001..004, err's field = the key) on a key
+ * of the wrong type, a value out of range, a `_class_name` other than
+ * FlowMatchEulerDiscreteScheduler, or an option latentq does not implement
+ * set to a non-default value.  Unknown keys are ignored with a warning, as
+ * diffusers does.  On failure *cfg is unspecified.
+ */
+enum lq_status scheduler_config_from_json(const cJSON *json, const char *path,
+    struct scheduler_config *cfg, struct lq_error *err);
+
+/* Reads and parses a scheduler_config.json file (LQ-SCHED-005 if it cannot
+ * be read or is not JSON). */
+enum lq_status scheduler_config_load(const char *path,
+    struct scheduler_config *cfg, struct lq_error *err);
+
+/*
+ * mu for dynamic shifting, in float64 exactly as pipeline_ltx.calculate_shift
+ * evaluates it:  m = (max_shift - base_shift) / (max_seq_len - base_seq_len),
+ * b = base_shift - m * base_seq_len, mu = seq_len * m + b  (no clamping).
+ * seq_len is the video token count F*H*W after VAE compression and
+ * patching.  base_seq_len != max_seq_len (the config parser ensures it).
+ */
+double scheduler_calculate_shift(int64_t seq_len, int64_t base_seq_len,
+    int64_t max_seq_len, double base_shift, double max_shift);
+
+/*
+ * np.linspace(start, stop, num) (endpoint=True) in float64, bit for bit as
+ * NumPy 2.x computes it: step = (stop - start) / (num - 1),
+ * y[i] = i * step + start (two roundings), y[num-1] = stop.  out has num
+ * values; num >= 1.
+ */
+void scheduler_linspace(double start, double stop, int num, double *out);
+
+/* A whole schedule: sigmas[num_steps + 1] (last = 0), timesteps[num_steps]. */
+struct scheduler_schedule {
+	int num_steps;
+	double mu;		/* calculate_shift(seq_len, ...) (computed always) */
+	float *sigmas;		/* float32, num_steps + 1 values, sigmas[N] = 0 */
+	float *timesteps;	/* float32, sigmas[i] * num_train_timesteps */
+};
+
+/*
+ * Computes the schedule LTXPipeline gets from
+ *   retrieve_timesteps(scheduler, N, sigmas=np.linspace(1, 1/N, N), mu=mu)
+ * with mu = calculate_shift(video_seq_len, ...): linspace in float64, cast to
+ * float32, exponential / linear time shift with mu (dynamic) or
+ * shift*s / (1 + (shift-1)*s) (static), shift_terminal stretching, all in
+ * float32; timesteps = sigma * num_train_timesteps (float32); 0 appended.
+ *
+ * Differences from upstream, both where upstream fails: with N = 1 and
+ * shift_terminal set, upstream's stretch is 0/0 (NaN); latentq leaves the
+ * single sigma unstretched, giving sigmas [1, 0].  A schedule whose first
+ * two timesteps are equal (upstream's step-index lookup would then skip a
+ * step and run off the end) or that is not finite is refused.
+ *
+ * Errors: num_steps < 1 (LQ-SCHED-010), video_seq_len < 1 (LQ-SCHED-011),
+ * degenerate schedule (LQ-SCHED-012); *out is then zeroed (nothing to free).
+ * On success the caller owns *out's arrays.
+ */
+enum lq_status scheduler_set_timesteps(const struct scheduler_config *cfg,
+    int num_steps, int64_t video_seq_len, struct scheduler_schedule *out,
+    struct lq_error *err);
+
+/* Frees a schedule's arrays and zeroes it; NULL or zeroed is fine. */
+void scheduler_schedule_free(struct scheduler_schedule *s);
+
+/*
+ * One Euler step in place, as FlowMatchEulerDiscreteScheduler.step:
+ * x[i] = x[i] + (sigma_next - sigma) * v[i], float32 (sigma_next - sigma is
+ * rounded to float32 first, as upstream's 0-d float32 tensors do).
+ * For step k of a schedule: sigma = sigmas[k], sigma_next = sigmas[k + 1].
+ */
+void scheduler_step_euler(float *x, const float *v, size_t n, float sigma,
+    float sigma_next);
+
+/*
+ * Classifier-free guidance as LTXPipeline.__call__: the transformer ran on
+ * the batch cat([negative, positive]), so `v_batch` is [2B, per_sample]
+ * (rows 0..B-1 unconditional, B..2B-1 text).  Writes
+ * out[b] = v_uncond[b] + g * (v_text[b] - v_uncond[b])  (float32), then,
+ * when guidance_rescale > 0, upstream's rescale_noise_cfg:
+ *   out = r * out * (std(v_text) / std(out)) + (1 - r) * out
+ * with std per sample over all its per_sample elements, unbiased (N - 1),
+ * accumulated in float64 and rounded to float32 as torch.std does on the
+ * CPU.  `out` is [B, per_sample] and must not alias v_batch.
+ * g and r are taken as Python floats are by torch: rounded to float32
+ * (1 - r is computed in float64 first).
+ * Call it only when guidance_scale > 1 (upstream's
+ * do_classifier_free_guidance): otherwise the transformer runs on the B
+ * latents alone, its output is the velocity, and no rescale applies.
+ */
+void scheduler_apply_guidance(float *out, const float *v_batch, size_t batch,
+    size_t per_sample, double guidance_scale, double guidance_rescale);
+
+#endif

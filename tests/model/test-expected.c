@@ -1,0 +1,245 @@
+/*
+ * test-expected.c — expected-tensor tables against every model folder the
+ * goldens and the demo model ship: every tensor diffusers / transformers
+ * wrote is expected, none is missing, shapes agree.
+ *
+ * The folders' tensor lists are in tests/data/model/<folder>/<component>/
+ * tensors.txt (read from the shared files' headers, see PROVENANCE.md); the
+ * test writes a zero-filled safetensors file with that header and checks it.
+ * When the shared folders themselves are present (../shared, as on the build
+ * machines) their real weights files are checked too.  Then a broken set is
+ * checked to see that every kind of problem is reported, all of them.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "model/diffusers.h"
+#include "model/expected.h"
+#include "model/safetensors.h"
+#include "../test.h"
+
+static const char *top;
+static char tmp[] = "/tmp/lq-exp-XXXXXX";
+
+/* Writes tmp/<tag>.safetensors from a tensors.txt; returns its path. */
+static char *
+synth_from_list(const char *list, const char *tag)
+{
+	FILE *fp = fopen(list, "r");
+	CHECK(fp != NULL);
+	if (fp == NULL)
+		return NULL;
+	struct st_writer *w = st_writer_new();
+	char line[512];
+	static char zeros[16 << 20];
+	while (fgets(line, sizeof(line), fp)) {
+		char name[256], dt[16], shp[128];
+		if (line[0] == '#' || sscanf(line, "%255s %15s %127s", name, dt, shp) != 3)
+			continue;
+		enum st_dtype d;
+		LQ_ASSERT(st_dtype_parse(dt, &d) == 0);
+		int64_t shape[ST_MAX_DIMS];
+		int nd = 0;
+		if (strcmp(shp, "-") != 0)
+			for (char *s = strtok(shp, ","); s; s = strtok(NULL, ","))
+				shape[nd++] = atoll(s);
+		st_writer_add(w, name, d, nd, shape, zeros);
+	}
+	fclose(fp);
+	char *path = xasprintf("%s/%s.safetensors", tmp, tag);
+	struct lq_error err;
+	LQ_ASSERT(st_writer_write(w, path, &err) == LQ_OK);
+	st_writer_free(w);
+	return path;
+}
+
+static int
+check_set(const struct tensor_table *t, const char *path, const char *label)
+{
+	struct st_set *s = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	CHECK_INT(st_set_open(path, &s, &err), LQ_OK);
+	if (s == NULL)
+		return -1;
+	struct expected_report r;
+	enum lq_status rc = expected_check(t, s, label, &r, &err);
+	CHECK_INT(rc, LQ_OK);
+	CHECK_INT(r.n_missing, 0);
+	CHECK_INT(r.n_unexpected, 0);
+	CHECK_INT(r.n_misshaped, 0);
+	CHECK_INT(r.n_bad_dtype, 0);
+	for (size_t i = 0; i < r.n_missing; i++)
+		fprintf(stderr, "  missing %s\n", r.missing[i]);
+	for (size_t i = 0; i < r.n_unexpected; i++)
+		fprintf(stderr, "  unexpected %s\n", r.unexpected[i]);
+	for (size_t i = 0; i < r.n_misshaped; i++)
+		fprintf(stderr, "  misshaped %s\n", r.misshaped[i]);
+	int n = (int)st_set_count(s);
+	expected_report_free(&r);
+	st_set_close(s);
+	return n;
+}
+
+enum kind { K_TRANSFORMER, K_VAE, K_T5 };
+
+static void
+build(enum kind k, const char *cfgpath, struct tensor_table *t)
+{
+	cJSON *j;
+	struct lq_error err;
+	LQ_ASSERT(diffusers_load_json(cfgpath, &j, &err) == LQ_OK);
+	if (k == K_TRANSFORMER) {
+		struct ltxv_transformer_config c;
+		LQ_ASSERT(diffusers_parse_transformer(j, cfgpath, &c, &err) == LQ_OK);
+		expected_ltxv_transformer(&c, t);
+	} else if (k == K_VAE) {
+		struct ltxv_vae_config c;
+		LQ_ASSERT(diffusers_parse_vae(j, cfgpath, &c, &err) == LQ_OK);
+		expected_ltxv_vae(&c, t);
+	} else {
+		struct t5_config c;
+		LQ_ASSERT(diffusers_parse_t5(j, cfgpath, &c, &err) == LQ_OK);
+		expected_t5_encoder(&c, t);
+	}
+	cJSON_Delete(j);
+}
+
+static const struct {
+	const char *folder, *component, *shared, *file;
+	enum kind kind;
+} cases[] = {
+	{"ltxv-demo", "transformer", "models/ltxv-demo", "diffusion_pytorch_model", K_TRANSFORMER},
+	{"ltxv-demo", "vae", "models/ltxv-demo", "diffusion_pytorch_model", K_VAE},
+	{"ltxv-demo", "text_encoder", "models/ltxv-demo", "model", K_T5},
+	{"goldens-pipeA", "transformer", "goldens/ltxv/pipeline/pipeA/model",
+	    "diffusion_pytorch_model", K_TRANSFORMER},
+	{"goldens-pipeA", "vae", "goldens/ltxv/pipeline/pipeA/model", "diffusion_pytorch_model",
+	    K_VAE},
+	{"goldens-pipeB", "transformer", "goldens/ltxv/pipeline/pipeB/model",
+	    "diffusion_pytorch_model", K_TRANSFORMER},
+	{"goldens-pipeB", "vae", "goldens/ltxv/pipeline/pipeB/model", "diffusion_pytorch_model",
+	    K_VAE},
+	{"goldens-transformer", "transformer", "goldens/ltxv/transformer/model",
+	    "diffusion_pytorch_model", K_TRANSFORMER},
+	{"goldens-t5", "text_encoder", "goldens/ltxv/t5/model", "model", K_T5},
+	{"goldens-vae090", "vae", "goldens/ltxv/vae/vae090/model", "diffusion_pytorch_model",
+	    K_VAE},
+	{"goldens-vae091", "vae", "goldens/ltxv/vae/vae091/model", "diffusion_pytorch_model",
+	    K_VAE},
+	{"goldens-vae_causal", "vae", "goldens/ltxv/vae/vae_causal/model",
+	    "diffusion_pytorch_model", K_VAE},
+};
+
+static void
+test_folders(void)
+{
+	int shared_checked = 0;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(cases); i++) {
+		char *cfg = xasprintf("%s/tests/data/model/%s/%s/config.json", top, cases[i].folder,
+		    cases[i].component);
+		char *list = xasprintf("%s/tests/data/model/%s/%s/tensors.txt", top,
+		    cases[i].folder, cases[i].component);
+		char *tag = xasprintf("%s-%s", cases[i].folder, cases[i].component);
+		struct tensor_table t = {0};
+		build(cases[i].kind, cfg, &t);
+		char *path = synth_from_list(list, tag);
+		int n = check_set(&t, path, tag);
+		printf("%-32s %4d tensors in the file, %4zu in the table\n", tag, n, t.n);
+		CHECK(n > 0);
+		/* the real file, when the shared folder is here */
+		char *real = xasprintf("%s/../shared/%s/%s/%s.safetensors", top, cases[i].shared,
+		    cases[i].component, cases[i].file);
+		if (access(real, R_OK) == 0) {
+			CHECK_INT(check_set(&t, real, real), n);
+			shared_checked++;
+		}
+		unlink(path);
+		free(real);
+		free(path);
+		tensor_table_free(&t);
+		free(tag);
+		free(list);
+		free(cfg);
+	}
+	printf("real shared files checked: %d of %zu\n", shared_checked, LQ_ARRAY_LEN(cases));
+}
+
+/* Every kind of problem is reported, all of them, not just the first. */
+static void
+test_report(void)
+{
+	struct tensor_table t = {0};
+	int64_t s23[2] = {2, 3}, s4[1] = {4};
+	tensor_table_add(&t, "a.weight", 2, s23, TENSOR_DTYPES_FLOAT, 0);
+	tensor_table_add(&t, "a.bias", 1, s4, TENSOR_DTYPES_FLOAT, 0);
+	tensor_table_add(&t, "b.weight", 2, s23, TENSOR_DTYPES_FLOAT, 0);
+	tensor_table_add(&t, "c.weight", 2, s23, TENSOR_DTYPES_FLOAT, 0);
+	tensor_table_add(&t, "d.weight", 2, s23, TENSOR_DTYPES_FLOAT, 0);
+	tensor_table_add(&t, "opt.weight", 1, s4, TENSOR_DTYPES_FLOAT, TENSOR_SPEC_OPTIONAL);
+	tensor_table_sort(&t);
+	struct st_writer *w = st_writer_new();
+	static double zeros[64];
+	int64_t s32[2] = {3, 2};
+	st_writer_add(w, "a.weight", ST_F32, 2, s23, zeros);	/* fine */
+	st_writer_add(w, "b.weight", ST_F16, 2, s32, zeros);	/* mis-shaped */
+	st_writer_add(w, "c.weight", ST_F64, 2, s23, zeros);	/* wrong dtype */
+	st_writer_add(w, "x.lora_A", ST_F32, 1, s4, zeros);	/* unexpected */
+	st_writer_add(w, "y", ST_F32, 1, s4, zeros);		/* unexpected */
+	/* missing: a.bias, d.weight; opt.weight optional */
+	char *path = xasprintf("%s/broken.safetensors", tmp);
+	struct lq_error err;
+	LQ_ASSERT(st_writer_write(w, path, &err) == LQ_OK);
+	st_writer_free(w);
+	struct st_set *s;
+	LQ_ASSERT(st_set_open(path, &s, &err) == LQ_OK);
+	struct expected_report r;
+	error_clear(&err);
+	CHECK_INT(expected_check(&t, s, "broken/", &r, &err), LQ_FAILED);
+	CHECK_INT(r.n_missing, 2);
+	CHECK_INT(r.n_unexpected, 2);
+	CHECK_INT(r.n_misshaped, 1);
+	CHECK_INT(r.n_bad_dtype, 1);
+	if (r.n_missing == 2) {
+		CHECK_STR(r.missing[0], "a.bias");
+		CHECK_STR(r.missing[1], "d.weight");
+	}
+	if (r.n_unexpected == 2) {
+		CHECK_STR(r.unexpected[0], "x.lora_A");
+		CHECK_STR(r.unexpected[1], "y");
+	}
+	if (r.n_misshaped == 1)
+		CHECK_STR(r.misshaped[0], "b.weight: [3, 2] in the file, [2, 3] expected");
+	if (r.n_bad_dtype == 1)
+		CHECK_CONTAINS(r.bad_dtype[0], "c.weight: F64");
+	CHECK_STR(err.code, "LQ-MODEL-010");
+	CHECK_STR(err.field, "a.bias");
+	CHECK_STR(err.file, "broken/");
+	CHECK_CONTAINS(err.message, "2 missing, 2 unexpected, 1 mis-shaped, 1 of a wrong dtype");
+	expected_report_free(&r);
+	/* without a report */
+	error_clear(&err);
+	CHECK_INT(expected_check(&t, s, "broken/", NULL, &err), LQ_FAILED);
+	st_set_close(s);
+	unlink(path);
+	free(path);
+	tensor_table_free(&t);
+}
+
+int
+main(void)
+{
+	top = getenv("top_srcdir");
+	if (top == NULL)
+		top = ".";
+	LQ_ASSERT(mkdtemp(tmp) != NULL);
+	test_folders();
+	test_report();
+	char *cmd = xasprintf("rm -rf '%s'", tmp);
+	(void)!system(cmd);
+	free(cmd);
+	return test_summary();
+}

@@ -1,0 +1,223 @@
+/*
+ * test-synth.c — `model synth` output read back by the loader: every preset
+ * opens as a diffusers folder, every component's weights are exactly its
+ * expected table, the configs are the preset's, weights follow the
+ * documented initialisation, and the same seed gives the same bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/digest.h"
+#include "core/util.h"
+#include "model/diffusers.h"
+#include "model/expected.h"
+#include "model/safetensors.h"
+#include "model/synth.h"
+#include "../test.h"
+
+static char tmp[] = "/tmp/lq-synth-XXXXXX";
+
+static void
+check_component(const char *dir, const struct tensor_table *t)
+{
+	struct st_set *s = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	CHECK_INT(st_set_open(dir, &s, &err), LQ_OK);
+	if (s == NULL)
+		return;
+	CHECK_INT(expected_check(t, s, dir, NULL, &err), LQ_OK);
+	if (err.status != LQ_OK)
+		error_print(&err, stderr);
+	for (size_t i = 0; i < st_set_count(s); i++)
+		CHECK_INT(st_set_tensor(s, i)->dtype, ST_F32);
+	st_set_close(s);
+}
+
+static void
+test_preset(const char *preset)
+{
+	char *dir = xasprintf("%s/%s", tmp, preset);
+	struct lq_error err;
+	error_clear(&err);
+	CHECK_INT(model_synth(dir, "ltxv", preset, 42, &err), LQ_OK);
+	struct diffusers_model *m = NULL;
+	CHECK_INT(diffusers_open(dir, NULL, &m, &err), LQ_OK);
+	if (m == NULL) {
+		error_print(&err, stderr);
+		free(dir);
+		return;
+	}
+	struct ltxv_transformer_config tc;
+	struct ltxv_vae_config vc;
+	struct t5_config cc;
+	CHECK_INT(model_synth_preset("ltxv", preset, &tc, &vc, &cc), 0);
+	CHECK_INT(m->transformer_config.num_layers, tc.num_layers);
+	CHECK_INT(m->transformer_config.inner_dim, tc.inner_dim);
+	/* the transformer's caption features are the T5's hidden states */
+	CHECK_INT(m->transformer_config.caption_channels, m->text_encoder_config.d_model);
+	CHECK_INT(m->vae_config.spatial_compression_ratio, vc.spatial_compression_ratio);
+	CHECK_INT(m->vae_config.latent_channels, m->transformer_config.in_channels);
+	CHECK_INT(m->text_encoder_config.vocab_size, 160);
+	CHECK(m->tokenizer_files.spiece_model != NULL);
+	CHECK_INT(m->tokenizer_files.model_max_length, 128);
+	printf("%s: transformer D=%d x%d, VAE %d/%d, T5 d_model %d\n", preset,
+	    m->transformer_config.inner_dim, m->transformer_config.num_layers,
+	    m->vae_config.spatial_compression_ratio, m->vae_config.temporal_compression_ratio,
+	    m->text_encoder_config.d_model);
+
+	struct expected_report reps[EXPECTED_NCOMPONENTS];
+	CHECK_INT(expected_check_model(m, reps, &err), LQ_OK);
+	for (int c = 0; c < EXPECTED_NCOMPONENTS; c++) {
+		CHECK_INT(reps[c].n_missing + reps[c].n_unexpected + reps[c].n_misshaped +
+		    reps[c].n_bad_dtype, 0);
+		expected_report_free(&reps[c]);
+	}
+	struct tensor_table t = {0};
+	expected_ltxv_transformer(&m->transformer_config, &t);
+	check_component(m->transformer.dir, &t);
+	expected_ltxv_vae(&m->vae_config, &t);
+	check_component(m->vae.dir, &t);
+	expected_t5_encoder(&m->text_encoder_config, &t);
+	check_component(m->text_encoder.dir, &t);
+	tensor_table_free(&t);
+
+	/* initialisation as documented */
+	struct st_set *s;
+	CHECK_INT(st_set_open(m->vae.dir, &s, &err), LQ_OK);
+	float *sd = st_tensor_to_f32(st_set_find(s, "latents_std"));
+	for (int i = 0; i < vc.latent_channels; i++)
+		CHECK(sd[i] > 0.5f && sd[i] < 1.5f);
+	free(sd);
+	st_set_close(s);
+	CHECK_INT(st_set_open(m->transformer.dir, &s, &err), LQ_OK);
+	const struct st_tensor *w = st_set_find(s, "transformer_blocks.0.attn1.to_q.weight");
+	float *v = st_tensor_to_f32(w);
+	double sum2 = 0;
+	int64_t n = st_tensor_numel(w);
+	for (int64_t i = 0; i < n; i++)
+		sum2 += (double)v[i] * v[i];
+	double var = sum2 / (double)n, want = 1.0 / (double)w->shape[1];
+	printf("  to_q variance %.4g (1/fan_in = %.4g)\n", var, want);
+	CHECK(var > 0.7 * want && var < 1.3 * want);
+	free(v);
+	v = st_tensor_to_f32(st_set_find(s, "transformer_blocks.0.attn1.norm_q.weight"));
+	double mean = 0;
+	for (int i = 0; i < tc.inner_dim; i++)
+		mean += v[i] / tc.inner_dim;
+	CHECK_NEAR(mean, 1.0, 0.05);
+	free(v);
+	st_set_close(s);
+	diffusers_free(m);
+
+	/* same seed, same bytes; the weights depend on the seed */
+	char *again = xasprintf("%s/%s-again", tmp, preset);
+	char *other = xasprintf("%s/%s-other", tmp, preset);
+	CHECK_INT(model_synth(again, "ltxv", preset, 42, &err), LQ_OK);
+	CHECK_INT(model_synth(other, "ltxv", preset, 43, &err), LQ_OK);
+	const char *files[] = {"transformer/diffusion_pytorch_model.safetensors",
+	    "vae/diffusion_pytorch_model.safetensors", "text_encoder/model.safetensors"};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(files); i++) {
+		char h1[DIGEST_HEX_SIZE], h2[DIGEST_HEX_SIZE], h3[DIGEST_HEX_SIZE];
+		char *p1 = xasprintf("%s/%s", dir, files[i]);
+		char *p2 = xasprintf("%s/%s", again, files[i]);
+		char *p3 = xasprintf("%s/%s", other, files[i]);
+		CHECK_INT(digest_file(p1, h1, &err), LQ_OK);
+		CHECK_INT(digest_file(p2, h2, &err), LQ_OK);
+		CHECK_INT(digest_file(p3, h3, &err), LQ_OK);
+		CHECK_STR(h1, h2);
+		CHECK(strcmp(h1, h3) != 0);
+		free(p1);
+		free(p2);
+		free(p3);
+	}
+	free(again);
+	free(other);
+	free(dir);
+}
+
+/* The synthesised transformer re-written as two shards and an index is the
+ * same logical tensor set: the expected table still matches exactly. */
+static void
+test_sharded(void)
+{
+	char *dir = xasprintf("%s/tiny", tmp);
+	char *tdir = xasprintf("%s/transformer", dir);
+	char *single = xasprintf("%s/diffusion_pytorch_model.safetensors", tdir);
+	struct lq_error err;
+	error_clear(&err);
+	struct st_file *f;
+	CHECK_INT(st_file_open(single, &f, &err), LQ_OK);
+	if (f == NULL)
+		return;
+	struct st_writer *w[2] = {st_writer_new(), st_writer_new()};
+	const char *shard[2] = {"diffusion_pytorch_model-00001-of-00002.safetensors",
+	    "diffusion_pytorch_model-00002-of-00002.safetensors"};
+	struct strbuf idx = {0};
+	strbuf_printf(&idx, "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
+	for (size_t i = 0; i < st_file_count(f); i++) {
+		const struct st_tensor *t = st_file_tensor(f, i);
+		int k = strncmp(t->name, "transformer_blocks.1.", 21) == 0;
+		st_writer_add(w[k], t->name, t->dtype, t->ndim, t->shape, t->data);
+		strbuf_printf(&idx, "%s\"%s\": \"%s\"", i ? ", " : "", t->name, shard[k]);
+	}
+	strbuf_printf(&idx, "}}");
+	size_t n = st_file_count(f);
+	st_file_close(f);
+	for (int k = 0; k < 2; k++) {
+		char *p = xasprintf("%s/%s", tdir, shard[k]);
+		CHECK_INT(st_writer_write(w[k], p, &err), LQ_OK);
+		st_writer_free(w[k]);
+		free(p);
+	}
+	char *ip = xasprintf("%s/diffusion_pytorch_model.safetensors.index.json", tdir);
+	FILE *fp = fopen(ip, "w");
+	fputs(idx.buf, fp);
+	fclose(fp);
+	unlink(single);
+	struct diffusers_model *m = NULL;
+	CHECK_INT(diffusers_open(dir, NULL, &m, &err), LQ_OK);
+	if (m) {
+		struct tensor_table t = {0};
+		expected_ltxv_transformer(&m->transformer_config, &t);
+		check_component(m->transformer.dir, &t);
+		struct st_set *s;
+		CHECK_INT(st_set_open(m->transformer.dir, &s, &err), LQ_OK);
+		CHECK_INT(st_set_file_count(s), 2);
+		CHECK_INT(st_set_count(s), n);
+		st_set_close(s);
+		tensor_table_free(&t);
+		diffusers_free(m);
+	}
+	free(idx.buf);
+	free(ip);
+	free(single);
+	free(tdir);
+	free(dir);
+}
+
+int
+main(void)
+{
+	LQ_ASSERT(mkdtemp(tmp) != NULL);
+	test_preset("tiny");
+	test_preset("small");
+	test_sharded();
+	struct lq_error err;
+	error_clear(&err);
+	char *bad = xasprintf("%s/bad", tmp);
+	CHECK_INT(model_synth(bad, "wan", "tiny", 1, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-030");
+	/* tiny again into a non-empty folder */
+	char *tiny = xasprintf("%s/tiny", tmp);
+	error_clear(&err);
+	CHECK_INT(model_synth(tiny, "ltxv", "tiny", 1, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-031");
+	free(bad);
+	free(tiny);
+	char *cmd = xasprintf("rm -rf '%s'", tmp);
+	(void)!system(cmd);
+	free(cmd);
+	return test_summary();
+}
