@@ -44,6 +44,8 @@
  *   LATENTQ_VALIDATE=1         enable VK_LAYER_KHRONOS_validation and count
  *                              its messages (gpu_ctx_validation_messages)
  *   LATENTQ_NO_PIPELINE_CACHE=1  never load or save the pipeline cache
+ *   LATENTQ_NO_TEXEL=1         read through storage buffers only (no
+ *                              texel-buffer fast paths; for debugging)
  *
  * Determinism: every kernel has a fixed reduction order and uses no float
  * atomics; the same inputs on the same device give bitwise-equal outputs.

@@ -18,6 +18,12 @@
  *   and the shapes) which is also stored as the command's sticky error; once
  *   a command has an error, further ops return it and record nothing.
  * - Deterministic: fixed reduction order, no atomics.
+ * - Speed: ops_linear (and ops_matmul with trans_b) take a register-tiled
+ *   path when K % 4 == 0 and x / w start at a multiple of 4 elements from
+ *   their binding; ops_attention when head dims are multiples of 4 and
+ *   <= 128 (and strides/offsets multiples of 4); both, and ops_conv3d, read
+ *   through texel buffers when the device supports the formats.  Other
+ *   shapes use generic kernels with identical results up to rounding.
  */
 #ifndef LQ_GPU_OPS_H
 #define LQ_GPU_OPS_H
@@ -149,7 +155,8 @@ enum lq_status ops_gated_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
  *   ops_scale:    y = a · alpha + beta
  *   ops_copy:     y = a   (also dtype conversion to f32; with
  *                 gpu_tensor_permute / _slice this is permute/transpose,
- *                 slicing (e.g. drop the first frame) and contiguous copy)
+ *                 slicing (e.g. drop the first frame) and contiguous copy;
+ *                 copying into slices of a larger y concatenates)
  *   ops_fill:     y = value
  */
 enum lq_status ops_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
