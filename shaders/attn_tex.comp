@@ -14,7 +14,7 @@
 #define MAXD 64
 #endif
 #define D4 (MAXD / 4)
-#define TQ 2
+#define TQ ATTN_TQ
 #define TKB 8
 
 layout(local_size_x = 64) in;

@@ -91,7 +91,9 @@ PUSH(gnorm_push, {
 })
 #endif
 
-/* attn.comp — fused attention, one invocation per (b, h, query row). */
+/* attn.comp — fused attention, one invocation per (b, h, query row);
+ * attn_tex.comp takes ATTN_TQ query rows per invocation. */
+#define ATTN_TQ 4
 #if defined(LQ_PUSH_ALL) || defined(KERNEL_ATTN)
 PUSH(attn_push, {
 	uint B;

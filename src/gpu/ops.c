@@ -799,7 +799,8 @@ ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 		    GPU_TEX_NONE, GPU_TEX_NONE};
 		return gpu_cmd_dispatch_tex(cmd, D <= 64 ? GPU_K_ATTN_TEX64 :
 		    GPU_K_ATTN_TEX128, bind, w, tf, &pc,
-		    (uint32_t)((Nq + 127) / 128), (uint32_t)(B * H), 1, op);
+		    (uint32_t)((Nq + 64 * ATTN_TQ - 1) / (64 * ATTN_TQ)),
+		    (uint32_t)(B * H), 1, op);
 	}
 	return gpu_cmd_dispatch(cmd, kern, bind, w, &pc,
 	    (uint32_t)((Nq + 63) / 64), (uint32_t)(B * H), 1, op);

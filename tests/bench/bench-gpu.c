@@ -212,7 +212,7 @@ bench_attention(int N, int D, int H, double peak)
 	fill_param(&t.q);
 	fill_param(&t.k);
 	fill_param(&t.v);
-	double dt = timed(rec_attention, &t, 0);
+	double dt = timed(rec_attention, &t, 1);
 	double g = 4.0 * N * N * D * H / dt / 1e9;
 	printf("attention seq %d, head_dim %d, %d heads: %8.3f s  %7.1f "
 	    "GFLOP/s  (%.0f%% of peak)\n", N, D, H, dt, g, 100 * g / peak);
@@ -239,7 +239,7 @@ bench_conv(int C, int F, int H, int W, double peak)
 	fill(&c.x);
 	fill_param(&c.w);
 	fill_param(&c.b);
-	double dt = timed(rec_conv, &c, 0);
+	double dt = timed(rec_conv, &c, 1);
 	double g = 2.0 * C * C * 27 * F * H * W / dt / 1e9;
 	printf("conv3d [1,%d,%d,%d,%d] -> %d k3 causal, f16 weights: %8.3f s  "
 	    "%7.1f GFLOP/s  (%.0f%% of peak)\n", C, F, H, W, C, dt, g,
