@@ -46,6 +46,10 @@
  *   LATENTQ_NO_PIPELINE_CACHE=1  never load or save the pipeline cache
  *   LATENTQ_NO_TEXEL=1         read through storage buffers only (no
  *                              texel-buffer fast paths; for debugging)
+ *   LATENTQ_GPU_FORCE_STAGING=1  (tests) treat device memory as not
+ *                              host-visible, so transfers use staging
+ *
+ * Threads: a ctx and everything made from it are used by one thread.
  *
  * Determinism: every kernel has a fixed reduction order and uses no float
  * atomics; the same inputs on the same device give bitwise-equal outputs.

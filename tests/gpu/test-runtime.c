@@ -304,6 +304,49 @@ test_buffers_pool(void)
 	gpu_ctx_free(ctx);
 }
 
+/* Buffers that are not host-visible: uploads and downloads go through the
+ * staging buffer in chunks, and kernels see the data. */
+static void
+test_staging(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	setenv("LATENTQ_GPU_FORCE_STAGING", "1", 1);
+	struct gpu_ctx *ctx;
+	if (gpu_ctx_create(NULL, &ctx, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		CHECK(0);
+		unsetenv("LATENTQ_GPU_FORCE_STAGING");
+		return;
+	}
+	/* larger than the 32 MiB staging buffer: several chunks */
+	size_t n = ((size_t)40 << 20) / 4 + 3;
+	struct gpu_buffer *b;
+	CHECK_INT(gpu_buffer_create(ctx, n * 4, &b, &err), LQ_OK);
+	float *h = malloc(n * 4), *g = malloc(n * 4);
+	for (size_t i = 0; i < n; i++)
+		h[i] = (float)(i % 1000) - 500.0f;
+	struct gpu_tensor t = gpu_tensor_make(b, 0, GPU_F32, 1,
+	    (const int64_t[]){(int64_t)n});
+	CHECK_INT(gpu_tensor_upload_f32(ctx, &t, h, &err), LQ_OK);
+	struct gpu_cmd *cmd;
+	CHECK_INT(gpu_cmd_create(ctx, &cmd, &err), LQ_OK);
+	gpu_cmd_begin(cmd);
+	CHECK_INT(ops_scale(cmd, &t, &t, 2.0f, 1.0f), LQ_OK);
+	CHECK_INT(gpu_cmd_submit(cmd, &err), LQ_OK);
+	CHECK_INT(gpu_tensor_download_f32(ctx, &t, g, &err), LQ_OK);
+	int ok = 1;
+	for (size_t i = 0; i < n; i++)
+		ok &= g[i] == h[i] * 2.0f + 1.0f;
+	CHECK(ok);
+	free(h);
+	free(g);
+	gpu_cmd_free(cmd);
+	gpu_buffer_free(b);
+	gpu_ctx_free(ctx);
+	unsetenv("LATENTQ_GPU_FORCE_STAGING");
+}
+
 static void
 test_half(void)
 {
@@ -338,6 +381,7 @@ main(void)
 	test_caps_json(&all[0]);
 	test_device_choice();
 	test_buffers_pool();
+	test_staging();
 	test_pipeline_cache();
 	free(all);
 	return test_summary();
