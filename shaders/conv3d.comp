@@ -13,8 +13,8 @@
 #define KERNEL_CONV3D
 #include "common.glsl"
 
-#define CB 8u
-#define PW 4u
+#define CB uint(CONV_CB)
+#define PW uint(CONV_PW)
 
 layout(local_size_x = 64) in;
 layout(binding = 0) writeonly buffer Y { uint d[]; } y;

@@ -135,7 +135,10 @@ PUSH(rope_push, {
 })
 #endif
 
-/* conv3d.comp — direct 3-D convolution. */
+/* conv3d.comp — direct 3-D convolution; each invocation computes CONV_CB
+ * output channels at CONV_PW consecutive output columns. */
+#define CONV_CB 32
+#define CONV_PW 8
 #if defined(LQ_PUSH_ALL) || defined(KERNEL_CONV3D)
 PUSH(conv3d_push, {
 	uint B;

@@ -883,7 +883,8 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    "%s: y %s must be [%" PRId64 ", %" PRId64 ", %d, %d, %d]",
 		    op, DESC(y), B, Co, out[0], out[1], out[2]);
 	TRY(param_vec(cmd, op, "bias", b, Co));
-	uint64_t npos = (uint64_t)out[0] * out[1] * (((uint64_t)out[2] + 3) / 4);
+	uint64_t npos = (uint64_t)out[0] * out[1] *
+	    (((uint64_t)out[2] + CONV_PW - 1) / CONV_PW);
 	uint64_t groups = (npos + 63) / 64;
 	uint32_t gx, chunks;
 	gpu_cmd_grid(cmd, groups, &gx, &chunks);
@@ -915,10 +916,12 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    w->dtype == GPU_BF16 ? GPU_K_CONV3D_TEX_BF16 :
 		    GPU_K_CONV3D_TEX_F32;
 		return gpu_cmd_dispatch_tex(cmd, k, bind, wr, tf, &pc, gx,
-		    (uint32_t)((Co + 7) / 8), (uint32_t)(B * chunks), op);
+		    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
+		    op);
 	}
 	return gpu_cmd_dispatch(cmd, GPU_K_CONV3D, bind, wr, &pc, gx,
-	    (uint32_t)((Co + 7) / 8), (uint32_t)(B * chunks), op);
+	    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
+		    op);
 }
 
 static enum lq_status
