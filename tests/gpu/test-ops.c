@@ -709,6 +709,7 @@ main(void)
 		test_linear(130, 200, 67, GPU_F16, 1, 2);
 		test_linear(64, 128, 64, GPU_BF16, 0, 0);
 		test_linear(5, 33, 129, GPU_F32, 0, 3);
+		test_linear(300, 36, 70, GPU_F16, 1, 0);
 		test_matmul(3, 19, 33, 45, 0, 0);
 		test_matmul(2, 70, 17, 9, 1, 1);
 		test_attention(2, 37, 23, 3, 16, 16, 1, 0, 0.25, 0);
@@ -721,6 +722,7 @@ main(void)
 		test_conv3d(1, 5, 3, 4, 4, 7, 1, 1, 2, 0, GPU_BF16, 1);
 		test_conv3d(1, 2, 4, 5, 6, 3, 3, 2, 0, 1, GPU_F32, 0);
 		test_conv3d(1, 9, 3, 5, 11, 17, 3, 1, 0, 0, GPU_F16, 1);
+		test_conv3d(1, 4, 2, 3, 19, 37, 3, 1, 1, 0, GPU_F32, 1);
 		unsetenv("LATENTQ_NO_TEXEL");
 	}
 	test_norm(1, 1, 0, 0);
