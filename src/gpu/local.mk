@@ -6,7 +6,7 @@ liblatentq_a_SOURCES += \
 	src/gpu/ops.c src/gpu/ops.h
 nodist_liblatentq_a_SOURCES += src/gpu/spirv.c
 BUILT_SOURCES += src/gpu/spirv.c
-CLEANFILES += src/gpu/spirv.c $(GPU_SPV) shaders/*.d
+CLEANFILES += src/gpu/spirv.c $(GPU_SPV)
 
 GPU_SHADER_DEPS = $(srcdir)/shaders/common.glsl $(srcdir)/shaders/push.h \
 	$(srcdir)/shaders/reduce.glsl
@@ -31,7 +31,7 @@ GLSLC_V_0 = @echo "  GLSLC   " $@;
 
 shaders/%.spv: $(srcdir)/shaders/%.comp $(GPU_SHADER_DEPS)
 	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -MD -MF $@.d -o $@ $<
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -o $@ $<
 shaders/matmul_f32.spv: $(srcdir)/shaders/matmul.comp $(GPU_SHADER_DEPS)
 	@$(MKDIR_P) shaders
 	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DBT=0u -o $@ $<
