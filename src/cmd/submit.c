@@ -6,12 +6,16 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/preflight.h"
 #include "cmd/submit.h"
 #include "core/digest.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "manifest/manifest.h"
+#include "model/hash.h"
+#include "preflight/preflight.h"
 #include "store/jobs.h"
+#include "store/models.h"
 #include "store/store.h"
 
 static char *
@@ -24,10 +28,27 @@ request_text(const struct manifest_job *job)
 	return r;
 }
 
+/* Registered model names (`latentq model add --name`) for preflight. */
+static char *
+resolve_model(void *ctx, const char *name)
+{
+	struct store_model sm;
+	memset(&sm, 0, sizeof(sm));
+	int found = 0;
+	struct lq_error err;
+	error_clear(&err);
+	char *p = NULL;
+	if (store_find_model(ctx, name, &sm, &found, &err) == LQ_OK && found)
+		p = xstrdup(sm.path);
+	store_model_clear(&sm);
+	return p;
+}
+
 static enum lq_status
 record_job(struct store *st, const struct manifest *m,
-    const struct manifest_job *job, const struct submit_options *opt,
-    struct submit_result *res, struct lq_error *err)
+    const struct manifest_job *job, const struct preflight_job *pj,
+    const struct submit_options *opt, struct submit_result *res,
+    struct lq_error *err)
 {
 	char *req_json = request_text(job);
 	struct store_request req = {
@@ -41,18 +62,18 @@ record_job(struct store *st, const struct manifest *m,
 	if (r != LQ_OK)
 		return r;
 
-	if (job->error != NULL) {
-		char msg[1536];
-		struct lq_error e = *job->error;
-		e.code[0] = '\0';	/* stored in its own column */
-		error_format(&e, msg, sizeof(msg));
+	const struct lq_error *fe = preflight_job_first_error(pj);
+	if (fe != NULL) {
+		char *msg = preflight_job_problems_text(pj);
 		struct store_job_new nj = {
 			.request_id = rid, .name = job->name,
 			.state = JOB_STATE_REJECTED, .config_json = "null",
 			.config_digest = "", .max_attempts = 0,
-			.error_code = job->error->code, .error_message = msg,
+			.error_code = fe->code, .error_message = msg,
 		};
-		if ((r = store_add_job(st, &nj, &jid, err)) != LQ_OK)
+		r = store_add_job(st, &nj, &jid, err);
+		free(msg);
+		if (r != LQ_OK)
 			return r;
 		res->rejected++;
 		if (!opt->quiet)
@@ -60,7 +81,7 @@ record_job(struct store *st, const struct manifest *m,
 		return LQ_OK;
 	}
 
-	char *config = json_canonical(job->config);
+	char *config = json_canonical(pj->config);
 	char digest[DIGEST_HEX_SIZE];
 	digest_hex(config, strlen(config), digest);
 	int64_t existing = 0;
@@ -91,6 +112,18 @@ record_job(struct store *st, const struct manifest *m,
 	free(config);
 	if (r != LQ_OK)
 		return r;
+	if (pj->n_warnings > 0) {
+		cJSON *d = cJSON_CreateArray();
+		for (size_t k = 0; k < pj->n_problems; k++)
+			cJSON_AddItemToArray(d,
+			    preflight_problem_to_json(&pj->problems[k]));
+		char *t = cJSON_PrintUnformatted(d);
+		cJSON_Delete(d);
+		r = store_add_event(st, jid, "preflight", t, err);
+		cJSON_free(t);
+		if (r != LQ_OK)
+			return r;
+	}
 	res->job_ids[res->n_jobs++] = jid;
 	res->queued++;
 	if (!opt->quiet)
@@ -117,16 +150,34 @@ submit_manifest(struct store *st, const char *path,
 		return LQ_FAILED;
 	}
 	res->job_ids = xcalloc(m->n_jobs + 1, sizeof(int64_t));
+	struct model_hash_cache cache = { st, store_file_hash_lookup,
+	    store_file_hash_record };
+	struct preflight_options po = {
+		.snap = opt->snap, .caps = opt->caps,
+		.resolve_model = resolve_model, .resolve_ctx = st,
+		.hash_cache = &cache,
+	};
+	struct preflight_report *rep = NULL;
+	preflight_check_manifest(m, &po, &rep);
+	for (size_t i = 0; i < rep->n_jobs; i++) {
+		char *t = preflight_job_problems_text(&rep->jobs[i]);
+		if (t[0] != '\0' && rep->jobs[i].job->error == NULL)
+			fprintf(stderr, "%s\n", t);
+		free(t);
+	}
 	error_clear(&err);
 	if ((r = store_begin(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
+		preflight_report_free(rep);
 		manifest_free(m);
 		return r;
 	}
 	for (size_t i = 0; i < m->n_jobs; i++) {
-		if ((r = record_job(st, m, &m->jobs[i], opt, res, &err)) != LQ_OK) {
+		if ((r = record_job(st, m, &m->jobs[i], &rep->jobs[i], opt, res,
+		    &err)) != LQ_OK) {
 			store_rollback(st);
 			error_print(&err, stderr);
+			preflight_report_free(rep);
 			manifest_free(m);
 			res->n_jobs = 0;
 			res->queued = res->existing = res->rejected = 0;
@@ -138,6 +189,7 @@ submit_manifest(struct store *st, const char *path,
 		res->n_jobs = 0;
 		res->queued = res->existing = res->rejected = 0;
 	}
+	preflight_report_free(rep);
 	manifest_free(m);
 	return r;
 }
@@ -148,19 +200,31 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 	static const struct option opts[] = {
 		{"again", no_argument, NULL, 'a'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"snap", no_argument, NULL, 's'},
+		{"device-caps", required_argument, NULL, 'c'},
+		{"no-device", no_argument, NULL, 'n'},
 		{NULL, 0, NULL, 0},
 	};
 	struct submit_options opt = {0};
-	int c;
-	while ((c = getopt_long(argc, argv, "aq", opts, NULL)) != -1) {
+	const char *caps_path = NULL;
+	int no_device = 0, c;
+	while ((c = getopt_long(argc, argv, "aqsc:n", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': opt.again = 1; break;
 		case 'q': opt.quiet = 1; break;
+		case 's': opt.snap = 1; break;
+		case 'c': caps_path = optarg; break;
+		case 'n': no_device = 1; break;
 		default: return cmd_misuse(&cmd_submit_entry, NULL);
 		}
 	}
 	if (optind >= argc)
 		return cmd_misuse(&cmd_submit_entry, "submit needs a manifest");
+	struct device_caps caps;
+	int have = cmd_preflight_caps(g, caps_path, no_device, &caps);
+	if (have < 0)
+		return 1;
+	opt.caps = have ? &caps : NULL;
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
 		return 1;
@@ -192,7 +256,7 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 
 const struct cmd_entry cmd_submit_entry = {
 	.name = "submit",
-	.usage = "[--again] [--quiet] MANIFEST...",
+	.usage = "[--again] [--quiet] [--snap] [--device-caps FILE.json | --no-device] MANIFEST...",
 	.summary = "validate a manifest's jobs and queue them",
 	.exec = cmd_submit_exec,
 };

@@ -1,0 +1,93 @@
+/*
+ * forward.c — `latentq forward`: run one model component (transformer,
+ * vae-decoder, text-encoder) on named input tensors and write its outputs,
+ * a debugging tool and the way to check latentq against another
+ * implementation.  The work is nn_forward_run (src/nn/forward.h).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "core/error.h"
+#include "core/util.h"
+#include "nn/forward.h"
+
+static int
+cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"model", required_argument, NULL, 'm'},
+		{"component", required_argument, NULL, 'c'},
+		{"inputs", required_argument, NULL, 'i'},
+		{"out", required_argument, NULL, 'o'},
+		{"dump-intermediates", no_argument, NULL, 'D'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct nn_forward_opts fo = { 0 };
+	const char **inputs = xcalloc((size_t)argc + 1, sizeof(*inputs));
+	const char *component = NULL;
+	struct lq_error err;
+	enum lq_status st;
+	int c, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+m:c:i:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': fo.model = optarg; break;
+		case 'c': component = optarg; break;
+		case 'i': inputs[fo.ninputs++] = optarg; break;
+		case 'o': fo.out = optarg; break;
+		case 'D': fo.dump_intermediates = 1; break;
+		case 'h':
+			cmd_usage(&cmd_forward_entry, stdout);
+			free(inputs);
+			return 0;
+		default:
+			free(inputs);
+			return cmd_misuse(&cmd_forward_entry, "forward: bad option %s",
+			    argv[optind - 1]);
+		}
+	}
+	if (optind != argc) {
+		free(inputs);
+		return cmd_misuse(&cmd_forward_entry, "forward: unexpected argument %s",
+		    argv[optind]);
+	}
+	if (fo.model == NULL || component == NULL || fo.out == NULL ||
+	    fo.ninputs == 0) {
+		free(inputs);
+		return cmd_misuse(&cmd_forward_entry,
+		    "forward: --model, --component, --inputs and --out are required");
+	}
+	if (nn_component_parse(component, &fo.component) != 0) {
+		free(inputs);
+		return cmd_misuse(&cmd_forward_entry, "forward: unknown component "
+		    "\"%s\" (transformer, vae-decoder or text-encoder)", component);
+	}
+	fo.inputs = inputs;
+	fo.device = g->device;
+	fo.report = g->verbose >= 1 ? stderr : NULL;
+	error_clear(&err);
+	st = nn_forward_run(&fo, &err);
+	free(inputs);
+	if (st == LQ_OK)
+		return 0;
+	error_print(&err, stderr);
+	rc = st == LQ_RETRY ? EXIT_TEMPFAIL :
+	    (err.code[0] && (strncmp(err.code, "LQ-NN-", 6) == 0 ||
+	    strncmp(err.code, "LQ-ST-", 6) == 0 ||
+	    strncmp(err.code, "LQ-MODEL-", 9) == 0)) ? EXIT_DATAERR : 1;
+	return rc;
+}
+
+const struct cmd_entry cmd_forward_entry = {
+	.name = "forward",
+	.usage = "--model DIR --component transformer|vae-decoder|text-encoder "
+	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates]",
+	.summary = "run one model component on named tensors",
+	.exec = cmd_forward_exec,
+};

@@ -1,0 +1,448 @@
+/*
+ * forward.c — `latentq forward`'s engine (see forward.h): named inputs in,
+ * one component run on the device, named outputs (and intermediates) out.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/util.h"
+#include "gpu/gpu.h"
+#include "model/safetensors.h"
+#include "nn/forward.h"
+#include "nn/forward_t5.h"
+#include "nn/ltxv_transformer.h"
+#include "nn/ltxv_vae.h"
+
+int
+nn_component_parse(const char *name, enum nn_component *out)
+{
+	if (strcmp(name, "transformer") == 0)
+		*out = NN_COMPONENT_TRANSFORMER;
+	else if (strcmp(name, "vae-decoder") == 0)
+		*out = NN_COMPONENT_VAE_DECODER;
+	else if (strcmp(name, "text-encoder") == 0)
+		*out = NN_COMPONENT_TEXT_ENCODER;
+	else
+		return -1;
+	return 0;
+}
+
+struct inputs {
+	struct st_file **files;
+	int n;
+};
+
+static const struct st_tensor *
+input_find(const struct inputs *in, const char *name)
+{
+	for (int i = 0; i < in->n; i++) {
+		const struct st_tensor *t = st_file_find(in->files[i], name);
+
+		if (t)
+			return t;
+	}
+	return NULL;
+}
+
+static enum lq_status
+input_missing(const char *name, const char *what, struct lq_error *err)
+{
+	error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input %s is missing (%s)",
+	    name, what);
+	error_set_field(err, "%s", name);
+	error_set_hint(err, "name the tensors as the upstream forward's "
+	    "arguments, e.g. the goldens' *.inputs.safetensors");
+	return LQ_FAILED;
+}
+
+/* An input as floats with a checked rank; caller frees. */
+static enum lq_status
+input_f32(const struct inputs *in, const char *name, int ndim,
+    const char *what, const struct st_tensor **tp, float **out,
+    struct lq_error *err)
+{
+	const struct st_tensor *t = input_find(in, name);
+
+	*out = NULL;
+	if (t == NULL)
+		return input_missing(name, what, err);
+	if (ndim >= 0 && t->ndim != ndim) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "input %s has %d dimensions (%s), expected %s", name,
+		    t->ndim, st_dtype_name(t->dtype), what);
+		error_set_field(err, "%s", name);
+		return LQ_FAILED;
+	}
+	*tp = t;
+	*out = st_tensor_to_f32(t);
+	return LQ_OK;
+}
+
+/* A one-element integer input (num_frames, height, width). */
+static enum lq_status
+input_int(const struct inputs *in, const char *name, int *out,
+    struct lq_error *err)
+{
+	const struct st_tensor *t = input_find(in, name);
+	double v;
+
+	if (t == NULL)
+		return input_missing(name, "a one-element integer", err);
+	if (st_tensor_numel(t) != 1) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "input %s has %lld elements, expected one", name,
+		    (long long)st_tensor_numel(t));
+		error_set_field(err, "%s", name);
+		return LQ_FAILED;
+	}
+	if (t->dtype == ST_I64) {
+		int64_t i;
+
+		memcpy(&i, t->data, sizeof(i));
+		v = (double)i;
+	} else {
+		float *f = st_tensor_to_f32(t);
+
+		v = f[0];
+		free(f);
+	}
+	if (v < 1 || v > 1e6 || v != (double)(int)v) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "input %s is %g, expected a positive integer", name, v);
+		error_set_field(err, "%s", name);
+		return LQ_FAILED;
+	}
+	*out = (int)v;
+	return LQ_OK;
+}
+
+/* Uploads host floats into a new device buffer; *buf owns it. */
+static enum lq_status
+upload(struct gpu_ctx *ctx, int ndim, const int64_t *shape, const float *data,
+    struct gpu_buffer **buf, struct gpu_tensor *t, struct lq_error *err)
+{
+	int64_t n = 1;
+	enum lq_status st;
+
+	for (int i = 0; i < ndim; i++)
+		n *= shape[i];
+	st = gpu_buffer_create(ctx, (size_t)n * sizeof(float), buf, err);
+	if (st != LQ_OK)
+		return st;
+	*t = gpu_tensor_make(*buf, 0, GPU_F32, ndim, shape);
+	if (data)
+		st = gpu_tensor_upload_f32(ctx, t, data, err);
+	return st;
+}
+
+struct dump_sink {
+	struct st_writer *w;
+};
+
+static enum lq_status
+dump_to_writer(void *ud, const char *name, int ndim, const int64_t *shape,
+    const float *data, struct lq_error *err)
+{
+	struct dump_sink *s = ud;
+
+	(void)err;
+	st_writer_add(s->w, name, ST_F32, ndim, shape, data);
+	return LQ_OK;
+}
+
+static char *
+component_dir(const char *model, const char *sub)
+{
+	char *p = xasprintf("%s/config.json", model);
+	struct stat sb;
+	int here = stat(p, &sb) == 0;
+
+	free(p);
+	if (here)
+		return xstrdup(model);
+	return xasprintf("%s/%s", model, sub);
+}
+
+static void
+report_memory(FILE *fp, const char *what, size_t weights, size_t cap,
+    size_t peak, size_t io)
+{
+	if (fp == NULL)
+		return;
+	fprintf(fp, "latentq: %s device memory: weights %.2f MiB, activations "
+	    "peak %.2f MiB (pool %.2f MiB), inputs/outputs %.2f MiB, total "
+	    "peak %.2f MiB\n", what, weights / 1048576.0, peak / 1048576.0,
+	    cap / 1048576.0, io / 1048576.0,
+	    (weights + cap + io) / 1048576.0);
+}
+
+static enum lq_status
+run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    struct lq_error *err)
+{
+	struct ltxv_transformer *m = NULL;
+	const struct ltxv_transformer_config *c;
+	const struct st_tensor *ths, *tehs, *tt, *tm = NULL, *tr;
+	float *hs = NULL, *ehs = NULL, *ts = NULL, *mask = NULL, *rs = NULL;
+	float *tsb = NULL, *out = NULL;
+	double rope[3];
+	struct gpu_buffer *b_hs = NULL, *b_ehs = NULL, *b_out = NULL;
+	struct gpu_tensor g_hs, g_ehs, g_out;
+	struct ltxv_transformer_args a;
+	int64_t B, N, T;
+	enum lq_status st;
+
+	memset(&a, 0, sizeof(a));
+	if ((st = input_f32(in, "hidden_states", 3, "[B, N, in_channels]", &ths, &hs, err)) ||
+	    (st = input_f32(in, "encoder_hidden_states", 3, "[B, T, caption_channels]",
+	    &tehs, &ehs, err)) ||
+	    (st = input_f32(in, "timestep", -1, "[B] on the 0..1000 scale", &tt, &ts, err)) ||
+	    (st = input_int(in, "num_frames", &a.num_frames, err)) ||
+	    (st = input_int(in, "height", &a.height, err)) ||
+	    (st = input_int(in, "width", &a.width, err)))
+		goto out;
+	B = ths->shape[0];
+	N = ths->shape[1];
+	T = tehs->shape[1];
+	if (input_find(in, "encoder_attention_mask")) {
+		st = input_f32(in, "encoder_attention_mask", 2, "[B, T]", &tm, &mask, err);
+		if (st != LQ_OK)
+			goto out;
+		if (tm->shape[0] != B || tm->shape[1] != T) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "encoder_attention_mask is [%lld, %lld], expected [%lld, %lld]",
+			    (long long)tm->shape[0], (long long)tm->shape[1],
+			    (long long)B, (long long)T);
+			goto out;
+		}
+	}
+	if (input_find(in, "rope_interpolation_scale")) {
+		st = input_f32(in, "rope_interpolation_scale", 1, "[3]", &tr, &rs, err);
+		if (st != LQ_OK)
+			goto out;
+		if (tr->shape[0] != 3) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "rope_interpolation_scale has %lld values, expected 3",
+			    (long long)tr->shape[0]);
+			goto out;
+		}
+		/* Python floats: keep F64 exactly (upstream rounds to float32
+		 * only when it multiplies). */
+		if (tr->dtype == ST_F64)
+			memcpy(rope, tr->data, sizeof(rope));
+		else
+			for (int i = 0; i < 3; i++)
+				rope[i] = rs[i];
+		a.rope_interpolation_scale = rope;
+	}
+	if (st_tensor_numel(tt) != B && st_tensor_numel(tt) != 1) {
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "timestep has %lld values for a batch of %lld",
+		    (long long)st_tensor_numel(tt), (long long)B);
+		goto out;
+	}
+	tsb = xmalloc(sizeof(float) * (size_t)B);
+	for (int64_t b = 0; b < B; b++)
+		tsb[b] = st_tensor_numel(tt) == 1 ? ts[0] : ts[b];
+
+	if ((st = ltxv_transformer_load(ctx, dir, &m, err)))
+		goto out;
+	c = ltxv_transformer_config(m);
+	if ((st = upload(ctx, 3, ths->shape, hs, &b_hs, &g_hs, err)) ||
+	    (st = upload(ctx, 3, tehs->shape, ehs, &b_ehs, &g_ehs, err)) ||
+	    (st = upload(ctx, 3, (int64_t[]){ B, N, c->out_channels }, NULL,
+	    &b_out, &g_out, err)))
+		goto out;
+	a.hidden_states = &g_hs;
+	a.encoder_hidden_states = &g_ehs;
+	a.timestep = tsb;
+	a.encoder_attention_mask = mask;
+	if ((st = ltxv_transformer_reserve(m, (int)B, (int)N, (int)T, err)) ||
+	    (st = ltxv_transformer_forward(m, &a, &g_out, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)(B * N * c->out_channels));
+	if ((st = gpu_tensor_download_f32(ctx, &g_out, out, err)))
+		goto out;
+	st_writer_add(w, "output", ST_F32, 3, g_out.shape, out);
+	{
+		size_t wb, cap, peak;
+
+		ltxv_transformer_memory(m, &wb, &cap, &peak);
+		report_memory(report, "transformer", wb, cap, peak,
+		    gpu_buffer_size(b_hs) + gpu_buffer_size(b_ehs) +
+		    gpu_buffer_size(b_out));
+	}
+out:
+	gpu_buffer_free(b_hs);
+	gpu_buffer_free(b_ehs);
+	gpu_buffer_free(b_out);
+	ltxv_transformer_free(m);
+	free(hs);
+	free(ehs);
+	free(ts);
+	free(tsb);
+	free(mask);
+	free(rs);
+	free(out);
+	return st;
+}
+
+struct noise_files {
+	const struct inputs *in;
+};
+
+/* Injected noise from the input files, named `<module>#<k>`. */
+static enum lq_status
+noise_from_inputs(void *ud, const char *module, int k, int height, int width,
+    float *out, struct lq_error *err)
+{
+	struct noise_files *nf = ud;
+	char name[160];
+	const struct st_tensor *t;
+
+	snprintf(name, sizeof(name), "%s#%d", module, k);
+	t = input_find(nf->in, name);
+	if (t == NULL) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "injected-noise field %s ([%d, %d]) is missing", name,
+		    height, width);
+		error_set_field(err, "%s", name);
+		error_set_hint(err, "give a file with the decoder's noise draws "
+		    "(as decode.inject_noise.safetensors) with --inputs");
+		return LQ_FAILED;
+	}
+	if (t->ndim != 2 || t->shape[0] != height || t->shape[1] != width) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "injected-noise field %s must be [%d, %d]", name, height,
+		    width);
+		error_set_field(err, "%s", name);
+		return LQ_FAILED;
+	}
+	st_tensor_read_f32(t, out);
+	return LQ_OK;
+}
+
+static enum lq_status
+run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    struct lq_error *err)
+{
+	struct ltxv_vae *v = NULL;
+	const struct ltxv_vae_config *c;
+	const struct st_tensor *tz, *tt;
+	float *z = NULL, *ts = NULL, *tsb = NULL, *out = NULL;
+	struct gpu_buffer *b_z = NULL, *b_out = NULL;
+	struct gpu_tensor g_z, g_out;
+	struct ltxv_vae_decode_args a;
+	struct noise_files nf = { in };
+	struct ltxv_vae_noise noise = { noise_from_inputs, &nf };
+	int64_t oshape[5], B;
+	enum lq_status st;
+
+	memset(&a, 0, sizeof(a));
+	if ((st = input_f32(in, "z", 5, "[B, latent_channels, F, H, W]", &tz, &z, err)))
+		goto out;
+	B = tz->shape[0];
+	if ((st = ltxv_vae_load(ctx, dir, &v, err)))
+		goto out;
+	c = ltxv_vae_config(v);
+	if (c->timestep_conditioning) {
+		if ((st = input_f32(in, "decode_timestep", -1, "[B] on the 0..1 scale",
+		    &tt, &ts, err)))
+			goto out;
+		if (st_tensor_numel(tt) != B && st_tensor_numel(tt) != 1) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "decode_timestep has %lld values for a batch of %lld",
+			    (long long)st_tensor_numel(tt), (long long)B);
+			goto out;
+		}
+		tsb = xmalloc(sizeof(float) * (size_t)B);
+		for (int64_t b = 0; b < B; b++)
+			tsb[b] = st_tensor_numel(tt) == 1 ? ts[0] : ts[b];
+		a.decode_timestep = tsb;
+	}
+	a.noise = &noise;
+	ltxv_vae_output_shape(v, tz->shape, oshape);
+	if ((st = upload(ctx, 5, tz->shape, z, &b_z, &g_z, err)) ||
+	    (st = upload(ctx, 5, oshape, NULL, &b_out, &g_out, err)))
+		goto out;
+	a.z = &g_z;
+	if ((st = ltxv_vae_reserve(v, (int)B, (int)tz->shape[2], (int)tz->shape[3],
+	    (int)tz->shape[4], err)) ||
+	    (st = ltxv_vae_decode(v, &a, &g_out, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_out));
+	if ((st = gpu_tensor_download_f32(ctx, &g_out, out, err)))
+		goto out;
+	st_writer_add(w, "sample", ST_F32, 5, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		ltxv_vae_memory(v, &wb, &cap, &peak);
+		report_memory(report, "vae decoder", wb, cap, peak,
+		    gpu_buffer_size(b_z) + gpu_buffer_size(b_out));
+	}
+out:
+	gpu_buffer_free(b_z);
+	gpu_buffer_free(b_out);
+	ltxv_vae_free(v);
+	free(z);
+	free(ts);
+	free(tsb);
+	free(out);
+	return st;
+}
+
+enum lq_status
+nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
+{
+	struct inputs in = { NULL, 0 };
+	struct gpu_ctx *ctx = NULL;
+	struct gpu_ctx_opts copts;
+	struct st_writer *w = st_writer_new();
+	struct dump_sink sink = { w };
+	struct nn_dump dump = { dump_to_writer, &sink };
+	const char *sub = o->component == NN_COMPONENT_TRANSFORMER ? "transformer" :
+	    o->component == NN_COMPONENT_VAE_DECODER ? "vae" : "text_encoder";
+	char *dir = component_dir(o->model, sub);
+	enum lq_status st = LQ_OK;
+
+	in.files = xcalloc((size_t)(o->ninputs ? o->ninputs : 1), sizeof(*in.files));
+	for (int i = 0; i < o->ninputs; i++) {
+		st = st_file_open(o->inputs[i], &in.files[i], err);
+		if (st != LQ_OK)
+			goto out;
+		in.n++;
+	}
+	memset(&copts, 0, sizeof(copts));
+	copts.device = o->device;
+	st = gpu_ctx_create(&copts, &ctx, err);
+	if (st != LQ_OK)
+		goto out;
+	switch (o->component) {
+	case NN_COMPONENT_TRANSFORMER:
+		st = run_transformer(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		break;
+	case NN_COMPONENT_VAE_DECODER:
+		st = run_vae(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		break;
+	case NN_COMPONENT_TEXT_ENCODER:
+		st = nn_forward_text_encoder(ctx, dir,
+		    (const struct st_file *const *)in.files, in.n, w, err);
+		break;
+	}
+	if (st == LQ_OK)
+		st = st_writer_write(w, o->out, err);
+out:
+	st_writer_free(w);
+	gpu_ctx_free(ctx);
+	for (int i = 0; i < in.n; i++)
+		st_file_close(in.files[i]);
+	free(in.files);
+	free(dir);
+	return st;
+}

@@ -1,0 +1,63 @@
+/*
+ * forward.h — run one model component on named input tensors from
+ * safetensors files and write its outputs (and, on request, its
+ * intermediates) to a safetensors file.  The engine behind
+ * `latentq forward`, and the path the parity tests exercise.
+ *
+ * Input names are the upstream forward's argument names, as in the
+ * goldens' *.inputs.safetensors:
+ *   transformer: hidden_states [B,N,C], encoder_hidden_states [B,T,Cc],
+ *     timestep [B] (or [1]), encoder_attention_mask [B,T] (optional),
+ *     num_frames, height, width (one-element integer tensors),
+ *     rope_interpolation_scale [3] (optional; absent = upstream's None)
+ *     -> output [B,N,Co]
+ *   vae-decoder: z [B,C,F,H,W], decode_timestep [B] or [1] (timestep-
+ *     conditioned decoders), injected noise `<module>#<k>` [H,W] (decoders
+ *     with decoder_inject_noise) -> sample
+ *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
+ *     -> last_hidden_state
+ * Any float or integer dtype is accepted and converted.  Later --inputs
+ * files do not override earlier ones: the first file holding a name wins.
+ *
+ * Ownership: options are borrowed; nothing is kept after the call.
+ */
+#ifndef LQ_NN_FORWARD_H
+#define LQ_NN_FORWARD_H
+
+#include <stdio.h>
+
+#include "core/error.h"
+
+enum nn_component {
+	NN_COMPONENT_TRANSFORMER,
+	NN_COMPONENT_VAE_DECODER,
+	NN_COMPONENT_TEXT_ENCODER,
+};
+
+struct nn_forward_opts {
+	const char *model;		/* component folder or pipeline folder */
+	enum nn_component component;
+	const char *const *inputs;	/* safetensors paths */
+	int ninputs;
+	const char *out;		/* output safetensors path */
+	int dump_intermediates;
+	const char *device;		/* gpu device (NULL: environment) */
+	FILE *report;			/* memory report (-v), may be NULL */
+};
+
+/* Parses "transformer", "vae-decoder", "text-encoder"; 0 ok, -1 unknown. */
+int nn_component_parse(const char *name, enum nn_component *out);
+
+/*
+ * Resolves the component folder (opts->model itself when it holds a
+ * config.json, else its transformer/, vae/ or text_encoder/ subfolder),
+ * loads the component, reads the inputs, runs it and writes opts->out.
+ * Errors: LQ_FAILED with LQ-NN-INPUT (missing/misshapen input, naming it),
+ * model / safetensors / config codes, LQ-NN-TEXT when the text encoder is
+ * not built in; LQ_RETRY for device loss or OOM.  On error nothing is
+ * written at opts->out.
+ */
+enum lq_status nn_forward_run(const struct nn_forward_opts *opts,
+    struct lq_error *err);
+
+#endif

@@ -1,0 +1,30 @@
+# src/nn: model graphs (LTX-Video transformer and VAE decoder) on gpu ops,
+# their CPU float32 islands, weights upload, and `latentq forward`.
+liblatentq_a_SOURCES += \
+	src/nn/dump.c src/nn/dump.h \
+	src/nn/weights.c src/nn/weights.h \
+	src/nn/ltxv_embed.c src/nn/ltxv_embed.h \
+	src/nn/ltxv_transformer.c src/nn/ltxv_transformer.h \
+	src/nn/ltxv_vae.c src/nn/ltxv_vae.h src/nn/ltxv_latents.c \
+	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
+	src/nn/forward_t5.c \
+	src/cmd/forward.c
+
+# Tests: the CPU float32 islands against the goldens' intermediates, and
+# `latentq forward` against every transformer / VAE golden case.
+check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
+	tests/nn/test-weights-dtype \
+	tests/nn/st-compare
+TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
+	tests/nn/test-weights-dtype tests/nn/forward-goldens.sh \
+	tests/nn/forward-intermediates.sh
+tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
+tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
+tests_nn_test_ltxv_predecode_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_weights_dtype_SOURCES = tests/nn/test-weights-dtype.c
+tests_nn_test_weights_dtype_LDADD = $(LQ_TEST_LDADD)
+tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
+tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
+EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
+	tests/data/ltxv

@@ -1,0 +1,715 @@
+/*
+ * ltxv_transformer.c — LTXVideoTransformer3DModel.forward on Vulkan
+ * (diffusers models/transformers/transformer_ltx.py), built from the ops in
+ * gpu/ops.h.  The RoPE tables and sinusoidal timestep features (upstream's
+ * float32 islands) are computed on the CPU by ltxv_embed.c and uploaded.
+ *
+ * Per block (LTXVideoTransformerBlock.forward):
+ *   ada = scale_shift_table (6, D) + temb.view(B, 6, D)
+ *         -> shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp
+ *   n   = RMSNorm(h, eps) * (1 + scale_msa) + shift_msa
+ *   h  += gate_msa * attn1(n)            q/k RMSNorm over all heads (eps
+ *                                          1e-5, weights), RoPE, SDPA
+ *   h  += attn2(h, ctx, mask bias)       raw h, no RoPE, no gate
+ *   h  += gate_mlp * ff(RMSNorm(h) * (1 + scale_mlp) + shift_mlp)
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "gpu/ops.h"
+#include "nn/ltxv_embed.h"
+#include "nn/ltxv_transformer.h"
+#include "nn/weights.h"
+
+#define TPROJ_DIM 256	/* Timesteps(num_channels=256) in AdaLayerNormSingle */
+
+struct ltxv_attn {
+	struct gpu_tensor to_q_w, to_q_b, to_k_w, to_k_b, to_v_w, to_v_b;
+	struct gpu_tensor to_out_w, to_out_b, norm_q_w, norm_k_w;
+};
+
+struct ltxv_block {
+	struct gpu_tensor norm1_w, norm2_w;	/* buf NULL without affine */
+	struct ltxv_attn attn1, attn2;
+	struct gpu_tensor ff0_w, ff0_b, ff2_w, ff2_b;
+	struct gpu_tensor scale_shift_table;	/* [6, D] */
+};
+
+struct ltxv_transformer {
+	struct gpu_ctx *ctx;
+	struct ltxv_transformer_config cfg;
+	struct nn_weights *w;
+	int D, ff_dim;
+	enum ops_act ff_act;
+	struct gpu_tensor proj_in_w, proj_in_b, proj_out_w, proj_out_b;
+	struct gpu_tensor te_l1_w, te_l1_b, te_l2_w, te_l2_b, te_lin_w, te_lin_b;
+	struct gpu_tensor cap_l1_w, cap_l1_b, cap_l2_w, cap_l2_b;
+	struct gpu_tensor scale_shift_table;	/* [2, D] */
+	struct ltxv_block *blocks;
+	struct gpu_cmd *cmd;
+	int fused_attention;	/* LATENTQ_NN_FUSED_ATTENTION=1 */
+	/* reserved */
+	struct gpu_pool *pool;
+	int rB, rN, rT;
+	float *h_cos, *h_sin, *h_bias, *h_tfeat;
+	/* RoPE tables currently in h_cos/h_sin */
+	int rope_valid, rope_F, rope_H, rope_W, rope_has_scale;
+	double rope_s[3];
+};
+
+static const struct gpu_tensor *
+opt(const struct gpu_tensor *t)
+{
+	return t->buf ? t : NULL;
+}
+
+/* Looks up a weight by printf-style name; optional ones may be absent. */
+static enum lq_status
+wget(struct ltxv_transformer *m, struct gpu_tensor *out, int optional,
+    int ndim, const int64_t *shape, struct lq_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+static enum lq_status
+wget(struct ltxv_transformer *m, struct gpu_tensor *out, int optional,
+    int ndim, const int64_t *shape, struct lq_error *err, const char *fmt, ...)
+{
+	char name[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	if (optional && !nn_weights_has(m->w, name)) {
+		memset(out, 0, sizeof(*out));
+		return LQ_OK;
+	}
+	return nn_weights_get(m->w, name, ndim, shape, out, err);
+}
+
+#define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
+
+/* Reads `dir`/config.json with model/diffusers.h's parser (upstream
+ * defaults, class and value checks). */
+static enum lq_status
+parse_config(const char *dir, struct ltxv_transformer_config *c, struct lq_error *err)
+{
+	char *path = xasprintf("%s/config.json", dir);
+	cJSON *root = NULL;
+	enum lq_status st;
+
+	st = diffusers_load_json(path, &root, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_transformer(root, path, c, err);
+	cJSON_Delete(root);
+	free(path);
+	return st;
+}
+
+static enum lq_status
+load_attn(struct ltxv_transformer *m, struct ltxv_attn *a, int i,
+    const char *which, int kv_in, struct lq_error *err)
+{
+	const int D = m->D;
+	const int bias = !m->cfg.attention_bias;	/* optional when off */
+	enum lq_status st;
+
+#define LA(field, opt_, nd, shp, suffix) do { \
+	st = wget(m, &a->field, opt_, nd, shp, err, \
+	    "transformer_blocks.%d.%s." suffix, i, which); \
+	if (st != LQ_OK) return st; } while (0)
+	LA(to_q_w, 0, 2, SHAPE(D, D), "to_q.weight");
+	LA(to_q_b, bias, 1, SHAPE(D), "to_q.bias");
+	LA(to_k_w, 0, 2, SHAPE(D, kv_in), "to_k.weight");
+	LA(to_k_b, bias, 1, SHAPE(D), "to_k.bias");
+	LA(to_v_w, 0, 2, SHAPE(D, kv_in), "to_v.weight");
+	LA(to_v_b, bias, 1, SHAPE(D), "to_v.bias");
+	LA(to_out_w, 0, 2, SHAPE(D, D), "to_out.0.weight");
+	LA(to_out_b, !m->cfg.attention_out_bias, 1, SHAPE(D), "to_out.0.bias");
+	LA(norm_q_w, 0, 1, SHAPE(D), "norm_q.weight");
+	LA(norm_k_w, 0, 1, SHAPE(D), "norm_k.weight");
+#undef LA
+	return LQ_OK;
+}
+
+static enum lq_status
+load_weights(struct ltxv_transformer *m, struct lq_error *err)
+{
+	const struct ltxv_transformer_config *c = &m->cfg;
+	const int D = m->D;
+	enum lq_status st;
+
+#define L(field, nd, shp, name) do { \
+	st = wget(m, &m->field, 0, nd, shp, err, "%s", name); \
+	if (st != LQ_OK) return st; } while (0)
+	L(proj_in_w, 2, SHAPE(D, c->in_channels), "proj_in.weight");
+	L(proj_in_b, 1, SHAPE(D), "proj_in.bias");
+	L(proj_out_w, 2, SHAPE(c->out_channels, D), "proj_out.weight");
+	L(proj_out_b, 1, SHAPE(c->out_channels), "proj_out.bias");
+	L(te_l1_w, 2, SHAPE(D, TPROJ_DIM), "time_embed.emb.timestep_embedder.linear_1.weight");
+	L(te_l1_b, 1, SHAPE(D), "time_embed.emb.timestep_embedder.linear_1.bias");
+	L(te_l2_w, 2, SHAPE(D, D), "time_embed.emb.timestep_embedder.linear_2.weight");
+	L(te_l2_b, 1, SHAPE(D), "time_embed.emb.timestep_embedder.linear_2.bias");
+	L(te_lin_w, 2, SHAPE(6 * D, D), "time_embed.linear.weight");
+	L(te_lin_b, 1, SHAPE(6 * D), "time_embed.linear.bias");
+	L(cap_l1_w, 2, SHAPE(D, c->caption_channels), "caption_projection.linear_1.weight");
+	L(cap_l1_b, 1, SHAPE(D), "caption_projection.linear_1.bias");
+	L(cap_l2_w, 2, SHAPE(D, D), "caption_projection.linear_2.weight");
+	L(cap_l2_b, 1, SHAPE(D), "caption_projection.linear_2.bias");
+	L(scale_shift_table, 2, SHAPE(2, D), "scale_shift_table");
+#undef L
+	m->blocks = xcalloc((size_t)(c->num_layers ? c->num_layers : 1),
+	    sizeof(*m->blocks));
+	for (int i = 0; i < c->num_layers; i++) {
+		struct ltxv_block *b = &m->blocks[i];
+		struct gpu_tensor ffw;
+
+		if (c->norm_elementwise_affine) {
+			st = wget(m, &b->norm1_w, 1, 1, SHAPE(D), err,
+			    "transformer_blocks.%d.norm1.weight", i);
+			if (st == LQ_OK)
+				st = wget(m, &b->norm2_w, 1, 1, SHAPE(D), err,
+				    "transformer_blocks.%d.norm2.weight", i);
+			if (st != LQ_OK)
+				return st;
+		}
+		st = load_attn(m, &b->attn1, i, "attn1", D, err);
+		if (st == LQ_OK)
+			st = load_attn(m, &b->attn2, i, "attn2",
+			    c->cross_attention_dim, err);
+		if (st != LQ_OK)
+			return st;
+		/* FeedForward(dim, mult=4): the inner size comes from the
+		 * weight so any stored inner size works. */
+		st = wget(m, &ffw, 0, 2, SHAPE(-1, D), err,
+		    "transformer_blocks.%d.ff.net.0.proj.weight", i);
+		if (st != LQ_OK)
+			return st;
+		if (i == 0)
+			m->ff_dim = (int)ffw.shape[0];
+		b->ff0_w = ffw;
+#define LB(field, nd, shp, suffix) do { \
+	st = wget(m, &b->field, 0, nd, shp, err, "transformer_blocks.%d." suffix, i); \
+	if (st != LQ_OK) return st; } while (0)
+		LB(ff0_w, 2, SHAPE(m->ff_dim, D), "ff.net.0.proj.weight");
+		LB(ff0_b, 1, SHAPE(m->ff_dim), "ff.net.0.proj.bias");
+		LB(ff2_w, 2, SHAPE(D, m->ff_dim), "ff.net.2.weight");
+		LB(ff2_b, 1, SHAPE(D), "ff.net.2.bias");
+		LB(scale_shift_table, 2, SHAPE(6, D), "scale_shift_table");
+#undef LB
+	}
+	return LQ_OK;
+}
+
+enum lq_status
+ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
+    struct ltxv_transformer **out, struct lq_error *err)
+{
+	struct ltxv_transformer *m = xcalloc(1, sizeof(*m));
+	enum lq_status st;
+
+	*out = NULL;
+	m->ctx = ctx;
+	st = parse_config(dir, &m->cfg, err);
+	if (st != LQ_OK)
+		goto fail;
+	m->D = m->cfg.num_attention_heads * m->cfg.attention_head_dim;
+	m->ff_act = strcmp(m->cfg.activation_fn, "gelu") == 0 ?
+	    OPS_ACT_GELU : OPS_ACT_GELU_TANH;
+	st = nn_weights_load(ctx, dir, NULL, &m->w, err);
+	if (st != LQ_OK)
+		goto fail;
+	st = load_weights(m, err);
+	if (st != LQ_OK)
+		goto fail;
+	st = gpu_cmd_create(ctx, &m->cmd, err);
+	if (st != LQ_OK)
+		goto fail;
+	{
+		const char *e = getenv("LATENTQ_NN_FUSED_ATTENTION");
+
+		m->fused_attention = e != NULL && strcmp(e, "1") == 0;
+	}
+	*out = m;
+	return LQ_OK;
+fail:
+	ltxv_transformer_free(m);
+	return st;
+}
+
+void
+ltxv_transformer_free(struct ltxv_transformer *m)
+{
+	if (m == NULL)
+		return;
+	gpu_cmd_free(m->cmd);
+	gpu_pool_free(m->pool);
+	nn_weights_free(m->w);
+	free(m->blocks);
+	free(m->h_cos);
+	free(m->h_sin);
+	free(m->h_bias);
+	free(m->h_tfeat);
+	free(m);
+}
+
+const struct ltxv_transformer_config *
+ltxv_transformer_config(const struct ltxv_transformer *m)
+{
+	return &m->cfg;
+}
+
+/* Activation bytes one forward carves from the pool (see forward). */
+static size_t
+pool_bytes(const struct ltxv_transformer *m, int B, int N, int T)
+{
+	size_t D = (size_t)m->D, b = (size_t)B, n = (size_t)N, t = (size_t)T;
+	size_t ff = (size_t)m->ff_dim, cc = (size_t)m->cfg.caption_channels;
+	size_t floats = 0;
+
+	(void)cc;
+	floats += 2 * n * D;			/* cos, sin */
+	floats += b * t + b * TPROJ_DIM;	/* key bias, time features */
+	floats += b * n * D;			/* h */
+	floats += 3 * b * D + b * 6 * D + b * 2 * D;	/* t1, emb, silu, temb, final */
+	floats += 2 * b * t * D;		/* caption projection */
+	floats += b * 6 * D;			/* ada */
+	floats += 6 * b * n * D;		/* norm, q, k, v, attn, proj */
+	floats += 2 * b * t * D;		/* cross k, v */
+	floats += b * n * ff;			/* ff hidden */
+	{
+		size_t nk = n > t ? n : t, H = (size_t)m->cfg.num_attention_heads;
+
+		/* unfused attention: q, k, v, o per head, scores */
+		floats += 2 * b * n * D + 2 * b * nk * D + b * H * n * nk;
+	}
+	/* 32 tensors of alignment slack (<= 256 B each on every driver we
+	 * know; minStorageBufferOffsetAlignment is at most 256 by spec). */
+	return floats * sizeof(float) + 32 * 256 + 4096;
+}
+
+enum lq_status
+ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
+    struct lq_error *err)
+{
+	size_t need;
+	enum lq_status st;
+
+	if (m->pool && B <= m->rB && N <= m->rN && T <= m->rT)
+		return LQ_OK;
+	if (m->pool) {
+		B = B > m->rB ? B : m->rB;
+		N = N > m->rN ? N : m->rN;
+		T = T > m->rT ? T : m->rT;
+	}
+	need = pool_bytes(m, B, N, T);
+	gpu_pool_free(m->pool);
+	m->pool = NULL;
+	st = gpu_pool_create(m->ctx, need, &m->pool, err);
+	if (st != LQ_OK)
+		return st;
+	m->rB = B;
+	m->rN = N;
+	m->rT = T;
+	free(m->h_cos);
+	free(m->h_sin);
+	free(m->h_bias);
+	free(m->h_tfeat);
+	m->h_cos = xmalloc(sizeof(float) * (size_t)N * (size_t)m->D);
+	m->h_sin = xmalloc(sizeof(float) * (size_t)N * (size_t)m->D);
+	m->h_bias = xmalloc(sizeof(float) * (size_t)B * (size_t)(T ? T : 1));
+	m->h_tfeat = xmalloc(sizeof(float) * (size_t)B * TPROJ_DIM);
+	m->rope_valid = 0;
+	return LQ_OK;
+}
+
+void
+ltxv_transformer_memory(const struct ltxv_transformer *m, size_t *weights,
+    size_t *pool_capacity, size_t *pool_peak)
+{
+	*weights = nn_weights_device_bytes(m->w);
+	*pool_capacity = m->pool ? gpu_pool_capacity(m->pool) : 0;
+	*pool_peak = m->pool ? gpu_pool_peak(m->pool) : 0;
+}
+
+static enum lq_status
+shape_error(struct lq_error *err, const char *what,
+    const struct gpu_tensor *t, const char *want)
+{
+	char buf[96];
+
+	gpu_tensor_describe(t, buf, sizeof(buf));
+	return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+	    "ltxv transformer: %s is %s, expected %s", what, buf, want);
+}
+
+/* Carves a pool tensor; the macro keeps forward readable. */
+#define POOL(t, ...) do { \
+	const int64_t shp_[] = { __VA_ARGS__ }; \
+	st = gpu_pool_tensor(m->pool, GPU_F32, (int)(sizeof(shp_) / sizeof(shp_[0])), \
+	    shp_, &(t), err); \
+	if (st != LQ_OK) goto out; } while (0)
+#define OP(x) do { if ((st = (x)) != LQ_OK) goto out; } while (0)
+#define DUMP(name, t) OP(nn_dump_tensor(dump, cmd, (name), &(t), err))
+
+/* A [B, D] row view k of a [B, K, D] table (stride[0] = K*D). */
+static struct gpu_tensor
+row(const struct gpu_tensor *tab, int k)
+{
+	struct gpu_tensor v = gpu_tensor_slice(tab, 1, k, 1);
+	int64_t B = tab->shape[0], D = tab->shape[2];
+
+	v.ndim = 2;
+	v.shape[0] = B;
+	v.shape[1] = D;
+	v.stride[0] = tab->stride[0];
+	v.stride[1] = tab->stride[2];
+	for (int i = 2; i < GPU_MAX_DIMS; i++) {
+		v.shape[i] = 1;
+		v.stride[i] = 0;
+	}
+	return v;
+}
+
+/* Scratch of the unfused attention path (see sdpa()). */
+struct attn_scratch {
+	struct gpu_tensor qh, kh, vh, oh, scores;	/* flat f32 storage */
+};
+
+static struct gpu_tensor
+flat_view(const struct gpu_tensor *store, int ndim, const int64_t *shape)
+{
+	struct gpu_tensor v = gpu_tensor_make(store->buf, store->offset, GPU_F32,
+	    ndim, shape);
+
+	LQ_ASSERT(gpu_tensor_numel(&v) <= gpu_tensor_numel(store));
+	return v;
+}
+
+/*
+ * softmax(scale · q kᵀ + key_bias) v per head, for q [B, Nq, H·Dh],
+ * k/v [B, Nk, H·Dh], into o [B, Nq, H·Dh] (F.scaled_dot_product_attention
+ * with an additive mask).  Built from head-major copies, two batched
+ * matmuls and a softmax: ops_attention (the fused kernel) does not finish
+ * compiling on lavapipe with these shapes, so it is used only when
+ * LATENTQ_NN_FUSED_ATTENTION=1.
+ */
+static enum lq_status
+sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, const struct gpu_tensor *key_bias,
+    const struct attn_scratch *sc)
+{
+	int64_t B = q->shape[0], Nq = q->shape[1], Nk = k->shape[1];
+	int64_t H = m->cfg.num_attention_heads, Dh = m->cfg.attention_head_dim;
+	float scale = (float)(1.0 / sqrt((double)Dh));
+	static const int perm[4] = { 0, 2, 1, 3 };
+	struct gpu_tensor q4, k4, v4, qp, kp, vp, qh, kh, vh, oh, s, o4, op;
+	enum lq_status st;
+
+	if (m->fused_attention) {
+		struct ops_attention_args args = {
+			.heads = (int)H, .scale = scale, .key_bias = key_bias,
+		};
+
+		return ops_attention(cmd, o, q, k, v, &args);
+	}
+	q4 = gpu_tensor_reshape(q, 4, (int64_t[]){ B, Nq, H, Dh });
+	k4 = gpu_tensor_reshape(k, 4, (int64_t[]){ B, Nk, H, Dh });
+	v4 = gpu_tensor_reshape(v, 4, (int64_t[]){ B, Nk, H, Dh });
+	qp = gpu_tensor_permute(&q4, perm);
+	kp = gpu_tensor_permute(&k4, perm);
+	vp = gpu_tensor_permute(&v4, perm);
+	qh = flat_view(&sc->qh, 4, (int64_t[]){ B, H, Nq, Dh });
+	kh = flat_view(&sc->kh, 4, (int64_t[]){ B, H, Nk, Dh });
+	vh = flat_view(&sc->vh, 4, (int64_t[]){ B, H, Nk, Dh });
+	if ((st = ops_copy(cmd, &qh, &qp)) || (st = ops_copy(cmd, &kh, &kp)) ||
+	    (st = ops_copy(cmd, &vh, &vp)))
+		return st;
+	qh = flat_view(&sc->qh, 3, (int64_t[]){ B * H, Nq, Dh });
+	kh = flat_view(&sc->kh, 3, (int64_t[]){ B * H, Nk, Dh });
+	vh = flat_view(&sc->vh, 3, (int64_t[]){ B * H, Nk, Dh });
+	s = flat_view(&sc->scores, 3, (int64_t[]){ B * H, Nq, Nk });
+	if ((st = ops_matmul(cmd, &s, &qh, &kh, 1, scale)))
+		return st;
+	if (key_bias) {
+		struct gpu_tensor s4 = flat_view(&sc->scores, 4,
+		    (int64_t[]){ B, H, Nq, Nk });
+		struct gpu_tensor kb = gpu_tensor_reshape(key_bias, 4,
+		    (int64_t[]){ B, 1, 1, Nk });
+		struct gpu_tensor kbb = gpu_tensor_broadcast(&kb, 4, s4.shape);
+
+		if ((st = ops_add(cmd, &s4, &s4, &kbb)))
+			return st;
+	}
+	if ((st = ops_softmax(cmd, &s, &s)))
+		return st;
+	oh = flat_view(&sc->oh, 3, (int64_t[]){ B * H, Nq, Dh });
+	if ((st = ops_matmul(cmd, &oh, &s, &vh, 0, 1.0f)))
+		return st;
+	oh = flat_view(&sc->oh, 4, (int64_t[]){ B, H, Nq, Dh });
+	op = gpu_tensor_permute(&oh, perm);
+	o4 = gpu_tensor_reshape(o, 4, (int64_t[]){ B, Nq, H, Dh });
+	return ops_copy(cmd, &o4, &op);
+}
+
+static enum lq_status
+attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
+    const struct ltxv_attn *a, const struct gpu_tensor *out,
+    const struct gpu_tensor *x, const struct gpu_tensor *kv_in,
+    struct gpu_tensor *q, struct gpu_tensor *k, struct gpu_tensor *v,
+    struct gpu_tensor *o, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin, const struct gpu_tensor *key_bias,
+    const struct attn_scratch *sc)
+{
+	enum lq_status st;
+
+	/* LTXVideoAttnProcessor: to_q/k/v, norm_q/k (RMSNorm over the whole
+	 * inner dim, eps 1e-5), RoPE on the inner dim, then head split. */
+	if ((st = ops_linear(cmd, q, x, &a->to_q_w, opt(&a->to_q_b), OPS_ACT_NONE)))
+		return st;
+	if ((st = ops_linear(cmd, k, kv_in, &a->to_k_w, opt(&a->to_k_b), OPS_ACT_NONE)))
+		return st;
+	if ((st = ops_linear(cmd, v, kv_in, &a->to_v_w, opt(&a->to_v_b), OPS_ACT_NONE)))
+		return st;
+	if ((st = ops_rms_norm(cmd, q, q, &a->norm_q_w, 1e-5f)))
+		return st;
+	if ((st = ops_rms_norm(cmd, k, k, &a->norm_k_w, 1e-5f)))
+		return st;
+	if (cos) {
+		if ((st = ops_rope(cmd, q, q, cos, sin)))
+			return st;
+		if ((st = ops_rope(cmd, k, k, cos, sin)))
+			return st;
+	}
+	if ((st = sdpa(m, cmd, o, q, k, v, key_bias, sc)))
+		return st;
+	return ops_linear(cmd, out, o, &a->to_out_w, opt(&a->to_out_b),
+	    OPS_ACT_NONE);
+}
+
+enum lq_status
+ltxv_transformer_forward(struct ltxv_transformer *m,
+    const struct ltxv_transformer_args *args, const struct gpu_tensor *output,
+    const struct nn_dump *dump, struct lq_error *err)
+{
+	const struct ltxv_transformer_config *c = &m->cfg;
+	const struct gpu_tensor *hs = args->hidden_states;
+	const struct gpu_tensor *ehs = args->encoder_hidden_states;
+	struct gpu_cmd *cmd = m->cmd;
+	struct gpu_tensor cos, sin, kbias, tfeat, x, t1, emb, se, temb, fin;
+	struct gpu_tensor cap1, ctx, ada, nrm, q, k, v, o, proj, k2, v2, ffh;
+	struct attn_scratch sc;
+	int64_t B, N, T, D = m->D;
+	size_t mark;
+	char name[96];
+	enum lq_status st;
+
+	if (hs->ndim != 3 || hs->shape[2] != c->in_channels)
+		return shape_error(err, "hidden_states", hs, "[B, N, in_channels]");
+	B = hs->shape[0];
+	N = hs->shape[1];
+	if (ehs->ndim != 3 || ehs->shape[0] != B ||
+	    ehs->shape[2] != c->caption_channels)
+		return shape_error(err, "encoder_hidden_states", ehs,
+		    "[B, T, caption_channels]");
+	T = ehs->shape[1];
+	if (output->ndim != 3 || output->shape[0] != B ||
+	    output->shape[1] != N || output->shape[2] != c->out_channels)
+		return shape_error(err, "output", output, "[B, N, out_channels]");
+	if ((int64_t)args->num_frames * args->height * args->width != N ||
+	    args->num_frames <= 0 || args->height <= 0 || args->width <= 0)
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+		    "ltxv transformer: grid %d x %d x %d does not hold the %lld "
+		    "tokens of hidden_states", args->num_frames, args->height,
+		    args->width, (long long)N);
+	st = ltxv_transformer_reserve(m, (int)B, (int)N, (int)T, err);
+	if (st != LQ_OK)
+		return st;
+
+	/* Host float32 islands: RoPE tables (cached per grid), timestep
+	 * features and the cross-attention mask bias. */
+	{
+		const double *s = args->rope_interpolation_scale;
+		double one[3] = { 0, 0, 0 };
+		int has = s != NULL;
+
+		if (!has)
+			s = one;
+		if (!m->rope_valid || m->rope_F != args->num_frames ||
+		    m->rope_H != args->height || m->rope_W != args->width ||
+		    m->rope_has_scale != has || memcmp(m->rope_s, s, sizeof(m->rope_s))) {
+			if (has)
+				ltxv_rope_tables(args->num_frames, args->height,
+				    args->width, s, c->patch_size, c->patch_size_t,
+				    (int)D, m->h_cos, m->h_sin);
+			else {
+				/* rope_interpolation_scale=None leaves the grid
+				 * unscaled: coordinate = index.  Equivalent to
+				 * scale = base / patch, but upstream skips the
+				 * multiply, so pass a scale that rounds
+				 * identically: s*p/base == 1 exactly. */
+				double id[3] = {
+					20.0 / c->patch_size_t,
+					2048.0 / c->patch_size,
+					2048.0 / c->patch_size,
+				};
+				ltxv_rope_tables(args->num_frames, args->height,
+				    args->width, id, c->patch_size,
+				    c->patch_size_t, (int)D, m->h_cos, m->h_sin);
+			}
+			m->rope_valid = 1;
+			m->rope_F = args->num_frames;
+			m->rope_H = args->height;
+			m->rope_W = args->width;
+			m->rope_has_scale = has;
+			memcpy(m->rope_s, s, sizeof(m->rope_s));
+		}
+	}
+	ltxv_timestep_features(args->timestep, (int)B, TPROJ_DIM, m->h_tfeat);
+	for (int64_t i = 0; i < B * T; i++)
+		m->h_bias[i] = args->encoder_attention_mask ?
+		    (1.0f - args->encoder_attention_mask[i]) * -10000.0f : 0.0f;
+
+	mark = gpu_pool_mark(m->pool);
+	gpu_cmd_begin(cmd);
+	POOL(cos, 1, N, D);
+	POOL(sin, 1, N, D);
+	POOL(kbias, B, T);
+	POOL(tfeat, B, TPROJ_DIM);
+	OP(gpu_tensor_upload(m->ctx, &cos, m->h_cos, err));
+	OP(gpu_tensor_upload(m->ctx, &sin, m->h_sin, err));
+	OP(gpu_tensor_upload(m->ctx, &kbias, m->h_bias, err));
+	OP(gpu_tensor_upload(m->ctx, &tfeat, m->h_tfeat, err));
+	if (dump) {
+		/* Upstream's tables are batch-repeated [B, N, D]. */
+		float *rep = xmalloc(sizeof(float) * (size_t)(B * N * D));
+		int64_t shp[3] = { B, N, D };
+
+		for (int64_t b = 0; b < B; b++)
+			memcpy(rep + b * N * D, m->h_cos, sizeof(float) * (size_t)(N * D));
+		st = nn_dump_host(dump, "rope.out0", 3, shp, rep, err);
+		for (int64_t b = 0; st == LQ_OK && b < B; b++)
+			memcpy(rep + b * N * D, m->h_sin, sizeof(float) * (size_t)(N * D));
+		if (st == LQ_OK)
+			st = nn_dump_host(dump, "rope.out1", 3, shp, rep, err);
+		free(rep);
+		if (st != LQ_OK)
+			goto out;
+		if (args->encoder_attention_mask) {
+			int64_t bshp[3] = { B, 1, T };
+
+			OP(nn_dump_host(dump, "encoder_attention_bias", 3, bshp,
+			    m->h_bias, err));
+		}
+		OP(nn_dump_host(dump, "time_embed.emb.time_proj", 2,
+		    (int64_t[]){ B, TPROJ_DIM }, m->h_tfeat, err));
+	}
+
+	POOL(x, B, N, D);
+	OP(ops_linear(cmd, &x, hs, &m->proj_in_w, &m->proj_in_b, OPS_ACT_NONE));
+	DUMP("proj_in", x);
+
+	/* AdaLayerNormSingle: emb = linear_2(SiLU(linear_1(features)));
+	 * temb = linear(SiLU(emb)). */
+	POOL(t1, B, D);
+	POOL(emb, B, D);
+	POOL(se, B, D);
+	POOL(temb, B, 6 * D);
+	OP(ops_linear(cmd, &t1, &tfeat, &m->te_l1_w, &m->te_l1_b, OPS_ACT_SILU));
+	OP(ops_linear(cmd, &emb, &t1, &m->te_l2_w, &m->te_l2_b, OPS_ACT_NONE));
+	DUMP("time_embed.emb.timestep_embedder", emb);
+	OP(ops_silu(cmd, &se, &emb));
+	OP(ops_linear(cmd, &temb, &se, &m->te_lin_w, &m->te_lin_b, OPS_ACT_NONE));
+	DUMP("time_embed.out0", temb);
+	DUMP("time_embed.out1", emb);
+
+	/* PixArtAlphaTextProjection: linear_2(GELU-tanh(linear_1(y))). */
+	POOL(cap1, B, T, D);
+	POOL(ctx, B, T, D);
+	OP(ops_linear(cmd, &cap1, ehs, &m->cap_l1_w, &m->cap_l1_b, OPS_ACT_GELU_TANH));
+	OP(ops_linear(cmd, &ctx, &cap1, &m->cap_l2_w, &m->cap_l2_b, OPS_ACT_NONE));
+	DUMP("caption_projection", ctx);
+
+	POOL(ada, B, 6, D);
+	POOL(nrm, B, N, D);
+	POOL(q, B, N, D);
+	POOL(k, B, N, D);
+	POOL(v, B, N, D);
+	POOL(o, B, N, D);
+	POOL(proj, B, N, D);
+	POOL(k2, B, T, D);
+	POOL(v2, B, T, D);
+	POOL(ffh, B, N, m->ff_dim);
+	{
+		int64_t NK = N > T ? N : T, H = c->num_attention_heads;
+
+		POOL(sc.qh, B * N * D);
+		POOL(sc.kh, B * NK * D);
+		POOL(sc.vh, B * NK * D);
+		POOL(sc.oh, B * N * D);
+		POOL(sc.scores, B * H * N * NK);
+	}
+	for (int i = 0; i < c->num_layers; i++) {
+		const struct ltxv_block *b = &m->blocks[i];
+		struct gpu_tensor shift_msa = row(&ada, 0), scale_msa = row(&ada, 1);
+		struct gpu_tensor gate_msa = row(&ada, 2), shift_mlp = row(&ada, 3);
+		struct gpu_tensor scale_mlp = row(&ada, 4), gate_mlp = row(&ada, 5);
+
+		OP(ops_add_table(cmd, &ada, &b->scale_shift_table, &temb));
+		OP(ops_rms_norm(cmd, &nrm, &x, opt(&b->norm1_w), (float)c->norm_eps));
+		snprintf(name, sizeof(name), "transformer_blocks.%d.norm1", i);
+		DUMP(name, nrm);
+		OP(ops_modulate(cmd, &nrm, &nrm, &scale_msa, &shift_msa));
+		OP(attention(m, cmd, &b->attn1, &proj, &nrm, &nrm, &q, &k, &v, &o,
+		    &cos, &sin, NULL, &sc));
+		snprintf(name, sizeof(name), "transformer_blocks.%d.attn1", i);
+		DUMP(name, proj);
+		OP(ops_gated_add(cmd, &x, &x, &gate_msa, &proj));
+
+		OP(attention(m, cmd, &b->attn2, &proj, &x, &ctx, &q, &k2, &v2, &o,
+		    NULL, NULL, args->encoder_attention_mask ? &kbias : NULL, &sc));
+		snprintf(name, sizeof(name), "transformer_blocks.%d.attn2", i);
+		DUMP(name, proj);
+		OP(ops_gated_add(cmd, &x, &x, NULL, &proj));
+
+		OP(ops_rms_norm(cmd, &nrm, &x, opt(&b->norm2_w), (float)c->norm_eps));
+		OP(ops_modulate(cmd, &nrm, &nrm, &scale_mlp, &shift_mlp));
+		OP(ops_linear(cmd, &ffh, &nrm, &b->ff0_w, &b->ff0_b, m->ff_act));
+		OP(ops_linear(cmd, &proj, &ffh, &b->ff2_w, &b->ff2_b, OPS_ACT_NONE));
+		snprintf(name, sizeof(name), "transformer_blocks.%d.ff", i);
+		DUMP(name, proj);
+		OP(ops_gated_add(cmd, &x, &x, &gate_mlp, &proj));
+		snprintf(name, sizeof(name), "transformer_blocks.%d", i);
+		DUMP(name, x);
+	}
+
+	/* Final layer: scale_shift_table (2, D) + embedded_timestep -> shift
+	 * (row 0), scale (row 1); LayerNorm(eps 1e-6, no affine). */
+	POOL(fin, B, 2, D);
+	{
+		int64_t shp[3] = { B, 2, D };
+		struct gpu_tensor tab = gpu_tensor_broadcast(&m->scale_shift_table, 3, shp);
+		struct gpu_tensor e3 = gpu_tensor_reshape(&emb, 3, (int64_t[]){ B, 1, D });
+		struct gpu_tensor eb = gpu_tensor_broadcast(&e3, 3, shp);
+		struct gpu_tensor shift = row(&fin, 0), scale = row(&fin, 1);
+
+		OP(ops_add(cmd, &fin, &tab, &eb));
+		OP(ops_layer_norm(cmd, &nrm, &x, NULL, NULL, 1e-6f));
+		DUMP("norm_out", nrm);
+		OP(ops_modulate(cmd, &nrm, &nrm, &scale, &shift));
+	}
+	OP(ops_linear(cmd, output, &nrm, &m->proj_out_w, &m->proj_out_b, OPS_ACT_NONE));
+	if (dump) {
+		/* proj_out is the output itself. */
+		DUMP("proj_out", *output);
+	}
+	st = gpu_cmd_submit(cmd, err);
+out:
+	if (st != LQ_OK)
+		(void)gpu_cmd_status(cmd, NULL);
+	gpu_pool_reset(m->pool, mark);
+	return st;
+}

@@ -1,0 +1,97 @@
+/*
+ * ltxv_transformer.h — LTX-Video's denoising transformer on Vulkan, as
+ * diffusers' LTXVideoTransformer3DModel (models/transformers/
+ * transformer_ltx.py) computes it: proj_in, AdaLayerNormSingle timestep
+ * embedding, PixArt caption projection, 3-D RoPE, the transformer blocks,
+ * the final scale_shift_table modulation and proj_out.
+ *
+ * Use:
+ *   ltxv_transformer_load(ctx, "model/transformer", &m, &err);
+ *   ltxv_transformer_reserve(m, B, N, T, &err);     (allocates, once)
+ *   for each step: ltxv_transformer_forward(m, &args, &out, NULL, &err);
+ *   ltxv_transformer_free(m);
+ * forward allocates nothing once reserve has been called for shapes at
+ * least as large (it reserves itself on first use otherwise).
+ *
+ * Ownership: the model owns its weights (uploaded once at load, as stored:
+ * F32/F16/BF16), its activation pool and its command recording.  Inputs and
+ * the output are caller-owned device tensors (GPU_F32, contiguous) that must
+ * not live in the model's pool.  The gpu context must outlive the model.
+ */
+#ifndef LQ_NN_LTXV_TRANSFORMER_H
+#define LQ_NN_LTXV_TRANSFORMER_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "gpu/gpu.h"
+#include "model/diffusers.h"
+#include "nn/dump.h"
+
+/* The config is model/diffusers.h's struct ltxv_transformer_config. */
+struct ltxv_transformer;
+
+/*
+ * Reads `dir`/config.json, checks it, and uploads the weights of `dir`
+ * (diffusion_pytorch_model*.safetensors).  Errors: LQ_FAILED with
+ * LQ-NN-CONFIG naming the key for an unsupported or malformed config,
+ * LQ-NN-WMISS / LQ-NN-WSHAPE for missing or misshapen weights, the
+ * safetensors codes for a bad file; LQ_RETRY when the device is out of
+ * memory.  On error *out is NULL and nothing is left allocated.
+ */
+enum lq_status ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
+    struct ltxv_transformer **out, struct lq_error *err);
+
+void ltxv_transformer_free(struct ltxv_transformer *m);
+
+/* The parsed config (borrowed). */
+const struct ltxv_transformer_config *ltxv_transformer_config(
+    const struct ltxv_transformer *m);
+
+/*
+ * Allocates the activation pool and host scratch for batch B, N video
+ * tokens and T text tokens (a later call with larger shapes reallocates).
+ * LQ_RETRY (LQ-GPU-OOM) when the device is out of memory.
+ */
+enum lq_status ltxv_transformer_reserve(struct ltxv_transformer *m, int B,
+    int N, int T, struct lq_error *err);
+
+struct ltxv_transformer_args {
+	/* [B, N, in_channels] packed latents, token n = (f*H + h)*W + w. */
+	const struct gpu_tensor *hidden_states;
+	/* [B, T, caption_channels] text features (T5 last_hidden_state). */
+	const struct gpu_tensor *encoder_hidden_states;
+	/* Host [B]: per-sample timestep on the scheduler's 0..1000 scale. */
+	const float *timestep;
+	/* Host [B, T]: 1 = real token, 0 = padding; NULL = no mask (upstream
+	 * turns it into the additive bias (1 - mask) * -10000). */
+	const float *encoder_attention_mask;
+	/* Latent grid; N must equal num_frames * height * width. */
+	int num_frames, height, width;
+	/* Host [3] = (vae_temporal_ratio / frame_rate, vae_spatial_ratio,
+	 * vae_spatial_ratio), or NULL for upstream's None (unscaled grid). */
+	const double *rope_interpolation_scale;
+};
+
+/*
+ * One forward pass, LTXVideoTransformer3DModel.forward(hidden_states,
+ * encoder_hidden_states, timestep, encoder_attention_mask, num_frames,
+ * height, width, rope_interpolation_scale) with video_coords=None:
+ * writes `output` [B, N, out_channels] (GPU_F32, contiguous).  Records and
+ * submits on the model's own command and waits for it.  With `dump`, also
+ * hands over the intermediates the goldens name (rope.out0/out1, proj_in,
+ * time_embed.*, caption_projection, encoder_attention_bias,
+ * transformer_blocks.<i>.norm1/attn1/attn2/ff, transformer_blocks.<i>,
+ * norm_out, proj_out).  Errors: LQ_FAILED LQ-NN-SHAPE for inconsistent
+ * shapes; device errors as gpu_cmd_submit reports them.  `output` is
+ * undefined on error.
+ */
+enum lq_status ltxv_transformer_forward(struct ltxv_transformer *m,
+    const struct ltxv_transformer_args *args, const struct gpu_tensor *output,
+    const struct nn_dump *dump, struct lq_error *err);
+
+/* Device bytes: weights, and the activation pool's capacity and peak. */
+void ltxv_transformer_memory(const struct ltxv_transformer *m,
+    size_t *weights, size_t *pool_capacity, size_t *pool_peak);
+
+#endif

@@ -1,0 +1,941 @@
+/*
+ * ltxv_vae.c — AutoencoderKLLTXVideo's decoder on Vulkan (diffusers
+ * models/autoencoders/autoencoder_kl_ltx.py: LTXVideoDecoder3d,
+ * LTXVideoMidBlock3d, LTXVideoUpBlock3d, LTXVideoResnetBlock3d,
+ * LTXVideoUpsampler3d, LTXVideoCausalConv3d).
+ *
+ * Activations live in five equal "slots" carved from the pool once per
+ * decode: two ping-pong slots hold a stage's input and output, three hold
+ * temporaries; every tensor is a view of a slot with the shape of the
+ * moment.  The slot size is the largest activation of the whole decode, so
+ * the pool is sized once per latent shape and nothing is allocated while
+ * decoding.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "gpu/ops.h"
+#include "nn/ltxv_embed.h"
+#include "nn/ltxv_vae.h"
+#include "nn/weights.h"
+
+#define TPROJ_DIM 256	/* PixArtAlphaCombinedTimestepSizeEmbeddings' Timesteps(256) */
+
+struct vae_temb {		/* PixArtAlphaCombinedTimestepSizeEmbeddings */
+	struct gpu_tensor l1_w, l1_b, l2_w, l2_b;
+	int dim;
+};
+
+struct vae_resnet {
+	char path[96];
+	int cin, cout, inject, tc;
+	struct gpu_tensor conv1_w, conv1_b, conv2_w, conv2_b;
+	struct gpu_tensor norm3_w, norm3_b, short_w, short_b;	/* buf NULL: none */
+	struct gpu_tensor pcs1, pcs2;		/* per_channel_scale as [C] */
+	struct gpu_tensor sst;			/* scale_shift_table [4, C] */
+	struct gpu_tensor noise[2];		/* this decode's fields */
+	int noise_h, noise_w;
+};
+
+struct vae_block {
+	char path[64];
+	int cin, cout;
+	int has_te;
+	struct vae_temb te;
+	int has_conv_in;
+	struct vae_resnet conv_in;
+	int up, residual, factor, up_in, up_out;
+	struct gpu_tensor up_w, up_b;
+	int nres;
+	struct vae_resnet *res;
+};
+
+struct ltxv_vae {
+	struct gpu_ctx *ctx;
+	struct ltxv_vae_config cfg;
+	struct nn_weights *w;
+	struct gpu_cmd *cmd;
+	struct gpu_tensor conv_in_w, conv_in_b, conv_out_w, conv_out_b;
+	struct vae_block mid;
+	struct vae_block up[DIFFUSERS_MAX_BLOCKS];
+	int nup;
+	int tc;
+	struct vae_temb te;
+	struct gpu_tensor sst;			/* decoder.scale_shift_table [2, C] */
+	float timestep_scale_multiplier;
+	float *latents_mean, *latents_std;
+	int cmax;				/* widest block */
+	/* reserved */
+	struct gpu_pool *pool;
+	int rB, rF, rH, rW;
+	float *h_noise;				/* host scratch for one field */
+};
+
+#define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
+
+/* Reads `dir`/config.json with model/diffusers.h's parser (upstream
+ * defaults, class and value checks). */
+static enum lq_status
+parse_config(const char *dir, struct ltxv_vae_config *c, struct lq_error *err)
+{
+	char *path = xasprintf("%s/config.json", dir);
+	cJSON *root = NULL;
+	enum lq_status st;
+
+	st = diffusers_load_json(path, &root, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_vae(root, path, c, err);
+	cJSON_Delete(root);
+	free(path);
+	return st;
+}
+
+/* ---- weights ---- */
+
+static enum lq_status
+wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
+    const int64_t *shape, struct lq_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static enum lq_status
+wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
+    const int64_t *shape, struct lq_error *err, const char *fmt, ...)
+{
+	char name[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	return nn_weights_get(v->w, name, ndim, shape, out, err);
+}
+
+static enum lq_status
+load_temb(struct ltxv_vae *v, struct vae_temb *t, const char *path, int dim,
+    struct lq_error *err)
+{
+	enum lq_status st;
+
+	t->dim = dim;
+	if ((st = wget(v, &t->l1_w, 2, SHAPE(dim, TPROJ_DIM), err,
+	    "%s.timestep_embedder.linear_1.weight", path)) ||
+	    (st = wget(v, &t->l1_b, 1, SHAPE(dim), err,
+	    "%s.timestep_embedder.linear_1.bias", path)) ||
+	    (st = wget(v, &t->l2_w, 2, SHAPE(dim, dim), err,
+	    "%s.timestep_embedder.linear_2.weight", path)) ||
+	    (st = wget(v, &t->l2_b, 1, SHAPE(dim), err,
+	    "%s.timestep_embedder.linear_2.bias", path)))
+		return st;
+	return LQ_OK;
+}
+
+static enum lq_status
+load_resnet(struct ltxv_vae *v, struct vae_resnet *r, const char *path,
+    int cin, int cout, int inject, int tc, struct lq_error *err)
+{
+	enum lq_status st;
+
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	r->cin = cin;
+	r->cout = cout;
+	r->inject = inject;
+	r->tc = tc;
+	if ((st = wget(v, &r->conv1_w, 5, SHAPE(cout, cin, 3, 3, 3), err,
+	    "%s.conv1.conv.weight", path)) ||
+	    (st = wget(v, &r->conv1_b, 1, SHAPE(cout), err, "%s.conv1.conv.bias", path)) ||
+	    (st = wget(v, &r->conv2_w, 5, SHAPE(cout, cout, 3, 3, 3), err,
+	    "%s.conv2.conv.weight", path)) ||
+	    (st = wget(v, &r->conv2_b, 1, SHAPE(cout), err, "%s.conv2.conv.bias", path)))
+		return st;
+	if (cin != cout) {
+		if ((st = wget(v, &r->norm3_w, 1, SHAPE(cin), err, "%s.norm3.weight", path)) ||
+		    (st = wget(v, &r->norm3_b, 1, SHAPE(cin), err, "%s.norm3.bias", path)) ||
+		    (st = wget(v, &r->short_w, 5, SHAPE(cout, cin, 1, 1, 1), err,
+		    "%s.conv_shortcut.conv.weight", path)) ||
+		    (st = wget(v, &r->short_b, 1, SHAPE(cout), err,
+		    "%s.conv_shortcut.conv.bias", path)))
+			return st;
+	}
+	if (inject) {
+		if ((st = wget(v, &r->pcs1, 3, SHAPE(cin, 1, 1), err,
+		    "%s.per_channel_scale1", path)) ||
+		    (st = wget(v, &r->pcs2, 3, SHAPE(cin, 1, 1), err,
+		    "%s.per_channel_scale2", path)))
+			return st;
+		r->pcs1 = gpu_tensor_reshape(&r->pcs1, 1, SHAPE(cin));
+		r->pcs2 = gpu_tensor_reshape(&r->pcs2, 1, SHAPE(cin));
+	}
+	if (tc && (st = wget(v, &r->sst, 2, SHAPE(4, cin), err,
+	    "%s.scale_shift_table", path)))
+		return st;
+	return LQ_OK;
+}
+
+static enum lq_status
+load_weights(struct ltxv_vae *v, struct lq_error *err)
+{
+	const struct ltxv_vae_config *c = &v->cfg;
+	int C0 = c->dec_conv_in_out, cur;
+	char path[96];
+	enum lq_status st;
+
+	v->tc = c->timestep_conditioning;
+	if ((st = wget(v, &v->conv_in_w, 5, SHAPE(C0, c->latent_channels, 3, 3, 3),
+	    err, "decoder.conv_in.conv.weight")) ||
+	    (st = wget(v, &v->conv_in_b, 1, SHAPE(C0), err, "decoder.conv_in.conv.bias")))
+		return st;
+	/* mid block */
+	snprintf(v->mid.path, sizeof(v->mid.path), "decoder.mid_block");
+	v->mid.cin = v->mid.cout = C0;
+	v->mid.nres = c->dec_mid_layers;
+	v->mid.res = xcalloc((size_t)(v->mid.nres + 1), sizeof(*v->mid.res));
+	if (v->tc) {
+		v->mid.has_te = 1;
+		if ((st = load_temb(v, &v->mid.te, "decoder.mid_block.time_embedder",
+		    4 * C0, err)))
+			return st;
+	}
+	for (int j = 0; j < v->mid.nres; j++) {
+		snprintf(path, sizeof(path), "decoder.mid_block.resnets.%d", j);
+		if ((st = load_resnet(v, &v->mid.res[j], path, C0, C0,
+		    c->dec_mid_inject_noise, v->tc, err)))
+			return st;
+	}
+	v->cmax = C0;
+	cur = C0;
+	v->nup = c->dec_n_up;
+	for (int i = 0; i < v->nup; i++) {
+		const struct ltxv_vae_up_block *u = &c->dec_up[i];
+		struct vae_block *b = &v->up[i];
+
+		snprintf(b->path, sizeof(b->path), "decoder.up_blocks.%d", i);
+		b->cin = u->in_channels;
+		b->cout = u->out_channels;
+		if (v->tc && u->has_conv_in) {
+			/* Upstream hands the raw timestep to conv_in's resnet
+			 * and crashes; no released decoder does this. */
+			error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
+			    "%s: a timestep-conditioned up block that changes "
+			    "channels (%d -> %d) cannot run upstream", b->path,
+			    u->in_channels, u->out_channels);
+			error_set_field(err, "decoder_block_out_channels");
+			return LQ_FAILED;
+		}
+		if (u->has_conv_in) {
+			if (cur != u->in_channels)
+				goto mismatch;
+			b->has_conv_in = 1;
+			snprintf(path, sizeof(path), "%s.conv_in", b->path);
+			if ((st = load_resnet(v, &b->conv_in, path, u->in_channels,
+			    u->out_channels, u->inject_noise, v->tc, err)))
+				return st;
+			cur = u->out_channels;
+		}
+		if (v->tc) {
+			b->has_te = 1;
+			snprintf(path, sizeof(path), "%s.time_embedder", b->path);
+			if ((st = load_temb(v, &b->te, path, 4 * u->in_channels, err)))
+				return st;
+		}
+		if (u->spatio_temporal_scale) {
+			if (cur != u->upsampler_in)
+				goto mismatch;
+			b->up = 1;
+			b->residual = u->upsample_residual;
+			b->factor = u->upsample_factor;
+			b->up_in = u->upsampler_in;
+			b->up_out = u->upsampler_out;
+			if ((st = wget(v, &b->up_w, 5, SHAPE(b->up_out, b->up_in, 3, 3, 3),
+			    err, "%s.upsamplers.0.conv.conv.weight", b->path)) ||
+			    (st = wget(v, &b->up_b, 1, SHAPE(b->up_out), err,
+			    "%s.upsamplers.0.conv.conv.bias", b->path)))
+				return st;
+			if (b->up_in > v->cmax)
+				v->cmax = b->up_in;
+			cur = u->out_channels;
+		}
+		if (cur != u->out_channels)
+			goto mismatch;
+		b->nres = u->num_layers;
+		b->res = xcalloc((size_t)(b->nres + 1), sizeof(*b->res));
+		for (int j = 0; j < b->nres; j++) {
+			snprintf(path, sizeof(path), "%s.resnets.%d", b->path, j);
+			if ((st = load_resnet(v, &b->res[j], path, u->out_channels,
+			    u->out_channels, u->inject_noise, v->tc, err)))
+				return st;
+		}
+		if (b->cin > v->cmax)
+			v->cmax = b->cin;
+		if (b->cout > v->cmax)
+			v->cmax = b->cout;
+		continue;
+mismatch:
+		error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
+		    "%s receives %d channels but is built for in %d / out %d "
+		    "(upsample_factor %d): upstream cannot run this config",
+		    b->path, cur, u->in_channels, u->out_channels,
+		    u->upsample_factor);
+		error_set_field(err, "decoder_block_out_channels");
+		return LQ_FAILED;
+	}
+	if ((st = wget(v, &v->conv_out_w, 5, SHAPE(c->dec_conv_out_out, cur, 3, 3, 3),
+	    err, "decoder.conv_out.conv.weight")) ||
+	    (st = wget(v, &v->conv_out_b, 1, SHAPE(c->dec_conv_out_out), err,
+	    "decoder.conv_out.conv.bias")))
+		return st;
+	if (v->tc) {
+		const struct st_tensor *m;
+
+		if ((st = load_temb(v, &v->te, "decoder.time_embedder", 2 * cur, err)) ||
+		    (st = wget(v, &v->sst, 2, SHAPE(2, cur), err, "decoder.scale_shift_table")))
+			return st;
+		m = nn_weights_host(v->w, "decoder.timestep_scale_multiplier");
+		if (m == NULL || st_tensor_numel(m) != 1) {
+			error_set(err, LQ_FAILED, "LQ-NN-WMISS",
+			    "weight decoder.timestep_scale_multiplier is missing "
+			    "or not a scalar in %s", nn_weights_path(v->w));
+			return LQ_FAILED;
+		} else {
+			float *f = st_tensor_to_f32(m);
+
+			v->timestep_scale_multiplier = f[0];
+			free(f);
+		}
+	}
+	{
+		const struct st_tensor *m = nn_weights_host(v->w, "latents_mean");
+		const struct st_tensor *s = nn_weights_host(v->w, "latents_std");
+
+		if (m && st_tensor_numel(m) == c->latent_channels)
+			v->latents_mean = st_tensor_to_f32(m);
+		if (s && st_tensor_numel(s) == c->latent_channels)
+			v->latents_std = st_tensor_to_f32(s);
+	}
+	return LQ_OK;
+}
+
+static void
+free_block(struct vae_block *b)
+{
+	free(b->res);
+}
+
+void
+ltxv_vae_free(struct ltxv_vae *v)
+{
+	if (v == NULL)
+		return;
+	gpu_cmd_free(v->cmd);
+	gpu_pool_free(v->pool);
+	nn_weights_free(v->w);
+	free_block(&v->mid);
+	for (int i = 0; i < DIFFUSERS_MAX_BLOCKS; i++)
+		free_block(&v->up[i]);
+	free(v->latents_mean);
+	free(v->latents_std);
+	free(v->h_noise);
+	free(v);
+}
+
+enum lq_status
+ltxv_vae_load(struct gpu_ctx *ctx, const char *dir, struct ltxv_vae **out,
+    struct lq_error *err)
+{
+	struct ltxv_vae *v = xcalloc(1, sizeof(*v));
+	enum lq_status st;
+
+	*out = NULL;
+	v->ctx = ctx;
+	st = parse_config(dir, &v->cfg, err);
+	if (st == LQ_OK && v->cfg.patch_size_t != 1) {
+		st = error_set(err, LQ_FAILED, "LQ-NN-CONFIG",
+		    "patch_size_t %d is not supported (upstream's decoder "
+		    "unpatchify assumes 1)", v->cfg.patch_size_t);
+		error_set_field(err, "patch_size_t");
+	}
+	if (st == LQ_OK)
+		st = nn_weights_load(ctx, dir, "decoder.", &v->w, err);
+	if (st == LQ_OK)
+		st = load_weights(v, err);
+	if (st == LQ_OK)
+		st = gpu_cmd_create(ctx, &v->cmd, err);
+	if (st != LQ_OK) {
+		ltxv_vae_free(v);
+		return st;
+	}
+	*out = v;
+	return LQ_OK;
+}
+
+const struct ltxv_vae_config *
+ltxv_vae_config(const struct ltxv_vae *v)
+{
+	return &v->cfg;
+}
+
+const float *
+ltxv_vae_latents_mean(const struct ltxv_vae *v)
+{
+	return v->latents_mean;
+}
+
+const float *
+ltxv_vae_latents_std(const struct ltxv_vae *v)
+{
+	return v->latents_std;
+}
+
+void
+ltxv_vae_output_shape(const struct ltxv_vae *v, const int64_t z[5],
+    int64_t out[5])
+{
+	int64_t F = z[2], H = z[3], W = z[4];
+
+	for (int i = 0; i < v->nup; i++)
+		if (v->up[i].up) {
+			F = 2 * F - 1;
+			H *= 2;
+			W *= 2;
+		}
+	out[0] = z[0];
+	out[1] = v->cfg.out_channels;
+	out[2] = F;
+	out[3] = H * v->cfg.patch_size;
+	out[4] = W * v->cfg.patch_size;
+}
+
+/* Largest activation (elements) of a decode of [B, *, F, H, W], and the
+ * total of all noise fields (elements). */
+static void
+plan_sizes(const struct ltxv_vae *v, int64_t B, int64_t F, int64_t H,
+    int64_t W, int64_t *max_numel, int64_t *noise_numel)
+{
+	int64_t mx = B * v->cfg.latent_channels * F * H * W, nz = 0;
+	int64_t C = v->cfg.dec_conv_in_out;
+
+#define SEE(ch) do { int64_t n_ = B * (ch) * F * H * W; if (n_ > mx) mx = n_; } while (0)
+	SEE(C);
+	if (v->mid.nres && v->mid.res[0].inject)
+		nz += 2 * v->mid.nres * H * W;
+	for (int i = 0; i < v->nup; i++) {
+		const struct vae_block *b = &v->up[i];
+
+		if (b->has_conv_in) {
+			SEE(b->cout);
+			SEE(b->cin);
+			if (b->conv_in.inject)
+				nz += 2 * H * W;
+		}
+		if (b->up) {
+			SEE(b->up_out);	/* conv output before depth-to-space */
+			SEE(b->up_in);
+			F = 2 * F - 1;
+			H *= 2;
+			W *= 2;
+		}
+		SEE(b->cout);
+		if (b->nres && b->res[0].inject)
+			nz += 2 * b->nres * H * W;
+	}
+	SEE(v->cfg.dec_conv_out_out);
+#undef SEE
+	*max_numel = mx;
+	*noise_numel = nz;
+}
+
+enum lq_status
+ltxv_vae_reserve(struct ltxv_vae *v, int B, int F, int H, int W,
+    struct lq_error *err)
+{
+	int64_t mx, nz, small;
+	size_t bytes;
+	enum lq_status st;
+
+	if (v->pool && B <= v->rB && F <= v->rF && H <= v->rH && W <= v->rW)
+		return LQ_OK;
+	if (v->pool) {
+		B = B > v->rB ? B : v->rB;
+		F = F > v->rF ? F : v->rF;
+		H = H > v->rH ? H : v->rH;
+		W = W > v->rW ? W : v->rW;
+	}
+	plan_sizes(v, B, F, H, W, &mx, &nz);
+	/* features, embedder hidden + output, scale-shift rows */
+	small = (int64_t)B * TPROJ_DIM + 3 * (int64_t)B * 4 * v->cmax;
+	bytes = (size_t)(5 * mx + nz + small) * sizeof(float) +
+	    (size_t)(64 + 2 * 64) * 256;
+	gpu_pool_free(v->pool);
+	v->pool = NULL;
+	st = gpu_pool_create(v->ctx, bytes, &v->pool, err);
+	if (st != LQ_OK)
+		return st;
+	v->rB = B;
+	v->rF = F;
+	v->rH = H;
+	v->rW = W;
+	free(v->h_noise);
+	/* the largest field is at the final resolution */
+	{
+		int64_t fz[5] = { B, 1, F, H, W }, o[5];
+
+		ltxv_vae_output_shape(v, fz, o);
+		v->h_noise = xmalloc(sizeof(float) * (size_t)(o[3] * o[4] /
+		    (v->cfg.patch_size * v->cfg.patch_size) + 1));
+	}
+	return LQ_OK;
+}
+
+void
+ltxv_vae_memory(const struct ltxv_vae *v, size_t *weights,
+    size_t *pool_capacity, size_t *pool_peak)
+{
+	*weights = nn_weights_device_bytes(v->w);
+	*pool_capacity = v->pool ? gpu_pool_capacity(v->pool) : 0;
+	*pool_peak = v->pool ? gpu_pool_peak(v->pool) : 0;
+}
+
+/* ---- decode ---- */
+
+struct vae_run {
+	struct ltxv_vae *v;
+	struct gpu_cmd *cmd;
+	const struct nn_dump *dump;
+	struct gpu_tensor slot[5];	/* 0, 1 ping-pong; 2, 3, 4 temporaries */
+	struct gpu_tensor tfeat, thid, temb, ss;
+	int64_t B;
+};
+
+/* A contiguous [B, C, F, H, W] view at the start of a slot. */
+static struct gpu_tensor
+view5(const struct gpu_tensor *slot, int64_t B, int64_t C, int64_t F,
+    int64_t H, int64_t W)
+{
+	int64_t shp[5] = { B, C, F, H, W };
+
+	LQ_ASSERT(B * C * F * H * W <= gpu_tensor_numel(slot));
+	return gpu_tensor_make(slot->buf, slot->offset, GPU_F32, 5, shp);
+}
+
+/* A contiguous view of any shape at the start of a small scratch tensor. */
+static struct gpu_tensor
+viewn(const struct gpu_tensor *t, int ndim, const int64_t *shp)
+{
+	struct gpu_tensor v = gpu_tensor_make(t->buf, t->offset, GPU_F32, ndim, shp);
+
+	LQ_ASSERT(gpu_tensor_numel(&v) <= gpu_tensor_numel(t));
+	return v;
+}
+
+/* Row k of a [B, K, C] tensor as a [B, C] view (row stride K*C). */
+static struct gpu_tensor
+row(const struct gpu_tensor *tab, int k)
+{
+	struct gpu_tensor r = gpu_tensor_slice(tab, 1, k, 1);
+
+	r.ndim = 2;
+	r.shape[1] = tab->shape[2];
+	r.stride[0] = tab->stride[0];
+	r.stride[1] = tab->stride[2];
+	for (int i = 2; i < GPU_MAX_DIMS; i++) {
+		r.shape[i] = 1;
+		r.stride[i] = 0;
+	}
+	return r;
+}
+
+static struct ops_conv3d_params
+conv3_params(const struct ltxv_vae *v)
+{
+	struct ops_conv3d_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.stride[0] = p.stride[1] = p.stride[2] = 1;
+	if (v->cfg.decoder_causal) {
+		p.pad_t[0] = 2;
+		p.pad_t[1] = 0;
+	} else {
+		p.pad_t[0] = 1;
+		p.pad_t[1] = 1;
+	}
+	p.pad_h[0] = p.pad_h[1] = p.pad_w[0] = p.pad_w[1] = 1;
+	p.t_mode = OPS_PAD_REPLICATE;
+	p.s_mode = OPS_PAD_ZERO;
+	return p;
+}
+
+static struct ops_conv3d_params
+conv1_params(void)
+{
+	struct ops_conv3d_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.stride[0] = p.stride[1] = p.stride[2] = 1;
+	p.t_mode = OPS_PAD_REPLICATE;
+	p.s_mode = OPS_PAD_ZERO;
+	return p;
+}
+
+#define OP(x) do { if ((st = (x)) != LQ_OK) return st; } while (0)
+
+/* temb = linear_2(SiLU(linear_1(features))) into run->temb as [B, dim]. */
+static enum lq_status
+time_embed(struct vae_run *run, const struct vae_temb *te,
+    struct gpu_tensor *out)
+{
+	struct gpu_tensor h = viewn(&run->thid, 2, SHAPE(run->B, te->dim));
+	enum lq_status st;
+
+	*out = viewn(&run->temb, 2, SHAPE(run->B, te->dim));
+	OP(ops_linear(run->cmd, &h, &run->tfeat, &te->l1_w, &te->l1_b, OPS_ACT_SILU));
+	return ops_linear(run->cmd, out, &h, &te->l2_w, &te->l2_b, OPS_ACT_NONE);
+}
+
+/*
+ * LTXVideoResnetBlock3d.forward(x, temb) from slot `xs` into slot `ys`
+ * (slots 2, 3, 4 are scratch).  x is [B, cin, F, H, W].
+ */
+static enum lq_status
+resnet(struct vae_run *run, const struct vae_resnet *r, int xs, int ys,
+    int64_t F, int64_t H, int64_t W, const struct gpu_tensor *temb)
+{
+	struct ltxv_vae *v = run->v;
+	struct gpu_cmd *cmd = run->cmd;
+	struct ops_conv3d_params p3 = conv3_params(v), p1 = conv1_params();
+	int64_t B = run->B;
+	struct gpu_tensor x = view5(&run->slot[xs], B, r->cin, F, H, W);
+	struct gpu_tensor hn = view5(&run->slot[2], B, r->cin, F, H, W);
+	struct gpu_tensor c1 = view5(&run->slot[3], B, r->cout, F, H, W);
+	struct gpu_tensor y = view5(&run->slot[ys], B, r->cout, F, H, W);
+	struct gpu_tensor ss, shift1, scale1, shift2, scale2;
+	enum lq_status st;
+
+	if (r->tc) {
+		/* temb.unflatten(1, (4, -1)) + scale_shift_table ->
+		 * shift_1, scale_1, shift_2, scale_2 */
+		ss = viewn(&run->ss, 3, SHAPE(B, 4, r->cin));
+		OP(ops_add_table(cmd, &ss, &r->sst, temb));
+		shift1 = row(&ss, 0);
+		scale1 = row(&ss, 1);
+		shift2 = row(&ss, 2);
+		scale2 = row(&ss, 3);
+	}
+	OP(ops_rms_norm_channels(cmd, &hn, &x, NULL, 1e-8f));
+	if (r->tc)
+		OP(ops_channel_affine(cmd, &hn, &hn, &scale1, &shift1, 1.0f));
+	OP(ops_silu(cmd, &hn, &hn));
+	OP(ops_conv3d(cmd, &c1, &hn, &r->conv1_w, &r->conv1_b, &p3));
+	if (r->inject)
+		OP(ops_add_noise_channels(cmd, &c1, &r->noise[0], &r->pcs1));
+	OP(ops_rms_norm_channels(cmd, &c1, &c1, NULL, 1e-8f));
+	if (r->tc)
+		OP(ops_channel_affine(cmd, &c1, &c1, &scale2, &shift2, 1.0f));
+	OP(ops_silu(cmd, &c1, &c1));
+	OP(ops_conv3d(cmd, &y, &c1, &r->conv2_w, &r->conv2_b, &p3));
+	if (r->inject)
+		OP(ops_add_noise_channels(cmd, &y, &r->noise[1], &r->pcs2));
+	if (r->short_w.buf) {
+		/* norm3 = LayerNorm over channels (affine, resnet_norm_eps),
+		 * then the 1x1x1 conv_shortcut. */
+		struct gpu_tensor s1 = view5(&run->slot[2], B, r->cin, F, H, W);
+		struct gpu_tensor s2 = view5(&run->slot[4], B, r->cout, F, H, W);
+
+		OP(ops_layer_norm_channels(cmd, &s1, &x, &r->norm3_w, &r->norm3_b,
+		    (float)v->cfg.resnet_norm_eps));
+		OP(ops_conv3d(cmd, &s2, &s1, &r->short_w, &r->short_b, &p1));
+		OP(ops_add(cmd, &y, &y, &s2));
+	} else {
+		OP(ops_add(cmd, &y, &y, &x));
+	}
+	return LQ_OK;
+}
+
+/*
+ * LTXVideoUpsampler3d (stride 2, 2, 2): conv to up_out channels,
+ * depth-to-space, drop the first frame; residual: depth-to-space of the
+ * input tiled 8/factor times along channels, first frame dropped, added.
+ */
+static enum lq_status
+upsample(struct vae_run *run, const struct vae_block *b, int xs, int ys,
+    int64_t F, int64_t H, int64_t W)
+{
+	struct gpu_cmd *cmd = run->cmd;
+	struct ops_conv3d_params p3 = conv3_params(run->v);
+	int64_t B = run->B, Co = b->up_out / 8, F2 = 2 * F - 1;
+	struct gpu_tensor x = view5(&run->slot[xs], B, b->up_in, F, H, W);
+	struct gpu_tensor c = view5(&run->slot[2], B, b->up_out, F, H, W);
+	struct gpu_tensor d = view5(&run->slot[3], B, Co, 2 * F, 2 * H, 2 * W);
+	struct gpu_tensor y = view5(&run->slot[ys], B, Co, F2, 2 * H, 2 * W);
+	struct gpu_tensor ds = gpu_tensor_slice(&d, 2, 1, F2);
+	enum lq_status st;
+
+	OP(ops_conv3d(cmd, &c, &x, &b->up_w, &b->up_b, &p3));
+	OP(ops_depth_to_space(cmd, &d, &c, 2, 2, 2, 0));
+	if (!b->residual)
+		return ops_copy(cmd, &y, &ds);
+	{
+		int64_t c8 = b->up_in / 8, R = Co / c8;
+		struct gpu_tensor r = view5(&run->slot[4], B, c8, 2 * F, 2 * H, 2 * W);
+		struct gpu_tensor rs = gpu_tensor_slice(&r, 2, 1, F2);
+		int64_t shp[6] = { B, R, c8, F2, 2 * H, 2 * W };
+		struct gpu_tensor y6 = gpu_tensor_reshape(&y, 6, shp);
+		struct gpu_tensor a6 = ds, r6 = rs;
+
+		LQ_ASSERT(R * c8 == Co);
+		OP(ops_depth_to_space(cmd, &r, &x, 2, 2, 2, 0));
+		/* [B, R*c8, ...] -> [B, R, c8, ...]; the residual repeats
+		 * (whole-block copies) along R with stride 0. */
+		a6.ndim = r6.ndim = 6;
+		for (int k = 5; k >= 3; k--) {
+			a6.shape[k] = ds.shape[k - 1];
+			a6.stride[k] = ds.stride[k - 1];
+			r6.shape[k] = rs.shape[k - 1];
+			r6.stride[k] = rs.stride[k - 1];
+		}
+		a6.shape[0] = r6.shape[0] = B;
+		a6.stride[0] = ds.stride[0];
+		r6.stride[0] = rs.stride[0];
+		a6.shape[1] = r6.shape[1] = R;
+		a6.stride[1] = c8 * ds.stride[1];
+		r6.stride[1] = 0;
+		a6.shape[2] = r6.shape[2] = c8;
+		a6.stride[2] = ds.stride[1];
+		r6.stride[2] = rs.stride[1];
+		return ops_add(cmd, &y6, &a6, &r6);
+	}
+}
+
+/* Draws (through the callback) and uploads every noise field, in
+ * upstream's call order, into pool tensors. */
+static enum lq_status
+draw_noise_one(struct vae_run *run, struct vae_resnet *r, int64_t H,
+    int64_t W, const struct ltxv_vae_noise *src, struct lq_error *err)
+{
+	struct ltxv_vae *v = run->v;
+	enum lq_status st;
+
+	if (!r->inject)
+		return LQ_OK;
+	if (src == NULL || src->fill == NULL) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "%s injects noise but no noise source was given", r->path);
+		error_set_hint(err, "supply the fields %s#0 / %s#1", r->path,
+		    r->path);
+		return LQ_FAILED;
+	}
+	for (int k = 0; k < 2; k++) {
+		st = gpu_pool_tensor(v->pool, GPU_F32, 2, SHAPE(H, W), &r->noise[k], err);
+		if (st != LQ_OK)
+			return st;
+		st = src->fill(src->ud, r->path, k, (int)H, (int)W, v->h_noise, err);
+		if (st != LQ_OK)
+			return st;
+		st = gpu_tensor_upload(v->ctx, &r->noise[k], v->h_noise, err);
+		if (st != LQ_OK)
+			return st;
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+draw_noise(struct vae_run *run, int64_t H, int64_t W,
+    const struct ltxv_vae_noise *src, struct lq_error *err)
+{
+	struct ltxv_vae *v = run->v;
+	enum lq_status st;
+
+	for (int j = 0; j < v->mid.nres; j++)
+		if ((st = draw_noise_one(run, &v->mid.res[j], H, W, src, err)))
+			return st;
+	for (int i = 0; i < v->nup; i++) {
+		struct vae_block *b = &v->up[i];
+
+		if (b->has_conv_in &&
+		    (st = draw_noise_one(run, &b->conv_in, H, W, src, err)))
+			return st;
+		if (b->up) {
+			H *= 2;
+			W *= 2;
+		}
+		for (int j = 0; j < b->nres; j++)
+			if ((st = draw_noise_one(run, &b->res[j], H, W, src, err)))
+				return st;
+	}
+	return LQ_OK;
+}
+
+#undef OP
+#define OP(x) do { if ((st = (x)) != LQ_OK) goto out; } while (0)
+#define DUMP(name, t) OP(nn_dump_tensor(dump, cmd, (name), &(t), err))
+
+enum lq_status
+ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
+    const struct gpu_tensor *sample, const struct nn_dump *dump,
+    struct lq_error *err)
+{
+	const struct gpu_tensor *z = args->z;
+	struct gpu_cmd *cmd = v->cmd;
+	struct vae_run run;
+	int64_t B, F, H, W, want[5], mx, nz;
+	int s = 0;
+	size_t mark = 0;
+	char name[96];
+	float *tf = NULL;
+	enum lq_status st;
+
+	if (z->ndim != 5 || z->shape[1] != v->cfg.latent_channels) {
+		char buf[96];
+
+		gpu_tensor_describe(z, buf, sizeof(buf));
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+		    "ltxv vae: z is %s, expected [B, %d, F, H, W]", buf,
+		    v->cfg.latent_channels);
+	}
+	B = z->shape[0];
+	F = z->shape[2];
+	H = z->shape[3];
+	W = z->shape[4];
+	ltxv_vae_output_shape(v, z->shape, want);
+	if (sample->ndim != 5 || memcmp(sample->shape, want, sizeof(want)) != 0) {
+		char buf[96];
+
+		gpu_tensor_describe(sample, buf, sizeof(buf));
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+		    "ltxv vae: sample is %s, expected [%lld, %lld, %lld, %lld, %lld]",
+		    buf, (long long)want[0], (long long)want[1], (long long)want[2],
+		    (long long)want[3], (long long)want[4]);
+	}
+	if (v->tc && args->decode_timestep == NULL)
+		return error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "ltxv vae: the decoder is timestep-conditioned and needs "
+		    "decode_timestep");
+	st = ltxv_vae_reserve(v, (int)B, (int)F, (int)H, (int)W, err);
+	if (st != LQ_OK)
+		return st;
+
+	memset(&run, 0, sizeof(run));
+	run.v = v;
+	run.cmd = cmd;
+	run.dump = dump;
+	run.B = B;
+	plan_sizes(v, B, F, H, W, &mx, &nz);
+	mark = gpu_pool_mark(v->pool);
+	gpu_cmd_begin(cmd);
+	for (int i = 0; i < 5; i++)
+		OP(gpu_pool_tensor(v->pool, GPU_F32, 1, SHAPE(mx), &run.slot[i], err));
+	OP(gpu_pool_tensor(v->pool, GPU_F32, 2, SHAPE(B, TPROJ_DIM), &run.tfeat, err));
+	OP(gpu_pool_tensor(v->pool, GPU_F32, 1, SHAPE(B * 4 * v->cmax), &run.thid, err));
+	OP(gpu_pool_tensor(v->pool, GPU_F32, 1, SHAPE(B * 4 * v->cmax), &run.temb, err));
+	OP(gpu_pool_tensor(v->pool, GPU_F32, 1, SHAPE(B * 4 * v->cmax), &run.ss, err));
+	OP(draw_noise(&run, H, W, args->noise, err));
+	if (v->tc) {
+		/* temb = decode_timestep * timestep_scale_multiplier (float32),
+		 * then the 256-d sinusoid every embedder starts from. */
+		float *t = xmalloc(sizeof(float) * (size_t)B);
+
+		tf = xmalloc(sizeof(float) * (size_t)B * TPROJ_DIM);
+		for (int64_t b = 0; b < B; b++)
+			t[b] = args->decode_timestep[b] * v->timestep_scale_multiplier;
+		ltxv_timestep_features(t, (int)B, TPROJ_DIM, tf);
+		free(t);
+		OP(gpu_tensor_upload(v->ctx, &run.tfeat, tf, err));
+	}
+
+	{
+		struct ops_conv3d_params p3 = conv3_params(v);
+		struct gpu_tensor h = view5(&run.slot[s], B, v->cfg.dec_conv_in_out, F, H, W);
+
+		OP(ops_conv3d(cmd, &h, z, &v->conv_in_w, &v->conv_in_b, &p3));
+		DUMP("decoder.conv_in", h);
+	}
+	/* mid block */
+	{
+		struct gpu_tensor temb;
+
+		if (v->mid.has_te) {
+			OP(time_embed(&run, &v->mid.te, &temb));
+			DUMP("decoder.mid_block.time_embedder", temb);
+		}
+		for (int j = 0; j < v->mid.nres; j++) {
+			OP(resnet(&run, &v->mid.res[j], s, 1 - s, F, H, W,
+			    v->mid.has_te ? &temb : NULL));
+			s = 1 - s;
+		}
+		if (dump) {
+			struct gpu_tensor h = view5(&run.slot[s], B, v->mid.cout, F, H, W);
+
+			DUMP("decoder.mid_block", h);
+		}
+	}
+	for (int i = 0; i < v->nup; i++) {
+		const struct vae_block *b = &v->up[i];
+		struct gpu_tensor temb;
+
+		if (b->has_conv_in) {
+			OP(resnet(&run, &b->conv_in, s, 1 - s, F, H, W, NULL));
+			s = 1 - s;
+		}
+		if (b->has_te)
+			OP(time_embed(&run, &b->te, &temb));
+		if (b->up) {
+			OP(upsample(&run, b, s, 1 - s, F, H, W));
+			s = 1 - s;
+			F = 2 * F - 1;
+			H *= 2;
+			W *= 2;
+		}
+		for (int j = 0; j < b->nres; j++) {
+			OP(resnet(&run, &b->res[j], s, 1 - s, F, H, W,
+			    b->has_te ? &temb : NULL));
+			s = 1 - s;
+		}
+		if (dump) {
+			struct gpu_tensor h = view5(&run.slot[s], B, b->cout, F, H, W);
+
+			snprintf(name, sizeof(name), "decoder.up_blocks.%d", i);
+			DUMP(name, h);
+		}
+	}
+	{
+		int64_t C = v->cfg.dec_conv_out_in, p = v->cfg.patch_size;
+		struct gpu_tensor h = view5(&run.slot[s], B, C, F, H, W);
+		struct gpu_tensor o = view5(&run.slot[2], B, v->cfg.dec_conv_out_out, F, H, W);
+		struct ops_conv3d_params p3 = conv3_params(v);
+
+		OP(ops_rms_norm_channels(cmd, &h, &h, NULL, 1e-8f));
+		if (dump) {
+			/* upstream's norm_out sees channels-last */
+			static const int perm[5] = { 0, 2, 3, 4, 1 };
+			struct gpu_tensor hp = gpu_tensor_permute(&h, perm);
+			struct gpu_tensor cl = gpu_tensor_make(run.slot[3].buf,
+			    run.slot[3].offset, GPU_F32, 5, hp.shape);
+
+			OP(ops_copy(cmd, &cl, &hp));
+			DUMP("decoder.norm_out", cl);
+		}
+		if (v->tc) {
+			struct gpu_tensor temb, ss, shift, scale;
+
+			OP(time_embed(&run, &v->te, &temb));
+			DUMP("decoder.time_embedder", temb);
+			ss = viewn(&run.ss, 3, SHAPE(B, 2, C));
+			OP(ops_add_table(cmd, &ss, &v->sst, &temb));
+			shift = row(&ss, 0);
+			scale = row(&ss, 1);
+			OP(ops_channel_affine(cmd, &h, &h, &scale, &shift, 1.0f));
+		}
+		OP(ops_silu(cmd, &h, &h));
+		OP(ops_conv3d(cmd, &o, &h, &v->conv_out_w, &v->conv_out_b, &p3));
+		/* unpatchify: channel c*p*p + pw*p + ph (width sub-position
+		 * slower) -> pixel (h*p + ph, w*p + pw) */
+		OP(ops_depth_to_space(cmd, sample, &o, 1, (int)p, (int)p, 1));
+	}
+	st = gpu_cmd_submit(cmd, err);
+out:
+	free(tf);
+	gpu_pool_reset(v->pool, mark);
+	return st;
+}

@@ -1,0 +1,134 @@
+/*
+ * ltxv_vae.h — the LTX-Video VAE decoder on Vulkan, as diffusers'
+ * AutoencoderKLLTXVideo.decode (models/autoencoders/autoencoder_kl_ltx.py,
+ * LTXVideoDecoder3d) computes it without tiling: conv_in, the mid block,
+ * the up blocks (resnets with RMSNorm, channel-changing conv_in resnets,
+ * depth-to-space upsamplers incl. the residual / upsample_factor variants),
+ * timestep conditioning, noise injection, norm_out, conv_out and the final
+ * unpatchify.  0.9.0, 0.9.1 / 0.9.5-style and causal decoders.
+ *
+ * Use:
+ *   ltxv_vae_load(ctx, "model/vae", &vae, &err);
+ *   ltxv_vae_reserve(vae, B, F, H, W, &err);        (allocates, once)
+ *   ltxv_vae_decode(vae, &args, &sample, NULL, &err);
+ *   ltxv_vae_free(vae);
+ *
+ * The pipeline's pre-decode step (latents_mean / latents_std
+ * denormalisation, decode_noise_scale mixing) belongs to the render code;
+ * ltxv_vae_latents_mean/_std give the stored buffers for it.
+ *
+ * Ownership: the decoder owns its weights (only `decoder.*` is uploaded,
+ * as stored), its activation pool and its command recording.  Inputs and
+ * output are caller-owned; the gpu context must outlive the decoder.
+ */
+#ifndef LQ_NN_LTXV_VAE_H
+#define LQ_NN_LTXV_VAE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "gpu/gpu.h"
+#include "model/diffusers.h"
+#include "nn/dump.h"
+
+struct ltxv_vae;
+
+/*
+ * Reads `dir`/config.json and uploads the decoder's weights.  Errors:
+ * LQ_FAILED (LQ-NN-CONFIG for a config upstream cannot run, e.g. a
+ * timestep-conditioned channel-changing up block; LQ-NN-WMISS /
+ * LQ-NN-WSHAPE for weights; safetensors codes), LQ_RETRY on device OOM.
+ * On error *out is NULL and nothing is left allocated.
+ */
+enum lq_status ltxv_vae_load(struct gpu_ctx *ctx, const char *dir,
+    struct ltxv_vae **out, struct lq_error *err);
+
+void ltxv_vae_free(struct ltxv_vae *vae);
+
+/* The parsed config (borrowed). */
+const struct ltxv_vae_config *ltxv_vae_config(const struct ltxv_vae *vae);
+
+/* Host copies of the `latents_mean` / `latents_std` buffers
+ * ([latent_channels], borrowed), or NULL when the file lacks them. */
+const float *ltxv_vae_latents_mean(const struct ltxv_vae *vae);
+const float *ltxv_vae_latents_std(const struct ltxv_vae *vae);
+
+/*
+ * Output shape of decoding z [B, latent_channels, F, H, W]:
+ * [B, out_channels, (F-1)*2^u + 1, H*2^u*p, W*2^u*p] with u the number of
+ * upsampling up blocks and p = patch_size.
+ */
+void ltxv_vae_output_shape(const struct ltxv_vae *vae, const int64_t z[5],
+    int64_t out[5]);
+
+/* Allocates the activation pool for latents [B, C, F, H, W] (a later call
+ * with larger shapes reallocates).  LQ_RETRY on device OOM. */
+enum lq_status ltxv_vae_reserve(struct ltxv_vae *vae, int B, int F, int H,
+    int W, struct lq_error *err);
+
+/*
+ * Source of the decoder's injected noise.  Upstream draws
+ * torch.randn(H, W) inside each noise-injecting resnet, twice (k = 0 after
+ * conv1, k = 1 after conv2), from the global RNG; latentq asks this
+ * callback instead, in upstream's call order, with the resnet's module path
+ * (e.g. "decoder.up_blocks.0.resnets.1"; the field name
+ * `<module>#<k>` of decode.inject_noise.safetensors).  Fill out[height *
+ * width] row-major.  A non-OK return aborts the decode with that error.
+ */
+struct ltxv_vae_noise {
+	enum lq_status (*fill)(void *ud, const char *module, int k, int height,
+	    int width, float *out, struct lq_error *err);
+	void *ud;
+};
+
+struct ltxv_vae_decode_args {
+	/* [B, latent_channels, F, H, W] f32, contiguous: the exact tensor
+	 * upstream passes to vae.decode (already denormalised). */
+	const struct gpu_tensor *z;
+	/* Host [B] decode timestep on the 0..1 scale (the decoder multiplies
+	 * by its timestep_scale_multiplier); required when the config has
+	 * timestep_conditioning, ignored otherwise. */
+	const float *decode_timestep;
+	/* Required when any block injects noise. */
+	const struct ltxv_vae_noise *noise;
+};
+
+/*
+ * AutoencoderKLLTXVideo.decode(z, temb).sample into `sample` (shape from
+ * ltxv_vae_output_shape, f32 contiguous, not clamped).  Records, submits
+ * and waits.  With `dump` also hands over decoder.conv_in,
+ * decoder.mid_block(.time_embedder), decoder.up_blocks.<i>,
+ * decoder.norm_out (channels-last [B, F, H, W, C] as upstream's module sees
+ * it) and decoder.time_embedder.  Errors: LQ_FAILED LQ-NN-SHAPE /
+ * LQ-NN-INPUT for bad shapes or a missing timestep / noise source; device
+ * errors from gpu_cmd_submit.
+ */
+enum lq_status ltxv_vae_decode(struct ltxv_vae *vae,
+    const struct ltxv_vae_decode_args *args, const struct gpu_tensor *sample,
+    const struct nn_dump *dump, struct lq_error *err);
+
+/*
+ * The pipeline's pre-decode step on the host, float32 as upstream
+ * (pipelines/ltx/pipeline_ltx.py): LTXPipeline._denormalize_latents,
+ *   out = x * latents_std[c] / scaling_factor + latents_mean[c]
+ * for x [B, C, S] (S = F*H*W), mean/std [C]; in place ok.
+ */
+void ltxv_latents_denormalize(const float *x, const float *latents_mean,
+    const float *latents_std, double scaling_factor, int64_t B, int64_t C,
+    int64_t S, float *out);
+
+/*
+ * Timestep-conditioned decoding's noise mix (LTXPipeline.__call__):
+ *   z = (1 - s[b]) * x + s[b] * noise   per sample b, x / noise [B, N]
+ * with s = decode_noise_scale (defaults to decode_timestep upstream).
+ * In place ok (out == x).
+ */
+void ltxv_latents_mix_noise(const float *x, const float *noise,
+    const float *decode_noise_scale, int64_t B, int64_t N, float *out);
+
+/* Device bytes: weights, and the activation pool's capacity and peak. */
+void ltxv_vae_memory(const struct ltxv_vae *vae, size_t *weights,
+    size_t *pool_capacity, size_t *pool_peak);
+
+#endif

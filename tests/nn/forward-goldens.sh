@@ -1,0 +1,45 @@
+#!/bin/sh
+# `latentq forward` against the diffusers goldens (tests/data/ltxv): every
+# transformer grid and every VAE decoder variant, outputs only — the path
+# the render code and users take.  st-compare prints max abs / max rel per
+# tensor and applies index.json's suggested_atol.
+. "${top_srcdir:-.}/tests/cli/common.sh"
+
+D=$top_srcdir/tests/data/ltxv
+CMP=${top_builddir:-.}/tests/nn/st-compare
+
+compare() {	# REL_FILE MINE [KEY...]
+	checks=$((checks + 1))
+	"$CMP" "$D/index.json" "$D" "$@" || fail "st-compare $*"
+}
+
+for g in gridA gridB; do
+	expect_status 0 "$LATENTQ" forward --model "$D/transformer/model" \
+	    --component transformer --inputs "$D/transformer/$g.inputs.safetensors" \
+	    --out "$T/$g.safetensors"
+	compare "transformer/$g.output.safetensors" "$T/$g.safetensors"
+done
+
+for v in vae090 vae091 vae_causal; do
+	set -- --inputs "$D/vae/$v/decode.inputs.safetensors"
+	[ -f "$D/vae/$v/decode.inject_noise.safetensors" ] &&
+	    set -- "$@" --inputs "$D/vae/$v/decode.inject_noise.safetensors"
+	# the component folder itself (model/vae) and, for the transformer
+	# above, the pipeline-style parent (model/ holding transformer/)
+	expect_status 0 "$LATENTQ" forward --model "$D/vae/$v/model/vae" \
+	    --component vae-decoder "$@" --out "$T/$v.safetensors"
+	compare "vae/$v/decode.output.safetensors" "$T/$v.safetensors"
+done
+
+# Errors name the input: a missing injected-noise field, a missing input.
+expect_status 65 "$LATENTQ" forward --model "$D/vae/vae091/model/vae" \
+    --component vae-decoder --inputs "$D/vae/vae091/decode.inputs.safetensors" \
+    --out "$T/x.safetensors"
+expect_grep 'decoder\.mid_block\.resnets\.0#0' "$T/err"
+expect_status 65 "$LATENTQ" forward --model "$D/transformer/model" \
+    --component transformer --inputs "$D/vae/vae090/decode.inputs.safetensors" \
+    --out "$T/x.safetensors"
+expect_grep 'hidden_states' "$T/err"
+expect_status 2 "$LATENTQ" forward --model "$D/transformer/model" \
+    --component nope --inputs x --out y
+finish
