@@ -20,6 +20,12 @@ for g in gridA gridB; do
 	compare "transformer/$g.output.safetensors" "$T/$g.safetensors"
 done
 
+# Attention scores in chunks of one head (the path long videos take).
+expect_status 0 env LATENTQ_NN_SCORES_BUDGET=1 "$LATENTQ" forward \
+    --model "$D/transformer/model" --component transformer \
+    --inputs "$D/transformer/gridB.inputs.safetensors" --out "$T/gridB1.safetensors"
+compare "transformer/gridB.output.safetensors" "$T/gridB1.safetensors"
+
 for v in vae090 vae091 vae_causal; do
 	set -- --inputs "$D/vae/$v/decode.inputs.safetensors"
 	[ -f "$D/vae/$v/decode.inject_noise.safetensors" ] &&
