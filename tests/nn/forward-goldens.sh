@@ -37,6 +37,22 @@ for v in vae090 vae091 vae_causal; do
 	compare "vae/$v/decode.output.safetensors" "$T/$v.safetensors"
 done
 
+# --seed: noise fields the inputs lack come from latentq's RNG, the same
+# for the same seed; fields the inputs hold still win.
+V=$D/vae/vae091
+for run in a:7 b:7 c:8; do
+	expect_status 0 "$LATENTQ" forward --model "$V/model" --component vae-decoder \
+	    --inputs "$V/decode.inputs.safetensors" --seed "${run#*:}" \
+	    --out "$T/seed-${run%:*}.st"
+done
+checks=$((checks + 2))
+cmp -s "$T/seed-a.st" "$T/seed-b.st" || fail "--seed 7 twice gave different samples"
+cmp -s "$T/seed-a.st" "$T/seed-c.st" && fail "--seed 7 and --seed 8 gave the same sample"
+expect_status 0 "$LATENTQ" forward --model "$V/model" --component vae-decoder \
+    --inputs "$V/decode.inputs.safetensors" \
+    --inputs "$V/decode.inject_noise.safetensors" --seed 7 --out "$T/seedfile.st"
+compare "vae/vae091/decode.output.safetensors" "$T/seedfile.st"
+
 # Errors name the input: a missing injected-noise field, a missing input.
 expect_status 65 "$LATENTQ" forward --model "$D/vae/vae091/model/vae" \
     --component vae-decoder --inputs "$D/vae/vae091/decode.inputs.safetensors" \
