@@ -69,8 +69,8 @@ void main()
 			continue;
 		float sc[TKH];
 		float mt = m;
-		[[unroll]] for (uint j = 0u; j < TKH; j++) {
-			if (j < tk) {
+		[[dont_unroll]] for (uint j = 0u; j < tk; j++) {
+			{
 				float s = 0.0;
 				[[unroll]] for (uint d = 0u; d < MAXD; d++)
 					if (d < Dh)
@@ -88,8 +88,8 @@ void main()
 		l *= corr;
 		[[unroll]] for (uint d = 0u; d < MAXD; d++)
 			acc[d] *= corr;
-		[[unroll]] for (uint j = 0u; j < TKH; j++) {
-			if (j < tk) {
+		[[dont_unroll]] for (uint j = 0u; j < tk; j++) {
+			{
 				float pj = exp(sc[j] - mt);
 				l += pj;
 				[[unroll]] for (uint d = 0u; d < MAXD; d++)

@@ -6,12 +6,17 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/preflight.h"
 #include "cmd/submit.h"
 #include "core/digest.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "manifest/manifest.h"
+#include "model/hash.h"
+#include "preflight/preflight.h"
+#include "render/render.h"
 #include "store/jobs.h"
+#include "store/models.h"
 #include "store/store.h"
 
 static char *
@@ -24,9 +29,83 @@ request_text(const struct manifest_job *job)
 	return r;
 }
 
+/* Registered model names (`latentq model add --name`) for preflight. */
+static char *
+resolve_model(void *ctx, const char *name)
+{
+	struct store_model sm;
+	memset(&sm, 0, sizeof(sm));
+	int found = 0;
+	struct lq_error err;
+	error_clear(&err);
+	char *p = NULL;
+	if (store_find_model(ctx, name, &sm, &found, &err) == LQ_OK && found)
+		p = xstrdup(sm.path);
+	store_model_clear(&sm);
+	return p;
+}
+
+/*
+ * Model digests computed during one submit, by the config keys that name
+ * the model's files (most manifests use one model for every job).
+ */
+struct digest_memo {
+	char **keys;
+	char (*digests)[DIGEST_HEX_SIZE];
+	size_t n;
+};
+
+static char *
+model_key(const cJSON *config)
+{
+	static const char *const keys[] = {"model", "transformer", "vae",
+	    "text_encoder", "scheduler"};
+	struct strbuf sb = {0};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(keys); i++)
+		strbuf_printf(&sb, "%s\n", json_get_string(config, keys[i], ""));
+	return strbuf_release(&sb);
+}
+
+/* Pins the digest of the model files the job will render with. */
+static enum lq_status
+pin_digest(struct store *st, const struct manifest *m, const char *config,
+    const cJSON *config_json, struct digest_memo *memo,
+    char out[DIGEST_HEX_SIZE], struct lq_error *err)
+{
+	char *key = model_key(config_json);
+	for (size_t i = 0; i < memo->n; i++) {
+		if (strcmp(memo->keys[i], key) == 0) {
+			memcpy(out, memo->digests[i], DIGEST_HEX_SIZE);
+			free(key);
+			return LQ_OK;
+		}
+	}
+	enum lq_status r = render_model_digest(st, config, m->path, out, err);
+	if (r != LQ_OK) {
+		free(key);
+		return r;
+	}
+	memo->keys = xrealloc(memo->keys, (memo->n + 1) * sizeof(char *));
+	memo->digests = xrealloc(memo->digests, (memo->n + 1) * DIGEST_HEX_SIZE);
+	memo->keys[memo->n] = key;
+	memcpy(memo->digests[memo->n], out, DIGEST_HEX_SIZE);
+	memo->n++;
+	return LQ_OK;
+}
+
+static void
+digest_memo_free(struct digest_memo *memo)
+{
+	for (size_t i = 0; i < memo->n; i++)
+		free(memo->keys[i]);
+	free(memo->keys);
+	free(memo->digests);
+}
+
 static enum lq_status
 record_job(struct store *st, const struct manifest *m,
-    const struct manifest_job *job, const struct submit_options *opt,
+    const struct manifest_job *job, const struct preflight_job *pj,
+    const struct submit_options *opt, struct digest_memo *memo,
     struct submit_result *res, struct lq_error *err)
 {
 	char *req_json = request_text(job);
@@ -41,18 +120,18 @@ record_job(struct store *st, const struct manifest *m,
 	if (r != LQ_OK)
 		return r;
 
-	if (job->error != NULL) {
-		char msg[1536];
-		struct lq_error e = *job->error;
-		e.code[0] = '\0';	/* stored in its own column */
-		error_format(&e, msg, sizeof(msg));
+	const struct lq_error *fe = preflight_job_first_error(pj);
+	if (fe != NULL) {
+		char *msg = preflight_job_problems_text(pj);
 		struct store_job_new nj = {
 			.request_id = rid, .name = job->name,
 			.state = JOB_STATE_REJECTED, .config_json = "null",
 			.config_digest = "", .max_attempts = 0,
-			.error_code = job->error->code, .error_message = msg,
+			.error_code = fe->code, .error_message = msg,
 		};
-		if ((r = store_add_job(st, &nj, &jid, err)) != LQ_OK)
+		r = store_add_job(st, &nj, &jid, err);
+		free(msg);
+		if (r != LQ_OK)
 			return r;
 		res->rejected++;
 		if (!opt->quiet)
@@ -60,7 +139,7 @@ record_job(struct store *st, const struct manifest *m,
 		return LQ_OK;
 	}
 
-	char *config = json_canonical(job->config);
+	char *config = json_canonical(pj->config);
 	char digest[DIGEST_HEX_SIZE];
 	digest_hex(config, strlen(config), digest);
 	int64_t existing = 0;
@@ -79,9 +158,22 @@ record_job(struct store *st, const struct manifest *m,
 		free(config);
 		return LQ_OK;
 	}
+	char model_digest[DIGEST_HEX_SIZE] = "";
+	if ((r = pin_digest(st, m, config, pj->config, memo, model_digest,
+	    err)) == LQ_FAILED) {
+		/* preflight opened the model; if hashing fails now, render
+		 * pins the digest instead */
+		error_print(err, stderr);
+		error_clear(err);
+		model_digest[0] = '\0';
+	} else if (r != LQ_OK) {
+		free(config);
+		return r;
+	}
 	struct store_job_new nj = {
 		.request_id = rid, .name = job->name, .state = JOB_STATE_QUEUED,
 		.config_json = config, .config_digest = digest,
+		.model_digests = model_digest[0] ? model_digest : NULL,
 		.priority = (int)manifest_job_int(job, "priority", 0),
 		.max_attempts = (int)manifest_job_int(job, "max_attempts", 3),
 		.total_steps = (int)manifest_job_int(job, "num_inference_steps", 0),
@@ -91,6 +183,18 @@ record_job(struct store *st, const struct manifest *m,
 	free(config);
 	if (r != LQ_OK)
 		return r;
+	if (pj->n_warnings > 0) {
+		cJSON *d = cJSON_CreateArray();
+		for (size_t k = 0; k < pj->n_problems; k++)
+			cJSON_AddItemToArray(d,
+			    preflight_problem_to_json(&pj->problems[k]));
+		char *t = cJSON_PrintUnformatted(d);
+		cJSON_Delete(d);
+		r = store_add_event(st, jid, "preflight", t, err);
+		cJSON_free(t);
+		if (r != LQ_OK)
+			return r;
+	}
 	res->job_ids[res->n_jobs++] = jid;
 	res->queued++;
 	if (!opt->quiet)
@@ -117,27 +221,61 @@ submit_manifest(struct store *st, const char *path,
 		return LQ_FAILED;
 	}
 	res->job_ids = xcalloc(m->n_jobs + 1, sizeof(int64_t));
+	struct model_hash_cache cache = { st, store_file_hash_lookup,
+	    store_file_hash_record };
+	struct preflight_options po = {
+		.snap = opt->snap, .caps = opt->caps,
+		.resolve_model = resolve_model, .resolve_ctx = st,
+		.hash_cache = &cache,
+	};
+	struct preflight_report *rep = NULL;
+	preflight_check_manifest(m, &po, &rep);
+	for (size_t i = 0; i < rep->n_jobs; i++) {
+		char *t = preflight_job_problems_text(&rep->jobs[i]);
+		if (t[0] != '\0' && rep->jobs[i].job->error == NULL)
+			fprintf(stderr, "%s\n", t);
+		free(t);
+	}
+	/* Hash the models first: outside the write transaction, which other
+	 * processes wait on. */
+	struct digest_memo memo = {0};
+	for (size_t i = 0; i < m->n_jobs; i++) {
+		if (rep->jobs[i].config == NULL)
+			continue;
+		char *config = json_canonical(rep->jobs[i].config);
+		char d[DIGEST_HEX_SIZE];
+		error_clear(&err);
+		pin_digest(st, m, config, rep->jobs[i].config, &memo, d, &err);
+		free(config);
+	}
 	error_clear(&err);
 	if ((r = store_begin(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
+		digest_memo_free(&memo);
+		preflight_report_free(rep);
 		manifest_free(m);
 		return r;
 	}
 	for (size_t i = 0; i < m->n_jobs; i++) {
-		if ((r = record_job(st, m, &m->jobs[i], opt, res, &err)) != LQ_OK) {
+		if ((r = record_job(st, m, &m->jobs[i], &rep->jobs[i], opt, &memo,
+		    res, &err)) != LQ_OK) {
 			store_rollback(st);
 			error_print(&err, stderr);
+			digest_memo_free(&memo);
+			preflight_report_free(rep);
 			manifest_free(m);
 			res->n_jobs = 0;
 			res->queued = res->existing = res->rejected = 0;
 			return r;
 		}
 	}
+	digest_memo_free(&memo);
 	if ((r = store_commit(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
 		res->n_jobs = 0;
 		res->queued = res->existing = res->rejected = 0;
 	}
+	preflight_report_free(rep);
 	manifest_free(m);
 	return r;
 }
@@ -148,19 +286,31 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 	static const struct option opts[] = {
 		{"again", no_argument, NULL, 'a'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"snap", no_argument, NULL, 's'},
+		{"device-caps", required_argument, NULL, 'c'},
+		{"no-device", no_argument, NULL, 'n'},
 		{NULL, 0, NULL, 0},
 	};
 	struct submit_options opt = {0};
-	int c;
-	while ((c = getopt_long(argc, argv, "aq", opts, NULL)) != -1) {
+	const char *caps_path = NULL;
+	int no_device = 0, c;
+	while ((c = getopt_long(argc, argv, "aqsc:n", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': opt.again = 1; break;
 		case 'q': opt.quiet = 1; break;
+		case 's': opt.snap = 1; break;
+		case 'c': caps_path = optarg; break;
+		case 'n': no_device = 1; break;
 		default: return cmd_misuse(&cmd_submit_entry, NULL);
 		}
 	}
 	if (optind >= argc)
 		return cmd_misuse(&cmd_submit_entry, "submit needs a manifest");
+	struct device_caps caps;
+	int have = cmd_preflight_caps(g, caps_path, no_device, &caps);
+	if (have < 0)
+		return 1;
+	opt.caps = have ? &caps : NULL;
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
 		return 1;
@@ -192,7 +342,7 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 
 const struct cmd_entry cmd_submit_entry = {
 	.name = "submit",
-	.usage = "[--again] [--quiet] MANIFEST...",
+	.usage = "[--again] [--quiet] [--snap] [--device-caps FILE.json | --no-device] MANIFEST...",
 	.summary = "validate a manifest's jobs and queue them",
 	.exec = cmd_submit_exec,
 };

@@ -3,7 +3,9 @@
  * `render`).
  *
  * Every entry is recorded as a request, as written.  Entries that fail
- * loading or preflight become `rejected` jobs with their first error; the
+ * loading or preflight (src/preflight) become `rejected` jobs with their
+ * first error's code and every problem in the message; a valid job's
+ * preflight warnings become a "preflight" event; the
  * rest are queued, unless a job with the same config digest is already
  * queued, running or done (then it is reported and reused, unless
  * `again`).  The whole manifest is recorded in one transaction: a crash
@@ -19,9 +21,13 @@
 
 struct store;
 
+struct device_caps;
+
 struct submit_options {
 	int again;		/* queue duplicates anyway */
 	int quiet;		/* no per-job lines on stdout */
+	int snap;		/* preflight --snap: round off-grid geometry */
+	const struct device_caps *caps;	/* device to check against; NULL: none */
 };
 
 struct submit_result {

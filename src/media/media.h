@@ -77,10 +77,10 @@ struct media_video_options {
 };
 
 /*
- * Writes `v` as an MP4 at `path`: H.264 (libx264, single-threaded,
- * bit-exact flags), yuv420p, BT.709 limited range (tagged), timestamps
- * i/fps, "faststart" (index before the media data), provenance tags, no
- * creation time.  Width and height must be even (yuv420p halves chroma);
+ * Writes `v` as an MP4 at `path`: H.264 (libx264, by default preset
+ * medium and CRF 18; single-threaded, no mb-tree, bit-exact flags),
+ * yuv420p, BT.709 limited range (tagged), timestamps i/fps, "faststart"
+ * (index before the media data), provenance tags, no creation time.  Width and height must be even (yuv420p halves chroma);
  * an odd size fails with LQ-MEDIA-002 — latentq's sizes are multiples of
  * 32, so preflight rejects odd sizes long before this.  Needs count >= 1.
  */

@@ -5,9 +5,9 @@
  * Byte-identical output for identical input is a requirement (a resumed
  * render must end with the same MP4 as an uninterrupted one), so every
  * source of variation is switched off: x264 runs single-threaded with
- * deterministic lookahead, the encoder and muxer carry the bit-exact flags
- * (no library version strings, no creation time), and the colour
- * conversion uses swscale's bit-exact path.
+ * deterministic lookahead and without mb-tree (see encode()), the encoder
+ * and muxer carry the bit-exact flags (no library version strings, no
+ * creation time), and the colour conversion uses swscale's bit-exact path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -218,8 +218,17 @@ encode(struct mp4_writer *w, const struct media_frames *v,
 	snprintf(crf, sizeof(crf), "%d", opt->crf < 0 ? 18 : opt->crf);
 	av_dict_set(&eopts, "preset", opt->preset ? opt->preset : "medium", 0);
 	av_dict_set(&eopts, "crf", crf, 0);
+	/*
+	 * mbtree=0: x264 r3095 (Debian's libx264-164) with macroblock-tree
+	 * rate control reads uninitialised memory when a clip is shorter
+	 * than its lookahead (9 or 24 frames here): the bytes written then
+	 * depend on the heap's earlier contents (glibc's MALLOC_PERTURB_
+	 * changes them), so a resumed process would write another file.
+	 * Without mb-tree the output is the same under any heap state
+	 * (tests/media/test-media.c checks across processes).
+	 */
 	av_dict_set(&eopts, "x264-params",
-	    "threads=1:lookahead-threads=1:deterministic=1", 0);
+	    "threads=1:lookahead-threads=1:deterministic=1:mbtree=0", 0);
 	rc = avcodec_open2(e, codec, &eopts);
 	s = rc < 0 ? av_fail(err, "avcodec_open2(libx264)", w->path, rc) :
 	    check_unused(eopts, "avcodec_open2(libx264)", w->path, err);
@@ -382,9 +391,14 @@ take_frames(struct video_reader *r, struct media_video *out, int want_rgb,
 				    r->path);
 			}
 			const int *bt709 = sws_getCoefficients(SWS_CS_ITU709);
-			sws_setColorspaceDetails(r->sws, bt709,
+			if (sws_setColorspaceDetails(r->sws, bt709,
 			    f->color_range == AVCOL_RANGE_JPEG, bt709, 1, 0,
-			    1 << 16, 1 << 16);
+			    1 << 16, 1 << 16) < 0) {
+				av_frame_unref(f);
+				return error_set(err, LQ_FAILED, "LQ-MEDIA-003",
+				    "sws_setColorspaceDetails(BT.709 -> rgb24) "
+				    "failed for %s", r->path);
+			}
 			size_t fb = (size_t)f->width * f->height * 3;
 			size_t need = (size_t)out->frame_count * fb;
 			if (need > r->rgb_cap) {

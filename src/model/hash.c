@@ -171,3 +171,82 @@ fail:
 	model_digest_clear(out);
 	return LQ_FAILED;
 }
+
+void
+model_digest_add_json(const struct model_digest *d, const char *prefix, cJSON *obj)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		char *k = xasprintf("%s%s", prefix ? prefix : "", d->files[i].relpath);
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
+		cJSON_AddStringToObject(obj, k, d->files[i].blake2b);
+		free(k);
+	}
+}
+
+static void
+push_change(char ***v, size_t *n, char *s)
+{
+	*v = xrealloc(*v, (*n + 1) * sizeof(char *));
+	(*v)[(*n)++] = s;
+}
+
+enum lq_status
+model_digest_compare(const cJSON *now, const char *pinned_json, char ***changes_out,
+    size_t *nchanges, struct lq_error *err)
+{
+	cJSON *pinned = cJSON_Parse(pinned_json ? pinned_json : "");
+	const cJSON *e;
+	int ok = cJSON_IsObject(pinned);
+	if (ok) {
+		cJSON_ArrayForEach(e, pinned)
+			if (!cJSON_IsString(e))
+				ok = 0;
+	}
+	if (!ok) {
+		cJSON_Delete(pinned);
+		error_set(err, LQ_FAILED, "LQ-MODEL-022",
+		    "the pinned model digests are not a JSON object of digests");
+		return LQ_FAILED;
+	}
+	char **v = NULL;
+	size_t n = 0;
+	cJSON_ArrayForEach(e, now) {
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(pinned, e->string);
+		if (p == NULL)
+			push_change(&v, &n, xasprintf("%s added", e->string));
+		else if (!cJSON_IsString(e) || strcmp(p->valuestring, e->valuestring) != 0)
+			push_change(&v, &n, xasprintf("%s changed", e->string));
+	}
+	cJSON_ArrayForEach(e, pinned)
+		if (cJSON_GetObjectItemCaseSensitive(now, e->string) == NULL)
+			push_change(&v, &n, xasprintf("%s removed", e->string));
+	cJSON_Delete(pinned);
+	enum lq_status rc = LQ_OK;
+	if (n > 0) {
+		char field[128];
+		snprintf(field, sizeof(field), "%s", v[0]);
+		char *sp = strrchr(field, ' ');
+		if (sp)
+			*sp = '\0';
+		if (n == 1)
+			error_set(err, LQ_FAILED, "LQ-MODEL-021",
+			    "model files changed since the job was validated: %s", v[0]);
+		else
+			error_set(err, LQ_FAILED, "LQ-MODEL-021",
+			    "model files changed since the job was validated: %s (and %zu more)",
+			    v[0], n - 1);
+		error_set_field(err, "%s", field);
+		error_set_hint(err, "restore the files, or submit the job again to validate it "
+		    "against the new ones");
+		rc = LQ_FAILED;
+	}
+	if (changes_out) {
+		*changes_out = v;
+		*nchanges = n;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+	}
+	return rc;
+}

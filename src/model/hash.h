@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/digest.h"
 #include "core/error.h"
 
@@ -58,6 +60,24 @@ struct model_digest {
 enum lq_status model_hash_folder(const char *dir, const struct model_hash_cache *cache,
     int force, struct model_digest *out, struct lq_error *err);
 void model_digest_clear(struct model_digest *d);
+
+/*
+ * Pinning (jobs.model_digests, "{relpath: blake2b}"): adds every file of d
+ * to the JSON object `obj` under key prefix + relpath (prefix may be "" or,
+ * for a component override folder, e.g. "vae:").
+ */
+void model_digest_add_json(const struct model_digest *d, const char *prefix, cJSON *obj);
+
+/*
+ * Compares the files now (`now`, an object built as above) with the pinned
+ * JSON text.  LQ_OK when equal; else LQ_FAILED, code LQ-MODEL-021, message
+ * "model files changed since the job was validated: <key> changed (and N
+ * more)", field = the first key, and every difference (changed / added /
+ * removed key) in `changes` (caller frees each and the array; may be NULL).
+ * Pinned text that is not a JSON object of strings: LQ-MODEL-022.
+ */
+enum lq_status model_digest_compare(const cJSON *now, const char *pinned_json,
+    char ***changes, size_t *nchanges, struct lq_error *err);
 
 /* Folder digest from (relpath, blake2b) pairs already sorted by relpath. */
 void model_digest_combine(const char *const *relpaths, const char *const *hexes, size_t n,

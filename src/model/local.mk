@@ -3,7 +3,8 @@ liblatentq_a_SOURCES += \
 	src/model/safetensors.c src/model/safetensors.h \
 	src/model/diffusers.c src/model/diffusers.h \
 	src/model/expected.c src/model/expected.h \
-	src/model/lora.c src/model/lora.h
+	src/model/lora.c src/model/lora.h \
+	src/model/load.c src/model/load.h
 
 check_PROGRAMS += tests/model/test-safetensors
 TESTS += tests/model/test-safetensors

@@ -740,9 +740,25 @@ st_writer_write(struct st_writer *w, const char *path, struct lq_error *err)
 		strbuf_append(&sb, "}", 1);
 		first = 0;
 	}
+	/* Data laid out by element size, largest first (as the Rust writer
+	 * does): with the 8-aligned data start every tensor is then aligned to
+	 * its element size.  The header keeps the add order. */
+	size_t *order = xmalloc((w->n ? w->n : 1) * sizeof(size_t));
+	uint64_t *offs = xmalloc((w->n ? w->n : 1) * sizeof(uint64_t));
+	size_t k = 0;
+	for (size_t es = 8; es >= 1; es /= 2)
+		for (size_t i = 0; i < w->n; i++)
+			if (st_dtype_size(w->t[i].dtype) == es)
+				order[k++] = i;
+	LQ_ASSERT(k == w->n);
 	uint64_t off = 0;
+	for (size_t j = 0; j < w->n; j++) {
+		offs[order[j]] = off;
+		off += w->t[order[j]].nbytes;
+	}
 	for (size_t i = 0; i < w->n; i++) {
 		const struct st_wtensor *t = &w->t[i];
+		off = offs[i];
 		if (!first)
 			strbuf_append(&sb, ",", 1);
 		first = 0;
@@ -752,7 +768,6 @@ st_writer_write(struct st_writer *w, const char *path, struct lq_error *err)
 			strbuf_printf(&sb, "%s%lld", d ? "," : "", (long long)t->shape[d]);
 		strbuf_printf(&sb, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
 		    (unsigned long long)(off + t->nbytes));
-		off += t->nbytes;
 	}
 	strbuf_append(&sb, "}", 1);
 	while (sb.len % 8)
@@ -770,9 +785,11 @@ st_writer_write(struct st_writer *w, const char *path, struct lq_error *err)
 	for (int i = 0; i < 8; i++)
 		lenb[i] = (unsigned char)(hl >> (8 * i));
 	int ok = fwrite(lenb, 1, 8, fp) == 8 && fwrite(sb.buf, 1, sb.len, fp) == sb.len;
-	for (size_t i = 0; ok && i < w->n; i++)
-		if (w->t[i].nbytes)
-			ok = fwrite(w->t[i].data, 1, w->t[i].nbytes, fp) == w->t[i].nbytes;
+	for (size_t j = 0; ok && j < w->n; j++) {
+		const struct st_wtensor *t = &w->t[order[j]];
+		if (t->nbytes)
+			ok = fwrite(t->data, 1, t->nbytes, fp) == t->nbytes;
+	}
 	int e = errno;
 	if (fclose(fp) != 0 && ok) {
 		ok = 0;
@@ -785,6 +802,8 @@ st_writer_write(struct st_writer *w, const char *path, struct lq_error *err)
 		rc = fail(err, path, NULL, "LQ-ST-015", "cannot write: %s", strerror(e));
 	}
 out:
+	free(order);
+	free(offs);
 	free(tmp);
 	free(sb.buf);
 	return rc;

@@ -47,68 +47,10 @@ struct t5_encoder {
 enum lq_status
 t5_config_load(const char *path, struct t5_config *cfg, struct lq_error *err)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	char *text = util_read_file(path, NULL);
-	if (text == NULL) {
-		error_set(err, LQ_FAILED, "LQ-T5-001", "cannot read %s", path);
-		error_set_where(err, path, 0, 0);
-		return LQ_FAILED;
-	}
-	cJSON *j = cJSON_Parse(text);
-	free(text);
-	if (!cJSON_IsObject(j)) {
-		cJSON_Delete(j);
-		error_set(err, LQ_FAILED, "LQ-T5-001", "%s is not a JSON object",
-		    path);
-		error_set_where(err, path, 0, 0);
-		return LQ_FAILED;
-	}
-	/* Defaults are transformers' T5Config defaults. */
-	cfg->vocab_size = (int)json_get_int(j, "vocab_size", 32128);
-	cfg->d_model = (int)json_get_int(j, "d_model", 512);
-	cfg->d_kv = (int)json_get_int(j, "d_kv", 64);
-	cfg->d_ff = (int)json_get_int(j, "d_ff", 2048);
-	cfg->num_layers = (int)json_get_int(j, "num_layers", 6);
-	cfg->num_heads = (int)json_get_int(j, "num_heads", 8);
-	cfg->relative_attention_num_buckets = (int)json_get_int(j,
-	    "relative_attention_num_buckets", 32);
-	cfg->relative_attention_max_distance = (int)json_get_int(j,
-	    "relative_attention_max_distance", 128);
-	cfg->layer_norm_epsilon = (float)json_get_number(j,
-	    "layer_norm_epsilon", 1e-6);
-	const char *ffp = json_get_string(j, "feed_forward_proj", "relu");
-
-	/* T5Config.__init__: "gated-gelu" means dense_act_fn "gelu_new". */
-	const char *act = ffp;
-	cfg->is_gated_act = strncmp(ffp, "gated-", 6) == 0;
-	if (cfg->is_gated_act) {
-		act = ffp + 6;
-	}
-	if (strcmp(ffp, "gated-gelu") == 0) {
-		act = "gelu_new";
-	}
-	enum lq_status st = LQ_OK;
-	if (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu") != 0 &&
-	    strcmp(act, "relu") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0) {
-		st = error_set(err, LQ_FAILED, "LQ-T5-001",
-		    "feed_forward_proj \"%s\" is not supported", ffp);
-		error_set_where(err, path, 0, 0);
-		error_set_field(err, "feed_forward_proj");
-		error_set_hint(err, "T5 v1.1 uses \"gated-gelu\"");
-	} else {
-		snprintf(cfg->dense_act_fn, sizeof(cfg->dense_act_fn), "%s",
-		    act);
-	}
-	if (st == LQ_OK && (cfg->vocab_size < 1 || cfg->d_model < 1 ||
-	    cfg->d_kv < 1 || cfg->d_ff < 1 || cfg->num_layers < 1 ||
-	    cfg->num_heads < 1 || cfg->relative_attention_num_buckets < 2 ||
-	    cfg->relative_attention_max_distance < 2 || cfg->d_kv > 256)) {
-		st = error_set(err, LQ_FAILED, "LQ-T5-001",
-		    "T5 config has an invalid size (d_model %d, d_kv %d, d_ff "
-		    "%d, num_layers %d, num_heads %d, buckets %d)",
-		    cfg->d_model, cfg->d_kv, cfg->d_ff, cfg->num_layers,
-		    cfg->num_heads, cfg->relative_attention_num_buckets);
-		error_set_where(err, path, 0, 0);
+	cJSON *j = NULL;
+	enum lq_status st = diffusers_load_json(path, &j, err);
+	if (st == LQ_OK) {
+		st = diffusers_parse_t5(j, path, cfg, err);
 	}
 	cJSON_Delete(j);
 	return st;
@@ -420,8 +362,9 @@ pool_bytes_for(const struct t5_config *c, int B, int T)
 	size_t BT = (size_t)B * (size_t)T;
 	size_t D = (size_t)c->d_model, I = (size_t)c->num_heads * c->d_kv;
 	size_t F = (size_t)c->d_ff;
-	size_t floats = 3 * BT * D + 4 * BT * I + 2 * BT * F +
-	    (size_t)c->num_heads * (size_t)T * (size_t)T + BT;
+	size_t HTT = (size_t)c->num_heads * (size_t)T * (size_t)T;
+	size_t floats = 3 * BT * D + 7 * BT * I + 2 * BT * F + HTT +
+	    (size_t)B * HTT + BT;
 	return floats * sizeof(float) + 16 * 4096;
 }
 
@@ -488,8 +431,10 @@ t5_encoder_forward(struct t5_encoder *enc, const int64_t *input_ids,
 	gpu_pool_reset(enc->pool, 0);
 
 	struct gpu_tensor x, h, q, k, v, att, tmp, ff0, ff1, pb, kb;
+	struct gpu_tensor qh, kh, vh, scores;
+	const int64_t Dh = c->d_kv;
 	const int64_t sD[3] = { B, T, D }, sI[3] = { B, T, I };
-	const int64_t sF[3] = { B, T, F };
+	const int64_t sF[3] = { B, T, F }, sH[4] = { B, H, T, Dh };
 	struct {
 		struct gpu_tensor *t;
 		const int64_t *shape;
@@ -498,6 +443,8 @@ t5_encoder_forward(struct t5_encoder *enc, const int64_t *input_ids,
 		{ &x, sD, 3 }, { &h, sD, 3 }, { &tmp, sD, 3 },
 		{ &q, sI, 3 }, { &k, sI, 3 }, { &v, sI, 3 }, { &att, sI, 3 },
 		{ &ff0, sF, 3 }, { &ff1, sF, 3 },
+		{ &qh, sH, 4 }, { &kh, sH, 4 }, { &vh, sH, 4 },
+		{ &scores, (int64_t[]){ B, H, T, T }, 4 },
 		{ &pb, (int64_t[]){ H, T, T }, 3 },
 		{ &kb, (int64_t[]){ B, T }, 2 },
 	};
@@ -517,13 +464,37 @@ t5_encoder_forward(struct t5_encoder *enc, const int64_t *input_ids,
 
 	struct gpu_cmd *cmd = enc->cmd;
 	gpu_cmd_begin(cmd);
-	struct ops_attention_args aa = {
-		.heads = H,
-		.scale = 1.0f,		/* T5 folds 1/sqrt(d) into init */
-		.key_bias = kb_host != NULL ? &kb : NULL,
-		.bias = &pb,
-	};
-	const float eps = c->layer_norm_epsilon;
+	/*
+	 * Attention as T5Attention.forward spells it, from plain kernels:
+	 * heads split out [B, H, T, Dh], scores = q·kᵀ (NO 1/sqrt(d): T5
+	 * folds it into the init), += position_bias (+ mask), softmax, ·v,
+	 * heads merged back.  (ops_attention computes the same fused; its
+	 * unrolled shader takes minutes to JIT on lavapipe, and at T <= 512
+	 * the [B, H, T, T] scores are small.)
+	 */
+	const int perm[4] = { 0, 2, 1, 3 };
+	const int64_t sT4[4] = { B, T, H, Dh }, sS4[4] = { B, H, T, T };
+	const int64_t sS3[3] = { (int64_t)B * H, T, T };
+	const int64_t sH3[3] = { (int64_t)B * H, T, Dh };
+	struct gpu_tensor q4 = gpu_tensor_reshape(&q, 4, sT4);
+	struct gpu_tensor k4 = gpu_tensor_reshape(&k, 4, sT4);
+	struct gpu_tensor v4 = gpu_tensor_reshape(&v, 4, sT4);
+	struct gpu_tensor att4 = gpu_tensor_reshape(&att, 4, sT4);
+	struct gpu_tensor qp = gpu_tensor_permute(&q4, perm);
+	struct gpu_tensor kp = gpu_tensor_permute(&k4, perm);
+	struct gpu_tensor vp = gpu_tensor_permute(&v4, perm);
+	struct gpu_tensor oh = qh;	/* q heads are dead after q·kᵀ */
+	struct gpu_tensor ohp = gpu_tensor_permute(&oh, perm);
+	struct gpu_tensor qh3 = gpu_tensor_reshape(&qh, 3, sH3);
+	struct gpu_tensor kh3 = gpu_tensor_reshape(&kh, 3, sH3);
+	struct gpu_tensor vh3 = gpu_tensor_reshape(&vh, 3, sH3);
+	struct gpu_tensor oh3 = gpu_tensor_reshape(&oh, 3, sH3);
+	struct gpu_tensor sc3 = gpu_tensor_reshape(&scores, 3, sS3);
+	struct gpu_tensor pbb = gpu_tensor_broadcast(&pb, 4, sS4);
+	struct gpu_tensor kb4 = gpu_tensor_reshape(&kb, 4,
+	    (int64_t[]){ B, 1, 1, T });
+	struct gpu_tensor kbb = gpu_tensor_broadcast(&kb4, 4, sS4);
+	const float eps = (float)c->layer_norm_epsilon;
 	for (int i = 0; i < c->num_layers; i++) {
 		const struct t5_block *b = &enc->blocks[i];
 		/* T5LayerSelfAttention */
@@ -531,7 +502,17 @@ t5_encoder_forward(struct t5_encoder *enc, const int64_t *input_ids,
 		ops_linear(cmd, &q, &h, &b->q.t, NULL, OPS_ACT_NONE);
 		ops_linear(cmd, &k, &h, &b->k.t, NULL, OPS_ACT_NONE);
 		ops_linear(cmd, &v, &h, &b->v.t, NULL, OPS_ACT_NONE);
-		ops_attention(cmd, &att, &q, &k, &v, &aa);
+		ops_copy(cmd, &qh, &qp);
+		ops_copy(cmd, &kh, &kp);
+		ops_copy(cmd, &vh, &vp);
+		ops_matmul(cmd, &sc3, &qh3, &kh3, 1, 1.0f);
+		ops_add(cmd, &scores, &scores, &pbb);
+		if (kb_host != NULL) {
+			ops_add(cmd, &scores, &scores, &kbb);
+		}
+		ops_softmax(cmd, &scores, &scores);
+		ops_matmul(cmd, &oh3, &sc3, &vh3, 0, 1.0f);
+		ops_copy(cmd, &att4, &ohp);
 		ops_linear(cmd, &tmp, &att, &b->o.t, NULL, OPS_ACT_NONE);
 		ops_add(cmd, &x, &x, &tmp);
 		/* T5LayerFF: T5DenseGatedActDense or T5DenseActDense */

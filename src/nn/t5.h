@@ -16,6 +16,11 @@
  * mask is given, (1 - mask) * finfo(float32).min on the keys.  Dropout is
  * off (inference).  LTXPipeline calls the encoder WITHOUT a mask.
  *
+ * The attention is recorded as separate kernels (heads split by ops_copy,
+ * q·kᵀ by ops_matmul, bias by ops_add, ops_softmax, ·v, heads merged),
+ * not ops_attention: the fused shader JITs for minutes on lavapipe, and
+ * the [B, H, T, T] scores are small at T5's sequence lengths.
+ *
  * Weights may be F32, F16 or BF16 (kept in their dtype on the device,
  * decoded to f32 in the kernels); activations are f32.  The token
  * embedding stays in the host mapping: its rows are gathered on the host
@@ -31,29 +36,17 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "model/diffusers.h"
 
 struct gpu_ctx;
 struct t5_encoder;
 
-/* The transformers T5Config keys the encoder uses (config.json). */
-struct t5_config {
-	int vocab_size;
-	int d_model;
-	int d_kv;
-	int d_ff;
-	int num_layers;
-	int num_heads;
-	int relative_attention_num_buckets;
-	int relative_attention_max_distance;
-	float layer_norm_epsilon;
-	int is_gated_act;		/* "gated-<act>" feed_forward_proj */
-	char dense_act_fn[16];		/* "gelu_new", "gelu", "relu" */
-};
-
 /*
- * Parses a transformers T5 config.json into `cfg` (defaults as T5Config's
- * for absent keys).  LQ_FAILED (LQ-T5-001) when unreadable, not JSON, or an
- * unsupported feed_forward_proj; err names the file and key.
+ * Reads a transformers T5 config.json into `cfg` (struct t5_config and its
+ * defaults are model/diffusers.h's: diffusers_load_json +
+ * diffusers_parse_t5).  Errors are theirs (LQ-MODEL-001 unreadable,
+ * -002 not T5EncoderModel, -003 a bad value, -006 an activation latentq
+ * does not implement), err naming the file and key.
  */
 enum lq_status t5_config_load(const char *path, struct t5_config *cfg,
     struct lq_error *err);
@@ -62,7 +55,7 @@ enum lq_status t5_config_load(const char *path, struct t5_config *cfg,
  * Loads a transformers text-encoder folder `dir` (`config.json` and
  * `model.safetensors` or a sharded `*.safetensors.index.json`) onto `ctx`.
  * The token embedding is `shared.weight` (or `encoder.embed_tokens.weight`).
- * Errors: LQ-T5-001 config, LQ-T5-002 a missing weight, LQ-T5-003 a weight
+ * Errors: config errors as t5_config_load, LQ-T5-002 a missing weight, LQ-T5-003 a weight
  * of the wrong shape or dtype (message names the tensor, both shapes),
  * safetensors' LQ-ST-* codes, GPU errors (LQ_RETRY on device OOM).
  * *out is NULL on error and nothing is left allocated.

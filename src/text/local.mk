@@ -9,8 +9,8 @@ liblatentq_a_SOURCES += \
 	src/nn/t5.c src/nn/t5.h
 
 # Programs that link the SentencePiece shim need the C++ driver.
-check_PROGRAMS += tests/text/test-tokenizer tests/text/test-prompt
-TESTS += tests/text/test-tokenizer tests/text/test-prompt
+check_PROGRAMS += tests/text/test-tokenizer tests/text/test-prompt tests/text/test-t5
+TESTS += tests/text/test-tokenizer tests/text/test-prompt tests/text/test-t5
 tests_text_test_tokenizer_SOURCES = tests/text/test-tokenizer.c
 nodist_EXTRA_tests_text_test_tokenizer_SOURCES = dummy.cxx
 tests_text_test_tokenizer_LDADD = $(LQ_TEST_LDADD)
@@ -18,4 +18,8 @@ tests_text_test_prompt_SOURCES = tests/text/test-prompt.c
 nodist_EXTRA_tests_text_test_prompt_SOURCES = dummy.cxx
 tests_text_test_prompt_LDADD = $(LQ_TEST_LDADD)
 
-EXTRA_DIST += tests/data/text tests/text/test-t5.c
+tests_text_test_t5_SOURCES = tests/text/test-t5.c
+nodist_EXTRA_tests_text_test_t5_SOURCES = dummy.cxx
+tests_text_test_t5_LDADD = $(LQ_TEST_LDADD)
+
+EXTRA_DIST += tests/data/text

@@ -454,6 +454,15 @@ tokenize_ids(struct text_tokenizer *tok, const char *text, size_t len,
 		if (t->lstrip && left && left->n > 0) {
 			left->n = py_rstrip(left->s, left->n);
 		}
+		/*
+		 * single_word glues the token to a neighbour that is not
+		 * separated by a space; the merged text then goes through
+		 * SentencePiece.  Chunks are views of the prompt, so this
+		 * works when they are adjacent, which is always the case
+		 * unless lstrip/rstrip removed the space between (no T5
+		 * token combines those flags; then the token text is
+		 * dropped instead of glued).
+		 */
 		if (t->single_word && left && left->n > 0 &&
 		    left->s[left->n - 1] != ' ') {
 			/* tokens[i-1] += token: the token becomes plain text */

@@ -5,8 +5,9 @@
  * for 40 steps keeping the newest 2 (the default), keeping all, and
  * keeping 2 with PRAGMA secure_delete = FAST (set through the store's
  * internal header, as only store code may speak SQL).
- * Prints per-commit milliseconds (median, mean, min, max) and the share of
- * that spent hashing the blob.  The database lives in $LATENTQ_BENCH_DIR or
+ * Prints per-commit milliseconds (median, mean, min, max), the bytes
+ * written per commit (WAL and checkpointing into the database file), and
+ * the time spent hashing the blob.  The database lives in $LATENTQ_BENCH_DIR or
  * the current directory (a real disk, not tmpfs, to count the fsyncs).
  * Run by `make bench`, never by `make check`.
  */
@@ -22,6 +23,21 @@
 #include "store/store-int.h"
 
 #define STEPS 40
+
+/* Bytes this process has passed to write() so far (/proc/self/io wchar). */
+static long long
+written_bytes(void)
+{
+	FILE *fp = fopen("/proc/self/io", "r");
+	long long v = -1;
+	char line[128];
+	while (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
+		if (sscanf(line, "wchar: %lld", &v) == 1)
+			break;
+	if (fp != NULL)
+		fclose(fp);
+	return v;
+}
 
 static int
 cmp_double(const void *a, const void *b)
@@ -44,6 +60,7 @@ run(struct store *st, int64_t job, const float *latent, size_t size,
 	double ms[STEPS];
 	struct lq_error err;
 	error_clear(&err);
+	long long w0 = written_bytes();
 	for (int i = 0; i < STEPS; i++) {
 		struct store_checkpoint_new cp = {
 			.job_id = job, .step = i + 1, .sigma = 1.0 - i / 50.0,
@@ -57,13 +74,15 @@ run(struct store *st, int64_t job, const float *latent, size_t size,
 			die(&err);
 		ms[i] = (util_monotonic() - t0) * 1e3;
 	}
+	double mib = (written_bytes() - w0) / 1048576.0 / STEPS;
 	double sum = 0;
 	for (int i = 0; i < STEPS; i++)
 		sum += ms[i];
 	qsort(ms, STEPS, sizeof(double), cmp_double);
 	printf("%-28s per commit: median %6.2f ms, mean %6.2f ms, "
-	    "min %6.2f ms, max %6.2f ms (%d commits)\n", label,
-	    ms[STEPS / 2], sum / STEPS, ms[0], ms[STEPS - 1], STEPS);
+	    "min %6.2f ms, max %6.2f ms, %.1f MiB written (%d commits)\n",
+	    label, ms[STEPS / 2], sum / STEPS, ms[0], ms[STEPS - 1], mib,
+	    STEPS);
 	if (store_delete_checkpoints(st, job, &err) != LQ_OK)
 		die(&err);
 }

@@ -3,10 +3,11 @@
 # idempotent submit; bad input is refused without losing what was recorded.
 . "${top_srcdir:-.}/tests/cli/common.sh"
 
-cat > "$T/m.yaml" <<'YAML'
+# A real model folder: submit runs preflight, which reads its configs.
+cat > "$T/m.yaml" <<YAML
 version: 1
 defaults:
-  model: models/none
+  model: $top_srcdir/jobs/models/ltxv-demo
   height: 64
   width: 64
   num_frames: 9
@@ -70,7 +71,10 @@ printf 'jobs:\n  - name: x\n    height: [1\n' > "$T/bad.yaml"
 expect_status 65 "$LATENTQ" submit "$T/bad.yaml"
 expect_grep 'bad.yaml:[0-9]+:[0-9]+:' "$T/err"
 # A job with a type error is recorded as rejected; its neighbour is queued.
-cat > "$T/mixed.yaml" <<'YAML'
+cat > "$T/mixed.yaml" <<YAML
+defaults:
+  model: $top_srcdir/jobs/models/ltxv-demo
+  num_frames: 9
 jobs:
   - name: good
     prompt: a red circle moving left on a black background
@@ -82,11 +86,40 @@ YAML
 expect_status 65 "$LATENTQ" submit "$T/mixed.yaml"
 expect_grep 'queued +[0-9]+ +good' "$T/out"
 expect_grep 'rejected +[0-9]+ +bad' "$T/out"
-expect_grep 'mixed.yaml:7:[0-9]+: jobs\[1\]\.height' "$T/err"
+expect_grep 'mixed.yaml:10:[0-9]+: jobs\[1\]\.height' "$T/err"
 expect_status 0 "$LATENTQ" status --state rejected
 expect_grep 'bad +rejected' "$T/out"
 expect_status 0 "$LATENTQ" status
 expect_grep '^7 queued, 0 running, 0 done, 1 rejected' "$T/out"
+
+# Preflight inside submit: an off-grid height is rejected with its code and
+# every problem; --snap queues it with the snapped value and an event.
+cat > "$T/grid.yaml" <<YAML
+defaults:
+  model: $top_srcdir/jobs/models/ltxv-demo
+  prompt: a red circle moving left on a black background
+  num_frames: 9
+  width: 64
+jobs:
+  - name: offgrid
+    height: 50
+    num_inference_steps: 0
+YAML
+expect_status 65 "$LATENTQ" submit --no-device "$T/grid.yaml"
+expect_grep 'rejected +[0-9]+ +offgrid' "$T/out"
+expect_grep 'error LQ-GEOM-001: jobs\[0\]\.height: 50 is not a multiple of 32' "$T/err"
+expect_grep 'error LQ-SAMP-001' "$T/err"
+expect_status 0 "$LATENTQ" show --json offgrid
+expect_grep 'LQ-GEOM-001' "$T/out"
+expect_grep 'LQ-SAMP-001' "$T/out"
+sed 's/num_inference_steps: 0/num_inference_steps: 2/' "$T/grid.yaml" > "$T/snap.yaml"
+expect_status 0 "$LATENTQ" submit --no-device --snap "$T/snap.yaml"
+expect_grep 'queued +([0-9]+) +offgrid' "$T/out"
+expect_grep 'warning LQ-GEOM-001: .*snapped to 64' "$T/err"
+id=$(sed -n 's/^queued *\([0-9]*\) *offgrid$/\1/p' "$T/out")
+expect_status 0 "$LATENTQ" show --json "$id"
+expect_grep '"height":[[:space:]]*64' "$T/out"
+expect_grep '"preflight"' "$T/out"
 
 # Usage errors: exit 2 on stderr; --help on stdout with exit 0.
 expect_status 2 "$LATENTQ" submit

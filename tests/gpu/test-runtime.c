@@ -1,2 +1,344 @@
+/*
+ * test-runtime.c — the gpu runtime without kernel math: device caps JSON
+ * round trip and errors, pipeline-cache persistence through an in-memory
+ * gpu_cache_io (round trip, fingerprint invalidation, corrupt blob dropped,
+ * LATENTQ_NO_PIPELINE_CACHE), device choice by index/name, buffers at
+ * offsets, the activation pool, and host f16/bf16 conversion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "gpu/gpu.h"
+#include "gpu/ops.h"
 #include "tests/test.h"
-int main(void){return test_summary();}
+
+/* ---- in-memory cache io: one slot ---- */
+struct memcache {
+	char fp[80];
+	void *blob;
+	size_t n;
+	int loads, saves;
+};
+
+static enum lq_status
+mc_load(void *ud, const char *fp, void **blob, size_t *n)
+{
+	struct memcache *m = ud;
+	m->loads++;
+	*blob = NULL;
+	*n = 0;
+	if (m->blob != NULL && strcmp(fp, m->fp) == 0) {
+		*blob = malloc(m->n);
+		memcpy(*blob, m->blob, m->n);
+		*n = m->n;
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+mc_save(void *ud, const char *fp, const void *blob, size_t n)
+{
+	struct memcache *m = ud;
+	m->saves++;
+	free(m->blob);
+	m->blob = malloc(n ? n : 1);
+	memcpy(m->blob, blob, n);
+	m->n = n;
+	snprintf(m->fp, sizeof(m->fp), "%s", fp);
+	return LQ_OK;
+}
+
+/* Creates a ctx with cache io, records one fill, frees (saving). */
+static int
+cache_session(struct memcache *m, int *loaded, unsigned *created)
+{
+	struct gpu_cache_io io = {mc_load, mc_save, m};
+	struct gpu_ctx_opts opts = {.cache = &io};
+	struct gpu_ctx *ctx;
+	struct lq_error err;
+	error_clear(&err);
+	if (gpu_ctx_create(&opts, &ctx, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return 0;
+	}
+	struct gpu_buffer *b;
+	struct gpu_cmd *cmd;
+	CHECK_INT(gpu_buffer_create(ctx, 64, &b, &err), LQ_OK);
+	CHECK_INT(gpu_cmd_create(ctx, &cmd, &err), LQ_OK);
+	struct gpu_tensor t = gpu_tensor_make(b, 0, GPU_F32, 1,
+	    (const int64_t[]){16});
+	gpu_cmd_begin(cmd);
+	CHECK_INT(ops_fill(cmd, &t, 3.0f), LQ_OK);
+	CHECK_INT(gpu_cmd_submit(cmd, &err), LQ_OK);
+	float h[16];
+	CHECK_INT(gpu_tensor_download_f32(ctx, &t, h, &err), LQ_OK);
+	CHECK(h[0] == 3.0f && h[15] == 3.0f);
+	gpu_ctx_pipeline_stats(ctx, created, loaded);
+	gpu_cmd_free(cmd);
+	gpu_buffer_free(b);
+	gpu_ctx_free(ctx);
+	return 1;
+}
+
+static void
+test_pipeline_cache(void)
+{
+	struct memcache m = {0};
+	int loaded;
+	unsigned created;
+	if (!cache_session(&m, &loaded, &created))
+		return;
+	CHECK_INT(loaded, 0);		/* nothing stored yet */
+	CHECK_INT(created, 1);
+	CHECK_INT(m.loads, 1);
+	CHECK_INT(m.saves, 1);
+	CHECK(m.n >= 32);		/* at least a Vulkan cache header */
+	CHECK_INT(strlen(m.fp), 64);
+	char fp[80];
+	snprintf(fp, sizeof(fp), "%s", m.fp);
+
+	/* round trip: the same fingerprint finds the blob and it is used */
+	cache_session(&m, &loaded, &created);
+	CHECK_INT(loaded, 1);
+	CHECK_STR(m.fp, fp);
+
+	/* a changed fingerprint (other device/driver/SPIR-V/version) finds
+	 * nothing: stale data is never offered */
+	m.fp[0] = m.fp[0] == '0' ? '1' : '0';
+	cache_session(&m, &loaded, &created);
+	CHECK_INT(loaded, 0);
+	CHECK_STR(m.fp, fp);		/* re-saved under the real one */
+
+	/* a corrupt blob under the right fingerprint is dropped, not fatal */
+	memset(m.blob, 0xa5, m.n > 64 ? 64 : m.n);
+	cache_session(&m, &loaded, &created);
+	CHECK_INT(loaded, -1);
+	CHECK_INT(created, 1);
+
+	/* truncated blob */
+	m.n = 7;
+	cache_session(&m, &loaded, &created);
+	CHECK_INT(loaded, -1);
+
+	/* LATENTQ_NO_PIPELINE_CACHE=1: io is neither read nor written */
+	int loads = m.loads, saves = m.saves;
+	setenv("LATENTQ_NO_PIPELINE_CACHE", "1", 1);
+	cache_session(&m, &loaded, &created);
+	unsetenv("LATENTQ_NO_PIPELINE_CACHE");
+	CHECK_INT(m.loads, loads);
+	CHECK_INT(m.saves, saves);
+	CHECK_INT(loaded, 0);
+	free(m.blob);
+}
+
+static void
+test_caps_json(const struct device_caps *live)
+{
+	struct lq_error err;
+	error_clear(&err);
+	cJSON *j = device_caps_to_json(live);
+	struct device_caps back;
+	CHECK_INT(device_caps_from_json(j, &back, &err), LQ_OK);
+	CHECK_STR(back.name, live->name);
+	CHECK_STR(back.uuid, live->uuid);
+	CHECK(back.max_storage_buffer_range == live->max_storage_buffer_range);
+	CHECK(back.max_memory_allocation_size == live->max_memory_allocation_size);
+	CHECK_INT(back.heap_count, live->heap_count);
+	CHECK(back.heap_size[0] == live->heap_size[0]);
+	CHECK_INT(back.max_workgroup_count[2], live->max_workgroup_count[2]);
+	CHECK_INT(back.subgroup_size, live->subgroup_size);
+	CHECK_INT(back.fp16, live->fp16);
+	cJSON_Delete(j);
+
+	/* file round trip, both forms */
+	char path[] = "/tmp/lq-caps-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_INT(device_caps_save(path, live, &err), LQ_OK);
+	memset(&back, 0, sizeof(back));
+	CHECK_INT(device_caps_load(path, -1, &back, &err), LQ_OK);
+	CHECK_STR(back.name, live->name);
+	FILE *fp = fopen(path, "w");
+	fputs("{\"devices\": [{\"name\": \"a\"}, {\"name\": \"b\", "
+	    "\"max_storage_buffer_range\": 1000}]}", fp);
+	fclose(fp);
+	CHECK_INT(device_caps_load(path, 1, &back, &err), LQ_OK);
+	CHECK_STR(back.name, "b");
+	CHECK_INT(device_caps_check_tensor(&back, "x", 1000, &err), LQ_OK);
+	CHECK_INT(device_caps_check_tensor(&back, "x", 1001, &err), LQ_FAILED);
+	error_clear(&err);
+	CHECK_INT(device_caps_load(path, 5, &back, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-GPU-CAPS");
+	fp = fopen(path, "w");
+	fputs("{\"name\": 3}", fp);
+	fclose(fp);
+	error_clear(&err);
+	CHECK_INT(device_caps_load(path, -1, &back, &err), LQ_FAILED);
+	CHECK_STR(err.field, "name");
+	fp = fopen(path, "w");
+	fputs("{not json", fp);
+	fclose(fp);
+	error_clear(&err);
+	CHECK_INT(device_caps_load(path, -1, &back, &err), LQ_FAILED);
+	CHECK_STR(err.file, path);
+	unlink(path);
+}
+
+static void
+test_device_choice(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	struct device_caps *all;
+	int n;
+	CHECK_INT(gpu_devices_list(&all, &n, &err), LQ_OK);
+	CHECK(n >= 1);
+	struct gpu_ctx *ctx;
+	/* by name substring (case-insensitive) */
+	char want[8];
+	snprintf(want, sizeof(want), "%.3s", all[0].name);
+	for (char *p = want; *p; p++)
+		*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+	struct gpu_ctx_opts o = {.device = want};
+	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_OK);
+	if (ctx) {
+		CHECK_STR(gpu_ctx_caps(ctx)->name, all[0].name);
+		gpu_ctx_free(ctx);
+	}
+	o.device = "0";
+	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_OK);
+	gpu_ctx_free(ctx);
+	/* unknown: fails, names the available devices */
+	o.device = "no-such-gpu";
+	error_clear(&err);
+	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_FAILED);
+	CHECK(ctx == NULL);
+	CHECK_STR(err.code, "LQ-GPU-NODEV");
+	CHECK_CONTAINS(err.hint, all[0].name);
+	o.device = "99";
+	error_clear(&err);
+	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_FAILED);
+	/* LATENTQ_DEVICE is read when opts->device is NULL */
+	setenv("LATENTQ_DEVICE", "no-such-gpu", 1);
+	error_clear(&err);
+	CHECK_INT(gpu_ctx_create(NULL, &ctx, &err), LQ_FAILED);
+	unsetenv("LATENTQ_DEVICE");
+	free(all);
+}
+
+static void
+test_buffers_pool(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	struct gpu_ctx *ctx;
+	if (gpu_ctx_create(NULL, &ctx, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		CHECK(0);
+		return;
+	}
+	struct gpu_buffer *b;
+	CHECK_INT(gpu_buffer_create(ctx, 1000, &b, &err), LQ_OK);
+	CHECK_INT(gpu_buffer_size(b), 1000);
+	unsigned char in[100], out[100];
+	for (int i = 0; i < 100; i++)
+		in[i] = (unsigned char)(i * 7);
+	CHECK_INT(gpu_buffer_upload(ctx, b, 901, in, 99, &err), LQ_OK);
+	CHECK_INT(gpu_buffer_download(ctx, b, 901, out, 99, &err), LQ_OK);
+	CHECK(memcmp(in, out, 99) == 0);
+	error_clear(&err);
+	CHECK_INT(gpu_buffer_upload(ctx, b, 950, in, 100, &err), LQ_FAILED);
+
+	/* views: slice of f16 at an odd element offset through ops_copy */
+	struct gpu_tensor h = gpu_tensor_make(b, 0, GPU_F16, 1,
+	    (const int64_t[]){101});
+	float hv[101];
+	for (int i = 0; i < 101; i++)
+		hv[i] = (float)i - 50.0f;
+	CHECK_INT(gpu_tensor_upload_f32(ctx, &h, hv, &err), LQ_OK);
+	struct gpu_tensor s = gpu_tensor_slice(&h, 0, 3, 41);
+	struct gpu_tensor o = gpu_tensor_make(b, 512, GPU_F32, 1,
+	    (const int64_t[]){41});
+	struct gpu_cmd *cmd;
+	CHECK_INT(gpu_cmd_create(ctx, &cmd, &err), LQ_OK);
+	gpu_cmd_begin(cmd);
+	CHECK_INT(ops_copy(cmd, &o, &s), LQ_OK);
+	CHECK_INT(gpu_cmd_submit(cmd, &err), LQ_OK);
+	float ov[41];
+	CHECK_INT(gpu_tensor_download_f32(ctx, &o, ov, &err), LQ_OK);
+	int ok = 1;
+	for (int i = 0; i < 41; i++)
+		ok &= ov[i] == hv[i + 3];
+	CHECK(ok);
+	/* submit without begin is an error, not a crash */
+	error_clear(&err);
+	CHECK_INT(gpu_cmd_submit(cmd, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-GPU-STATE");
+	gpu_cmd_free(cmd);
+
+	struct gpu_pool *pool;
+	CHECK_INT(gpu_pool_create(ctx, 1 << 20, &pool, &err), LQ_OK);
+	struct gpu_tensor t1, t2, t3;
+	CHECK_INT(gpu_pool_tensor(pool, GPU_F32, 2, (const int64_t[]){3, 5},
+	    &t1, &err), LQ_OK);
+	size_t mark = gpu_pool_mark(pool);
+	CHECK_INT(gpu_pool_tensor(pool, GPU_F32, 1, (const int64_t[]){1000},
+	    &t2, &err), LQ_OK);
+	CHECK(t2.offset >= t1.offset + 60);
+	CHECK_INT(t2.offset % gpu_ctx_caps(ctx)->min_storage_buffer_offset_alignment, 0);
+	gpu_pool_reset(pool, mark);
+	CHECK_INT(gpu_pool_tensor(pool, GPU_F32, 1, (const int64_t[]){10},
+	    &t3, &err), LQ_OK);
+	CHECK_INT(t3.offset, t2.offset);	/* reused */
+	CHECK(gpu_pool_peak(pool) >= 4000);
+	error_clear(&err);
+	CHECK_INT(gpu_pool_tensor(pool, GPU_F32, 1, (const int64_t[]){1 << 20},
+	    &t3, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-GPU-POOL");
+	gpu_pool_free(pool);
+	gpu_buffer_free(b);
+	gpu_ctx_free(ctx);
+}
+
+static void
+test_half(void)
+{
+	CHECK(gpu_f16_to_f32(gpu_f32_to_f16(1.0f)) == 1.0f);
+	CHECK(gpu_f32_to_f16(1.0f) == 0x3c00);
+	CHECK(gpu_f32_to_f16(-2.0f) == 0xc000);
+	CHECK(gpu_f32_to_f16(65504.0f) == 0x7bff);
+	CHECK(gpu_f32_to_f16(1e6f) == 0x7c00);
+	CHECK(gpu_f32_to_f16(5.96046448e-8f) == 0x0001);	/* smallest subnormal */
+	CHECK(gpu_f16_to_f32(0x0001) == 5.96046448e-8f);
+	CHECK(gpu_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00);	/* tie to even */
+	CHECK(gpu_f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);
+	CHECK(gpu_f32_to_bf16(1.0f) == 0x3f80);
+	CHECK(gpu_bf16_to_f32(0x3f80) == 1.0f);
+	CHECK(gpu_f32_to_bf16(1.0f + 1.0f / 256) == 0x3f80);	/* tie to even */
+	CHECK(gpu_f32_to_bf16(1.0f + 3.0f / 256) == 0x3f82);
+}
+
+int
+main(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	log_set_level(LOG_LEVEL_ERROR);
+	struct device_caps *all;
+	int n;
+	if (gpu_devices_list(&all, &n, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return 77;
+	}
+	test_half();
+	test_caps_json(&all[0]);
+	test_device_choice();
+	test_buffers_pool();
+	test_pipeline_cache();
+	free(all);
+	return test_summary();
+}

@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "model/diffusers.h"
 #include "model/expected.h"
+#include "model/load.h"
 #include "model/lora.h"
 #include "../test.h"
 
@@ -276,6 +277,54 @@ test_check(void)
 	tensor_table_free(&t);
 }
 
+/* The load path: base weight read as float32, LoRA fused, shape checked. */
+static void
+test_load(void)
+{
+	struct lq_error err;
+	struct st_writer *w = st_writer_new();
+	float base[6] = {1, 1, 1, 1, 1, 1};
+	st_writer_add_f32(w, "proj_out.weight", ST_BF16, 2, (int64_t[]){2, 3}, base);
+	st_writer_add_f32(w, "proj_out.bias", ST_F32, 1, (int64_t[]){2}, base);
+	char *bp = write_lora(w, "base.safetensors");
+	w = st_writer_new();
+	add_pair(w, "transformer.", "proj_out", "lora_A", "lora_B", ST_F32);
+	char *lp = write_lora(w, "l.safetensors");
+	struct st_set *s;
+	struct lora *l;
+	CHECK_INT(st_set_open(bp, &s, &err), LQ_OK);
+	CHECK_INT(lora_open(lp, &l, &err), LQ_OK);
+	float dst[6];
+	double scale = 2.0;
+	int nf = -1;
+	CHECK_INT(model_read_weight_f32(s, "proj_out.weight", 2, (int64_t[]){2, 3}, &l, &scale, 1,
+	    dst, &nf, &err), LQ_OK);
+	CHECK_INT(nf, 1);
+	/* 1 + 2 * (alpha/r = 1) * B @ A */
+	const double want[6] = {3, 5, 7, 5, 11, 13};
+	double maxerr = 0;
+	for (int i = 0; i < 6; i++)
+		maxerr = fmax(maxerr, fabs(dst[i] - want[i]));
+	printf("load + fuse max abs err %.3g\n", maxerr);
+	CHECK(maxerr <= 1e-6);
+	CHECK_INT(model_read_weight_f32(s, "proj_out.bias", 1, (int64_t[]){2}, &l, &scale, 1, dst,
+	    &nf, &err), LQ_OK);
+	CHECK_INT(nf, 0);
+	error_clear(&err);
+	CHECK_INT(model_read_weight_f32(s, "proj_out.weight", 2, (int64_t[]){3, 2}, NULL, NULL, 0,
+	    dst, NULL, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-012");
+	CHECK_STR(err.field, "proj_out.weight");
+	error_clear(&err);
+	CHECK_INT(model_read_weight_f32(s, "proj_in.weight", 2, (int64_t[]){2, 3}, NULL, NULL, 0,
+	    dst, NULL, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-010");
+	lora_free(l);
+	st_set_close(s);
+	free(bp);
+	free(lp);
+}
+
 int
 main(void)
 {
@@ -283,6 +332,7 @@ main(void)
 	test_forms_and_scaling();
 	test_file_problems();
 	test_check();
+	test_load();
 	char *cmd = xasprintf("rm -rf '%s'", tmp);
 	(void)!system(cmd);
 	free(cmd);

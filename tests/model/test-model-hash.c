@@ -200,6 +200,40 @@ main(void)
 	store_model_clear(&got);
 	free(sm.files);
 
+	/* pinning: a job's {relpath: blake2b} against the files now */
+	cJSON *now = cJSON_CreateObject();
+	model_digest_add_json(&d2, "", now);
+	char *pinned = cJSON_PrintUnformatted(now);
+	CHECK_CONTAINS(pinned, "\"sub/b.bin\":");
+	char **ch = NULL;
+	size_t nch = 0;
+	error_clear(&err);
+	CHECK_INT(model_digest_compare(now, pinned, &ch, &nch, &err), LQ_OK);
+	CHECK_INT(nch, 0);
+	free(ch);
+	cJSON_Delete(now);
+	now = cJSON_CreateObject();
+	model_digest_add_json(&d1, "", now);	/* before the edits: b changed, d.json absent */
+	cJSON_AddStringToObject(now, "vae:extra", "00");
+	CHECK_INT(model_digest_compare(now, pinned, &ch, &nch, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-021");
+	CHECK_INT(nch, 3);
+	if (nch == 3) {
+		CHECK_STR(ch[0], "sub/b.bin changed");
+		CHECK_STR(ch[1], "vae:extra added");
+		CHECK_STR(ch[2], "d.json removed");
+	}
+	CHECK_STR(err.field, "sub/b.bin");
+	CHECK_CONTAINS(err.message, "(and 2 more)");
+	for (size_t i = 0; i < nch; i++)
+		free(ch[i]);
+	free(ch);
+	error_clear(&err);
+	CHECK_INT(model_digest_compare(now, "[1]", NULL, NULL, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-022");
+	cJSON_Delete(now);
+	free(pinned);
+
 	model_digest_clear(&d1);
 	model_digest_clear(&d2);
 	model_digest_clear(&d3);

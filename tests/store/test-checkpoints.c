@@ -7,7 +7,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/digest.h"
@@ -397,6 +400,58 @@ test_artifacts(struct store *st)
 	free(path);
 }
 
+/*
+ * A worker killed with SIGKILL in the middle of saving leaves the newest
+ * checkpoint intact: SQLite's commit is atomic, nothing is torn.  The kill
+ * lands at a different moment each round.
+ */
+static void
+test_kill_while_saving(const char *path)
+{
+	struct lq_error err;
+	error_clear(&err);
+	struct store *st = NULL;
+	CHECK_INT(store_open(path, &st, &err), LQ_OK);
+	int64_t job = add_job(st, "killed");
+	store_close(st);
+	srand((unsigned)time(NULL));
+	for (int round = 0; round < 3; round++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct store *cs = NULL;
+			if (store_open(path, &cs, &err) != LQ_OK)
+				_exit(99);
+			for (int step = 1; ; step++)
+				if (save(cs, job, step, 2, NULL) != LQ_OK)
+					_exit(98);
+		}
+		usleep(40000 + (useconds_t)(rand() % 150000));
+		kill(pid, SIGKILL);
+		int status = 0;
+		waitpid(pid, &status, 0);
+		CHECK(WIFSIGNALED(status));
+
+		CHECK_INT(store_open(path, &st, &err), LQ_OK);
+		struct store_resume_key key = { CONFIG, MODEL, DEVICE, 0 };
+		struct store_checkpoint cp;
+		int found = 0, skipped = -1;
+		CHECK_INT(store_load_checkpoint(st, job, &key, &cp, &found,
+		    &skipped, &err), LQ_OK);
+		CHECK_INT(skipped, 0);
+		if (found) {
+			float want[NFLOAT];
+			fill(want, cp.step);
+			CHECK(memcmp(cp.latent, want, sizeof(want)) == 0);
+			printf("round %d: killed after step %d was committed\n",
+			    round, cp.step);
+		}
+		store_checkpoint_clear(&cp);
+		CHECK(steps_of(st, job).n <= 2);
+		CHECK_INT(store_delete_checkpoints(st, job, &err), LQ_OK);
+		store_close(st);
+	}
+}
+
 int
 main(void)
 {
@@ -420,6 +475,7 @@ main(void)
 	test_mismatch(st);
 	test_artifacts(st);
 	store_close(st);
+	test_kill_while_saving(path);
 	char *cmd = xasprintf("rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);

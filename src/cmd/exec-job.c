@@ -1,0 +1,115 @@
+/*
+ * exec-job.c — `latentq exec-job --owner O JOB` (internal): the child the
+ * supervisor spawns to render one claimed job.  Exit statuses are the
+ * supervisor's protocol: 0 done (marked here), 65 failed for good (marked
+ * poisoned here), 75 interrupted by SIGTERM after a checkpoint, 76 a
+ * retryable failure (the supervisor requeues with backoff).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "core/log.h"
+#include "render/render.h"
+#include "store/jobs.h"
+#include "store/store.h"
+
+int cmd_parse_keep(const char *arg);
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	render_interrupted = 1;
+}
+
+static int
+cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"owner", required_argument, NULL, 'o'},
+		{"attempt", required_argument, NULL, 'a'},
+		{"keep-checkpoints", required_argument, NULL, 'k'},
+		{"resume-anywhere", no_argument, NULL, 'r'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *owner = NULL;
+	struct render_options opt = {.keep_checkpoints = 2, .device = g->device,
+	    .attempt = 1, .progress_tty = getenv("LATENTQ_TTY") != NULL};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o': owner = optarg; break;
+		case 'a': opt.attempt = atoi(optarg); break;
+		case 'k':
+			if ((opt.keep_checkpoints = cmd_parse_keep(optarg)) < 0)
+				return cmd_misuse(&cmd_exec_job_entry, NULL);
+			break;
+		case 'r': opt.resume_anywhere = 1; break;
+		default: return cmd_misuse(&cmd_exec_job_entry, NULL);
+		}
+	}
+	if (owner == NULL || argc - optind != 1)
+		return cmd_misuse(&cmd_exec_job_entry, "exec-job needs --owner and "
+		    "one JOB");
+	struct sigaction sa = {0};
+	sa.sa_handler = on_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+
+	struct store *st = cmd_open_store(g);
+	if (st == NULL)
+		return 76;
+	struct lq_error err;
+	error_clear(&err);
+	struct store_job job;
+	if (store_find_job(st, argv[optind], &job, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		store_close(st);
+		return 76;
+	}
+	if (job.state != JOB_STATE_RUNNING || job.lease_owner == NULL ||
+	    strcmp(job.lease_owner, owner) != 0) {
+		log_error("job %lld is %s and not leased to %s", (long long)job.id,
+		    job_state_name(job.state), owner);
+		store_job_clear(&job);
+		store_close(st);
+		return 76;
+	}
+	enum lq_status r = render_job(st, &job, owner, &opt, &err);
+	int rc;
+	struct lq_error e2;
+	error_clear(&e2);
+	if (r == LQ_OK || r == LQ_WARN) {
+		rc = store_finish_job(st, job.id, owner, NULL, &e2) == LQ_OK ? 0 : 76;
+	} else if (r == LQ_RETRY && strcmp(err.code, "LQ-RUN-INT") == 0) {
+		error_print(&err, stderr);
+		rc = 75;
+	} else if (r == LQ_RETRY) {
+		error_print(&err, stderr);
+		rc = 76;
+	} else {
+		error_print(&err, stderr);
+		char msg[1536];
+		error_format(&err, msg, sizeof(msg));
+		rc = store_fail_job(st, job.id, owner, err.code, msg, &e2) == LQ_OK ?
+		    65 : 76;
+	}
+	if (e2.status != LQ_OK)
+		error_print(&e2, stderr);
+	store_job_clear(&job);
+	store_close(st);
+	return rc;
+}
+
+const struct cmd_entry cmd_exec_job_entry = {
+	.name = "exec-job",
+	.usage = "--owner OWNER [--attempt N] [--keep-checkpoints K|all] "
+	    "[--resume-anywhere] JOB",
+	.summary = "render one claimed job (internal; used by run)",
+	.hidden = 1,
+	.exec = cmd_exec_job_exec,
+};

@@ -1,0 +1,22 @@
+/*
+ * preflight.h (cmd) — what `preflight` and `submit` share on the command
+ * line: the device caps to check against.
+ */
+#ifndef LQ_CMD_PREFLIGHT_H
+#define LQ_CMD_PREFLIGHT_H
+
+#include "cmd/cmd.h"
+#include "gpu/caps.h"
+
+/*
+ * Fills *out with the device jobs are checked against: the caps file
+ * `file` (or $LATENTQ_DEVICE_CAPS) when given, else unless `no_device` the
+ * device --device names (an index or a name fragment; the first when none),
+ * listed but never opened.  Returns 1 when *out was filled, 0 when there is
+ * no device (device checks are then skipped), -1 when the file cannot be
+ * read (the error is printed).
+ */
+int cmd_preflight_caps(const struct cmd_globals *g, const char *file,
+    int no_device, struct device_caps *out);
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * render.c — `latentq render MANIFEST...`: submit the manifests' jobs and
+ * render them until each has ended, through the crash-isolating supervisor.
+ * Running it again after a crash picks up the same jobs (submit is
+ * idempotent) and resumes them from their checkpoints.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/submit.h"
+#include "core/util.h"
+#include "store/checkpoints.h"
+#include "store/jobs.h"
+#include "store/store.h"
+#include "worker/supervisor.h"
+
+int cmd_parse_keep(const char *arg);
+
+struct outputs_ctx {
+	struct store *st;
+	const int64_t *ids;
+	size_t n;
+	int done, other;
+};
+
+static int
+print_artifact(const struct store_artifact *a, void *ud)
+{
+	(void)ud;
+	printf("          %-14s %s\n", a->kind, a->path);
+	return 0;
+}
+
+static int
+report_job(const struct store_job *j, void *ud)
+{
+	struct outputs_ctx *c = ud;
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->ids[i] != j->id)
+			continue;
+		if (j->state == JOB_STATE_DONE) {
+			c->done++;
+			printf("done      %-6lld %s\n", (long long)j->id, j->name);
+			struct lq_error err;
+			error_clear(&err);
+			store_list_artifacts(c->st, j->id, print_artifact, NULL, &err);
+		} else {
+			c->other++;
+			printf("%-9s %-6lld %-24s %s\n", job_state_name(j->state),
+			    (long long)j->id, j->name, j->error_message ?
+			    j->error_message : "");
+		}
+		break;
+	}
+	return 0;
+}
+
+static int
+cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"again", no_argument, NULL, 'a'},
+		{"keep-checkpoints", required_argument, NULL, 'k'},
+		{"resume-anywhere", no_argument, NULL, 'r'},
+		{NULL, 0, NULL, 0},
+	};
+	struct submit_options sopt = {0};
+	struct supervisor_options opt = {
+		.mode = SUPERVISOR_ONCE, .db_path = g->db_path,
+		.device = g->device, .keep_checkpoints = -1,
+		.verbose = g->verbose,
+	};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'a': sopt.again = 1; break;
+		case 'k':
+			if ((opt.keep_checkpoints = cmd_parse_keep(optarg)) < 0)
+				return cmd_misuse(&cmd_render_entry, "--keep-checkpoints: "
+				    "%s is not a positive count or \"all\"", optarg);
+			break;
+		case 'r': opt.resume_anywhere = 1; break;
+		default: return cmd_misuse(&cmd_render_entry, NULL);
+		}
+	}
+	if (optind >= argc)
+		return cmd_misuse(&cmd_render_entry, "render needs a manifest");
+	struct store *st = cmd_open_store(g);
+	if (st == NULL)
+		return 1;
+	int64_t *ids = NULL;
+	size_t n = 0;
+	int rejected = 0, bad = 0;
+	for (int i = optind; i < argc; i++) {
+		struct submit_result res;
+		enum lq_status r = submit_manifest(st, argv[i], &sopt, &res);
+		if (r == LQ_OK) {
+			ids = xrealloc(ids, (n + res.n_jobs + 1) * sizeof(*ids));
+			memcpy(ids + n, res.job_ids, res.n_jobs * sizeof(*ids));
+			n += res.n_jobs;
+			rejected += res.rejected;
+		} else {
+			bad = 1;
+		}
+		free(res.job_ids);
+		if (r == LQ_RETRY) {
+			free(ids);
+			store_close(st);
+			return EXIT_TEMPFAIL;
+		}
+	}
+	int rc = 0;
+	if (n > 0) {
+		opt.only_ids = ids;
+		opt.n_ids = n;
+		if (isatty(STDERR_FILENO))
+			setenv("LATENTQ_TTY", "1", 1);
+		rc = supervisor_run(st, &opt, NULL);
+		struct outputs_ctx c = {st, ids, n, 0, 0};
+		struct lq_error err;
+		error_clear(&err);
+		store_list_jobs(st, -1, report_job, &c, &err);
+		printf("%d of %zu jobs done\n", c.done, n);
+		if (rc == 0 && c.other > 0)
+			rc = 1;
+	}
+	if (rc == 0 && (rejected > 0 || bad))
+		rc = EXIT_DATAERR;
+	free(ids);
+	store_close(st);
+	return rc;
+}
+
+const struct cmd_entry cmd_render_entry = {
+	.name = "render",
+	.usage = "[--again] [--keep-checkpoints K|all] [--resume-anywhere] "
+	    "MANIFEST...",
+	.summary = "submit manifests and render their jobs until they end",
+	.exec = cmd_render_exec,
+};

@@ -1,0 +1,1025 @@
+/*
+ * checks.c — the per-job checks: ranges, geometry (and --snap), sampling
+ * schedule, prompt length and embeddings, batch and mesh, LoRA, device
+ * memory and limits, output paths.  Each appends located problems to the
+ * job's list and never stops at the first; later checks use what earlier
+ * ones resolved (snapped geometry, inferred mesh) and skip what they cannot
+ * judge (no model: no token count).
+ *
+ * Model math mirrors diffusers 0.40 (58eb52c): pipelines/ltx/pipeline_ltx.py
+ * (LTXPipeline.check_inputs, __call__, calculate_shift),
+ * schedulers/scheduling_flow_match_euler_discrete.py (set_timesteps,
+ * time_shift, stretch_shift_to_terminal), models/transformers/
+ * transformer_ltx.py (LTXVideoRotaryPosEmbed: base_num_frames 20,
+ * base_height 2048, base_width 2048).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json.h"
+#include "core/util.h"
+#include "gpu/caps.h"
+#include "preflight/preflight-int.h"
+#include "text/tokenizer.h"
+
+#define RAW_ROPE_BASE_FRAMES 20
+#define RAW_ROPE_BASE_SIZE 2048
+#define MAX_STEPS 1000		/* num_train_timesteps of every LTX scheduler */
+
+struct lq_error *
+pf_job_add(struct pf_job_state *s, const char *key, enum lq_status status,
+    const char *code, const char *fmt, ...)
+{
+	struct lq_error *e = pf_list_add(s->out, status, code, "%s", "");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+	struct manifest_where w;
+	manifest_job_where(s->m, s->job, key, &w);
+	error_set_where(e, s->m->path, w.line, w.column);
+	if (w.written)
+		error_set_field(e, "%s", w.field);
+	else
+		error_set_field(e, "jobs[%zu].%s", s->job->entry, key);
+	return e;
+}
+
+const char *
+pf_job_text(struct pf_job_state *s, const char *key, char *buf, size_t n)
+{
+	struct manifest_where w;
+	if (manifest_job_where(s->m, s->job, key, &w) && w.text) {
+		snprintf(buf, n, "%s", w.text);
+		return buf;
+	}
+	const cJSON *v = s->config;
+	char part[64];
+	const char *k = key;
+	while (v && *k) {
+		size_t l = strcspn(k, ".");
+		snprintf(part, sizeof(part), "%.*s", (int)l, k);
+		v = cJSON_GetObjectItemCaseSensitive(v, part);
+		k += l + (k[l] == '.');
+	}
+	if (v == NULL) {
+		snprintf(buf, n, "(none)");
+	} else if (cJSON_IsString(v)) {
+		snprintf(buf, n, "%s", v->valuestring);
+	} else {
+		char *t = cJSON_PrintUnformatted(v);
+		snprintf(buf, n, "%s", t ? t : "?");
+		cJSON_free(t);
+	}
+	return buf;
+}
+
+void
+pf_job_copy(struct pf_job_state *s, const struct pf_list *from,
+    const char *key)
+{
+	for (size_t i = 0; i < from->n; i++) {
+		const struct lq_error *src = &from->v[i];
+		const char *k = src->field[0] ? src->field : key;
+		struct lq_error *e = pf_job_add(s, k, src->status, src->code,
+		    "%s", src->message);
+		snprintf(e->hint, sizeof(e->hint), "%s", src->hint);
+	}
+}
+
+static double
+num(const struct pf_job_state *s, const char *key, double def)
+{
+	return json_get_number(s->config, key, def);
+}
+
+static int
+present(const struct pf_job_state *s, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->config, key);
+	return v != NULL && !cJSON_IsNull(v);
+}
+
+static void
+set_int(cJSON *obj, const char *key, int64_t v)
+{
+	cJSON *n = cJSON_CreateNumber((double)v);
+	if (cJSON_GetObjectItemCaseSensitive(obj, key))
+		cJSON_ReplaceItemInObjectCaseSensitive(obj, key, n);
+	else
+		cJSON_AddItemToObject(obj, key, n);
+}
+
+/* ---- manifest: required keys and ranges ------------------------------ */
+
+static void
+range(struct pf_job_state *s, const char *key, double lo, int lo_open,
+    double hi, const char *rule, const char *hint)
+{
+	if (!present(s, key))
+		return;
+	double v = num(s, key, 0);
+	if ((lo_open ? v > lo : v >= lo) && v <= hi)
+		return;
+	char t[64];
+	struct lq_error *e = pf_job_add(s, key, LQ_FAILED, "LQ-CFG-002",
+	    "%s is out of range: %s", pf_job_text(s, key, t, sizeof(t)), rule);
+	error_set_hint(e, "%s", hint);
+}
+
+void
+pf_check_config(struct pf_job_state *s)
+{
+	if (!present(s, "model")) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-CFG-001", "no model: every job needs `model:` (in the "
+		    "entry or in defaults)");
+		error_set_hint(e, "add `model: PATH` to defaults");
+	}
+	range(s, "frame_rate", 0, 1, 1000, "frame_rate must be > 0 and <= 1000",
+	    "25 is LTX-Video's rate");
+	range(s, "decode_timestep", 0, 0, 1, "decode_timestep is in [0, 1]",
+	    "0 (or 0.05 for timestep-conditioned VAEs)");
+	range(s, "decode_noise_scale", 0, 0, 1,
+	    "decode_noise_scale is in [0, 1]", "0.025, or leave it out");
+	range(s, "max_sequence_length", 1, 0, 4096,
+	    "max_sequence_length is in [1, 4096]", "128, as LTXPipeline");
+	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
+	const cJSON *loras = cJSON_GetObjectItemCaseSensitive(s->config, "loras");
+	const cJSON *l;
+	int i = 0;
+	cJSON_ArrayForEach(l, loras) {
+		double sc = json_get_number(l, "scale", 1.0);
+		if (!(fabs(sc) <= 100)) {
+			char key[48], t[64];
+			snprintf(key, sizeof(key), "loras[%d].scale", i);
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-CFG-002", "%s is out of range: |scale| <= 100",
+			    pf_job_text(s, key, t, sizeof(t)));
+			error_set_hint(e, "1.0 applies the LoRA as trained");
+		}
+		i++;
+	}
+}
+
+/* ---- model ----------------------------------------------------------- */
+
+void
+pf_check_model(struct pf_job_state *s)
+{
+	const char *model = json_get_string(s->config, "model", NULL);
+	if (model == NULL)
+		return;
+	char *dir = NULL;
+	/* The loader resolves paths; a bare word is a registered name. */
+	if (strchr(model, '/') == NULL && s->ctx->opt->resolve_model)
+		dir = s->ctx->opt->resolve_model(s->ctx->opt->resolve_ctx, model);
+	if (dir == NULL && strchr(model, '/') == NULL) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-MDL-001", "\"%s\" is not a folder nor a registered "
+		    "model name", model);
+		error_set_hint(e, "write a path (./%s) or register it with "
+		    "`latentq model add`", model);
+		return;
+	}
+	struct diffusers_overrides ov = {
+		.transformer = json_get_string(s->config, "transformer", NULL),
+		.vae = json_get_string(s->config, "vae", NULL),
+		.text_encoder = json_get_string(s->config, "text_encoder", NULL),
+		.scheduler = json_get_string(s->config, "scheduler", NULL),
+	};
+	s->pm = pf_model_get(s->ctx, dir ? dir : model, &ov);
+	free(dir);
+	pf_job_copy(s, &s->pm->problems, "model");
+
+	const char *pin = json_get_string(s->config, "model_digest", NULL);
+	if (pin != NULL && s->pm->dm != NULL) {
+		const char *want = pin;
+		if (strncmp(want, "blake2b:", 8) == 0)
+			want += 8;
+		struct lq_error err;
+		error_clear(&err);
+		const char *have = pf_model_digest(s->pm, s->ctx->opt->hash_cache, &err);
+		size_t wl = strlen(want);
+		if (have == NULL) {
+			struct lq_error *e = pf_job_add(s, "model_digest",
+			    LQ_FAILED, "LQ-MDL-011", "cannot hash the model: %s",
+			    err.message);
+			error_set_hint(e, "check the folder's permissions");
+		} else if (wl < 12 || wl > 64 || strncmp(have, want, wl) != 0) {
+			struct lq_error *e = pf_job_add(s, "model_digest",
+			    LQ_FAILED, "LQ-MDL-011", "the model's digest is %s, "
+			    "not the pinned %s%s", have, want, wl < 12
+			    ? " (a pin needs at least 12 hex digits)" : "");
+			error_set_hint(e, "the folder changed since it was "
+			    "pinned; pin %.16s after checking it", have);
+		}
+	}
+}
+
+/* ---- geometry -------------------------------------------------------- */
+
+static int64_t
+gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* Checks one of height/width against `grid`; snaps when asked. */
+static int
+check_grid(struct pf_job_state *s, const char *key, const char *code,
+    int64_t *v, int64_t grid, const char *why)
+{
+	if (*v % grid == 0)
+		return 1;
+	int64_t lo = *v / grid * grid, hi = lo + grid;
+	char t[64], alt[96];
+	pf_job_text(s, key, t, sizeof(t));
+	if (lo >= grid)
+		snprintf(alt, sizeof(alt), "%" PRId64 " or %" PRId64, lo, hi);
+	else
+		snprintf(alt, sizeof(alt), "%" PRId64, hi);
+	int64_t snap = (lo >= grid && *v - lo < hi - *v) ? lo : hi;
+	if (s->ctx->opt->snap) {
+		struct lq_error *e = pf_job_add(s, key, LQ_WARN, code,
+		    "%s is not a multiple of %" PRId64 " (%s); snapped to %"
+		    PRId64, t, grid, why, snap);
+		error_set_hint(e, "nearest valid: %s", alt);
+		*v = snap;
+		set_int(s->config, key, snap);
+		s->snapped = 1;
+		return 1;
+	}
+	struct lq_error *e = pf_job_add(s, key, LQ_FAILED, code,
+	    "%s is not a multiple of %" PRId64 " (%s)", t, grid, why);
+	error_set_hint(e, "nearest valid: %s", alt);
+	return 0;
+}
+
+void
+pf_check_geometry(struct pf_job_state *s)
+{
+	static const char *const keys[3] = { "height", "width", "num_frames" };
+	int64_t *vals[3] = { &s->height, &s->width, &s->num_frames };
+	int ok = 1;
+	for (int i = 0; i < 3; i++) {
+		*vals[i] = json_get_int(s->config, keys[i], 0);
+		if (*vals[i] <= 0) {
+			char t[64];
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    "LQ-GEOM-004", "%s must be positive",
+			    pf_job_text(s, keys[i], t, sizeof(t)));
+			error_set_hint(e, "%s", i == 0 ? "512" : i == 1 ? "704"
+			    : "161 (or 8k + 1 frames)");
+			ok = 0;
+		}
+	}
+	/* LTXPipeline.check_inputs: height and width divisible by 32. */
+	int64_t sp = 1, tp = 0, patch = 1, patch_t = 1;
+	char why[160];
+	if (s->pm && s->pm->dm) {
+		sp = s->pm->dm->vae_config.spatial_compression_ratio;
+		tp = s->pm->dm->vae_config.temporal_compression_ratio;
+		patch = s->pm->dm->transformer_config.patch_size;
+		patch_t = s->pm->dm->transformer_config.patch_size_t;
+	}
+	/* diffusers_parse_* refuse values below 1; be safe all the same. */
+	if (sp < 1)
+		sp = 1;
+	if (patch < 1)
+		patch = 1;
+	if (patch_t < 1)
+		patch_t = 1;
+	if (s->pm && s->pm->dm && tp < 1)
+		tp = 1;
+	int64_t model_grid = sp * patch;
+	int64_t grid = model_grid / gcd64(model_grid, 32) * 32;
+	if (s->pm && s->pm->dm) {
+		if (grid == model_grid)
+			snprintf(why, sizeof(why), "VAE spatial compression %"
+			    PRId64 " × patch %" PRId64, sp, patch);
+		else
+			snprintf(why, sizeof(why), "VAE spatial compression %"
+			    PRId64 " × patch %" PRId64 " = %" PRId64
+			    "; LTXPipeline needs multiples of 32", sp, patch,
+			    model_grid);
+	} else {
+		snprintf(why, sizeof(why), "LTXPipeline needs multiples of 32");
+	}
+	if (s->height > 0)
+		ok &= check_grid(s, "height", "LQ-GEOM-001", &s->height, grid, why);
+	if (s->width > 0)
+		ok &= check_grid(s, "width", "LQ-GEOM-002", &s->width, grid, why);
+	int64_t tgrid = tp * patch_t;
+	if (s->num_frames > 0 && tgrid > 0 && (s->num_frames - 1) % tgrid != 0) {
+		int64_t k = (s->num_frames - 1) / tgrid;
+		int64_t lo = tgrid * k + 1, hi = lo + tgrid;
+		int64_t snap = (s->num_frames - lo < hi - s->num_frames) ? lo : hi;
+		char t[64], alt[96];
+		pf_job_text(s, "num_frames", t, sizeof(t));
+		snprintf(alt, sizeof(alt), "%" PRId64 " or %" PRId64, lo, hi);
+		if (s->ctx->opt->snap) {
+			struct lq_error *e = pf_job_add(s, "num_frames", LQ_WARN,
+			    "LQ-GEOM-003", "%s is not %" PRId64 "·k + 1 (VAE "
+			    "temporal compression %" PRId64 " × patch_t %" PRId64
+			    "); snapped to %" PRId64, t, tgrid, tp, patch_t, snap);
+			error_set_hint(e, "nearest valid: %s", alt);
+			s->num_frames = snap;
+			set_int(s->config, "num_frames", snap);
+			s->snapped = 1;
+		} else {
+			struct lq_error *e = pf_job_add(s, "num_frames",
+			    LQ_FAILED, "LQ-GEOM-003", "%s is not %" PRId64
+			    "·k + 1 (VAE temporal compression %" PRId64
+			    " × patch_t %" PRId64 ")", t, tgrid, tp, patch_t);
+			error_set_hint(e, "nearest valid: %s", alt);
+			ok = 0;
+		}
+	}
+	if (!ok || s->pm == NULL || s->pm->dm == NULL)
+		return;
+	s->lat_f = (s->num_frames - 1) / tp + 1;
+	s->lat_h = s->height / sp;
+	s->lat_w = s->width / sp;
+	s->tokens = (s->lat_f / patch_t) * (s->lat_h / patch) * (s->lat_w / patch);
+	s->geometry_ok = 1;
+
+	/*
+	 * LTXVideoRotaryPosEmbed scales coordinates by rope_interpolation_scale
+	 * (temporal/frame_rate, spatial, spatial) and divides by base_num_frames
+	 * 20 and base_height/width 2048: past 1 the rotary frequencies leave the
+	 * range the model was built for.
+	 */
+	double fr = num(s, "frame_rate", 25);
+	double cf = fr > 0 ? (double)((s->lat_f - 1) * tp) / fr / RAW_ROPE_BASE_FRAMES : 0;
+	if (s->height > RAW_ROPE_BASE_SIZE || s->width > RAW_ROPE_BASE_SIZE) {
+		const char *key = s->height > RAW_ROPE_BASE_SIZE ? "height" : "width";
+		char t[64];
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED, "LQ-GEOM-005",
+		    "%s is past the positional embedding's range (%" PRId64
+		    " video tokens; rotary base %d pixels)",
+		    pf_job_text(s, key, t, sizeof(t)), s->tokens,
+		    RAW_ROPE_BASE_SIZE);
+		error_set_hint(e, "at most %d", RAW_ROPE_BASE_SIZE);
+	}
+	if (cf > 1.0) {
+		char t[64];
+		int64_t maxf = (int64_t)floor(RAW_ROPE_BASE_FRAMES * fr / tgrid) * tgrid + 1;
+		struct lq_error *e = pf_job_add(s, "num_frames", LQ_FAILED,
+		    "LQ-GEOM-005", "%s frames at %g fps is past the positional "
+		    "embedding's range (%" PRId64 " latent frames × %" PRId64
+		    " / frame_rate > base_num_frames %d)",
+		    pf_job_text(s, "num_frames", t, sizeof(t)), fr, s->lat_f - 1,
+		    tp, RAW_ROPE_BASE_FRAMES);
+		error_set_hint(e, "at most %" PRId64 " frames at %g fps", maxf, fr);
+	}
+}
+
+/* ---- sampling -------------------------------------------------------- */
+
+int
+pf_schedule(const struct pf_scheduler *sc, int64_t steps, int64_t tokens,
+    double *sig, int *bad)
+{
+	*bad = -1;
+	if (steps < 1)
+		return -1;
+	int n = (int)steps;
+	/* LTXPipeline: np.linspace(1.0, 1 / steps, steps) */
+	for (int i = 0; i < n; i++)
+		sig[i] = n == 1 ? 1.0 : 1.0 + (1.0 / n - 1.0) * i / (n - 1);
+	if (sc->use_dynamic_shifting) {
+		double m = (sc->max_shift - sc->base_shift) /
+		    (sc->max_image_seq_len - sc->base_image_seq_len);
+		double mu = (double)tokens * m + sc->base_shift - m * sc->base_image_seq_len;
+		for (int i = 0; i < n; i++)
+			sig[i] = sc->exponential
+			    ? exp(mu) / (exp(mu) + (1.0 / sig[i] - 1.0))
+			    : mu / (mu + (1.0 / sig[i] - 1.0));
+	} else {
+		for (int i = 0; i < n; i++)
+			sig[i] = sc->shift * sig[i] / (1 + (sc->shift - 1) * sig[i]);
+	}
+	if (sc->shift_terminal != 0) {
+		double scale = (1.0 - sig[n - 1]) / (1.0 - sc->shift_terminal);
+		for (int i = 0; i < n; i++)
+			sig[i] = 1.0 - (1.0 - sig[i]) / scale;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!isfinite(sig[i]) || sig[i] <= 0 || sig[i] > 1.0 + 1e-9 ||
+		    (i > 0 && !(sig[i] < sig[i - 1]))) {
+			*bad = i;
+			break;
+		}
+	}
+	return n;
+}
+
+void
+pf_check_sampling(struct pf_job_state *s)
+{
+	char t[64];
+	int64_t steps = json_get_int(s->config, "num_inference_steps", 50);
+	if (steps < 1 || steps > MAX_STEPS) {
+		struct lq_error *e = pf_job_add(s, "num_inference_steps",
+		    LQ_FAILED, "LQ-SAMP-001", "%s steps: the schedule needs "
+		    "1 to %d steps (linspace(1, 1/steps, steps))",
+		    pf_job_text(s, "num_inference_steps", t, sizeof(t)), MAX_STEPS);
+		error_set_hint(e, "nearest valid: %d", steps < 1 ? 1 : MAX_STEPS);
+	} else if (s->pm && s->pm->sched.present) {
+		/* Without a token count (geometry rejected), the shift of the
+		 * base sequence length shows the same 0/0 cases. */
+		double *sig = xmalloc((size_t)MAX_STEPS * sizeof(double));
+		int bad;
+		const struct pf_scheduler *sc = &s->pm->sched;
+		int64_t tok = s->geometry_ok ? s->tokens
+		    : (int64_t)sc->base_image_seq_len;
+		pf_schedule(sc, steps, tok, sig, &bad);
+		if (bad >= 0) {
+			char sigtext[32], why[160] = "";
+			if (isnan(sig[bad]))
+				snprintf(sigtext, sizeof(sigtext), "NaN (0/0)");
+			else
+				snprintf(sigtext, sizeof(sigtext), "%g", sig[bad]);
+			double mu = 0;
+			if (sc->use_dynamic_shifting) {
+				double m = (sc->max_shift - sc->base_shift) /
+				    (sc->max_image_seq_len - sc->base_image_seq_len);
+				mu = (double)tok * m + sc->base_shift -
+				    m * sc->base_image_seq_len;
+				snprintf(why, sizeof(why), "dynamic shift mu %.3g "
+				    "for %" PRId64 " video tokens", mu, tok);
+			} else {
+				snprintf(why, sizeof(why), "shift %g", sc->shift);
+			}
+			struct lq_error *e = pf_job_add(s, "num_inference_steps",
+			    LQ_FAILED, "LQ-SAMP-002", "with %" PRId64 " step%s "
+			    "the scheduler's sigmas are not well defined: "
+			    "sigma[%d] = %s (shift_terminal %g, %s)",
+			    steps, steps == 1 ? "" : "s", bad, sigtext,
+			    sc->shift_terminal, why);
+			/* More steps, when some count works at this size. */
+			int64_t ok = 0;
+			for (int64_t k = steps + 1; k <= MAX_STEPS && k <= steps + 64 && !ok; k++) {
+				int b2;
+				pf_schedule(sc, k, tok, sig, &b2);
+				if (b2 < 0)
+					ok = k;
+			}
+			if (ok)
+				error_set_hint(e, "nearest valid: %" PRId64, ok);
+			else
+				error_set_hint(e, "the shift saturates every sigma "
+				    "to 1 at this size: fewer video tokens (smaller "
+				    "size or fewer frames), or a scheduler config "
+				    "without dynamic shifting");
+		}
+		free(sig);
+	}
+	/* diffusers: do_classifier_free_guidance = guidance_scale > 1. */
+	double g = num(s, "guidance_scale", 3.0);
+	s->cfg_on = g > 1.0;
+	if (g < 1.0) {
+		struct lq_error *e = pf_job_add(s, "guidance_scale", LQ_FAILED,
+		    "LQ-SAMP-003", "%s is below 1: guidance_scale 1 disables "
+		    "classifier-free guidance, values > 1 enable it",
+		    pf_job_text(s, "guidance_scale", t, sizeof(t)));
+		error_set_hint(e, "nearest valid: 1 (no guidance), or 3 (LTX-Video's default)");
+	}
+	double r = num(s, "guidance_rescale", 0.0);
+	if (r < 0.0 || r > 1.0) {
+		struct lq_error *e = pf_job_add(s, "guidance_rescale", LQ_FAILED,
+		    "LQ-SAMP-004", "%s is outside [0, 1]",
+		    pf_job_text(s, "guidance_rescale", t, sizeof(t)));
+		error_set_hint(e, "nearest valid: %g", r < 0 ? 0.0 : 1.0);
+	} else if (r > 0.0 && !s->cfg_on) {
+		struct lq_error *e = pf_job_add(s, "guidance_rescale", LQ_WARN,
+		    "LQ-SAMP-005", "%s has no effect: guidance_scale %g disables "
+		    "classifier-free guidance",
+		    pf_job_text(s, "guidance_rescale", t, sizeof(t)), g);
+		error_set_hint(e, "remove guidance_rescale or raise guidance_scale above 1");
+	}
+}
+
+/* ---- prompt ---------------------------------------------------------- */
+
+static void
+check_prompt_text(struct pf_job_state *s, struct text_tokenizer *tok,
+    const char *key, int64_t maxlen)
+{
+	const char *p = json_get_string(s->config, key, NULL);
+	if (p == NULL)
+		return;
+	struct text_tokens tt;
+	struct lq_error err;
+	error_clear(&err);
+	if (text_tokenizer_encode(tok, p, (int)maxlen, &tt, &err) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+		    "LQ-PROMPT-003", "cannot tokenise the prompt: %s (%s)",
+		    err.message, err.code);
+		error_set_hint(e, "write the prompt as UTF-8 text");
+		return;
+	}
+	if (tt.num_dropped > 0) {
+		if (json_get_bool(s->config, "truncate", 0)) {
+			struct lq_error *e = pf_job_add(s, key, LQ_WARN,
+			    "LQ-PROMPT-002", "%d tokens (end of text included) "
+			    "truncated to max_sequence_length %" PRId64 "; "
+			    "dropped %d: \"%s\"", tt.untruncated_len, maxlen,
+			    tt.num_dropped, tt.dropped_text);
+			error_set_hint(e, "max_sequence_length: %d keeps it whole",
+			    tt.untruncated_len);
+		} else {
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-PROMPT-001", "%d tokens (end of text included) "
+			    "exceed max_sequence_length %" PRId64 "; it would "
+			    "lose \"%s\"", tt.untruncated_len, maxlen,
+			    tt.dropped_text);
+			error_set_hint(e, "shorten it, set max_sequence_length: "
+			    "%d, or truncate: true", tt.untruncated_len);
+		}
+	}
+	text_tokens_release(&tt);
+}
+
+void
+pf_check_prompt(struct pf_job_state *s)
+{
+	int has_p = present(s, "prompt"), has_e = present(s, "prompt_embeds");
+	if (has_p == has_e) {
+		struct lq_error *e = pf_job_add(s, has_p ? "prompt_embeds"
+		    : "prompt", LQ_FAILED, "LQ-PROMPT-003", "%s",
+		    has_p ? "prompt and prompt_embeds are both given"
+		    : "no prompt: give prompt (or prompt_embeds)");
+		error_set_hint(e, "%s", has_p ? "keep one of them"
+		    : "prompt: \"a red circle moving left\"");
+		return;
+	}
+	if (s->pm == NULL || s->pm->dm == NULL)
+		return;
+	const struct diffusers_model *dm = s->pm->dm;
+	int64_t maxlen = json_get_int(s->config, "max_sequence_length", 128);
+	if (has_p) {
+		if (!dm->text_encoder.present) {
+			struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
+			    "LQ-PROMPT-003", "the model has no text encoder to "
+			    "encode the prompt");
+			error_set_hint(e, "give prompt_embeds, or a model with "
+			    "text_encoder and tokenizer");
+			return;
+		}
+		struct text_tokenizer *tok = pf_model_tokenizer(s->pm);
+		if (tok == NULL) {
+			struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
+			    "LQ-PROMPT-003", "the model's tokenizer cannot be "
+			    "loaded: %s (%s)", s->pm->tok_err.message,
+			    s->pm->tok_err.code);
+			error_set_hint(e, "restore tokenizer/ (spiece.model, "
+			    "tokenizer_config.json)");
+			return;
+		}
+		if (maxlen < 1 || maxlen > 4096)
+			return;	/* LQ-CFG-002 said so */
+		check_prompt_text(s, tok, "prompt", maxlen);
+		if (s->cfg_on)
+			check_prompt_text(s, tok, "negative_prompt", maxlen);
+		return;
+	}
+	const char *path = json_get_string(s->config, "prompt_embeds", NULL);
+	struct pf_file *f = pf_embeds_get(s->ctx, path,
+	    dm->transformer_config.caption_channels);
+	pf_job_copy(s, &f->problems, "prompt_embeds");
+	if (f->problems.n == 0 && s->cfg_on && !f->has_negative &&
+	    !(dm->text_encoder.present && dm->tokenizer.present)) {
+		struct lq_error *e = pf_job_add(s, "prompt_embeds", LQ_FAILED,
+		    "LQ-PROMPT-006", "guidance_scale %g needs "
+		    "negative_prompt_embeds in %s: the model has no text "
+		    "encoder for the negative prompt",
+		    num(s, "guidance_scale", 3), path);
+		error_set_hint(e, "add negative_prompt_embeds (the empty "
+		    "prompt's), or guidance_scale: 1");
+	}
+}
+
+/* ---- batch and mesh -------------------------------------------------- */
+
+void
+pf_check_mesh(struct pf_job_state *s)
+{
+	static const char *const axes[3] = { "data", "context", "tensor" };
+	const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(s->config, "mesh");
+	s->devices = json_get_int(mesh, "devices", 1);
+	int64_t ax[3];
+	for (int i = 0; i < 3; i++)
+		ax[i] = json_get_int(mesh, axes[i], 1);
+	char t[64], key[32];
+	int ok = 1;
+	if (s->devices < 1) {
+		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
+		    "LQ-MESH-002", "%s devices: a mesh has at least one",
+		    pf_job_text(s, "mesh.devices", t, sizeof(t)));
+		error_set_hint(e, "nearest valid: 1");
+		ok = 0;
+	}
+	int n_infer = 0, infer = -1;
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "mesh.%s", axes[i]);
+		if (ax[i] == -1) {
+			if (n_infer++ == 0) {
+				infer = i;
+				continue;
+			}
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-MESH-002", "-1 on a second axis (%s is already "
+			    "-1): only one axis can be inferred", axes[infer]);
+			error_set_hint(e, "give %s a size", axes[i]);
+			ok = 0;
+		} else if (ax[i] < 1) {
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-MESH-002", "%s: an axis is a positive size or -1",
+			    pf_job_text(s, key, t, sizeof(t)));
+			error_set_hint(e, "nearest valid: 1");
+			ok = 0;
+		}
+	}
+	if (ok && n_infer == 1) {
+		int64_t prod = 1;
+		for (int i = 0; i < 3; i++)
+			if (i != infer)
+				prod *= ax[i];
+		snprintf(key, sizeof(key), "mesh.%s", axes[infer]);
+		if (s->devices % prod != 0) {
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-MESH-003", "-1 cannot be inferred: %" PRId64
+			    " devices / %" PRId64 " (the other axes) is %g, not "
+			    "a positive integer", s->devices, prod,
+			    (double)s->devices / (double)prod);
+			error_set_hint(e, "make devices a multiple of %" PRId64, prod);
+			ok = 0;
+		} else {
+			ax[infer] = s->devices / prod;
+		}
+	} else if (ok) {
+		int64_t prod = ax[0] * ax[1] * ax[2];
+		if (prod != s->devices) {
+			const char *k = ax[1] != 1 ? "mesh.context" : ax[2] != 1
+			    ? "mesh.tensor" : ax[0] != 1 ? "mesh.data" : "mesh.devices";
+			struct lq_error *e = pf_job_add(s, k, LQ_FAILED,
+			    "LQ-MESH-002", "data %" PRId64 " × context %" PRId64
+			    " × tensor %" PRId64 " = %" PRId64 " devices, but "
+			    "mesh.devices is %" PRId64, ax[0], ax[1], ax[2], prod,
+			    s->devices);
+			if (s->devices % (prod / ax[0]) == 0)
+				error_set_hint(e, "data: %" PRId64 " (or -1 on one "
+				    "axis to infer it)", s->devices / (prod / ax[0]));
+			else
+				error_set_hint(e, "devices: %" PRId64 ", or -1 "
+				    "on one axis to infer it", prod);
+			ok = 0;
+		}
+	}
+	if (s->ctx->opt->caps && s->devices > s->ctx->opt->caps->device_count) {
+		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
+		    "LQ-MESH-007", "the mesh needs %" PRId64 " devices but the "
+		    "host has %d", s->devices, s->ctx->opt->caps->device_count);
+		error_set_hint(e, "nearest valid: %d",
+		    s->ctx->opt->caps->device_count);
+		ok = 0;
+	}
+
+	/* per_device_batch_size × devices must be a positive integer. */
+	s->per_device_batch = num(s, "per_device_batch_size", 1.0);
+	double gb = s->per_device_batch * (double)(s->devices > 0 ? s->devices : 1);
+	int64_t gbi = (int64_t)llround(gb);
+	if (!(s->per_device_batch > 0) || gbi < 1 || fabs(gb - (double)gbi) > 1e-9) {
+		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
+		    LQ_FAILED, "LQ-MESH-001", "%s × %" PRId64 " device%s = %g "
+		    "is not a positive whole batch",
+		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)),
+		    s->devices, s->devices == 1 ? "" : "s", gb);
+		int64_t up = gbi < 1 ? 1 : gbi;
+		error_set_hint(e, "per_device_batch_size: %g (batch %" PRId64 ")",
+		    (double)up / (double)(s->devices > 0 ? s->devices : 1), up);
+		ok = 0;
+	}
+	s->global_batch = gbi;
+	if (!ok)
+		return;
+	s->data = ax[0];
+	s->context = ax[1];
+	s->tensor = ax[2];
+	s->mesh_ok = 1;
+	cJSON *cm = cJSON_GetObjectItemCaseSensitive(s->config, "mesh");
+	if (cm == NULL) {
+		cm = cJSON_CreateObject();
+		cJSON_AddItemToObject(s->config, "mesh", cm);
+	}
+	set_int(cm, "devices", s->devices);
+	for (int i = 0; i < 3; i++)
+		set_int(cm, axes[i], ax[i]);
+
+	if (s->global_batch % s->data != 0) {
+		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
+		    LQ_FAILED, "LQ-MESH-006", "batch %" PRId64 " (%s per device "
+		    "× %" PRId64 ") does not split across data %" PRId64,
+		    s->global_batch,
+		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)),
+		    s->devices, s->data);
+		error_set_hint(e, "a batch that is a multiple of %" PRId64, s->data);
+	}
+	if (s->pm && s->pm->dm) {
+		int heads = s->pm->dm->transformer_config.num_attention_heads;
+		for (int i = 1; i < 3; i++) {
+			if (heads % ax[i] == 0)
+				continue;
+			snprintf(key, sizeof(key), "mesh.%s", axes[i]);
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-MESH-005", "%s degree %" PRId64 " does not "
+			    "divide the transformer's %d attention heads",
+			    axes[i], ax[i], heads);
+			int64_t lo = ax[i];
+			while (lo > 1 && heads % lo != 0)
+				lo--;
+			error_set_hint(e, "nearest valid: %" PRId64, lo);
+		}
+	}
+	if (s->geometry_ok && s->tokens % s->context != 0) {
+		struct lq_error *e = pf_job_add(s, "mesh.context", LQ_FAILED,
+		    "LQ-MESH-004", "context degree %" PRId64 " does not divide "
+		    "the video's %" PRId64 " tokens (latent %" PRId64 " × %"
+		    PRId64 " × %" PRId64 "); latentq does not pad sequences",
+		    s->context, s->tokens, s->lat_f, s->lat_h, s->lat_w);
+		int64_t lo = s->context;
+		while (lo > 1 && s->tokens % lo != 0)
+			lo--;
+		error_set_hint(e, "nearest valid context: %" PRId64
+		    ", or a size whose token count it divides", lo);
+	}
+}
+
+/* ---- LoRA ------------------------------------------------------------ */
+
+void
+pf_check_lora(struct pf_job_state *s)
+{
+	const cJSON *loras = cJSON_GetObjectItemCaseSensitive(s->config, "loras");
+	const cJSON *l;
+	int i = 0;
+	cJSON_ArrayForEach(l, loras) {
+		const char *path = json_get_string(l, "path", NULL);
+		char key[48];
+		snprintf(key, sizeof(key), "loras[%d].path", i++);
+		if (path == NULL)
+			continue;
+		if (s->pm != NULL && s->pm->dm != NULL && s->pm->w_transformer == NULL)
+			continue;	/* the model's own error says why */
+		struct pf_file *f = pf_lora_get(s->ctx, path, s->pm);
+		pf_job_copy(s, &f->problems, key);
+	}
+}
+
+/* ---- device ---------------------------------------------------------- */
+
+/* "1.25 GiB", "640 KiB", "512 bytes" into one of four rotating buffers. */
+static const char *
+size_text(double b)
+{
+	static char bufs[4][32];
+	static int k;
+	char *s = bufs[k++ & 3];
+	if (b >= (double)(1ull << 30))
+		snprintf(s, 32, "%.2f GiB", b / (double)(1ull << 30));
+	else if (b >= (double)(1u << 20))
+		snprintf(s, 32, "%.2f MiB", b / (double)(1u << 20));
+	else if (b >= 1024)
+		snprintf(s, 32, "%.1f KiB", b / 1024);
+	else
+		snprintf(s, 32, "%.0f bytes", b);
+	return s;
+}
+
+void
+pf_check_device(struct pf_job_state *s)
+{
+	const struct device_caps *caps = s->ctx->opt->caps;
+	if (s->pm == NULL || s->pm->dm == NULL)
+		return;
+	const struct ltxv_transformer_config *tc = &s->pm->dm->transformer_config;
+	const struct ltxv_vae_config *vc = &s->pm->dm->vae_config;
+	s->est_weights = s->pm->weight_bytes;
+	s->est_phase = "";
+	if (!s->geometry_ok || !s->mesh_ok)
+		return;
+	/* Activations in fp32.  The transformer runs cond and uncond as one
+	 * batch under guidance (as LTXPipeline concatenates them); attention
+	 * is tiled, so no N×N score matrix. */
+	uint64_t b = (uint64_t)((s->global_batch + s->data - 1) / s->data);
+	uint64_t bt = b * (s->cfg_on ? 2 : 1);
+	uint64_t n = (uint64_t)(s->tokens / s->context);
+	uint64_t D = (uint64_t)tc->inner_dim, Dff = (uint64_t)tc->ff_inner_dim;
+	uint64_t T = (uint64_t)json_get_int(s->config, "max_sequence_length", 128);
+	uint64_t ff = bt * n * (Dff / (uint64_t)s->tensor) * 4;
+	uint64_t tr = bt * n * (6 * D + 2 * (uint64_t)tc->in_channels) * 4 + ff +
+	    bt * T * ((uint64_t)tc->caption_channels + 2 * D) * 4;
+	/* VAE decoder stages (LTXVideoDecoder3d), b videos at once. */
+	uint64_t F = (uint64_t)s->lat_f, H = (uint64_t)s->lat_h, W = (uint64_t)s->lat_w;
+	uint64_t stage = b * (uint64_t)vc->dec_conv_in_out * F * H * W * 4;
+	uint64_t vmax = stage;
+	for (int i = 0; i < vc->dec_n_up; i++) {
+		const struct ltxv_vae_up_block *u = &vc->dec_up[i];
+		if (u->spatio_temporal_scale) {
+			F = 2 * F - 1;
+			H *= 2;
+			W *= 2;
+		}
+		stage = b * (uint64_t)u->out_channels * F * H * W * 4;
+		if (stage > vmax)
+			vmax = stage;
+	}
+	uint64_t video = b * 3 * (uint64_t)s->num_frames *
+	    (uint64_t)s->height * (uint64_t)s->width * 4;
+	if (video > vmax)
+		vmax = video;
+	uint64_t vae = 3 * vmax;
+	/*
+	 * Phases (LTXPipeline order): encode the prompt (text encoder alone,
+	 * unless prompt_embeds are given), denoise (transformer + VAE resident,
+	 * the transformer split by mesh.tensor), decode (the same weights and
+	 * the VAE's activations).  The peak is the largest phase.
+	 */
+	uint64_t wt = s->pm->w_bytes_transformer / (uint64_t)s->tensor;
+	uint64_t wv = s->pm->w_bytes_vae;
+	uint64_t we = present(s, "prompt_embeds") ? 0 : s->pm->w_bytes_text;
+	uint64_t lat = b * (uint64_t)vc->latent_channels * (uint64_t)s->lat_f *
+	    (uint64_t)s->lat_h * (uint64_t)s->lat_w * 4 * 3;
+	uint64_t enc = we + bt * T * (uint64_t)(s->pm->dm->text_encoder.present
+	    ? s->pm->dm->text_encoder_config.d_ff : 0) * 4 * 4;
+	uint64_t den = wt + wv + lat + tr;
+	uint64_t dec = wt + wv + lat + vae;
+	s->est_weights = wt + wv + we;
+	s->est_peak = enc;
+	s->est_phase = "prompt encoding";
+	if (den > s->est_peak) {
+		s->est_peak = den;
+		s->est_phase = "denoising";
+	}
+	if (dec > s->est_peak) {
+		s->est_peak = dec;
+		s->est_phase = "VAE decoding";
+	}
+	uint64_t weights = s->est_peak == enc ? we : wt + wv;
+	const char *largest = s->pm->largest_weight_name;
+	s->est_largest = s->pm->largest_weight;
+	if (ff > s->est_largest) {
+		s->est_largest = ff;
+		largest = "the transformer's feed-forward activations";
+	}
+	if (vmax > s->est_largest) {
+		s->est_largest = vmax;
+		largest = vmax == video ? "the decoded video"
+		    : "the VAE decoder's largest activation";
+	}
+	if (caps == NULL)
+		return;
+
+	uint64_t heap = 0;
+	int any_local = 0;
+	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
+		any_local |= caps->heap_device_local[i];
+	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
+		if ((!any_local || caps->heap_device_local[i]) &&
+		    caps->heap_size[i] > heap)
+			heap = caps->heap_size[i];
+	double margin = s->ctx->opt->memory_margin > 0
+	    ? s->ctx->opt->memory_margin : 0.10;
+	double budget = (double)heap * (1.0 - margin);
+	if (heap > 0 && (double)s->est_peak > budget) {
+		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
+		    "LQ-DEV-001", "estimated peak device memory %s "
+		    "while %s (weights %s, activations at %" PRId64 "×%" PRId64
+		    "×%" PRId64 ", batch %" PRIu64 ") exceeds %s: the %s "
+		    "heap of %s less a %.0f%% margin",
+		    size_text((double)s->est_peak), s->est_phase,
+		    size_text((double)weights),
+		    s->width, s->height, s->num_frames, b, size_text(budget),
+		    size_text((double)heap), caps->name, margin * 100);
+		error_set_hint(e, "a smaller size or fewer frames, a larger "
+		    "mesh.context, or a device with more memory");
+	}
+	uint64_t maxb = device_caps_max_binding(caps);
+	if (maxb > 0 && s->est_largest > maxb) {
+		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
+		    "LQ-DEV-002", "%s needs one %s buffer but %s binds "
+		    "at most %s (maxStorageBufferRange)", largest,
+		    size_text((double)s->est_largest), caps->name,
+		    size_text((double)maxb));
+		error_set_hint(e, "a smaller size or fewer frames, or a larger "
+		    "mesh.context / mesh.tensor");
+	}
+	if (s->pm->has_16bit && !caps->storage_16bit) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-DEV-003", "the model has F16/BF16 weights but %s lacks "
+		    "storageBuffer16BitAccess", caps->name);
+		error_set_hint(e, "F32 weights, or another device");
+	}
+	if (caps->max_compute_shared_memory_size > 0 &&
+	    caps->max_compute_shared_memory_size < 16384) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-DEV-003", "%s has %u bytes of compute shared memory; "
+		    "latentq's kernels need 16384", caps->name,
+		    caps->max_compute_shared_memory_size);
+		error_set_hint(e, "another device");
+	}
+}
+
+/* ---- output paths ---------------------------------------------------- */
+
+/* Lexically normalises `p` (relative); returns NULL when it climbs out. */
+static char *
+normalize(const char *p)
+{
+	size_t n = strlen(p);
+	char *out = xmalloc(n + 2);
+	size_t len = 0;
+	int depth = 0;
+	const char *c = p;
+	while (*c) {
+		size_t l = strcspn(c, "/");
+		if (l == 0 || (l == 1 && c[0] == '.')) {
+			/* skip */
+		} else if (l == 2 && c[0] == '.' && c[1] == '.') {
+			if (depth == 0) {
+				free(out);
+				return NULL;
+			}
+			depth--;
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--;
+		} else {
+			if (len > 0)
+				out[len++] = '/';
+			memcpy(out + len, c, l);
+			len += l;
+			depth++;
+		}
+		c += l;
+		if (*c == '/')
+			c++;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+void
+pf_check_output(struct pf_job_state *s, char *paths[3])
+{
+	static const char *const keys[3] = { "output", "frames", "save_tensors" };
+	const char *root = s->ctx->opt->output_dir ? s->ctx->opt->output_dir
+	    : s->m->dir;
+	for (int i = 0; i < 3; i++) {
+		paths[i] = NULL;
+		const char *p = json_get_string(s->config, keys[i], NULL);
+		if (p == NULL)
+			continue;
+		if (p[0] == '/') {
+			if (!s->ctx->opt->allow_absolute) {
+				const char *base = strrchr(p, '/') + 1;
+				struct lq_error *e = pf_job_add(s, keys[i],
+				    LQ_FAILED, "LQ-OUT-002", "\"%s\" is an "
+				    "absolute path; outputs go inside the output "
+				    "folder", p);
+				error_set_hint(e, "%s (or allow absolute paths)",
+				    base[0] ? base : "{name}.mp4");
+				continue;
+			}
+			char *nm = normalize(p + 1);
+			paths[i] = xasprintf("/%s", nm ? nm : "");
+			free(nm);
+			continue;
+		}
+		char *nm = normalize(p);
+		if (nm == NULL || nm[0] == '\0') {
+			const char *base = strrchr(p, '/');
+			base = base ? base + 1 : p;
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    "LQ-OUT-001", "\"%s\" resolves outside the output "
+			    "folder %s", p, root);
+			error_set_hint(e, "%s", strcmp(base, "..") && base[0]
+			    ? base : "{name}.mp4");
+			free(nm);
+			continue;
+		}
+		paths[i] = xasprintf("%s/%s", root, nm);
+		free(nm);
+	}
+}

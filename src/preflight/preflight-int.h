@@ -1,0 +1,158 @@
+/*
+ * preflight-int.h — private to src/preflight: the per-run context, the model
+ * inspection cache and the problem lists the checks append to.
+ *
+ * Problems found once for a shared input (a model folder, a LoRA file, a
+ * prompt_embeds file) are stored without a manifest location, then copied to
+ * every job using that input and placed at the job's key with
+ * manifest_job_error_at.
+ */
+#ifndef LQ_PREFLIGHT_INT_H
+#define LQ_PREFLIGHT_INT_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "manifest/manifest.h"
+#include "model/diffusers.h"
+#include "model/expected.h"
+#include "model/safetensors.h"
+#include "preflight/preflight.h"
+
+struct text_tokenizer;
+
+struct pf_list {
+	struct lq_error *v;
+	size_t n, cap;
+};
+
+/* Appends a problem (status LQ_FAILED or LQ_WARN) and returns it to fill. */
+struct lq_error *pf_list_add(struct pf_list *l, enum lq_status status,
+    const char *code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void pf_list_free(struct pf_list *l);
+
+/* The scheduler_config.json values that shape the sigma schedule. */
+struct pf_scheduler {
+	int present;
+	double shift, base_shift, max_shift, shift_terminal;
+	double base_image_seq_len, max_image_seq_len;
+	int use_dynamic_shifting, exponential;	/* time_shift_type */
+	int invert_sigmas;
+};
+
+/* A latent upsampler (or other extra component) named in model_index.json. */
+struct pf_extra {
+	char name[64], class_name[64];
+};
+
+/* One inspected model folder (with a set of overrides). */
+struct pf_model {
+	char *key;			/* folder + overrides, the cache key */
+	char *dir;
+	struct pf_list problems;	/* field = the manifest key at fault */
+	struct diffusers_model *dm;	/* NULL when the configs are unusable */
+	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
+	uint64_t weight_bytes;		/* all weights, as stored */
+	uint64_t w_bytes_transformer, w_bytes_vae, w_bytes_text;
+	uint64_t largest_weight;
+	char largest_weight_name[160];
+	int has_16bit;			/* any F16/BF16 weight */
+	struct pf_scheduler sched;
+	int have_table;			/* table: the transformer's, for LoRAs */
+	struct tensor_table table;
+	/* tokenizer, loaded on first use */
+	int tok_tried;
+	struct text_tokenizer *tok;
+	struct lq_error tok_err;
+	/* digest of the folder, computed on first pin */
+	int digest_tried;
+	char digest[65];
+	struct lq_error digest_err;
+};
+
+/* A file checked once per run (LoRA, prompt_embeds), with its findings. */
+struct pf_file {
+	char *key;
+	struct pf_list problems;	/* located at the job's key when copied */
+	int64_t embeds_T, embeds_B;	/* prompt_embeds: tokens, batch (0 when absent) */
+	int has_negative;
+};
+
+struct pf_ctx {
+	const struct preflight_options *opt;
+	struct pf_model **models;
+	size_t n_models, cap_models;
+	struct pf_file **files;
+	size_t n_files, cap_files;
+};
+
+/* Inspects (or finds in the cache) the model of a job.  Never NULL. */
+struct pf_model *pf_model_get(struct pf_ctx *c, const char *dir,
+    const struct diffusers_overrides *ov);
+void pf_model_free(struct pf_model *pm);
+/* Loads the model's tokenizer once; NULL (and pm->tok_err) on failure. */
+struct text_tokenizer *pf_model_tokenizer(struct pf_model *pm);
+/* The model's digest (see latentq-preflight(7)); NULL and err on failure. */
+struct model_hash_cache;
+const char *pf_model_digest(struct pf_model *pm,
+    const struct model_hash_cache *cache, struct lq_error *err);
+
+/* LoRA file checked against a model's transformer (cached). */
+struct pf_file *pf_lora_get(struct pf_ctx *c, const char *path,
+    struct pf_model *pm);
+/* prompt_embeds file checked against a caption width (cached). */
+struct pf_file *pf_embeds_get(struct pf_ctx *c, const char *path,
+    int caption_channels);
+void pf_file_free(struct pf_file *f);
+
+/* Per-job checks: fill `out` (located problems). */
+struct pf_job_state {
+	struct pf_ctx *ctx;
+	const struct manifest *m;
+	const struct manifest_job *job;
+	struct pf_list *out;
+	cJSON *config;			/* working copy (snap, mesh) */
+	int snapped;
+	struct pf_model *pm;		/* NULL when no model could be read */
+	/* resolved values */
+	int64_t height, width, num_frames;
+	int geometry_ok;		/* positive and on the grid (after snapping) */
+	int64_t lat_f, lat_h, lat_w, tokens;
+	int64_t devices, data, context, tensor;
+	int mesh_ok;
+	double per_device_batch;
+	int64_t global_batch;
+	int cfg_on;
+	uint64_t est_weights, est_peak, est_largest;
+	const char *est_phase;		/* the phase of the peak */
+};
+
+/* Adds a problem at `key` of the job (file:line:column, field path). */
+struct lq_error *pf_job_add(struct pf_job_state *s, const char *key,
+    enum lq_status status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The value of `key` as written ("1.0"), or the config's value printed. */
+const char *pf_job_text(struct pf_job_state *s, const char *key, char *buf,
+    size_t n);
+/* Copies shared problems to the job at `key`. */
+void pf_job_copy(struct pf_job_state *s, const struct pf_list *from,
+    const char *key);
+
+void pf_check_config(struct pf_job_state *s);
+void pf_check_model(struct pf_job_state *s);
+void pf_check_geometry(struct pf_job_state *s);
+void pf_check_sampling(struct pf_job_state *s);
+void pf_check_prompt(struct pf_job_state *s);
+void pf_check_mesh(struct pf_job_state *s);
+void pf_check_lora(struct pf_job_state *s);
+void pf_check_device(struct pf_job_state *s);
+/* Output paths of one job: prefix and containment (collisions are
+ * compared across jobs in preflight.c).  Returns normalized paths. */
+void pf_check_output(struct pf_job_state *s, char *paths[3]);
+
+/* Sigma schedule of LTXPipeline for `steps` at `tokens` (see checks.c);
+ * returns the number of sigmas (steps) or -1; *bad = first bad index. */
+int pf_schedule(const struct pf_scheduler *sc, int64_t steps, int64_t tokens,
+    double *sigmas, int *bad);
+
+#endif

@@ -1,0 +1,1078 @@
+/*
+ * render.c — one job, end to end (see render.h): the LTXPipeline.__call__
+ * loop of diffusers (pipelines/ltx/pipeline_ltx.py) with a checkpoint after
+ * every step.
+ *
+ * What runs where: the transformer, the T5 encoder and the VAE decoder run
+ * on the Vulkan device (src/nn/); the scheduler, guidance, the Euler step,
+ * packing and post-processing run on the CPU in float32 exactly as upstream
+ * (src/sampler/), so the latent after each step is a host array that is
+ * checkpointed as is.  The latent never lives only on the device, which is
+ * what makes resume bit-exact: step k+1 starts from the very bytes that were
+ * committed after step k.
+ *
+ * Everything is allocated before the denoising loop; the loop allocates
+ * nothing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "core/digest.h"
+#include "core/fault.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "gpu/gpu.h"
+#include "media/media.h"
+#include "model/diffusers.h"
+#include "model/safetensors.h"
+#include "nn/ltxv_transformer.h"
+#include "nn/ltxv_vae.h"
+#include "nn/t5.h"
+#include "model/hash.h"
+#include "store/models.h"
+#include "render/render.h"
+#include "sampler/latents.h"
+#include "sampler/rng.h"
+#include "sampler/scheduler.h"
+#include "store/checkpoints.h"
+#include "store/jobs.h"
+#include "store/store.h"
+#include "text/prompt.h"
+#include "text/tokenizer.h"
+
+volatile sig_atomic_t render_interrupted;
+
+/* The job's config, typed (keys as in latentq-manifest(5)). */
+struct job_config {
+	const char *model, *prompt, *negative_prompt, *prompt_embeds;
+	const char *transformer, *vae, *text_encoder, *scheduler;
+	const char *latents, *decode_noise, *output, *frames, *save_tensors;
+	int height, width, num_frames, num_inference_steps;
+	int max_sequence_length, truncate, batch;
+	double frame_rate, guidance_scale, guidance_rescale;
+	double decode_timestep, decode_noise_scale;
+	uint64_t seed;
+};
+
+static enum lq_status
+parse_config(const cJSON *c, struct job_config *jc, struct lq_error *err)
+{
+	memset(jc, 0, sizeof(*jc));
+	jc->model = json_get_string(c, "model", NULL);
+	jc->prompt = json_get_string(c, "prompt", "");
+	jc->negative_prompt = json_get_string(c, "negative_prompt", "");
+	jc->prompt_embeds = json_get_string(c, "prompt_embeds", NULL);
+	jc->transformer = json_get_string(c, "transformer", NULL);
+	jc->vae = json_get_string(c, "vae", NULL);
+	jc->text_encoder = json_get_string(c, "text_encoder", NULL);
+	jc->scheduler = json_get_string(c, "scheduler", NULL);
+	jc->latents = json_get_string(c, "latents", NULL);
+	jc->decode_noise = json_get_string(c, "decode_noise", NULL);
+	jc->output = json_get_string(c, "output", NULL);
+	jc->frames = json_get_string(c, "frames", NULL);
+	jc->save_tensors = json_get_string(c, "save_tensors", NULL);
+	jc->height = (int)json_get_int(c, "height", 0);
+	jc->width = (int)json_get_int(c, "width", 0);
+	jc->num_frames = (int)json_get_int(c, "num_frames", 0);
+	jc->num_inference_steps = (int)json_get_int(c, "num_inference_steps", 0);
+	jc->max_sequence_length = (int)json_get_int(c, "max_sequence_length", 128);
+	jc->truncate = json_get_bool(c, "truncate", 0);
+	jc->frame_rate = json_get_number(c, "frame_rate", 25);
+	jc->guidance_scale = json_get_number(c, "guidance_scale", 3);
+	jc->guidance_rescale = json_get_number(c, "guidance_rescale", 0);
+	jc->decode_timestep = json_get_number(c, "decode_timestep", 0);
+	jc->decode_noise_scale = json_get_number(c, "decode_noise_scale",
+	    jc->decode_timestep);
+	const char *seed = json_get_string(c, "seed", "0");
+	jc->seed = strtoull(seed, NULL, 10);
+	/* videos per job: per_device_batch_size × data-parallel devices */
+	double pdb = json_get_number(c, "per_device_batch_size", 1);
+	const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(c, "mesh");
+	int64_t data = json_get_int(mesh, "data", 1);
+	jc->batch = (int)lround(pdb * (double)(data > 0 ? data : 1));
+	if (jc->model == NULL)
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job has no model");
+	if (jc->batch < 1)
+		jc->batch = 1;
+	return LQ_OK;
+}
+
+/* Everything one render holds; released by render_free. */
+struct render {
+	struct store *st;
+	const struct store_job *job;
+	const char *owner;
+	const struct render_options *opt;
+	struct job_config jc;
+	cJSON *config;
+	char *base_dir;			/* the manifest's folder */
+
+	struct diffusers_model *dm;
+	struct gpu_ctx *gpu;
+	struct ltxv_transformer *transformer;
+	struct ltxv_vae *vae;
+	struct scheduler_config sched_cfg;
+	struct scheduler_schedule sched;
+	char model_digest[DIGEST_HEX_SIZE];
+	char device_fingerprint[DIGEST_HEX_SIZE];
+
+	struct latents_shape shape;	/* unpacked latent geometry */
+	int B, S, C, T, Cc;		/* batch, tokens, channels, text len, caption ch */
+	int cfg;			/* classifier-free guidance on */
+	float *latents;			/* [B, S, C] host: the state */
+	float *model_in;		/* [2B or B, S, C] */
+	float *velocity;		/* [2B or B, S, C] */
+	float *guided;			/* [B, S, C] */
+	float *text;			/* [2B or B, T, Cc] */
+	float *mask;			/* [2B or B, T] */
+	float *timesteps;		/* [2B or B] */
+	struct gpu_buffer *buf_in, *buf_text, *buf_out;
+	float *trajectory;		/* [steps, B, S, C] when save_tensors */
+};
+
+static void
+render_free(struct render *r)
+{
+	ltxv_transformer_free(r->transformer);
+	ltxv_vae_free(r->vae);
+	gpu_buffer_free(r->buf_in);
+	gpu_buffer_free(r->buf_text);
+	gpu_buffer_free(r->buf_out);
+	gpu_ctx_free(r->gpu);
+	diffusers_free(r->dm);
+	scheduler_schedule_free(&r->sched);
+	free(r->latents);
+	free(r->model_in);
+	free(r->velocity);
+	free(r->guided);
+	free(r->text);
+	free(r->mask);
+	free(r->timesteps);
+	free(r->trajectory);
+	free(r->base_dir);
+	cJSON_Delete(r->config);
+}
+
+/* Enters a phase: recorded in the store (so a crash names it) and an event. */
+static enum lq_status
+enter_phase(struct render *r, const char *phase, int step,
+    struct lq_error *err)
+{
+	enum lq_status s = store_set_progress(r->st, r->job->id, phase, step,
+	    r->jc.num_inference_steps, err);
+	if (s != LQ_OK)
+		return s;
+	char detail[96];
+	snprintf(detail, sizeof(detail), "{\"phase\":\"%s\"}", phase);
+	if ((s = store_add_event(r->st, r->job->id, "phase", detail, err)) != LQ_OK)
+		return s;
+	log_debug("job %lld: %s", (long long)r->job->id, phase);
+	if (fault_point(phase, 0, r->opt->attempt))
+		return error_set(err, LQ_RETRY, "LQ-GPU-OOM",
+		    "out of device memory (injected) in phase %s", phase);
+	return LQ_OK;
+}
+
+/* Resolves a path of the job against the manifest's folder. */
+static char *
+path_in(const char *base_dir, const char *p)
+{
+	if (p == NULL)
+		return NULL;
+	if (p[0] == '/')
+		return xstrdup(p);
+	return xasprintf("%s/%s", base_dir, p);
+}
+
+static char *
+job_path(const struct render *r, const char *p)
+{
+	return path_in(r->base_dir, p);
+}
+
+/* The pipeline cache lives in the queue database. */
+static enum lq_status
+cache_load(void *ud, const char *fp, void **blob, size_t *n)
+{
+	struct lq_error err;
+	error_clear(&err);
+	return store_get_pipeline_cache(ud, fp, blob, n, &err);
+}
+
+static enum lq_status
+cache_save(void *ud, const char *fp, const void *blob, size_t n)
+{
+	struct lq_error err;
+	error_clear(&err);
+	return store_put_pipeline_cache(ud, fp, blob, n, &err);
+}
+
+/*
+ * Digest of one component folder through the store's file-hash cache
+ * (unchanged files are not re-read).
+ */
+static enum lq_status
+folder_digest(struct store *st, const char *dir, char hex[DIGEST_HEX_SIZE],
+    struct lq_error *err)
+{
+	struct model_hash_cache cache = {st, store_file_hash_lookup,
+	    store_file_hash_record};
+	struct model_digest d;
+	enum lq_status s = model_hash_folder(dir, &cache, 0, &d, err);
+	if (s != LQ_OK)
+		return s;
+	snprintf(hex, DIGEST_HEX_SIZE, "%s", d.digest);
+	model_digest_clear(&d);
+	return LQ_OK;
+}
+
+/*
+ * The model's identity, pinned to the job and to every checkpoint:
+ * BLAKE2b-256 over "<component>\t<folder digest>\n" of each component the
+ * render reads (model/hash.h digests a folder's files).
+ */
+static enum lq_status
+compute_model_digest(struct store *st, const struct diffusers_model *dm,
+    char out[DIGEST_HEX_SIZE], struct lq_error *err)
+{
+	const struct { const char *name; const struct diffusers_component *c; }
+	    parts[] = {
+		{"transformer", &dm->transformer}, {"vae", &dm->vae},
+		{"text_encoder", &dm->text_encoder},
+		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
+	};
+	struct strbuf sb = {0};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
+		if (!parts[i].c->present || parts[i].c->dir == NULL)
+			continue;
+		char hex[DIGEST_HEX_SIZE];
+		enum lq_status s = folder_digest(st, parts[i].c->dir, hex, err);
+		if (s != LQ_OK) {
+			free(sb.buf);
+			return s;
+		}
+		strbuf_printf(&sb, "%s\t%s\n", parts[i].name, hex);
+	}
+	digest_hex(sb.buf ? sb.buf : "", sb.len, out);
+	free(sb.buf);
+	return LQ_OK;
+}
+
+/*
+ * Opens the job's model: a registered name or a folder, with component
+ * overrides, all relative to base_dir.
+ */
+static enum lq_status
+open_model(struct store *st, const struct job_config *jc, const char *base_dir,
+    struct diffusers_model **dm, struct lq_error *err)
+{
+	enum lq_status s;
+	char *model;
+	if (strchr(jc->model, '/') == NULL) {
+		/* a name given to `latentq model add` */
+		struct store_model sm;
+		int found = 0;
+		if ((s = store_find_model(st, jc->model, &sm, &found, err)) != LQ_OK)
+			return s;
+		if (!found) {
+			error_set(err, LQ_FAILED, "LQ-RUN-MODEL", "no model named %s "
+			    "in the queue database", jc->model);
+			error_set_hint(err, "add it with `latentq model add DIR "
+			    "--name %s`, or give the folder's path", jc->model);
+			return LQ_FAILED;
+		}
+		model = xstrdup(sm.path);
+		store_model_clear(&sm);
+	} else {
+		model = path_in(base_dir, jc->model);
+	}
+	char *tr = path_in(base_dir, jc->transformer);
+	char *vae = path_in(base_dir, jc->vae);
+	char *te = path_in(base_dir, jc->text_encoder);
+	char *sc = path_in(base_dir, jc->scheduler);
+	struct diffusers_overrides ov = {.transformer = tr, .vae = vae,
+	    .text_encoder = te, .scheduler = sc};
+	s = diffusers_open(model, &ov, dm, err);
+	free(model);
+	free(tr);
+	free(vae);
+	free(te);
+	free(sc);
+	return s;
+}
+
+enum lq_status
+render_model_digest(struct store *st, const char *config_json,
+    const char *manifest_path, char out[DIGEST_HEX_SIZE], struct lq_error *err)
+{
+	cJSON *c = cJSON_Parse(config_json);
+	if (c == NULL)
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "not a job config");
+	struct job_config jc;
+	char *mp = xstrdup(manifest_path ? manifest_path : ".");
+	char *base = xstrdup(dirname(mp));
+	free(mp);
+	struct diffusers_model *dm = NULL;
+	enum lq_status s = parse_config(c, &jc, err);
+	if (s == LQ_OK)
+		s = open_model(st, &jc, base, &dm, err);
+	if (s == LQ_OK)
+		s = compute_model_digest(st, dm, out, err);
+	diffusers_free(dm);
+	free(base);
+	cJSON_Delete(c);
+	return s;
+}
+
+static enum lq_status
+phase_load(struct render *r, struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = enter_phase(r, "load", 0, err)) != LQ_OK)
+		return s;
+	struct job_config *jc = &r->jc;
+	if ((s = open_model(r->st, jc, r->base_dir, &r->dm, err)) != LQ_OK)
+		return s;
+	if (!r->dm->transformer.present || !r->dm->vae.present ||
+	    !r->dm->scheduler.present)
+		return error_set(err, LQ_FAILED, "LQ-RUN-MODEL", "model %s lacks a "
+		    "transformer, vae or scheduler", r->dm->root);
+	if ((s = compute_model_digest(r->st, r->dm, r->model_digest, err)) !=
+	    LQ_OK)
+		return s;
+	if (r->job->model_digests != NULL && r->job->model_digests[0] != '\0' &&
+	    strcmp(r->job->model_digests, r->model_digest) != 0) {
+		error_set(err, LQ_FAILED, "LQ-RUN-MODEL-CHANGED", "the files of "
+		    "model %s changed since the job was submitted (digest %.16s…, "
+		    "now %.16s…)", r->dm->root, r->job->model_digests,
+		    r->model_digest);
+		error_set_hint(err, "restore the files, or submit the job again "
+		    "with --again to render with the new weights");
+		return LQ_FAILED;
+	}
+	if ((s = store_pin_model_digest(r->st, r->job->id, r->model_digest,
+	    err)) != LQ_OK)
+		return s;
+	if ((s = scheduler_config_load(r->dm->scheduler.config_path,
+	    &r->sched_cfg, err)) != LQ_OK)
+		return s;
+
+	const struct ltxv_transformer_config *tc = &r->dm->transformer_config;
+	const struct ltxv_vae_config *vc = &r->dm->vae_config;
+	if (jc->height % vc->spatial_compression_ratio != 0 ||
+	    jc->width % vc->spatial_compression_ratio != 0 ||
+	    (jc->num_frames - 1) % vc->temporal_compression_ratio != 0 ||
+	    jc->num_frames < 1)
+		return error_set(err, LQ_FAILED, "LQ-RUN-GEOM", "%dx%d with %d "
+		    "frames does not fit the VAE (spatial %d, temporal %d)",
+		    jc->height, jc->width, jc->num_frames,
+		    vc->spatial_compression_ratio, vc->temporal_compression_ratio);
+	r->shape = (struct latents_shape){
+		.batch = jc->batch, .channels = tc->in_channels,
+		.frames = (jc->num_frames - 1) / vc->temporal_compression_ratio + 1,
+		.height = jc->height / vc->spatial_compression_ratio,
+		.width = jc->width / vc->spatial_compression_ratio,
+		.patch_size = tc->patch_size, .patch_size_t = tc->patch_size_t,
+	};
+	r->B = jc->batch;
+	r->T = jc->max_sequence_length;
+	if (jc->prompt_embeds != NULL) {
+		/* the embeddings file decides the batch and the text length */
+		char *p = job_path(r, jc->prompt_embeds);
+		struct st_file *f = NULL;
+		s = st_file_open(p, &f, err);
+		free(p);
+		if (s != LQ_OK)
+			return s;
+		const struct st_tensor *e = st_file_find(f, "prompt_embeds");
+		if (e != NULL && e->ndim == 3) {
+			r->B = (int)e->shape[0];
+			r->T = (int)e->shape[1];
+		}
+		st_file_close(f);
+		if (e == NULL)
+			return error_set(err, LQ_FAILED, "LQ-RUN-EMBEDS", "%s has no "
+			    "prompt_embeds tensor", jc->prompt_embeds);
+		r->shape.batch = r->B;
+	}
+	r->S = (int)latents_seq_len(&r->shape);
+	r->C = (int)latents_token_dim(&r->shape);
+	r->Cc = tc->caption_channels;
+	/* diffusers: do_classifier_free_guidance = guidance_scale > 1 */
+	r->cfg = jc->guidance_scale > 1.0;
+	return scheduler_set_timesteps(&r->sched_cfg, jc->num_inference_steps,
+	    r->S, &r->sched, err);
+}
+
+static enum lq_status
+phase_compile(struct render *r, struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = enter_phase(r, "compile", 0, err)) != LQ_OK)
+		return s;
+	struct gpu_cache_io io = {cache_load, cache_save, r->st};
+	struct gpu_ctx_opts o = {.device = r->opt->device, .cache =
+	    getenv("LATENTQ_NO_PIPELINE_CACHE") ? NULL : &io};
+	if ((s = gpu_ctx_create(&o, &r->gpu, err)) != LQ_OK)
+		return s;
+	const struct device_caps *caps = gpu_ctx_caps(r->gpu);
+	char fp[512];
+	snprintf(fp, sizeof(fp), "%s|%s|%u|%s", caps->name, caps->uuid,
+	    caps->driver_version, PACKAGE_VERSION);
+	digest_hex(fp, strlen(fp), r->device_fingerprint);
+	if ((s = gpu_ctx_warmup(r->gpu, err)) != LQ_OK)
+		return s;
+	gpu_ctx_save_cache(r->gpu, err);
+	error_clear(err);
+	return LQ_OK;
+}
+
+/* Copies row `src` [T, D] (and mask) into the text batch at row b. */
+static void
+put_text_row(struct render *r, int b, const float *embeds, const void *mask,
+    int mask_is_i64)
+{
+	memcpy(r->text + (size_t)b * r->T * r->Cc, embeds,
+	    (size_t)r->T * r->Cc * sizeof(float));
+	for (int t = 0; t < r->T; t++)
+		r->mask[(size_t)b * r->T + t] = mask_is_i64 ?
+		    (float)((const int64_t *)mask)[t] : ((const float *)mask)[t];
+}
+
+/* prompt_embeds: FILE (diffusers' argument names). */
+static enum lq_status
+text_from_file(struct render *r, const char *path, struct lq_error *err)
+{
+	struct st_file *f = NULL;
+	enum lq_status s = st_file_open(path, &f, err);
+	if (s != LQ_OK)
+		return s;
+	const char *names[2][2] = {
+		{"negative_prompt_embeds", "negative_prompt_attention_mask"},
+		{"prompt_embeds", "prompt_attention_mask"},
+	};
+	for (int which = r->cfg ? 0 : 1; which < 2; which++) {
+		const struct st_tensor *e = st_file_find(f, names[which][0]);
+		const struct st_tensor *m = st_file_find(f, names[which][1]);
+		if (e == NULL || m == NULL) {
+			s = error_set(err, LQ_FAILED, "LQ-RUN-EMBEDS", "%s has no %s "
+			    "and %s%s", path, names[which][0], names[which][1],
+			    which == 0 ? " (needed for guidance_scale > 1)" : "");
+			break;
+		}
+		if (e->ndim != 3 || e->shape[0] != r->B || e->shape[1] != r->T ||
+		    e->shape[2] != r->Cc || m->ndim != 2 || m->shape[0] != r->B ||
+		    m->shape[1] != r->T) {
+			s = error_set(err, LQ_FAILED, "LQ-RUN-EMBEDS", "%s: %s must be "
+			    "[%d, %d, %d] and its mask [%d, %d]", path,
+			    names[which][0], r->B, r->T, r->Cc, r->B, r->T);
+			break;
+		}
+		float *ef = st_tensor_to_f32(e);
+		float *mf = m->dtype == ST_I64 ? NULL : st_tensor_to_f32(m);
+		for (int b = 0; b < r->B; b++) {
+			int row = r->cfg ? which * r->B + b : b;
+			if (mf != NULL)
+				put_text_row(r, row, ef + (size_t)b * r->T * r->Cc,
+				    mf + (size_t)b * r->T, 0);
+			else
+				put_text_row(r, row, ef + (size_t)b * r->T * r->Cc,
+				    (const int64_t *)m->data + (size_t)b * r->T, 1);
+		}
+		free(ef);
+		free(mf);
+	}
+	st_file_close(f);
+	return s;
+}
+
+static enum lq_status
+phase_encode_text(struct render *r, struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = enter_phase(r, "encode-text", 0, err)) != LQ_OK)
+		return s;
+	int rows = r->cfg ? 2 * r->B : r->B;
+	r->text = xcalloc((size_t)rows * r->T * r->Cc, sizeof(float));
+	r->mask = xcalloc((size_t)rows * r->T, sizeof(float));
+	if (r->jc.prompt_embeds != NULL) {
+		char *p = job_path(r, r->jc.prompt_embeds);
+		s = text_from_file(r, p, err);
+		free(p);
+		return s;
+	}
+	if (!r->dm->text_encoder.present || !r->dm->tokenizer.present)
+		return error_set(err, LQ_FAILED, "LQ-RUN-TEXT", "model %s has no "
+		    "text encoder or tokenizer; give the job prompt_embeds",
+		    r->dm->root);
+	struct text_tokenizer *tok = NULL;
+	struct t5_encoder *t5 = NULL;
+	if ((s = text_tokenizer_load(r->dm->tokenizer.dir, &tok, err)) != LQ_OK)
+		return s;
+	if ((s = t5_encoder_load(r->gpu, r->dm->text_encoder.dir, &t5, err)) !=
+	    LQ_OK) {
+		text_tokenizer_free(tok);
+		return s;
+	}
+	/* The encoder's identity for the embedding cache: its folder's digest. */
+	char enc_digest[DIGEST_HEX_SIZE];
+	if ((s = folder_digest(r->st, r->dm->text_encoder.dir, enc_digest, err)) !=
+	    LQ_OK) {
+		t5_encoder_free(t5);
+		text_tokenizer_free(tok);
+		return s;
+	}
+	struct text_encoder_iface enc = text_encoder_from_t5(t5, enc_digest);
+	struct text_embed_cache cache = text_embed_cache_from_store(r->st);
+	struct text_prompt_request req = {
+		.prompt = r->jc.prompt, .negative_prompt = r->jc.negative_prompt,
+		.max_sequence_length = r->T, .do_classifier_free_guidance = r->cfg,
+		.truncate = r->jc.truncate,
+	};
+	struct text_prompt_embeds e;
+	memset(&e, 0, sizeof(e));
+	s = text_prompt_encode(tok, &enc, &cache, &req, &e, err);
+	if (s == LQ_WARN) {
+		error_print(err, stderr);
+		error_clear(err);
+		s = LQ_OK;
+	}
+	if (s == LQ_OK && e.D != r->Cc)
+		s = error_set(err, LQ_FAILED, "LQ-RUN-TEXT", "the text encoder's "
+		    "d_model %d is not the transformer's caption_channels %d", e.D,
+		    r->Cc);
+	if (s == LQ_OK) {
+		for (int b = 0; b < r->B; b++) {
+			if (r->cfg)
+				put_text_row(r, b, e.negative_prompt_embeds,
+				    e.negative_prompt_attention_mask, 1);
+			put_text_row(r, r->cfg ? r->B + b : b, e.prompt_embeds,
+			    e.prompt_attention_mask, 1);
+		}
+		char detail[128];
+		snprintf(detail, sizeof(detail), "{\"cache_hits\":%d,"
+		    "\"encoder_calls\":%d}", e.cache_hits, e.encoder_calls);
+		struct lq_error e2;
+		error_clear(&e2);
+		store_add_event(r->st, r->job->id, "text_encoded", detail, &e2);
+	}
+	text_prompt_embeds_release(&e);
+	t5_encoder_free(t5);
+	text_tokenizer_free(tok);
+	return s;
+}
+
+static enum lq_status
+load_networks(struct render *r, struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = ltxv_transformer_load(r->gpu, r->dm->transformer.dir,
+	    &r->transformer, err)) != LQ_OK)
+		return s;
+	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
+		return s;
+	int rows = r->cfg ? 2 * r->B : r->B;
+	if ((s = ltxv_transformer_reserve(r->transformer, rows, r->S, r->T,
+	    err)) != LQ_OK)
+		return s;
+	if ((s = ltxv_vae_reserve(r->vae, r->B, (int)r->shape.frames,
+	    (int)r->shape.height, (int)r->shape.width, err)) != LQ_OK)
+		return s;
+	size_t lat = (size_t)rows * r->S * r->C * sizeof(float);
+	size_t txt = (size_t)rows * r->T * r->Cc * sizeof(float);
+	if ((s = gpu_buffer_create(r->gpu, lat, &r->buf_in, err)) != LQ_OK ||
+	    (s = gpu_buffer_create(r->gpu, lat, &r->buf_out, err)) != LQ_OK ||
+	    (s = gpu_buffer_create(r->gpu, txt, &r->buf_text, err)) != LQ_OK)
+		return s;
+	size_t n = (size_t)r->B * r->S * r->C;
+	r->latents = xcalloc(n, sizeof(float));
+	r->guided = xcalloc(n, sizeof(float));
+	r->model_in = xcalloc((size_t)rows * r->S * r->C, sizeof(float));
+	r->velocity = xcalloc((size_t)rows * r->S * r->C, sizeof(float));
+	r->timesteps = xcalloc((size_t)rows, sizeof(float));
+	if (r->jc.save_tensors != NULL)
+		r->trajectory = xcalloc((size_t)r->jc.num_inference_steps * n,
+		    sizeof(float));
+	if (log_get_level() >= LOG_LEVEL_INFO && r->opt->progress_tty == 0) {
+		size_t tw, tp, tk, vw, vp, vk;
+		ltxv_transformer_memory(r->transformer, &tw, &tp, &tk);
+		ltxv_vae_memory(r->vae, &vw, &vp, &vk);
+		log_debug("device memory: transformer %zu + %zu, vae %zu + %zu bytes",
+		    tw, tp, vw, vp);
+	}
+	return LQ_OK;
+}
+
+/* Initial latents: a checkpoint, a supplied file, or latentq's noise. */
+static enum lq_status
+initial_latents(struct render *r, int *start_step, struct lq_error *err)
+{
+	size_t n = (size_t)r->B * r->S * r->C;
+	struct store_resume_key key = {
+		.config_digest = r->job->config_digest,
+		.model_digest = r->model_digest,
+		.device_fingerprint = r->device_fingerprint,
+		.resume_anywhere = r->opt->resume_anywhere,
+	};
+	struct store_checkpoint cp;
+	int found = 0, skipped = 0;
+	enum lq_status s = store_load_checkpoint(r->st, r->job->id, &key, &cp,
+	    &found, &skipped, err);
+	if (s != LQ_OK)
+		return s;
+	if (skipped > 0)
+		log_warn("job %lld: skipped %d checkpoint(s) that did not verify",
+		    (long long)r->job->id, skipped);
+	if (found) {
+		if (cp.size != n * sizeof(float) || strcmp(cp.dtype, "F32") != 0 ||
+		    cp.step > r->jc.num_inference_steps) {
+			s = error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "checkpoint of "
+			    "step %d has %zu bytes of %s, expected %zu of F32",
+			    cp.step, cp.size, cp.dtype, n * sizeof(float));
+			store_checkpoint_clear(&cp);
+			return s;
+		}
+		memcpy(r->latents, cp.latent, cp.size);
+		*start_step = cp.step;
+		char detail[64];
+		snprintf(detail, sizeof(detail), "{\"step\":%d}", cp.step);
+		store_add_event(r->st, r->job->id, "resumed", detail, err);
+		log_info("job %lld %s: resuming after step %d/%d",
+		    (long long)r->job->id, r->job->name, cp.step,
+		    r->jc.num_inference_steps);
+		int step = cp.step;
+		store_checkpoint_clear(&cp);
+		if (r->trajectory == NULL)
+			return LQ_OK;
+		return store_fill_trajectory(r->st, r->job->id, r->trajectory,
+		    n * sizeof(float), step, err);
+	}
+	*start_step = 0;
+	if (r->jc.latents != NULL) {
+		char *p = job_path(r, r->jc.latents);
+		struct st_file *f = NULL;
+		s = st_file_open(p, &f, err);
+		free(p);
+		if (s != LQ_OK)
+			return s;
+		const struct st_tensor *t = st_file_find(f, "latents");
+		if (t == NULL && st_file_count(f) == 1)
+			t = st_file_tensor(f, 0);
+		if (t == NULL) {
+			st_file_close(f);
+			return error_set(err, LQ_FAILED, "LQ-LAT-002", "%s has no "
+			    "tensor named latents", r->jc.latents);
+		}
+		float *data = st_tensor_to_f32(t);
+		s = latents_import(&r->shape, t->ndim, t->shape, data, r->latents,
+		    err);
+		free(data);
+		st_file_close(f);
+		return s;
+	}
+	latents_init_noise(&r->shape, r->jc.seed, r->latents);
+	return LQ_OK;
+}
+
+static void
+show_progress(struct render *r, int step, double t0, int first)
+{
+	int N = r->jc.num_inference_steps;
+	double dt = util_monotonic() - t0;
+	int done = step - first;
+	double per = done > 0 ? dt / done : 0;
+	double eta = per * (N - step);
+	if (r->opt->progress_tty) {
+		fprintf(stderr, "\r%s  step %d/%d  %.2f s/step  ETA %.0fs   ",
+		    r->job->name, step, N, per, eta);
+		if (step == N)
+			fputc('\n', stderr);
+	} else {
+		fprintf(stderr, "latentq: job %lld %s: step %d/%d (%.2f s/step, "
+		    "ETA %.0f s)\n", (long long)r->job->id, r->job->name, step, N,
+		    per, eta);
+	}
+}
+
+static enum lq_status
+phase_denoise(struct render *r, struct lq_error *err)
+{
+	enum lq_status s;
+	int start = 0;
+	if ((s = enter_phase(r, "denoise", 0, err)) != LQ_OK)
+		return s;
+	if ((s = initial_latents(r, &start, err)) != LQ_OK)
+		return s;
+	int rows = r->cfg ? 2 * r->B : r->B;
+	size_t n = (size_t)r->B * r->S * r->C;
+	int64_t in_shape[3] = {rows, r->S, r->C};
+	int64_t text_shape[3] = {rows, r->T, r->Cc};
+	struct gpu_tensor t_in = gpu_tensor_make(r->buf_in, 0, GPU_F32, 3, in_shape);
+	struct gpu_tensor t_out = gpu_tensor_make(r->buf_out, 0, GPU_F32, 3,
+	    in_shape);
+	struct gpu_tensor t_text = gpu_tensor_make(r->buf_text, 0, GPU_F32, 3,
+	    text_shape);
+	if ((s = gpu_tensor_upload_f32(r->gpu, &t_text, r->text, err)) != LQ_OK)
+		return s;
+	const struct ltxv_vae_config *vc = &r->dm->vae_config;
+	double rope[3] = {
+		vc->temporal_compression_ratio / r->jc.frame_rate,
+		vc->spatial_compression_ratio, vc->spatial_compression_ratio,
+	};
+	int N = r->jc.num_inference_steps;
+	double t0 = util_monotonic();
+	int64_t cp_shape[3] = {r->B, r->S, r->C};
+	int keep = r->opt->keep_checkpoints;
+	if (r->jc.save_tensors != NULL)
+		keep = 0;	/* every step's latent is an output */
+	for (int k = start; k < N; k++) {
+		float t = r->sched.timesteps[k];
+		for (int i = 0; i < rows; i++)
+			r->timesteps[i] = t;
+		/* latent_model_input = cat([latents] * 2) with guidance */
+		memcpy(r->model_in, r->latents, n * sizeof(float));
+		if (r->cfg)
+			memcpy(r->model_in + n, r->latents, n * sizeof(float));
+		if ((s = gpu_tensor_upload_f32(r->gpu, &t_in, r->model_in, err)) !=
+		    LQ_OK)
+			return s;
+		struct ltxv_transformer_args a = {
+			.hidden_states = &t_in, .encoder_hidden_states = &t_text,
+			.timestep = r->timesteps, .encoder_attention_mask = r->mask,
+			.num_frames = (int)r->shape.frames,
+			.height = (int)r->shape.height, .width = (int)r->shape.width,
+			.rope_interpolation_scale = rope,
+		};
+		if ((s = ltxv_transformer_forward(r->transformer, &a, &t_out, NULL,
+		    err)) != LQ_OK)
+			return s;
+		if ((s = gpu_tensor_download_f32(r->gpu, &t_out, r->velocity,
+		    err)) != LQ_OK)
+			return s;
+		const float *v = r->velocity;
+		if (r->cfg) {
+			scheduler_apply_guidance(r->guided, r->velocity, (size_t)r->B,
+			    (size_t)r->S * r->C, r->jc.guidance_scale,
+			    r->jc.guidance_rescale);
+			v = r->guided;
+		}
+		scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
+		    r->sched.sigmas[k + 1]);
+		int64_t bad = latents_find_nonfinite(r->latents, n);
+		if (bad >= 0) {
+			error_set(err, LQ_FAILED, "LQ-RUN-NAN", "the latent after step "
+			    "%d/%d has a non-finite value at index %" PRId64 " (%g)",
+			    k + 1, N, bad, (double)r->latents[bad]);
+			error_set_hint(err, "the last finite checkpoint (step %d) is "
+			    "kept; check the model and guidance settings", k);
+			return LQ_FAILED;
+		}
+		if (r->trajectory != NULL)
+			memcpy(r->trajectory + (size_t)k * n, r->latents,
+			    n * sizeof(float));
+		struct store_checkpoint_new cp = {
+			.job_id = r->job->id, .step = k + 1,
+			.sigma = r->sched.sigmas[k + 1], .dtype = "F32", .ndim = 3,
+			.shape = cp_shape, .latent = r->latents,
+			.size = n * sizeof(float),
+			.config_digest = r->job->config_digest,
+			.model_digest = r->model_digest,
+			.device_fingerprint = r->device_fingerprint,
+		};
+		char digest[DIGEST_HEX_SIZE];
+		if ((s = store_save_checkpoint(r->st, &cp, keep, digest, err)) !=
+		    LQ_OK)
+			return s;
+		if ((s = store_set_progress(r->st, r->job->id, "denoise", k + 1, N,
+		    err)) != LQ_OK)
+			return s;
+		show_progress(r, k + 1, t0, start);
+		if (fault_point("denoise", k + 1, r->opt->attempt))
+			return error_set(err, LQ_RETRY, "LQ-GPU-OOM", "out of device "
+			    "memory (injected) after step %d", k + 1);
+		if (render_interrupted && k + 1 < N)
+			return error_set(err, LQ_RETRY, "LQ-RUN-INT", "interrupted "
+			    "after step %d/%d (checkpoint committed)", k + 1, N);
+	}
+	return LQ_OK;
+}
+
+/* The decoder's injected noise: from decode_noise: FILE, else latentq's RNG. */
+struct noise_source {
+	struct render *r;
+	struct st_file *file;
+	int draws;
+};
+
+static enum lq_status
+fill_noise(void *ud, const char *module, int k, int height, int width,
+    float *out, struct lq_error *err)
+{
+	struct noise_source *ns = ud;
+	int draw = ns->draws++;
+	if (ns->file != NULL) {
+		char name[256];
+		snprintf(name, sizeof(name), "%s#%d", module, k);
+		const struct st_tensor *t = st_file_find(ns->file, name);
+		if (t == NULL || t->ndim != 2 || t->shape[0] != height ||
+		    t->shape[1] != width)
+			return error_set(err, LQ_FAILED, "LQ-RUN-NOISE", "%s: no "
+			    "tensor %s of shape [%d, %d]", ns->r->jc.decode_noise,
+			    name, height, width);
+		float *f = st_tensor_to_f32(t);
+		memcpy(out, f, (size_t)height * width * sizeof(float));
+		free(f);
+		return LQ_OK;
+	}
+	rng_fill_normal(ns->r->jc.seed, RNG_PURPOSE_INJECTED_NOISE(draw), 0, out,
+	    (size_t)height * width);
+	return LQ_OK;
+}
+
+static enum lq_status
+phase_decode(struct render *r, float **video_np, uint8_t **video_u8,
+    int64_t out_shape[5], struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = enter_phase(r, "decode", r->jc.num_inference_steps, err)) != LQ_OK)
+		return s;
+	const struct ltxv_vae_config *vc = &r->dm->vae_config;
+	size_t n = latents_numel(&r->shape);
+	float *z = xmalloc(n * sizeof(float));
+	latents_unpack(&r->shape, r->latents, z);
+	latents_denormalize(&r->shape, z, ltxv_vae_latents_mean(r->vae),
+	    ltxv_vae_latents_std(r->vae), vc->scaling_factor);
+	struct st_file *noise_file = NULL;
+	if (r->jc.decode_noise != NULL) {
+		char *p = job_path(r, r->jc.decode_noise);
+		s = st_file_open(p, &noise_file, err);
+		free(p);
+		if (s != LQ_OK) {
+			free(z);
+			return s;
+		}
+	}
+	float *dts = xcalloc((size_t)r->B, sizeof(float));
+	if (vc->timestep_conditioning) {
+		/* z = (1 - s) * z + s * noise, noise drawn like torch.randn(z.shape) */
+		float *noise = xmalloc(n * sizeof(float));
+		const struct st_tensor *t = noise_file ?
+		    st_file_find(noise_file, "decode_noise") : NULL;
+		if (t != NULL && (size_t)(t->nbytes / st_dtype_size(t->dtype)) == n) {
+			float *f = st_tensor_to_f32(t);
+			memcpy(noise, f, n * sizeof(float));
+			free(f);
+		} else {
+			rng_fill_normal(r->jc.seed, RNG_PURPOSE_DECODE_NOISE, 0, noise, n);
+		}
+		float *scales = xmalloc((size_t)r->B * sizeof(float));
+		for (int b = 0; b < r->B; b++) {
+			scales[b] = (float)r->jc.decode_noise_scale;
+			dts[b] = (float)r->jc.decode_timestep;
+		}
+		latents_mix_noise(z, noise, (size_t)r->B, n / (size_t)r->B, scales);
+		free(scales);
+		free(noise);
+	}
+	int64_t zs[5] = {r->shape.batch, r->shape.channels, r->shape.frames,
+	    r->shape.height, r->shape.width};
+	ltxv_vae_output_shape(r->vae, zs, out_shape);
+	struct gpu_buffer *bz = NULL, *bo = NULL;
+	size_t out_n = (size_t)(out_shape[0] * out_shape[1] * out_shape[2] *
+	    out_shape[3] * out_shape[4]);
+	float *raw = NULL;
+	if ((s = gpu_buffer_create(r->gpu, n * sizeof(float), &bz, err)) == LQ_OK &&
+	    (s = gpu_buffer_create(r->gpu, out_n * sizeof(float), &bo, err)) ==
+	    LQ_OK) {
+		struct gpu_tensor tz = gpu_tensor_make(bz, 0, GPU_F32, 5, zs);
+		struct gpu_tensor to = gpu_tensor_make(bo, 0, GPU_F32, 5, out_shape);
+		struct noise_source ns = {r, noise_file, 0};
+		struct ltxv_vae_noise noise = {fill_noise, &ns};
+		struct ltxv_vae_decode_args a = {
+			.z = &tz, .decode_timestep = vc->timestep_conditioning ? dts :
+			    NULL, .noise = &noise,
+		};
+		raw = xmalloc(out_n * sizeof(float));
+		if ((s = gpu_tensor_upload_f32(r->gpu, &tz, z, err)) == LQ_OK &&
+		    (s = ltxv_vae_decode(r->vae, &a, &to, NULL, err)) == LQ_OK)
+			s = gpu_tensor_download_f32(r->gpu, &to, raw, err);
+	}
+	gpu_buffer_free(bz);
+	gpu_buffer_free(bo);
+	st_file_close(noise_file);
+	free(dts);
+	free(z);
+	if (s != LQ_OK) {
+		free(raw);
+		return s;
+	}
+	*video_np = xmalloc(out_n * sizeof(float));
+	*video_u8 = xmalloc(out_n);
+	latents_postprocess_video(raw, out_shape[0], out_shape[2], out_shape[3],
+	    out_shape[4], *video_np, *video_u8);
+	free(raw);
+	return LQ_OK;
+}
+
+/* mkdir -p of path's folder. */
+static enum lq_status
+make_parent_dirs(const char *path, struct lq_error *err)
+{
+	char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+			enum lq_status st = error_set(err, LQ_FAILED, "LQ-IO-004",
+			    "cannot create folder %s: %s", p, strerror(errno));
+			free(p);
+			return st;
+		}
+		*s = '/';
+	}
+	free(p);
+	return LQ_OK;
+}
+
+/* "dir/name.mp4" → "dir/name<suffix>" */
+static char *
+sibling(const char *path, const char *suffix)
+{
+	const char *dot = strrchr(path, '.');
+	const char *slash = strrchr(path, '/');
+	size_t stem = (dot != NULL && (slash == NULL || dot > slash)) ?
+	    (size_t)(dot - path) : strlen(path);
+	return xasprintf("%.*s%s", (int)stem, path, suffix);
+}
+
+static enum lq_status
+phase_encode_video(struct render *r, const float *video_np,
+    const uint8_t *video_u8, const int64_t out_shape[5], char **output,
+    struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = enter_phase(r, "encode-video", r->jc.num_inference_steps, err)) !=
+	    LQ_OK)
+		return s;
+	int F = (int)out_shape[2], H = (int)out_shape[3], W = (int)out_shape[4];
+	size_t per_video = (size_t)F * H * W * 3;
+	struct media_provenance prov = {
+		.job = r->job->name, .prompt = r->jc.prompt,
+		.negative_prompt = r->jc.negative_prompt, .has_seed = 1,
+		.seed = r->jc.seed, .model_digest = r->model_digest,
+		.config_digest = r->job->config_digest,
+	};
+	char *base = job_path(r, r->jc.output ? r->jc.output : "{name}.mp4");
+	for (int b = 0; b < r->B && s == LQ_OK; b++) {
+		char suffix[32];
+		snprintf(suffix, sizeof(suffix), "-%d.mp4", b);
+		char *mp4 = r->B > 1 ? sibling(base, suffix) : xstrdup(base);
+		struct media_frames frames = {F, H, W, video_u8 + b * per_video};
+		struct media_video_options vo = {.fps = r->jc.frame_rate, .crf = -1,
+		    .provenance = &prov};
+		char *sheet = sibling(mp4, ".sheet.png");
+		char digest[DIGEST_HEX_SIZE];
+		if ((s = make_parent_dirs(mp4, err)) == LQ_OK &&
+		    (s = media_write_mp4(mp4, &frames, &vo, err)) == LQ_OK &&
+		    (s = store_add_artifact_file(r->st, r->job->id, "mp4", mp4,
+		    digest, err)) == LQ_OK &&
+		    (s = media_write_contact_sheet(sheet, &frames, NULL, &prov, NULL,
+		    NULL, err)) == LQ_OK)
+			s = store_add_artifact_file(r->st, r->job->id, "contact_sheet",
+			    sheet, digest, err);
+		if (s == LQ_OK && r->jc.frames != NULL) {
+			char *dir = job_path(r, r->jc.frames);
+			char *d = r->B > 1 ? xasprintf("%s/%d", dir, b) : xstrdup(dir);
+			char *probe = xasprintf("%s/x", d);
+			if ((s = make_parent_dirs(probe, err)) == LQ_OK)
+				s = media_write_frames(d, &frames, &prov, err);
+			free(probe);
+			free(d);
+			free(dir);
+		}
+		if (s == LQ_OK) {
+			log_info("job %lld %s: wrote %s and %s", (long long)r->job->id,
+			    r->job->name, mp4, sheet);
+			if (b == 0)
+				*output = xstrdup(mp4);
+		}
+		free(sheet);
+		free(mp4);
+	}
+	free(base);
+	if (s != LQ_OK || r->jc.save_tensors == NULL)
+		return s;
+	/* save_tensors: named as the goldens name them */
+	char *path = job_path(r, r->jc.save_tensors);
+	struct st_writer *w = st_writer_new();
+	int64_t ls[4] = {r->jc.num_inference_steps, r->B, r->S, r->C};
+	st_writer_add(w, "latents_after_step", ST_F32, 4, ls, r->trajectory);
+	int64_t vs[5] = {out_shape[0], F, H, W, 3};
+	st_writer_add(w, "video_np", ST_F32, 5, vs, video_np);
+	st_writer_add(w, "video_uint8", ST_U8, 5, vs, video_u8);
+	char digest[DIGEST_HEX_SIZE];
+	if ((s = make_parent_dirs(path, err)) == LQ_OK &&
+	    (s = st_writer_write(w, path, err)) == LQ_OK)
+		s = store_add_artifact_file(r->st, r->job->id, "tensors", path,
+		    digest, err);
+	st_writer_free(w);
+	free(path);
+	return s;
+}
+
+enum lq_status
+render_job(struct store *st, const struct store_job *job, const char *owner,
+    const struct render_options *opt, struct lq_error *err)
+{
+	struct render r;
+	memset(&r, 0, sizeof(r));
+	r.st = st;
+	r.job = job;
+	r.owner = owner;
+	r.opt = opt;
+	r.config = cJSON_Parse(job->config_json);
+	if (r.config == NULL)
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has no "
+		    "valid config", (long long)job->id);
+	char *mp = xstrdup(job->manifest_path ? job->manifest_path : ".");
+	r.base_dir = xstrdup(dirname(mp));
+	free(mp);
+	enum lq_status s = parse_config(r.config, &r.jc, err);
+	float *video_np = NULL;
+	uint8_t *video_u8 = NULL;
+	int64_t out_shape[5];
+	char *output = NULL;
+	if (s == LQ_OK)
+		s = phase_load(&r, err);
+	if (s == LQ_OK && (s = phase_compile(&r, err)) == LQ_OK)
+		s = load_networks(&r, err);
+	if (s == LQ_OK)
+		s = phase_encode_text(&r, err);
+	if (s == LQ_OK)
+		s = phase_denoise(&r, err);
+	if (s == LQ_OK)
+		s = phase_decode(&r, &video_np, &video_u8, out_shape, err);
+	if (s == LQ_OK)
+		s = phase_encode_video(&r, video_np, video_u8, out_shape, &output,
+		    err);
+	if (s == LQ_OK)
+		s = store_set_output(st, job->id, output, err);
+	free(output);
+	free(video_np);
+	free(video_u8);
+	render_free(&r);
+	return s;
+}

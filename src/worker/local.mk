@@ -1,0 +1,2 @@
+liblatentq_a_SOURCES += \
+	src/worker/supervisor.c src/worker/supervisor.h

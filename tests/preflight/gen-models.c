@@ -1,0 +1,363 @@
+/*
+ * gen-models.c — writes the small model folders, LoRAs and prompt_embeds
+ * files the preflight tests and benchmark use (see gen-models.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/json.h"
+#include "core/util.h"
+#include "model/diffusers.h"
+#include "model/expected.h"
+#include "model/safetensors.h"
+#include "preflight/gen-models.h"
+
+static char tmp[1024];
+static const char *srcdir;
+
+struct gen {
+	int latent;		/* VAE latent channels (8) */
+	int tin;		/* transformer in/out channels (8) */
+	int caption;		/* transformer caption_channels (16) */
+	int te_dmodel;		/* T5 d_model (16); 0: no text encoder */
+	int truncate;		/* cut the transformer weights in half */
+	int no_vae_weights;
+	int bad_config;		/* num_attention_heads -2 */
+	int missing, extra, misshape;	/* transformer tensor mutations */
+	int upsampler;		/* 1 matching, 2 mis-configured */
+};
+
+static void
+write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	LQ_ASSERT(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void
+write_json(const char *path, cJSON *j)
+{
+	char *s = json_pretty(j);
+	write_text(path, s);
+	free(s);
+	cJSON_Delete(j);
+}
+
+static void
+write_table(const char *path, const struct tensor_table *t, int drop, int extra,
+    int misshape)
+{
+	struct st_writer *w = st_writer_new();
+	static float zeros[1 << 16];
+	int done_drop = 0, done_shape = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct tensor_spec *s = &t->specs[i];
+		if (s->flags & TENSOR_SPEC_OPTIONAL)
+			continue;
+		if (drop && !done_drop) {
+			done_drop = 1;
+			continue;
+		}
+		int64_t shape[ST_MAX_DIMS];
+		memcpy(shape, s->shape, sizeof(shape));
+		if (misshape && !done_shape) {
+			shape[0]++;
+			done_shape = 1;
+		}
+		int64_t n = 1;
+		for (int d = 0; d < s->ndim; d++)
+			n *= shape[d];
+		LQ_ASSERT(n <= (int64_t)LQ_ARRAY_LEN(zeros));
+		st_writer_add(w, s->name, ST_F32, s->ndim, shape, zeros);
+	}
+	if (extra)
+		st_writer_add(w, "extra_head.weight", ST_F32, 1, (int64_t[]){4}, zeros);
+	struct lq_error err;
+	error_clear(&err);
+	LQ_ASSERT(st_writer_write(w, path, &err) == LQ_OK);
+	st_writer_free(w);
+}
+
+static void
+mkdirs(const char *path)
+{
+	char *cmd = xasprintf("mkdir -p '%s'", path);
+	LQ_ASSERT(system(cmd) == 0);
+	free(cmd);
+}
+
+static void
+gen_model(const char *name, const struct gen *g)
+{
+	char *root = xasprintf("%s/models/%s", tmp, name), *p;
+	struct lq_error err;
+	error_clear(&err);
+	struct tensor_table t = {0};
+	cJSON *index = cJSON_Parse("{\"_class_name\": \"LTXPipeline\", "
+	    "\"_diffusers_version\": \"0.40.0.dev0\", "
+	    "\"scheduler\": [\"diffusers\", \"FlowMatchEulerDiscreteScheduler\"], "
+	    "\"transformer\": [\"diffusers\", \"LTXVideoTransformer3DModel\"], "
+	    "\"vae\": [\"diffusers\", \"AutoencoderKLLTXVideo\"]}");
+	if (g->te_dmodel) {
+		cJSON_AddItemToObject(index, "text_encoder",
+		    cJSON_Parse("[\"transformers\", \"T5EncoderModel\"]"));
+		cJSON_AddItemToObject(index, "tokenizer",
+		    cJSON_Parse("[\"transformers\", \"T5Tokenizer\"]"));
+	} else {
+		cJSON_AddItemToObject(index, "text_encoder", cJSON_Parse("[null, null]"));
+		cJSON_AddItemToObject(index, "tokenizer", cJSON_Parse("[null, null]"));
+	}
+	if (g->upsampler)
+		cJSON_AddItemToObject(index, "latent_upsampler",
+		    cJSON_Parse("[\"diffusers\", \"LTXLatentUpsamplerModel\"]"));
+	mkdirs(root);
+	p = xasprintf("%s/model_index.json", root);
+	write_json(p, index);
+	free(p);
+
+	/* transformer */
+	char *cfg = xasprintf("{\"_class_name\": \"LTXVideoTransformer3DModel\", "
+	    "\"in_channels\": %d, \"out_channels\": %d, \"patch_size\": 1, "
+	    "\"patch_size_t\": 1, \"num_attention_heads\": %d, "
+	    "\"attention_head_dim\": 4, \"cross_attention_dim\": 16, "
+	    "\"num_layers\": 1, \"caption_channels\": %d, "
+	    "\"activation_fn\": \"gelu-approximate\", "
+	    "\"qk_norm\": \"rms_norm_across_heads\", "
+	    "\"norm_elementwise_affine\": false, \"norm_eps\": 1e-06, "
+	    "\"attention_bias\": true, \"attention_out_bias\": true}",
+	    g->tin, g->tin, g->bad_config ? -2 : 4, g->caption);
+	p = xasprintf("%s/transformer", root);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/transformer/config.json", root);
+	write_text(p, cfg);
+	free(p);
+	cJSON *j = cJSON_Parse(cfg);
+	struct ltxv_transformer_config tc;
+	if (diffusers_parse_transformer(j, "t", &tc, &err) == LQ_OK) {
+		expected_ltxv_transformer(&tc, &t);
+		p = xasprintf("%s/transformer/diffusion_pytorch_model.safetensors", root);
+		write_table(p, &t, g->missing, g->extra, g->misshape);
+		if (g->truncate) {
+			struct stat sb;
+			LQ_ASSERT(stat(p, &sb) == 0);
+			LQ_ASSERT(truncate(p, sb.st_size / 2) == 0);
+		}
+		free(p);
+	} else {
+		/* the bad config still has weights beside it */
+		p = xasprintf("%s/transformer/diffusion_pytorch_model.safetensors", root);
+		write_text(p, "");
+		free(p);
+	}
+	cJSON_Delete(j);
+	free(cfg);
+
+	/* VAE: patch 4 and three spatio-temporal stages = 32 spatial, 8 temporal */
+	cfg = xasprintf("{\"_class_name\": \"AutoencoderKLLTXVideo\", "
+	    "\"in_channels\": 3, \"out_channels\": 3, \"latent_channels\": %d, "
+	    "\"block_out_channels\": [8, 8, 8], "
+	    "\"decoder_block_out_channels\": [8, 8, 8], "
+	    "\"layers_per_block\": [1, 1, 1, 1], "
+	    "\"decoder_layers_per_block\": [1, 1, 1, 1], "
+	    "\"spatio_temporal_scaling\": [true, true, true], "
+	    "\"decoder_spatio_temporal_scaling\": [true, true, true], "
+	    "\"decoder_inject_noise\": [false, false, false, false], "
+	    "\"downsample_type\": [\"conv\", \"conv\", \"conv\"], "
+	    "\"down_block_types\": [\"LTXVideoDownBlock3D\", "
+	    "\"LTXVideoDownBlock3D\", \"LTXVideoDownBlock3D\"], "
+	    "\"upsample_residual\": [false, false, false], "
+	    "\"upsample_factor\": [1, 1, 1], \"timestep_conditioning\": false, "
+	    "\"patch_size\": 4, \"patch_size_t\": 1, \"resnet_norm_eps\": 1e-06, "
+	    "\"scaling_factor\": 1.0, \"encoder_causal\": true, "
+	    "\"decoder_causal\": false}", g->latent);
+	p = xasprintf("%s/vae", root);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/vae/config.json", root);
+	write_text(p, cfg);
+	free(p);
+	j = cJSON_Parse(cfg);
+	struct ltxv_vae_config vc;
+	error_clear(&err);
+	LQ_ASSERT(diffusers_parse_vae(j, "vae", &vc, &err) == LQ_OK);
+	if (err.message[0])
+		fprintf(stderr, "vae config: %s\n", err.message);
+	LQ_ASSERT(vc.spatial_compression_ratio == 32);
+	LQ_ASSERT(vc.temporal_compression_ratio == 8);
+	cJSON_Delete(j);
+	free(cfg);
+	if (!g->no_vae_weights) {
+		expected_ltxv_vae(&vc, &t);
+		p = xasprintf("%s/vae/diffusion_pytorch_model.safetensors", root);
+		write_table(p, &t, 0, 0, 0);
+		free(p);
+	}
+
+	/* T5 and its tokenizer (the demo's) */
+	if (g->te_dmodel) {
+		cfg = xasprintf("{\"architectures\": [\"T5EncoderModel\"], "
+		    "\"model_type\": \"t5\", \"d_model\": %d, \"d_kv\": 4, "
+		    "\"d_ff\": 16, \"num_layers\": 1, \"num_heads\": 2, "
+		    "\"vocab_size\": 100, \"feed_forward_proj\": \"gated-gelu\", "
+		    "\"relative_attention_num_buckets\": 8, "
+		    "\"relative_attention_max_distance\": 16}", g->te_dmodel);
+		p = xasprintf("%s/text_encoder", root);
+		mkdirs(p);
+		free(p);
+		p = xasprintf("%s/text_encoder/config.json", root);
+		write_text(p, cfg);
+		free(p);
+		j = cJSON_Parse(cfg);
+		struct t5_config t5;
+		LQ_ASSERT(diffusers_parse_t5(j, "t5", &t5, &err) == LQ_OK);
+		expected_t5_encoder(&t5, &t);
+		p = xasprintf("%s/text_encoder/model.safetensors", root);
+		write_table(p, &t, 0, 0, 0);
+		free(p);
+		cJSON_Delete(j);
+		free(cfg);
+		char *cmd = xasprintf("cp -r '%s/tests/data/text/ltxv-demo/tokenizer' "
+		    "'%s/tokenizer' && chmod -R u+w '%s/tokenizer'", srcdir, root, root);
+		LQ_ASSERT(system(cmd) == 0);
+		free(cmd);
+	}
+
+	/* scheduler: the demo's (0.9.0-style dynamic shifting, shift_terminal) */
+	p = xasprintf("%s/scheduler", root);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/scheduler/scheduler_config.json", root);
+	write_text(p, "{\"_class_name\": \"FlowMatchEulerDiscreteScheduler\", "
+	    "\"base_image_seq_len\": 1024, \"base_shift\": 0.95, "
+	    "\"max_image_seq_len\": 4096, \"max_shift\": 2.05, "
+	    "\"num_train_timesteps\": 1000, \"shift\": 1.0, "
+	    "\"shift_terminal\": 0.1, \"time_shift_type\": \"exponential\", "
+	    "\"use_dynamic_shifting\": true}");
+	free(p);
+
+	if (g->upsampler) {
+		p = xasprintf("%s/latent_upsampler", root);
+		mkdirs(p);
+		free(p);
+		p = xasprintf("%s/latent_upsampler/config.json", root);
+		cfg = xasprintf("{\"_class_name\": \"LTXLatentUpsamplerModel\", "
+		    "\"in_channels\": %d, \"mid_channels\": 16, \"dims\": 3}",
+		    g->latent);
+		write_text(p, cfg);
+		free(cfg);
+		free(p);
+		struct st_writer *w = st_writer_new();
+		static float z[16 * 16 * 27];
+		int64_t mid = g->upsampler == 2 ? 12 : 16;
+		st_writer_add(w, "initial_conv.weight", ST_F32, 5,
+		    (int64_t[]){mid, g->latent, 3, 3, 3}, z);
+		st_writer_add(w, "final_conv.weight", ST_F32, 5,
+		    (int64_t[]){g->latent, mid, 3, 3, 3}, z);
+		p = xasprintf("%s/latent_upsampler/diffusion_pytorch_model.safetensors", root);
+		LQ_ASSERT(st_writer_write(w, p, &err) == LQ_OK);
+		st_writer_free(w);
+		free(p);
+	}
+	tensor_table_free(&t);
+	free(root);
+}
+
+/* LoRAs on transformer_blocks.0.attn1.to_q (inner 16 -> 16), good and broken. */
+enum lora_kind { LORA_GOOD, LORA_UNPAIRED, LORA_RANK, LORA_BADKEY, LORA_NOMATCH,
+	LORA_SHAPE, LORA_ALPHA };
+
+static void
+gen_lora(const char *name, enum lora_kind k)
+{
+	static float z[64 * 64];
+	const char *pa = "transformer.transformer_blocks.0.attn1.to_q.lora_A.weight";
+	const char *pb = "transformer.transformer_blocks.0.attn1.to_q.lora_B.weight";
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, pa, ST_F32, 2, (int64_t[]){2, k == LORA_SHAPE ? 17 : 16}, z);
+	if (k != LORA_UNPAIRED)
+		st_writer_add(w, pb, ST_F32, 2, (int64_t[]){16, k == LORA_RANK ? 3 : 2}, z);
+	if (k == LORA_BADKEY)
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.weight",
+		    ST_F32, 2, (int64_t[]){16, 16}, z);
+	if (k == LORA_NOMATCH) {
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_qkv.lora_A.weight",
+		    ST_F32, 2, (int64_t[]){2, 16}, z);
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_qkv.lora_B.weight",
+		    ST_F32, 2, (int64_t[]){16, 2}, z);
+	}
+	if (k == LORA_ALPHA)
+		st_writer_add(w, "transformer.transformer_blocks.0.attn1.to_q.alpha",
+		    ST_F32, 1, (int64_t[]){2}, z);
+	char *p = xasprintf("%s/%s", tmp, name);
+	struct lq_error err;
+	error_clear(&err);
+	LQ_ASSERT(st_writer_write(w, p, &err) == LQ_OK);
+	st_writer_free(w);
+	free(p);
+}
+
+static void
+gen_embeds(const char *name, int C, int negative)
+{
+	static float z[8 * 64];
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, "prompt_embeds", ST_F32, 3, (int64_t[]){1, 8, C}, z);
+	st_writer_add(w, "prompt_attention_mask", ST_F32, 2, (int64_t[]){1, 8}, z);
+	if (negative) {
+		st_writer_add(w, "negative_prompt_embeds", ST_F32, 3,
+		    (int64_t[]){1, 8, C}, z);
+		st_writer_add(w, "negative_prompt_attention_mask", ST_F32, 2,
+		    (int64_t[]){1, 8}, z);
+	}
+	char *p = xasprintf("%s/%s", tmp, name);
+	struct lq_error err;
+	error_clear(&err);
+	LQ_ASSERT(st_writer_write(w, p, &err) == LQ_OK);
+	st_writer_free(w);
+	free(p);
+}
+
+void
+pfgen_generate(const char *dir, const char *top_srcdir)
+{
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	srcdir = top_srcdir;
+	const struct gen good = { .latent = 8, .tin = 8, .caption = 16, .te_dmodel = 16 };
+	struct gen g;
+	gen_model("good", &good);
+	g = good; g.te_dmodel = 0; gen_model("no-te", &g);
+	g = good; g.bad_config = 1; gen_model("bad-config", &g);
+	g = good; g.no_vae_weights = 1; gen_model("no-vae-weights", &g);
+	g = good; g.truncate = 1; gen_model("truncated", &g);
+	g = good; g.missing = 1; gen_model("missing-tensor", &g);
+	g = good; g.misshape = 1; gen_model("misshaped", &g);
+	g = good; g.extra = 1; gen_model("extra-tensor", &g);
+	g = good; g.latent = 64; g.tin = 128; gen_model("vae64", &g);
+	g = good; g.te_dmodel = 32; gen_model("te-mismatch", &g);
+	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
+	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
+	gen_lora("lora-good.safetensors", LORA_GOOD);
+	gen_lora("lora-unpaired.safetensors", LORA_UNPAIRED);
+	gen_lora("lora-rank.safetensors", LORA_RANK);
+	gen_lora("lora-badkey.safetensors", LORA_BADKEY);
+	gen_lora("lora-nomatch.safetensors", LORA_NOMATCH);
+	gen_lora("lora-shape.safetensors", LORA_SHAPE);
+	gen_lora("lora-alpha.safetensors", LORA_ALPHA);
+	char *p = xasprintf("%s/lora-corrupt.safetensors", tmp);
+	write_text(p, "this is not a safetensors file\n");
+	free(p);
+	gen_embeds("embeds-good.safetensors", 16, 1);
+	gen_embeds("embeds-noneg.safetensors", 16, 0);
+	gen_embeds("embeds-shape.safetensors", 24, 1);
+	p = xasprintf("%s/embeds-corrupt.safetensors", tmp);
+	write_text(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":");
+	free(p);
+}
+

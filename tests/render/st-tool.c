@@ -1,0 +1,129 @@
+/*
+ * st-tool.c — safetensors helpers for the render tests.
+ *
+ *   st-tool diff MINE GOLD KEY ATOL   max |mine - gold| of tensor KEY (any
+ *                                     float or u8 dtype) <= ATOL; prints the
+ *                                     max abs and max rel error
+ *   st-tool merge OUT IN...           one file holding every tensor of the
+ *                                     inputs (first wins on a name clash)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/util.h"
+#include "model/safetensors.h"
+
+static struct st_file *
+open_or_die(const char *path)
+{
+	struct st_file *f = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	if (st_file_open(path, &f, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		exit(2);
+	}
+	return f;
+}
+
+static double *
+values(const struct st_tensor *t, size_t *n)
+{
+	size_t count = 1;
+	for (int i = 0; i < t->ndim; i++)
+		count *= (size_t)t->shape[i];
+	double *v = xmalloc(count * sizeof(double));
+	if (t->dtype == ST_U8) {
+		for (size_t i = 0; i < count; i++)
+			v[i] = ((const unsigned char *)t->data)[i];
+	} else {
+		float *f = st_tensor_to_f32(t);
+		for (size_t i = 0; i < count; i++)
+			v[i] = f[i];
+		free(f);
+	}
+	*n = count;
+	return v;
+}
+
+static int
+do_diff(const char *mine_path, const char *gold_path, const char *key,
+    double atol)
+{
+	struct st_file *mine = open_or_die(mine_path), *gold = open_or_die(gold_path);
+	const struct st_tensor *a = st_file_find(mine, key);
+	const struct st_tensor *b = st_file_find(gold, key);
+	if (a == NULL || b == NULL || a->ndim != b->ndim ||
+	    memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) != 0) {
+		fprintf(stderr, "%s: missing or shape differs from the golden\n", key);
+		return 1;
+	}
+	size_t n, m;
+	double *x = values(a, &n), *y = values(b, &m);
+	double max_abs = 0, max_gold = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs(x[i] - y[i]);
+		if (!(d <= max_abs))
+			max_abs = isnan(d) ? INFINITY : (d > max_abs ? d : max_abs);
+		if (fabs(y[i]) > max_gold)
+			max_gold = fabs(y[i]);
+	}
+	int ok = max_abs <= atol;
+	printf("%-22s max abs %.3g  max rel %.3g  (atol %g) %s\n", key, max_abs,
+	    max_gold > 0 ? max_abs / max_gold : 0, atol, ok ? "ok" : "FAIL");
+	free(x);
+	free(y);
+	st_file_close(mine);
+	st_file_close(gold);
+	return ok ? 0 : 1;
+}
+
+static int
+do_merge(const char *out, int n, char **in)
+{
+	struct st_writer *w = st_writer_new();
+	struct st_file **files = xcalloc((size_t)n, sizeof(*files));
+	char **seen = NULL;
+	size_t n_seen = 0;
+	for (int i = 0; i < n; i++) {
+		files[i] = open_or_die(in[i]);
+		for (size_t k = 0; k < st_file_count(files[i]); k++) {
+			const struct st_tensor *t = st_file_tensor(files[i], k);
+			int dup = 0;
+			for (size_t s = 0; s < n_seen; s++)
+				dup |= strcmp(seen[s], t->name) == 0;
+			if (dup)
+				continue;
+			seen = xrealloc(seen, (n_seen + 1) * sizeof(char *));
+			seen[n_seen++] = xstrdup(t->name);
+			st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data);
+		}
+	}
+	struct lq_error err;
+	error_clear(&err);
+	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
+	if (rc)
+		error_print(&err, stderr);
+	st_writer_free(w);
+	for (int i = 0; i < n; i++)
+		st_file_close(files[i]);
+	for (size_t s = 0; s < n_seen; s++)
+		free(seen[s]);
+	free(seen);
+	free(files);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 6 && strcmp(argv[1], "diff") == 0)
+		return do_diff(argv[2], argv[3], argv[4], atof(argv[5]));
+	if (argc >= 4 && strcmp(argv[1], "merge") == 0)
+		return do_merge(argv[2], argc - 3, argv + 3);
+	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN...\n");
+	return 2;
+}
