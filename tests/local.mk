@@ -5,3 +5,5 @@ CLI_TESTS = tests/cli/man.sh tests/cli/queue.sh
 TESTS += $(CLI_TESTS)
 EXTRA_DIST += tests/bench/bench-queue.sh
 bench_SCRIPTS_LIST += tests/bench/bench-queue.sh
+EXTRA_DIST += tests/bench/bench-render.sh
+bench_SCRIPTS_LIST += tests/bench/bench-render.sh

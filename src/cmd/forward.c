@@ -4,6 +4,7 @@
  * a debugging tool and the way to check latentq against another
  * implementation.  The work is nn_forward_run (src/nn/forward.h).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,30 @@
 #include "core/error.h"
 #include "core/util.h"
 #include "nn/forward.h"
+#include "sampler/rng.h"
+
+/* The decoder's injected noise from latentq's RNG, as the render code draws
+ * it: draw number n (call order) is normal(seed, 0x100 + n, i) over the
+ * [H, W] field. */
+struct seeded_noise {
+	uint64_t seed;
+	int draws;
+};
+
+static enum lq_status
+seeded_fill(void *ud, const char *module, int k, int height, int width,
+    float *out, struct lq_error *err)
+{
+	struct seeded_noise *sn = ud;
+
+	(void)module;
+	(void)k;
+	(void)err;
+	rng_fill_normal(sn->seed, RNG_PURPOSE_INJECTED_NOISE(sn->draws), 0, out,
+	    (size_t)height * (size_t)width);
+	sn->draws++;
+	return LQ_OK;
+}
 
 static int
 cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
@@ -23,12 +48,16 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"inputs", required_argument, NULL, 'i'},
 		{"out", required_argument, NULL, 'o'},
 		{"dump-intermediates", no_argument, NULL, 'D'},
+		{"seed", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct nn_forward_opts fo = { 0 };
 	const char **inputs = xcalloc((size_t)argc + 1, sizeof(*inputs));
 	const char *component = NULL;
+	struct seeded_noise sn = { 0, 0 };
+	struct ltxv_vae_noise seeded = { seeded_fill, &sn };
+	char *end;
 	struct lq_error err;
 	enum lq_status st;
 	int c, rc;
@@ -42,6 +71,17 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		case 'i': inputs[fo.ninputs++] = optarg; break;
 		case 'o': fo.out = optarg; break;
 		case 'D': fo.dump_intermediates = 1; break;
+		case 's':
+			errno = 0;
+			sn.seed = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end != '\0' || optarg[0] == '-') {
+				free(inputs);
+				return cmd_misuse(&cmd_forward_entry,
+				    "forward: --seed wants an unsigned integer, not \"%s\"",
+				    optarg);
+			}
+			fo.noise_fallback = &seeded;
+			break;
 		case 'h':
 			cmd_usage(&cmd_forward_entry, stdout);
 			free(inputs);
@@ -87,7 +127,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_forward_entry = {
 	.name = "forward",
 	.usage = "--model DIR --component transformer|vae-decoder|text-encoder "
-	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates]",
+	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N]",
 	.summary = "run one model component on named tensors",
 	.exec = cmd_forward_exec,
 };

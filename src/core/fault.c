@@ -7,7 +7,7 @@
 #include "core/fault.h"
 
 int
-fault_point(const char *phase, int step, int attempt)
+fault_point(const char *job, const char *phase, int step, int attempt)
 {
 	const char *spec = getenv("LATENTQ_FAULT");
 	if (spec == NULL || *spec == '\0')
@@ -18,6 +18,14 @@ fault_point(const char *phase, int step, int attempt)
 	for (char *rule = strtok_r(buf, ",", &save); rule != NULL;
 	    rule = strtok_r(NULL, ",", &save)) {
 		char action[16], where[64];
+		char *slash = strchr(rule, '/');
+		char *at = strchr(rule, '@');
+		if (slash != NULL && at != NULL && slash < at) {
+			*slash = '\0';
+			if (job == NULL || strcmp(rule, job) != 0)
+				continue;
+			rule = slash + 1;
+		}
 		int want_step = 0, want_attempt = 0;
 		char *hash = strchr(rule, '#');
 		if (hash != NULL) {

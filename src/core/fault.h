@@ -3,13 +3,14 @@
  * SQLite's crash tests inject I/O faults).
  *
  * LATENTQ_FAULT holds a comma-separated list of rules
- *     ACTION@PHASE[:STEP][#ATTEMPT]
+ *     [JOB/]ACTION@PHASE[:STEP][#ATTEMPT]
  * ACTION is segv (raise SIGSEGV), abort (SIGABRT), kill (SIGKILL itself),
  * exit (exit status 1), or oom (report out of device memory: a retryable
  * failure).  PHASE is one of load, compile, encode-text, denoise, decode,
  * encode-video; STEP (denoise only) fires after that step's checkpoint is
  * committed (step numbers count from 1); ATTEMPT restricts the rule to that
- * attempt number of the job (from 1).  Example: "segv@denoise:2#1".
+ * attempt number of the job (from 1); JOB restricts it to the job of that
+ * name.  Example: "segv@denoise:2#1", "b/abort@load".
  * Nothing happens when the variable is unset.
  */
 #ifndef LQ_CORE_FAULT_H
@@ -20,6 +21,6 @@
  * committed step.  Returns 0, or 1 when an "oom" rule matched (the caller
  * then fails with LQ_RETRY); the other actions do not return.
  */
-int fault_point(const char *phase, int step, int attempt);
+int fault_point(const char *job, const char *phase, int step, int attempt);
 
 #endif

@@ -291,6 +291,7 @@ out:
 
 struct noise_files {
 	const struct inputs *in;
+	const struct ltxv_vae_noise *fallback;
 };
 
 /* Injected noise from the input files, named `<module>#<k>`. */
@@ -303,7 +304,16 @@ noise_from_inputs(void *ud, const char *module, int k, int height, int width,
 	const struct st_tensor *t;
 
 	snprintf(name, sizeof(name), "%s#%d", module, k);
+	if (nf->fallback) {
+		enum lq_status st = nf->fallback->fill(nf->fallback->ud, module,
+		    k, height, width, out, err);
+
+		if (st != LQ_OK)
+			return st;
+	}
 	t = input_find(nf->in, name);
+	if (t == NULL && nf->fallback)
+		return LQ_OK;
 	if (t == NULL) {
 		error_set(err, LQ_FAILED, "LQ-NN-INPUT",
 		    "injected-noise field %s ([%d, %d]) is missing", name,
@@ -327,7 +337,7 @@ noise_from_inputs(void *ud, const char *module, int k, int height, int width,
 static enum lq_status
 run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
-    struct lq_error *err)
+    const struct ltxv_vae_noise *fallback, struct lq_error *err)
 {
 	struct ltxv_vae *v = NULL;
 	const struct ltxv_vae_config *c;
@@ -336,7 +346,7 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	struct gpu_buffer *b_z = NULL, *b_out = NULL;
 	struct gpu_tensor g_z, g_out;
 	struct ltxv_vae_decode_args a;
-	struct noise_files nf = { in };
+	struct noise_files nf = { in, fallback };
 	struct ltxv_vae_noise noise = { noise_from_inputs, &nf };
 	int64_t oshape[5], B;
 	enum lq_status st;
@@ -428,7 +438,8 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		break;
 	case NN_COMPONENT_VAE_DECODER:
 		st = run_vae(ctx, dir, &in, w,
-		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		    o->dump_intermediates ? &dump : NULL, o->report,
+		    o->noise_fallback, err);
 		break;
 	case NN_COMPONENT_TEXT_ENCODER:
 		st = nn_forward_text_encoder(ctx, dir,

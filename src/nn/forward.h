@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "nn/ltxv_vae.h"
 
 enum nn_component {
 	NN_COMPONENT_TRANSFORMER,
@@ -43,6 +44,12 @@ struct nn_forward_opts {
 	int dump_intermediates;
 	const char *device;		/* gpu device (NULL: environment) */
 	FILE *report;			/* memory report (-v), may be NULL */
+	/* VAE decoder: called for EVERY injected-noise draw, in the decoder's
+	 * call order (so it can count draws), before the inputs are looked
+	 * up; a field the inputs hold then replaces what it wrote.  NULL: a
+	 * missing field is an error.  (`latentq forward --seed` passes
+	 * latentq's RNG here, as the render code draws it.) */
+	const struct ltxv_vae_noise *noise_fallback;
 };
 
 /* Parses "transformer", "vae-decoder", "text-encoder"; 0 ok, -1 unknown. */

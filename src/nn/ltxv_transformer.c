@@ -51,6 +51,7 @@ struct ltxv_transformer {
 	struct ltxv_block *blocks;
 	struct gpu_cmd *cmd;
 	int fused_attention;	/* LATENTQ_NN_FUSED_ATTENTION=1 */
+	int64_t scores_budget;	/* floats, see heads_per_chunk */
 	/* reserved */
 	struct gpu_pool *pool;
 	int rB, rN, rT;
@@ -59,6 +60,26 @@ struct ltxv_transformer {
 	int rope_valid, rope_F, rope_H, rope_W, rope_has_scale;
 	double rope_s[3];
 };
+
+/* Scratch of the unfused attention path (see sdpa()). */
+struct attn_scratch {
+	struct gpu_tensor qh, kh, vh, oh, scores;	/* flat f32 storage */
+	int64_t hc;		/* heads whose scores fit `scores` at once */
+};
+
+/* Score memory is bounded: heads are processed in chunks whose
+ * hc * Nq * Nk floats fit the budget, 64 Mi floats (256 MiB) unless
+ * LATENTQ_NN_SCORES_BUDGET (floats; tests use it to force chunking) says
+ * otherwise; all heads at once when they fit. */
+#define SCORES_BUDGET ((int64_t)64 << 20)
+
+static int64_t
+heads_per_chunk(int64_t budget, int64_t H, int64_t Nq, int64_t Nk)
+{
+	int64_t hc = budget / (Nq * Nk);
+
+	return hc < 1 ? 1 : hc > H ? H : hc;
+}
 
 static const struct gpu_tensor *
 opt(const struct gpu_tensor *t)
@@ -231,6 +252,8 @@ ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
 		const char *e = getenv("LATENTQ_NN_FUSED_ATTENTION");
 
 		m->fused_attention = e != NULL && strcmp(e, "1") == 0;
+		e = getenv("LATENTQ_NN_SCORES_BUDGET");
+		m->scores_budget = e && atoll(e) > 0 ? atoll(e) : SCORES_BUDGET;
 	}
 	*out = m;
 	return LQ_OK;
@@ -282,8 +305,11 @@ pool_bytes(const struct ltxv_transformer *m, int B, int N, int T)
 	{
 		size_t nk = n > t ? n : t, H = (size_t)m->cfg.num_attention_heads;
 
-		/* unfused attention: q, k, v, o per head, scores */
-		floats += 2 * b * n * D + 2 * b * nk * D + b * H * n * nk;
+		/* unfused attention: q, k, v, o per head, one chunk of
+		 * scores */
+		floats += 2 * b * n * D + 2 * b * nk * D +
+		    (size_t)heads_per_chunk(m->scores_budget, (int64_t)H,
+		    (int64_t)n, (int64_t)nk) * n * nk;
 	}
 	/* 32 tensors of alignment slack (<= 256 B each on every driver we
 	 * know; minStorageBufferOffsetAlignment is at most 256 by spec). */
@@ -373,11 +399,6 @@ row(const struct gpu_tensor *tab, int k)
 	return v;
 }
 
-/* Scratch of the unfused attention path (see sdpa()). */
-struct attn_scratch {
-	struct gpu_tensor qh, kh, vh, oh, scores;	/* flat f32 storage */
-};
-
 static struct gpu_tensor
 flat_view(const struct gpu_tensor *store, int ndim, const int64_t *shape)
 {
@@ -428,27 +449,42 @@ sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o
 	if ((st = ops_copy(cmd, &qh, &qp)) || (st = ops_copy(cmd, &kh, &kp)) ||
 	    (st = ops_copy(cmd, &vh, &vp)))
 		return st;
-	qh = flat_view(&sc->qh, 3, (int64_t[]){ B * H, Nq, Dh });
-	kh = flat_view(&sc->kh, 3, (int64_t[]){ B * H, Nk, Dh });
-	vh = flat_view(&sc->vh, 3, (int64_t[]){ B * H, Nk, Dh });
-	s = flat_view(&sc->scores, 3, (int64_t[]){ B * H, Nq, Nk });
-	if ((st = ops_matmul(cmd, &s, &qh, &kh, 1, scale)))
-		return st;
-	if (key_bias) {
-		struct gpu_tensor s4 = flat_view(&sc->scores, 4,
-		    (int64_t[]){ B, H, Nq, Nk });
-		struct gpu_tensor kb = gpu_tensor_reshape(key_bias, 4,
-		    (int64_t[]){ B, 1, 1, Nk });
-		struct gpu_tensor kbb = gpu_tensor_broadcast(&kb, 4, s4.shape);
+	/* Scores for `hc` heads of one sample at a time (sc->scores holds
+	 * hc * Nq * Nk floats, see heads_per_chunk). */
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h0 = 0; h0 < H; h0 += sc->hc) {
+			int64_t hc = H - h0 < sc->hc ? H - h0 : sc->hc;
+			size_t head = (size_t)(b * H + h0);
 
-		if ((st = ops_add(cmd, &s4, &s4, &kbb)))
-			return st;
-	}
-	if ((st = ops_softmax(cmd, &s, &s)))
-		return st;
-	oh = flat_view(&sc->oh, 3, (int64_t[]){ B * H, Nq, Dh });
-	if ((st = ops_matmul(cmd, &oh, &s, &vh, 0, 1.0f)))
-		return st;
+			qh = gpu_tensor_make(sc->qh.buf, sc->qh.offset +
+			    head * (size_t)(Nq * Dh) * sizeof(float), GPU_F32, 3,
+			    (int64_t[]){ hc, Nq, Dh });
+			kh = gpu_tensor_make(sc->kh.buf, sc->kh.offset +
+			    head * (size_t)(Nk * Dh) * sizeof(float), GPU_F32, 3,
+			    (int64_t[]){ hc, Nk, Dh });
+			vh = gpu_tensor_make(sc->vh.buf, sc->vh.offset +
+			    head * (size_t)(Nk * Dh) * sizeof(float), GPU_F32, 3,
+			    (int64_t[]){ hc, Nk, Dh });
+			oh = gpu_tensor_make(sc->oh.buf, sc->oh.offset +
+			    head * (size_t)(Nq * Dh) * sizeof(float), GPU_F32, 3,
+			    (int64_t[]){ hc, Nq, Dh });
+			s = flat_view(&sc->scores, 3, (int64_t[]){ hc, Nq, Nk });
+			if ((st = ops_matmul(cmd, &s, &qh, &kh, 1, scale)))
+				return st;
+			if (key_bias) {
+				struct gpu_tensor kb = gpu_tensor_slice(key_bias, 0, b, 1);
+				struct gpu_tensor kbb;
+
+				kb = gpu_tensor_reshape(&kb, 3, (int64_t[]){ 1, 1, Nk });
+				kbb = gpu_tensor_broadcast(&kb, 3, s.shape);
+				if ((st = ops_add(cmd, &s, &s, &kbb)))
+					return st;
+			}
+			if ((st = ops_softmax(cmd, &s, &s)))
+				return st;
+			if ((st = ops_matmul(cmd, &oh, &s, &vh, 0, 1.0f)))
+				return st;
+		}
 	oh = flat_view(&sc->oh, 4, (int64_t[]){ B, H, Nq, Dh });
 	op = gpu_tensor_permute(&oh, perm);
 	o4 = gpu_tensor_reshape(o, 4, (int64_t[]){ B, Nq, H, Dh });
@@ -650,7 +686,8 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		POOL(sc.kh, B * NK * D);
 		POOL(sc.vh, B * NK * D);
 		POOL(sc.oh, B * N * D);
-		POOL(sc.scores, B * H * N * NK);
+		sc.hc = heads_per_chunk(m->scores_budget, H, N, NK);
+		POOL(sc.scores, sc.hc * N * NK);
 	}
 	for (int i = 0; i < c->num_layers; i++) {
 		const struct ltxv_block *b = &m->blocks[i];

@@ -179,7 +179,7 @@ enter_phase(struct render *r, const char *phase, int step,
 	if ((s = store_add_event(r->st, r->job->id, "phase", detail, err)) != LQ_OK)
 		return s;
 	log_debug("job %lld: %s", (long long)r->job->id, phase);
-	if (fault_point(phase, 0, r->opt->attempt))
+	if (fault_point(r->job->name, phase, 0, r->opt->attempt))
 		return error_set(err, LQ_RETRY, "LQ-GPU-OOM",
 		    "out of device memory (injected) in phase %s", phase);
 	return LQ_OK;
@@ -738,6 +738,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 	if (r->jc.save_tensors != NULL)
 		keep = 0;	/* every step's latent is an output */
 	for (int k = start; k < N; k++) {
+		double step_t0 = util_monotonic();
 		float t = r->sched.timesteps[k];
 		for (int i = 0; i < rows; i++)
 			r->timesteps[i] = t;
@@ -792,14 +793,20 @@ phase_denoise(struct render *r, struct lq_error *err)
 			.device_fingerprint = r->device_fingerprint,
 		};
 		char digest[DIGEST_HEX_SIZE];
+		double c0 = util_monotonic();
 		if ((s = store_save_checkpoint(r->st, &cp, keep, digest, err)) !=
 		    LQ_OK)
 			return s;
+		double c1 = util_monotonic();
+		/* tests/bench/bench-render.sh reads these lines */
+		log_debug("job %lld step %d: compute %.2f ms, checkpoint %.2f ms",
+		    (long long)r->job->id, k + 1, (c0 - step_t0) * 1e3,
+		    (c1 - c0) * 1e3);
 		if ((s = store_set_progress(r->st, r->job->id, "denoise", k + 1, N,
 		    err)) != LQ_OK)
 			return s;
 		show_progress(r, k + 1, t0, start);
-		if (fault_point("denoise", k + 1, r->opt->attempt))
+		if (fault_point(r->job->name, "denoise", k + 1, r->opt->attempt))
 			return error_set(err, LQ_RETRY, "LQ-GPU-OOM", "out of device "
 			    "memory (injected) after step %d", k + 1);
 		if (render_interrupted && k + 1 < N)

@@ -242,6 +242,16 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 			enum lq_status r = store_renew_lease(st, job->id, owner,
 			    lease, &err);
 			if (r == LQ_FAILED && !*lost_lease) {
+				/* A child that just ended its job (done or failed)
+				 * released the lease itself: let it exit. */
+				for (int i = 0; i < 20; i++) {
+					if (waitpid(ch->pid, &status, WNOHANG) == ch->pid) {
+						close(ch->err_fd);
+						ch->err_fd = -1;
+						return status;
+					}
+					usleep(50000);
+				}
 				/* cancelled, or taken over: stop the child */
 				log_warn("job %lld: %s; stopping it", (long long)job->id,
 				    err.message);

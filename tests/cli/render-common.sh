@@ -22,7 +22,7 @@ write_manifest() {
 		echo "  num_frames: 9"
 		echo "  num_inference_steps: $steps"
 		echo "  guidance_scale: 4"
-		echo "  output: out/{name}.mp4"
+		echo "  output: videos/{name}.mp4"
 		echo "jobs:"
 		for j in "$@"; do
 			echo "  - name: ${j%%:*}"

@@ -11,18 +11,18 @@ STEPS=5
 mkdir -p "$T/ref"
 write_manifest "$T/ref/m.yaml" $STEPS ref:42
 LATENTQ_DB=$T/ref.db expect_status 0 "$LATENTQ" -d "$T/ref.db" render --keep-checkpoints all "$T/ref/m.yaml"
-ref_mp4=$(digest "$T/ref/out/ref.mp4")
+ref_mp4=$(digest "$T/ref/videos/ref.mp4")
 ref_latent=$(sqlite3 "$T/ref.db" "SELECT digest FROM checkpoints WHERE step = $STEPS")
 expect_eq "$(sqlite3 "$T/ref.db" "SELECT count(*) FROM checkpoints")" $STEPS "checkpoints kept with --keep-checkpoints all"
 checks=$((checks + 1)); [ -n "$ref_latent" ] || fail "no final checkpoint"
 ffprobe -v error -show_entries stream=codec_name,nb_read_frames,avg_frame_rate \
-    -count_frames -of default=nw=1 "$T/ref/out/ref.mp4" > "$T/probe" 2>&1
+    -count_frames -of default=nw=1 "$T/ref/videos/ref.mp4" > "$T/probe" 2>&1
 expect_grep '^codec_name=h264$' "$T/probe"
 expect_grep '^nb_read_frames=9$' "$T/probe"
 expect_grep '^avg_frame_rate=25/1$' "$T/probe"
-ffprobe -v error -show_entries format_tags -of default=nw=1 "$T/ref/out/ref.mp4" > "$T/tags" 2>&1
+ffprobe -v error -show_entries format_tags -of default=nw=1 "$T/ref/videos/ref.mp4" > "$T/tags" 2>&1
 expect_grep 'a red circle moving left' "$T/tags"
-checks=$((checks + 1)); [ -s "$T/ref/out/ref.sheet.png" ] || fail "no contact sheet"
+checks=$((checks + 1)); [ -s "$T/ref/videos/ref.sheet.png" ] || fail "no contact sheet"
 
 # resume_case NAME FAULT : render with a fault that SIGKILLs the worker,
 # then check the retried render matches the reference.
@@ -34,7 +34,7 @@ resume_case() {
 	LATENTQ_FAULT=$fault expect_status 0 "$LATENTQ" -d "$db" render "$T/$name/m.yaml"
 	expect_eq "$(sqlite3 "$db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "$name: one crash"
 	expect_eq "$(sqlite3 "$db" "SELECT state FROM jobs")" done "$name: job state"
-	expect_eq "$(digest "$T/$name/out/ref.mp4")" "$ref_mp4" "$name: MP4 identical"
+	expect_eq "$(digest "$T/$name/videos/ref.mp4")" "$ref_mp4" "$name: MP4 identical"
 	expect_eq "$(sqlite3 "$db" "SELECT digest FROM checkpoints WHERE step = $STEPS")" "$ref_latent" "$name: final latent identical"
 }
 
@@ -68,7 +68,7 @@ wait $pid 2>/dev/null
 expect_eq "$(sqlite3 "$db" "SELECT state FROM jobs")" running "whole: left running by the kill"
 expect_status 0 "$LATENTQ" -d "$db" render "$T/whole/m.yaml"
 expect_eq "$(sqlite3 "$db" "SELECT count(*) FROM jobs")" 1 "whole: no new job queued"
-expect_eq "$(digest "$T/whole/out/ref.mp4")" "$ref_mp4" "whole: MP4 identical"
+expect_eq "$(digest "$T/whole/videos/ref.mp4")" "$ref_mp4" "whole: MP4 identical"
 
 # A corrupted newest checkpoint is skipped for the previous one.
 mkdir -p "$T/corrupt"
@@ -81,7 +81,7 @@ sqlite3 "$db" "UPDATE checkpoints SET latent = zeroblob(length(latent)) WHERE st
 sqlite3 "$db" "UPDATE jobs SET not_before = NULL"
 expect_status 0 "$LATENTQ" -d "$db" run --once
 expect_eq "$(sqlite3 "$db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"step":2}' "corrupt: resumed from step 2"
-expect_eq "$(digest "$T/corrupt/out/ref.mp4")" "$ref_mp4" "corrupt: MP4 identical"
+expect_eq "$(digest "$T/corrupt/videos/ref.mp4")" "$ref_mp4" "corrupt: MP4 identical"
 
 # Model files changed between the kill and the resume: refused, clearly.
 mkdir -p "$T/changed"

@@ -7,7 +7,7 @@ STEPS=3
 # Three jobs; the second segfaults after step 2 on its first attempt.
 write_manifest "$T/m.yaml" $STEPS a:1 b:2 c:3
 expect_status 0 "$LATENTQ" submit "$T/m.yaml"
-LATENTQ_FAULT="segv@denoise:2#1" expect_status 0 "$LATENTQ" run --once
+LATENTQ_FAULT="b/segv@denoise:2#1" expect_status 0 "$LATENTQ" run --once
 expect_eq "$(q "SELECT group_concat(name || '=' || state, ' ') FROM jobs")" "a=done b=done c=done" "all three done"
 expect_eq "$(q "SELECT attempts FROM jobs WHERE name = 'b'")" 2 "b took two attempts"
 expect_eq "$(q "SELECT detail FROM events e JOIN jobs j ON j.id = e.job_id WHERE j.name = 'b' AND kind = 'resumed'")" '{"step":2}' "b resumed from its checkpoint"
@@ -27,14 +27,9 @@ rm -f "$LATENTQ_DB"*
 write_manifest "$T/m2.yaml" $STEPS x:1 bad:2 y:3
 sed -i 's/^  - name: bad$/  - name: bad\n    max_attempts: 2/' "$T/m2.yaml"
 "$LATENTQ" submit "$T/m2.yaml" > /dev/null
-# the bad job crashes in its load phase on every attempt (seed 2 only:
-# a rule naming the job is not possible, so run it alone first)
-bad_id=$(q "SELECT id FROM jobs WHERE name = 'bad'")
-q "UPDATE jobs SET priority = 10 WHERE id = $bad_id"
-LATENTQ_FAULT="abort@load" expect_status 1 "$LATENTQ" run --once --max-jobs 2
+LATENTQ_FAULT="bad/abort@load" expect_status 1 "$LATENTQ" run --once
 expect_eq "$(q "SELECT state FROM jobs WHERE name = 'bad'")" poisoned "bad poisoned"
 expect_eq "$(q "SELECT attempts FROM jobs WHERE name = 'bad'")" 2 "bad used its 2 attempts"
-expect_status 0 "$LATENTQ" run --once
 expect_eq "$(q "SELECT group_concat(state, ' ') FROM jobs WHERE name != 'bad'")" "done done" "others done"
 expect_status 0 "$LATENTQ" status
 expect_grep 'bad +poisoned .*SIGABRT in phase load' "$T/out"

@@ -20,6 +20,12 @@ for g in gridA gridB; do
 	compare "transformer/$g.output.safetensors" "$T/$g.safetensors"
 done
 
+# Attention scores in chunks of one head (the path long videos take).
+expect_status 0 env LATENTQ_NN_SCORES_BUDGET=1 "$LATENTQ" forward \
+    --model "$D/transformer/model" --component transformer \
+    --inputs "$D/transformer/gridB.inputs.safetensors" --out "$T/gridB1.safetensors"
+compare "transformer/gridB.output.safetensors" "$T/gridB1.safetensors"
+
 for v in vae090 vae091 vae_causal; do
 	set -- --inputs "$D/vae/$v/decode.inputs.safetensors"
 	[ -f "$D/vae/$v/decode.inject_noise.safetensors" ] &&
@@ -30,6 +36,22 @@ for v in vae090 vae091 vae_causal; do
 	    --component vae-decoder "$@" --out "$T/$v.safetensors"
 	compare "vae/$v/decode.output.safetensors" "$T/$v.safetensors"
 done
+
+# --seed: noise fields the inputs lack come from latentq's RNG, the same
+# for the same seed; fields the inputs hold still win.
+V=$D/vae/vae091
+for run in a:7 b:7 c:8; do
+	expect_status 0 "$LATENTQ" forward --model "$V/model" --component vae-decoder \
+	    --inputs "$V/decode.inputs.safetensors" --seed "${run#*:}" \
+	    --out "$T/seed-${run%:*}.st"
+done
+checks=$((checks + 2))
+cmp -s "$T/seed-a.st" "$T/seed-b.st" || fail "--seed 7 twice gave different samples"
+cmp -s "$T/seed-a.st" "$T/seed-c.st" && fail "--seed 7 and --seed 8 gave the same sample"
+expect_status 0 "$LATENTQ" forward --model "$V/model" --component vae-decoder \
+    --inputs "$V/decode.inputs.safetensors" \
+    --inputs "$V/decode.inject_noise.safetensors" --seed 7 --out "$T/seedfile.st"
+compare "vae/vae091/decode.output.safetensors" "$T/seedfile.st"
 
 # Errors name the input: a missing injected-noise field, a missing input.
 expect_status 65 "$LATENTQ" forward --model "$D/vae/vae091/model/vae" \

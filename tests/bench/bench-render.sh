@@ -1,0 +1,32 @@
+#!/bin/sh
+# bench-render.sh — per-step time of a demo render and the checkpoint's
+# share of it (issue 8's target: under 2% at a realistic latent size).
+# Renders one job of the demo model at 64x64x9 (320 tokens) and one at
+# 128x128x17 (9 x 16 x 16 = 2304 tokens x 16 channels; the 3 MiB latent of a
+# 16x16x24 x 128-channel model is measured by bench-checkpoint), 6 steps each, checkpoints kept at the
+# default 2, and prints the mean compute and checkpoint time per step.
+set -eu
+LATENTQ=${LATENTQ:-./latentq}
+top_srcdir=${top_srcdir:-.}
+T=$(mktemp -d /tmp/latentq-bench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+for size in 64x64x9 128x128x17; do
+	h=${size%%x*}; rest=${size#*x}; w=${rest%%x*}; f=${rest#*x}
+	cat > "$T/m.yaml" <<YAML
+jobs:
+  - name: bench-$size
+    model: $(cd "$top_srcdir" && pwd)/jobs/models/ltxv-demo
+    prompt: a red circle moving left on a black background
+    height: $h
+    width: $w
+    num_frames: $f
+    num_inference_steps: 6
+    guidance_scale: 4
+    output: out.mp4
+YAML
+	"$LATENTQ" -vv -d "$T/q-$size.db" render "$T/m.yaml" 2> "$T/log" > /dev/null
+	sed -n 's/.*step [0-9]*: compute \([0-9.]*\) ms, checkpoint \([0-9.]*\) ms/\1 \2/p' "$T/log" |
+	    awk -v s="$size" '{c += $1; k += $2; n++} END {
+		printf "%-12s %d steps: %.1f ms/step compute, %.2f ms/step checkpoint (%.2f%% of the step)\n",
+		    s, n, c / n, k / n, 100 * k / (c + k) }'
+done
