@@ -20,9 +20,14 @@ for g in gridA gridB; do
 	compare "transformer/$g.output.safetensors" "$T/$g.safetensors"
 done
 
-# Attention scores in chunks of one head (the path long videos take).
-expect_status 0 env LATENTQ_NN_SCORES_BUDGET=1 "$LATENTQ" forward \
+# The unfused attention (matmuls + softmax): all heads at once, and in
+# chunks of one head.
+expect_status 0 env LATENTQ_NN_UNFUSED_ATTENTION=1 "$LATENTQ" forward \
     --model "$D/transformer/model" --component transformer \
+    --inputs "$D/transformer/gridA.inputs.safetensors" --out "$T/gridAu.safetensors"
+compare "transformer/gridA.output.safetensors" "$T/gridAu.safetensors"
+expect_status 0 env LATENTQ_NN_UNFUSED_ATTENTION=1 LATENTQ_NN_SCORES_BUDGET=1 \
+    "$LATENTQ" forward --model "$D/transformer/model" --component transformer \
     --inputs "$D/transformer/gridB.inputs.safetensors" --out "$T/gridB1.safetensors"
 compare "transformer/gridB.output.safetensors" "$T/gridB1.safetensors"
 
