@@ -58,6 +58,13 @@ expect_status 0 "$LATENTQ" forward --model "$V/model" --component vae-decoder \
     --inputs "$V/decode.inject_noise.safetensors" --seed 7 --out "$T/seedfile.st"
 compare "vae/vae091/decode.output.safetensors" "$T/seedfile.st"
 
+# The text encoder (T5, the text module's) through the same command, with
+# the attention mask as given (the pipeline itself runs it without).
+expect_status 0 "$LATENTQ" forward --model "$D/t5/model" --component text-encoder \
+    --inputs "$D/t5/inputs.safetensors" --out "$T/t5.safetensors"
+compare t5/outputs.safetensors "$T/t5.safetensors" \
+    last_hidden_state_masked:last_hidden_state
+
 # Errors name the input: a missing injected-noise field, a missing input.
 expect_status 65 "$LATENTQ" forward --model "$D/vae/vae091/model/vae" \
     --component vae-decoder --inputs "$D/vae/vae091/decode.inputs.safetensors" \
