@@ -5,7 +5,7 @@ liblatentq_a_SOURCES += \
 	src/text/spm.cc src/text/spm.h \
 	src/text/tokenizer.c src/text/tokenizer.h \
 	src/text/prompt.c src/text/prompt.h \
-	src/text/prompt_t5.c src/text/prompt_store.c \
+	src/text/prompt_t5.c src/text/prompt_store.c src/text/prompt_file.c \
 	src/nn/t5.c src/nn/t5.h
 
 # Programs that link the SentencePiece shim need the C++ driver.

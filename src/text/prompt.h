@@ -128,6 +128,35 @@ enum lq_status text_prompt_encode(struct text_tokenizer *tok,
 /* Releases the arrays of `e` and zeroes it. */
 void text_prompt_embeds_release(struct text_prompt_embeds *e);
 
+/*
+ * `prompt_embeds: FILE` in a job: precomputed embeddings replacing the text
+ * encoder, named as LTXPipeline's arguments.  The file holds
+ * prompt_embeds [B, T, D] (F32/F16/BF16) and prompt_attention_mask [B, T]
+ * (any integer, bool or float dtype; nonzero = 1), optionally
+ * negative_prompt_embeds and negative_prompt_attention_mask of the same
+ * shapes (LTXPipeline.check_inputs' rules).  B videos render in one batch.
+ */
+struct text_prompt_file {
+	int B, T, D;
+	float *prompt_embeds;			/* [B, T, D] */
+	int64_t *prompt_attention_mask;		/* [B, T] */
+	float *negative_prompt_embeds;		/* [B, T, D] or NULL */
+	int64_t *negative_prompt_attention_mask;	/* [B, T] or NULL */
+};
+
+/*
+ * Reads and checks such a file.  Errors (LQ_FAILED, err->file = path,
+ * err->field = the tensor): safetensors' LQ-ST-* codes; LQ-EMB-001
+ * prompt_embeds missing, or an embeds tensor without its mask (upstream:
+ * "Must provide `prompt_attention_mask` when specifying `prompt_embeds`");
+ * LQ-EMB-002 wrong rank or dtype; LQ-EMB-003 shapes that disagree.  If
+ * `d_model` > 0 the last dim must equal it (the transformer's
+ * caption_channels).  On error *out is zeroed.
+ */
+enum lq_status text_prompt_file_load(const char *path, int d_model,
+    struct text_prompt_file *out, struct lq_error *err);
+void text_prompt_file_release(struct text_prompt_file *f);
+
 /* BLAKE2b-256 hex of T padded ids as little-endian int64 bytes: the cache's
  * token-ids key. */
 void text_prompt_ids_digest(const int64_t *ids, int T,

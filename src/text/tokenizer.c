@@ -561,7 +561,9 @@ text_tokenizer_encode(struct text_tokenizer *tok, const char *prompt,
 	out->input_ids = xmalloc((size_t)max_length * sizeof(int64_t));
 	out->attention_mask = xmalloc((size_t)max_length * sizeof(int64_t));
 	int n = keep;
-	memcpy(out->input_ids, ids.v, (size_t)keep * sizeof(int64_t));
+	if (keep > 0) {
+		memcpy(out->input_ids, ids.v, (size_t)keep * sizeof(int64_t));
+	}
 	if (!(n > 0 && out->input_ids[n - 1] == tok->eos_id)) {
 		out->input_ids[n++] = tok->eos_id;
 	}

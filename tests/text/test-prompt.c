@@ -155,6 +155,102 @@ check_golden_ids(struct text_tokenizer *tok, const char *dir)
 	st_file_close(f);
 }
 
+/* prompt_embeds: FILE — the pipeline golden itself, then bad files. */
+static void
+check_prompt_file(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	struct text_prompt_file pf;
+	char *golden = data_path("goldens/ltxv-demo/pipeline/demoA/inputs.safetensors");
+	CHECK_INT(text_prompt_file_load(golden, 64, &pf, &err), LQ_OK);
+	CHECK_INT(pf.B, 1);
+	CHECK_INT(pf.T, 128);
+	CHECK_INT(pf.D, 64);
+	CHECK(pf.negative_prompt_embeds != NULL);
+	struct st_file *f = NULL;
+	CHECK_INT(st_file_open(golden, &f, &err), LQ_OK);
+	if (f != NULL && pf.prompt_embeds != NULL) {
+		float *g = st_tensor_to_f32(st_file_find(f, "prompt_embeds"));
+		CHECK(memcmp(g, pf.prompt_embeds, 128 * 64 * sizeof(float)) == 0);
+		free(g);
+		CHECK(memcmp(st_file_find(f, "negative_prompt_attention_mask")->data,
+		    pf.negative_prompt_attention_mask, 128 * sizeof(int64_t)) == 0);
+	}
+	st_file_close(f);
+	text_prompt_file_release(&pf);
+	CHECK_INT(text_prompt_file_load(golden, 4096, &pf, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-EMB-003");
+	free(golden);
+
+	char tmpl[] = "/tmp/lq-emb-XXXXXX";
+	CHECK(mkdtemp(tmpl) != NULL);
+	char *path = xasprintf("%s/e.safetensors", tmpl);
+	float emb[2 * 3 * 4];
+	for (int i = 0; i < 24; i++) {
+		emb[i] = 0.25f * (float)i;
+	}
+	uint8_t mask[6] = { 1, 1, 0, 1, 0, 0 };
+	const int64_t s3[3] = { 2, 3, 4 }, s2[2] = { 2, 3 };
+
+	/* BF16 embeds + BOOL mask, B = 2, no negative: fine */
+	struct st_writer *w = st_writer_new();
+	st_writer_add_f32(w, "prompt_embeds", ST_BF16, 3, s3, emb);
+	st_writer_add(w, "prompt_attention_mask", ST_BOOL, 2, s2, mask);
+	CHECK_INT(st_writer_write(w, path, &err), LQ_OK);
+	st_writer_free(w);
+	CHECK_INT(text_prompt_file_load(path, 0, &pf, &err), LQ_OK);
+	CHECK_INT(pf.B, 2);
+	CHECK(pf.negative_prompt_embeds == NULL);
+	CHECK(pf.prompt_embeds != NULL && pf.prompt_embeds[5] == 1.25f);
+	CHECK(pf.prompt_attention_mask != NULL &&
+	    pf.prompt_attention_mask[2] == 0 && pf.prompt_attention_mask[3] == 1);
+	text_prompt_file_release(&pf);
+
+	/* embeds without mask */
+	w = st_writer_new();
+	st_writer_add_f32(w, "prompt_embeds", ST_F32, 3, s3, emb);
+	CHECK_INT(st_writer_write(w, path, &err), LQ_OK);
+	st_writer_free(w);
+	CHECK_INT(text_prompt_file_load(path, 0, &pf, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-EMB-001");
+	CHECK_STR(err.field, "prompt_attention_mask");
+
+	/* negative of another length */
+	w = st_writer_new();
+	st_writer_add_f32(w, "prompt_embeds", ST_F32, 3, s3, emb);
+	st_writer_add(w, "prompt_attention_mask", ST_U8, 2, s2, mask);
+	st_writer_add_f32(w, "negative_prompt_embeds", ST_F32, 3,
+	    (int64_t[]){ 2, 2, 4 }, emb);
+	st_writer_add(w, "negative_prompt_attention_mask", ST_U8, 2,
+	    (int64_t[]){ 2, 2 }, mask);
+	CHECK_INT(st_writer_write(w, path, &err), LQ_OK);
+	st_writer_free(w);
+	CHECK_INT(text_prompt_file_load(path, 0, &pf, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-EMB-003");
+	CHECK_STR(err.field, "negative_prompt_embeds");
+	printf("bad prompt_embeds file: %s\n", err.message);
+
+	/* no prompt_embeds at all; integer embeds */
+	w = st_writer_new();
+	st_writer_add(w, "prompt_embeds", ST_I64, 2, s2, (int64_t[6]){ 0 });
+	st_writer_add(w, "prompt_attention_mask", ST_U8, 2, s2, mask);
+	CHECK_INT(st_writer_write(w, path, &err), LQ_OK);
+	st_writer_free(w);
+	CHECK_INT(text_prompt_file_load(path, 0, &pf, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-EMB-002");
+	w = st_writer_new();
+	st_writer_add(w, "other", ST_U8, 2, s2, mask);
+	CHECK_INT(st_writer_write(w, path, &err), LQ_OK);
+	st_writer_free(w);
+	CHECK_INT(text_prompt_file_load(path, 0, &pf, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-EMB-001");
+	CHECK_STR(err.field, "prompt_embeds");
+	unlink(path);
+	rmdir(tmpl);
+	free(path);
+}
+
 int
 main(void)
 {
@@ -336,6 +432,7 @@ main(void)
 
 	check_golden_ids(tok, "goldens/ltxv-demo/pipeline/demoA");
 	check_golden_ids(tok, "goldens/ltxv-demo/pipeline/demoB");
+	check_prompt_file();
 
 	text_tokenizer_free(tok);
 	return test_summary();
