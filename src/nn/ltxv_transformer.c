@@ -50,7 +50,7 @@ struct ltxv_transformer {
 	struct gpu_tensor scale_shift_table;	/* [2, D] */
 	struct ltxv_block *blocks;
 	struct gpu_cmd *cmd;
-	int fused_attention;	/* LATENTQ_NN_FUSED_ATTENTION=1 */
+	int fused_attention;	/* 0 with LATENTQ_NN_UNFUSED_ATTENTION=1 */
 	int64_t scores_budget;	/* floats, see heads_per_chunk */
 	/* reserved */
 	struct gpu_pool *pool;
@@ -249,9 +249,9 @@ ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
 	if (st != LQ_OK)
 		goto fail;
 	{
-		const char *e = getenv("LATENTQ_NN_FUSED_ATTENTION");
+		const char *e = getenv("LATENTQ_NN_UNFUSED_ATTENTION");
 
-		m->fused_attention = e != NULL && strcmp(e, "1") == 0;
+		m->fused_attention = !(e != NULL && strcmp(e, "1") == 0);
 		e = getenv("LATENTQ_NN_SCORES_BUDGET");
 		m->scores_budget = e && atoll(e) > 0 ? atoll(e) : SCORES_BUDGET;
 	}
@@ -302,7 +302,7 @@ pool_bytes(const struct ltxv_transformer *m, int B, int N, int T)
 	floats += 6 * b * n * D;		/* norm, q, k, v, attn, proj */
 	floats += 2 * b * t * D;		/* cross k, v */
 	floats += b * n * ff;			/* ff hidden */
-	{
+	if (!m->fused_attention) {
 		size_t nk = n > t ? n : t, H = (size_t)m->cfg.num_attention_heads;
 
 		/* unfused attention: q, k, v, o per head, one chunk of
@@ -412,10 +412,10 @@ flat_view(const struct gpu_tensor *store, int ndim, const int64_t *shape)
 /*
  * softmax(scale · q kᵀ + key_bias) v per head, for q [B, Nq, H·Dh],
  * k/v [B, Nk, H·Dh], into o [B, Nq, H·Dh] (F.scaled_dot_product_attention
- * with an additive mask).  Built from head-major copies, two batched
- * matmuls and a softmax: ops_attention (the fused kernel) does not finish
- * compiling on lavapipe with these shapes, so it is used only when
- * LATENTQ_NN_FUSED_ATTENTION=1.
+ * with an additive mask).  The fused kernel ops_attention by default;
+ * with LATENTQ_NN_UNFUSED_ATTENTION=1, head-major copies, two batched
+ * matmuls and a softmax over scores held for `sc->hc` heads at a time (a
+ * cross-check of the kernel, and a fallback for a driver it troubles).
  */
 static enum lq_status
 sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o,
@@ -679,7 +679,8 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	POOL(k2, B, T, D);
 	POOL(v2, B, T, D);
 	POOL(ffh, B, N, m->ff_dim);
-	{
+	memset(&sc, 0, sizeof(sc));
+	if (!m->fused_attention) {
 		int64_t NK = N > T ? N : T, H = c->num_attention_heads;
 
 		POOL(sc.qh, B * N * D);

@@ -20,9 +20,14 @@ for g in gridA gridB; do
 	compare "transformer/$g.output.safetensors" "$T/$g.safetensors"
 done
 
-# Attention scores in chunks of one head (the path long videos take).
-expect_status 0 env LATENTQ_NN_SCORES_BUDGET=1 "$LATENTQ" forward \
+# The unfused attention (matmuls + softmax): all heads at once, and in
+# chunks of one head.
+expect_status 0 env LATENTQ_NN_UNFUSED_ATTENTION=1 "$LATENTQ" forward \
     --model "$D/transformer/model" --component transformer \
+    --inputs "$D/transformer/gridA.inputs.safetensors" --out "$T/gridAu.safetensors"
+compare "transformer/gridA.output.safetensors" "$T/gridAu.safetensors"
+expect_status 0 env LATENTQ_NN_UNFUSED_ATTENTION=1 LATENTQ_NN_SCORES_BUDGET=1 \
+    "$LATENTQ" forward --model "$D/transformer/model" --component transformer \
     --inputs "$D/transformer/gridB.inputs.safetensors" --out "$T/gridB1.safetensors"
 compare "transformer/gridB.output.safetensors" "$T/gridB1.safetensors"
 
@@ -52,6 +57,13 @@ expect_status 0 "$LATENTQ" forward --model "$V/model" --component vae-decoder \
     --inputs "$V/decode.inputs.safetensors" \
     --inputs "$V/decode.inject_noise.safetensors" --seed 7 --out "$T/seedfile.st"
 compare "vae/vae091/decode.output.safetensors" "$T/seedfile.st"
+
+# The text encoder (T5, the text module's) through the same command, with
+# the attention mask as given (the pipeline itself runs it without).
+expect_status 0 "$LATENTQ" forward --model "$D/t5/model" --component text-encoder \
+    --inputs "$D/t5/inputs.safetensors" --out "$T/t5.safetensors"
+compare t5/outputs.safetensors "$T/t5.safetensors" \
+    last_hidden_state_masked:last_hidden_state
 
 # Errors name the input: a missing injected-noise field, a missing input.
 expect_status 65 "$LATENTQ" forward --model "$D/vae/vae091/model/vae" \
