@@ -43,17 +43,6 @@ job_state_parse(const char *name, enum job_state *out)
 	return -1;
 }
 
-/* Runs a statement to completion; for INSERT/UPDATE/DELETE. */
-static enum lq_status
-step_done(struct store *st, sqlite3_stmt *s, const char *what,
-    struct lq_error *err)
-{
-	int rc = sqlite3_step(s);
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_sql_error(st, what, err);
-	return LQ_OK;
-}
 
 enum lq_status
 store_add_request(struct store *st, const struct store_request *req,
@@ -70,7 +59,7 @@ store_add_request(struct store *st, const struct store_request *req,
 	sqlite3_bind_int(s, 4, req->line);
 	store_bind_text(s, 5, req->request_json);
 	sqlite3_bind_double(s, 6, util_now());
-	enum lq_status r = step_done(st, s, "INSERT requests", err);
+	enum lq_status r = store_step_done(st, s, "INSERT requests", err);
 	if (r == LQ_OK)
 		*id = sqlite3_last_insert_rowid(st->db);
 	return r;
@@ -89,7 +78,7 @@ store_add_event(struct store *st, int64_t job_id, const char *kind,
 	sqlite3_bind_double(s, 2, util_now());
 	store_bind_text(s, 3, kind);
 	store_bind_text(s, 4, detail);
-	return step_done(st, s, "INSERT events", err);
+	return store_step_done(st, s, "INSERT events", err);
 }
 
 enum lq_status
@@ -129,7 +118,7 @@ store_add_job(struct store *st, const struct store_job_new *job, int64_t *id,
 		sqlite3_bind_double(s, 15, now);
 	else
 		sqlite3_bind_null(s, 15);
-	if ((r = step_done(st, s, "INSERT jobs", err)) != LQ_OK) {
+	if ((r = store_step_done(st, s, "INSERT jobs", err)) != LQ_OK) {
 		store_rollback(st);
 		return r;
 	}
@@ -389,7 +378,7 @@ reap_leases(struct store *st, struct lq_error *err)
 		sqlite3_bind_double(u, 2, t);
 		sqlite3_bind_double(u, 3, t);
 		sqlite3_bind_int64(u, 4, ids[i]);
-		enum lq_status r = step_done(st, u, "UPDATE jobs", err);
+		enum lq_status r = store_step_done(st, u, "UPDATE jobs", err);
 		if (r != LQ_OK)
 			return r;
 		char detail[96];
@@ -455,7 +444,7 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 	sqlite3_bind_double(s, 3, now);
 	sqlite3_bind_int64(s, 4, id);
 	char *detail = xasprintf("{\"owner\":\"%s\"}", owner);
-	if ((r = step_done(st, s, "UPDATE jobs", err)) != LQ_OK ||
+	if ((r = store_step_done(st, s, "UPDATE jobs", err)) != LQ_OK ||
 	    (r = store_add_event(st, id, "claimed", detail, err)) != LQ_OK ||
 	    (r = store_get_job(st, id, out, err)) != LQ_OK) {
 		free(detail);
@@ -564,7 +553,7 @@ store_set_progress(struct store *st, int64_t id, const char *phase, int step,
 	sqlite3_bind_int(s, 3, total_steps);
 	sqlite3_bind_double(s, 4, util_now());
 	sqlite3_bind_int64(s, 5, id);
-	return step_done(st, s, "UPDATE jobs", err);
+	return store_step_done(st, s, "UPDATE jobs", err);
 }
 
 enum lq_status
@@ -578,7 +567,7 @@ store_set_output(struct store *st, int64_t id, const char *output_path,
 	store_bind_text(s, 1, output_path);
 	sqlite3_bind_double(s, 2, util_now());
 	sqlite3_bind_int64(s, 3, id);
-	return step_done(st, s, "UPDATE jobs", err);
+	return store_step_done(st, s, "UPDATE jobs", err);
 }
 
 enum lq_status
@@ -592,7 +581,7 @@ store_pin_model_digest(struct store *st, int64_t id, const char *digest,
 		return err->status;
 	store_bind_text(s, 1, digest);
 	sqlite3_bind_int64(s, 2, id);
-	return step_done(st, s, "UPDATE jobs", err);
+	return store_step_done(st, s, "UPDATE jobs", err);
 }
 
 /* Wraps "UPDATE + event" in one transaction. */

@@ -10,15 +10,6 @@
 #include "store/models.h"
 #include "store/store-int.h"
 
-static enum lq_status
-step_done(struct store *st, sqlite3_stmt *s, const char *what, struct lq_error *err)
-{
-	int rc = sqlite3_step(s);
-	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_sql_error(st, what, err);
-	return LQ_OK;
-}
 
 enum lq_status
 store_get_file_hash(struct store *st, const char *path, int64_t size, int64_t mtime_ns,
@@ -65,7 +56,7 @@ store_put_file_hash(struct store *st, const char *path, int64_t size, int64_t mt
 	sqlite3_bind_int64(s, 4, inode);
 	store_bind_text(s, 5, hex);
 	sqlite3_bind_double(s, 6, util_now());
-	return step_done(st, s, "INSERT file_hashes", err);
+	return store_step_done(st, s, "INSERT file_hashes", err);
 }
 
 int
@@ -123,7 +114,7 @@ put_files(struct store *st, int64_t id, const struct store_model_file *files, si
 	if (s == NULL)
 		return err->status;
 	sqlite3_bind_int64(s, 1, id);
-	if (step_done(st, s, "DELETE model_files", err) != LQ_OK)
+	if (store_step_done(st, s, "DELETE model_files", err) != LQ_OK)
 		return err->status;
 	for (size_t i = 0; i < n; i++) {
 		s = store_prepare_cached(st,
@@ -137,7 +128,7 @@ put_files(struct store *st, int64_t id, const struct store_model_file *files, si
 		sqlite3_bind_int64(s, 4, files[i].mtime_ns);
 		sqlite3_bind_int64(s, 5, files[i].inode);
 		store_bind_text(s, 6, files[i].blake2b);
-		if (step_done(st, s, "INSERT model_files", err) != LQ_OK)
+		if (store_step_done(st, s, "INSERT model_files", err) != LQ_OK)
 			return err->status;
 	}
 	return LQ_OK;
@@ -186,7 +177,7 @@ store_put_model(struct store *st, const struct store_model *m, int64_t *id,
 	store_bind_text(s, 4, m->config_json);
 	store_bind_text(s, 5, m->digest);
 	sqlite3_bind_double(s, 6, util_now());
-	if (step_done(st, s, "INSERT models", err) != LQ_OK)
+	if (store_step_done(st, s, "INSERT models", err) != LQ_OK)
 		goto fail;
 	s = store_prepare_cached(st, "SELECT id FROM models WHERE path = ?", err);
 	if (s == NULL)
@@ -221,7 +212,7 @@ store_update_model_files(struct store *st, int64_t id, const char *digest,
 		goto fail;
 	store_bind_text(s, 1, digest);
 	sqlite3_bind_int64(s, 2, id);
-	if (step_done(st, s, "UPDATE models", err) != LQ_OK ||
+	if (store_step_done(st, s, "UPDATE models", err) != LQ_OK ||
 	    put_files(st, id, files, n, err) != LQ_OK || store_commit(st, err) != LQ_OK)
 		goto fail;
 	return LQ_OK;

@@ -46,6 +46,13 @@ sqlite3_stmt *store_prepare_cached(struct store *st, const char *sql,
 /* Resets a cached statement and clears its bindings for the next use. */
 void store_done(sqlite3_stmt *s);
 
+/*
+ * Steps a cached statement that returns no rows (INSERT, UPDATE, DELETE)
+ * to completion and releases it; `what` names it in the error.
+ */
+enum lq_status store_step_done(struct store *st, sqlite3_stmt *s,
+    const char *what, struct lq_error *err);
+
 /* Executes SQL text without results. */
 enum lq_status store_exec(struct store *st, const char *sql,
     struct lq_error *err);

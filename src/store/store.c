@@ -87,6 +87,17 @@ store_done(sqlite3_stmt *s)
 }
 
 enum lq_status
+store_step_done(struct store *st, sqlite3_stmt *s, const char *what,
+    struct lq_error *err)
+{
+	int rc = sqlite3_step(s);
+	store_done(s);
+	if (rc != SQLITE_DONE)
+		return store_sql_error(st, what, err);
+	return LQ_OK;
+}
+
+enum lq_status
 store_exec(struct store *st, const char *sql, struct lq_error *err)
 {
 	char *msg = NULL;
