@@ -228,6 +228,14 @@ enum lq_status
 ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
     struct ltxv_transformer **out, struct lq_error *err)
 {
+	return ltxv_transformer_load_fused(ctx, dir, NULL, out, err);
+}
+
+enum lq_status
+ltxv_transformer_load_fused(struct gpu_ctx *ctx, const char *dir,
+    struct nn_lora_set *loras, struct ltxv_transformer **out,
+    struct lq_error *err)
+{
 	struct ltxv_transformer *m = xcalloc(1, sizeof(*m));
 	enum lq_status st;
 
@@ -239,7 +247,7 @@ ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
 	m->D = m->cfg.num_attention_heads * m->cfg.attention_head_dim;
 	m->ff_act = strcmp(m->cfg.activation_fn, "gelu") == 0 ?
 	    OPS_ACT_GELU : OPS_ACT_GELU_TANH;
-	st = nn_weights_load(ctx, dir, NULL, &m->w, err);
+	st = nn_weights_load_fused(ctx, dir, NULL, loras, &m->w, err);
 	if (st != LQ_OK)
 		goto fail;
 	st = load_weights(m, err);

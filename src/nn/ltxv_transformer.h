@@ -42,6 +42,16 @@ struct ltxv_transformer;
 enum lq_status ltxv_transformer_load(struct gpu_ctx *ctx, const char *dir,
     struct ltxv_transformer **out, struct lq_error *err);
 
+/*
+ * ltxv_transformer_load with LoRAs fused into its weights at load
+ * (diffusers' LTXVideoLoraLoaderMixin.load_lora_weights + fuse_lora; see
+ * nn/weights.h).  loras->fused gets the number of pairs applied.
+ */
+struct nn_lora_set;
+enum lq_status ltxv_transformer_load_fused(struct gpu_ctx *ctx,
+    const char *dir, struct nn_lora_set *loras,
+    struct ltxv_transformer **out, struct lq_error *err);
+
 void ltxv_transformer_free(struct ltxv_transformer *m);
 
 /* The parsed config (borrowed). */

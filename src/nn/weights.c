@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "model/lora.h"
 #include "nn/weights.h"
 
 struct nn_weight_entry {
@@ -57,6 +58,26 @@ enum lq_status
 nn_weights_load(struct gpu_ctx *ctx, const char *path, const char *prefix,
     struct nn_weights **out, struct lq_error *err)
 {
+	return nn_weights_load_fused(ctx, path, prefix, NULL, out, err);
+}
+
+/* Does a LoRA of the set change this tensor? */
+static int
+lora_targets(const struct nn_lora_set *ls, const struct st_tensor *t)
+{
+	if (ls == NULL || t->ndim != 2)
+		return 0;
+	for (size_t i = 0; i < ls->n; i++)
+		if (lora_find(ls->loras[i], t->name) != NULL)
+			return 1;
+	return 0;
+}
+
+enum lq_status
+nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
+    const char *prefix, struct nn_lora_set *loras, struct nn_weights **out,
+    struct lq_error *err)
+{
 	const struct device_caps *caps = gpu_ctx_caps(ctx);
 	struct nn_weights *w = xcalloc(1, sizeof(*w));
 	size_t plen = prefix ? strlen(prefix) : 0, n, align, cap;
@@ -93,6 +114,8 @@ nn_weights_load(struct gpu_ctx *ctx, const char *path, const char *prefix,
 			continue;
 		if (!gpu_dtype_of(t->dtype, &gd))
 			continue;
+		if (lora_targets(loras, t))
+			gd = GPU_F32;	/* fused in float32 */
 		bytes = (size_t)st_tensor_numel(t) * gpu_dtype_size(gd);
 		if (bytes == 0)
 			continue;
@@ -146,7 +169,14 @@ nn_weights_load(struct gpu_ctx *ctx, const char *path, const char *prefix,
 		}
 		en->t = gpu_tensor_make(w->bufs[bufidx[e]], offs[e], en->t.dtype,
 		    nd, shape);
-		if (t->dtype == ST_F64) {
+		if (lora_targets(loras, t)) {
+			float *f = st_tensor_to_f32(t);
+
+			loras->fused += lora_fuse_weight(loras->loras, loras->scales,
+			    loras->n, t->name, f, t->shape[0], t->shape[1]);
+			st = gpu_tensor_upload(ctx, &en->t, f, err);
+			free(f);
+		} else if (t->dtype == ST_F64) {
 			float *f = st_tensor_to_f32(t);
 
 			st = gpu_tensor_upload(ctx, &en->t, f, err);

@@ -31,6 +31,24 @@ struct nn_weights;
  * LQ_RETRY (LQ-GPU-OOM) when the device is out of memory.  On error *out is
  * NULL and nothing is left allocated.
  */
+/*
+ * LoRAs to fuse into a component's weights at load: every 2-D weight that
+ * one of them changes is read as float32, fused on the CPU
+ * (model/lora.h lora_fuse_weight: W += scale * alpha/r * B @ A) and
+ * uploaded as F32.  Borrowed for the call.
+ */
+struct nn_lora_set {
+	struct lora *const *loras;
+	const double *scales;
+	size_t n;
+	int fused;		/* out: LoRA pairs applied */
+};
+
+/* nn_weights_load with LoRAs fused (loras may be NULL). */
+enum lq_status nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
+    const char *prefix, struct nn_lora_set *loras, struct nn_weights **out,
+    struct lq_error *err);
+
 enum lq_status nn_weights_load(struct gpu_ctx *ctx, const char *path,
     const char *prefix, struct nn_weights **out, struct lq_error *err);
 

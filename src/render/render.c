@@ -41,6 +41,8 @@
 #include "nn/ltxv_vae.h"
 #include "nn/t5.h"
 #include "model/hash.h"
+#include "model/lora.h"
+#include "nn/weights.h"
 #include "store/models.h"
 #include "render/render.h"
 #include "sampler/latents.h"
@@ -578,9 +580,39 @@ static enum lq_status
 load_networks(struct render *r, struct lq_error *err)
 {
 	enum lq_status s;
-	if ((s = ltxv_transformer_load(r->gpu, r->dm->transformer.dir,
-	    &r->transformer, err)) != LQ_OK)
+	/* loras: [{path, scale}] fused into the transformer at load */
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(r->config, "loras");
+	size_t nl = (size_t)cJSON_GetArraySize(list);
+	struct lora **loras = xcalloc(nl + 1, sizeof(*loras));
+	double *scales = xcalloc(nl + 1, sizeof(*scales));
+	size_t opened = 0;
+	s = LQ_OK;
+	for (size_t i = 0; i < nl && s == LQ_OK; i++) {
+		const cJSON *e = cJSON_GetArrayItem(list, (int)i);
+		char *p = job_path(r, json_get_string(e, "path", ""));
+		scales[i] = json_get_number(e, "scale", 1.0);
+		if ((s = lora_open(p, &loras[i], err)) == LQ_OK)
+			opened++;
+		free(p);
+	}
+	struct nn_lora_set ls = {loras, scales, opened, 0};
+	if (s == LQ_OK)
+		s = ltxv_transformer_load_fused(r->gpu, r->dm->transformer.dir,
+		    nl > 0 ? &ls : NULL, &r->transformer, err);
+	for (size_t i = 0; i < opened; i++)
+		lora_free(loras[i]);
+	free(loras);
+	free(scales);
+	if (s != LQ_OK)
 		return s;
+	if (nl > 0) {
+		char detail[64];
+		snprintf(detail, sizeof(detail), "{\"loras\":%zu,\"pairs_fused\":%d}",
+		    nl, ls.fused);
+		if ((s = store_add_event(r->st, r->job->id, "lora_fused", detail,
+		    err)) != LQ_OK)
+			return s;
+	}
 	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
 		return s;
 	int rows = r->cfg ? 2 * r->B : r->B;

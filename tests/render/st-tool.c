@@ -6,8 +6,13 @@
  *                                     max abs and max rel error
  *   st-tool merge OUT IN...           one file holding every tensor of the
  *                                     inputs (first wins on a name clash)
+ *   st-tool lora OUT MODULE OUT IN R  a PEFT-format LoRA for one Linear of a
+ *                                     transformer (keys
+ *                                     transformer.MODULE.lora_{A,B}.weight),
+ *                                     deterministic values in [-0.05, 0.05]
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,13 +122,51 @@ do_merge(const char *out, int n, char **in)
 	return rc;
 }
 
+static int
+do_lora(const char *out, const char *module, int64_t n_out, int64_t n_in,
+    int64_t rank)
+{
+	uint32_t x = 12345;
+	float *a = xmalloc((size_t)(rank * n_in) * sizeof(float));
+	float *b = xmalloc((size_t)(n_out * rank) * sizeof(float));
+	for (int64_t i = 0; i < rank * n_in; i++) {
+		x = x * 1664525u + 1013904223u;
+		a[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.1f;
+	}
+	for (int64_t i = 0; i < n_out * rank; i++) {
+		x = x * 1664525u + 1013904223u;
+		b[i] = ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.1f;
+	}
+	struct st_writer *w = st_writer_new();
+	char *ka = xasprintf("transformer.%s.lora_A.weight", module);
+	char *kb = xasprintf("transformer.%s.lora_B.weight", module);
+	int64_t sa[2] = {rank, n_in}, sb[2] = {n_out, rank};
+	st_writer_add(w, ka, ST_F32, 2, sa, a);
+	st_writer_add(w, kb, ST_F32, 2, sb, b);
+	struct lq_error err;
+	error_clear(&err);
+	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
+	if (rc)
+		error_print(&err, stderr);
+	st_writer_free(w);
+	free(ka);
+	free(kb);
+	free(a);
+	free(b);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc == 7 && strcmp(argv[1], "lora") == 0)
+		return do_lora(argv[2], argv[3], atoll(argv[4]), atoll(argv[5]),
+		    atoll(argv[6]));
 	if (argc == 6 && strcmp(argv[1], "diff") == 0)
 		return do_diff(argv[2], argv[3], argv[4], atof(argv[5]));
 	if (argc >= 4 && strcmp(argv[1], "merge") == 0)
 		return do_merge(argv[2], argc - 3, argv + 3);
-	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN...\n");
+	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
+	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }
