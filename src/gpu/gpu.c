@@ -166,6 +166,14 @@ vk_fail(struct lq_error *err, VkResult r, const char *fmt, ...)
 }
 
 enum lq_status
+gpu_vk_result_status(int vkresult, const char *what, struct lq_error *err)
+{
+	if (vkresult == VK_SUCCESS)
+		return LQ_OK;
+	return vk_fail(err, (VkResult)vkresult, "%s", what);
+}
+
+enum lq_status
 gpu_cmd_fail(struct gpu_cmd *cmd, enum lq_status st, const char *code,
     const char *fmt, ...)
 {

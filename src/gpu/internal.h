@@ -118,6 +118,14 @@ enum lq_status gpu_cmd_dispatch_tex(struct gpu_cmd *cmd, enum gpu_kernel k,
     const enum gpu_texfmt *texfmt, const void *push, uint32_t gx,
     uint32_t gy, uint32_t gz, const char *op);
 
+/*
+ * The graded status of a VkResult (as int, so callers need no vulkan.h),
+ * filling err with "<what> failed: VK_ERROR_..." — device loss and memory
+ * exhaustion are LQ_RETRY.  Exposed for tests.
+ */
+enum lq_status gpu_vk_result_status(int vkresult, const char *what,
+    struct lq_error *err);
+
 /* Splits `groups` into gx × gy within maxComputeWorkGroupCount. */
 void gpu_cmd_grid(const struct gpu_cmd *cmd, uint64_t groups, uint32_t *gx,
     uint32_t *gy);

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "gpu/gpu.h"
+#include "gpu/internal.h"
 #include "gpu/ops.h"
 #include "tests/test.h"
 
@@ -347,6 +348,32 @@ test_staging(void)
 	unsetenv("LATENTQ_GPU_FORCE_STAGING");
 }
 
+/* Device loss and memory exhaustion grade as retryable, naming the call.
+ * (VkResult values from the Vulkan ABI.) */
+static void
+test_vk_status(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	CHECK_INT(gpu_vk_result_status(0, "vkQueueSubmit", &err), LQ_OK);
+	CHECK_INT(gpu_vk_result_status(-4, "vkQueueSubmit(3 dispatches)", &err),
+	    LQ_RETRY);
+	CHECK_STR(err.code, "LQ-GPU-LOST");
+	CHECK_CONTAINS(err.message, "vkQueueSubmit(3 dispatches) failed");
+	CHECK_CONTAINS(err.message, "VK_ERROR_DEVICE_LOST");
+	error_clear(&err);
+	CHECK_INT(gpu_vk_result_status(-2, "vkAllocateMemory(1024 bytes)", &err),
+	    LQ_RETRY);
+	CHECK_STR(err.code, "LQ-GPU-OOM");
+	CHECK_CONTAINS(err.message, "VK_ERROR_OUT_OF_DEVICE_MEMORY");
+	error_clear(&err);
+	CHECK_INT(gpu_vk_result_status(-1, "vkCreateBuffer", &err), LQ_RETRY);
+	error_clear(&err);
+	CHECK_INT(gpu_vk_result_status(-3, "vkCreateDevice", &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-GPU-VK");
+	CHECK_CONTAINS(err.message, "VK_ERROR_INITIALIZATION_FAILED");
+}
+
 static void
 test_half(void)
 {
@@ -378,6 +405,7 @@ main(void)
 		return 77;
 	}
 	test_half();
+	test_vk_status();
 	test_caps_json(&all[0]);
 	test_device_choice();
 	test_buffers_pool();
