@@ -7,3 +7,19 @@ EXTRA_DIST += tests/bench/bench-queue.sh
 bench_SCRIPTS_LIST += tests/bench/bench-queue.sh
 EXTRA_DIST += tests/bench/bench-render.sh
 bench_SCRIPTS_LIST += tests/bench/bench-render.sh
+
+# The demo manifest and its model, installed under $(pkgdatadir)/jobs/.
+nobase_dist_pkgdata_DATA = jobs/demo.yaml \
+	jobs/models/ltxv-demo/PROVENANCE.md \
+	jobs/models/ltxv-demo/README.md \
+	jobs/models/ltxv-demo/model_index.json \
+	jobs/models/ltxv-demo/scheduler/scheduler_config.json \
+	jobs/models/ltxv-demo/text_encoder/config.json \
+	jobs/models/ltxv-demo/text_encoder/model.safetensors \
+	jobs/models/ltxv-demo/tokenizer/special_tokens_map.json \
+	jobs/models/ltxv-demo/tokenizer/spiece.model \
+	jobs/models/ltxv-demo/tokenizer/tokenizer_config.json \
+	jobs/models/ltxv-demo/transformer/config.json \
+	jobs/models/ltxv-demo/transformer/diffusion_pytorch_model.safetensors \
+	jobs/models/ltxv-demo/vae/config.json \
+	jobs/models/ltxv-demo/vae/diffusion_pytorch_model.safetensors
