@@ -157,8 +157,8 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 			argv[a++] = "--device";
 			argv[a++] = opt->device;
 		}
-		if (opt->verbose > 0)
-			argv[a++] = "-v";
+		for (int v = 0; v < opt->verbose && v < 2; v++)
+			argv[a++] = "-v";	/* the same verbosity in the child */
 		argv[a++] = "exec-job";
 		argv[a++] = "--owner";
 		argv[a++] = owner;

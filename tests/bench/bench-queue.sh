@@ -7,7 +7,7 @@ T=$(mktemp -d /tmp/latentq-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 {
 	echo "version: 1"
-	echo "defaults: {model: m, height: 64, width: 64, num_frames: 9, num_inference_steps: 20}"
+	echo "defaults: {model: $(cd "${top_srcdir:-.}" && pwd)/jobs/models/ltxv-demo, height: 64, width: 64, num_frames: 9, num_inference_steps: 20}"
 	echo "jobs:"
 	i=0
 	while [ $i -lt 10000 ]; do
