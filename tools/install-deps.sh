@@ -12,4 +12,4 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	libvulkan-dev mesa-vulkan-drivers glslc vulkan-validationlayers \
 	libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg \
 	libarchive-dev libsodium-dev libsentencepiece-dev sentencepiece \
-	libpng-dev man-db groff-base ca-certificates
+	libpng-dev man-db groff-base ca-certificates file

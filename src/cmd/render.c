@@ -112,6 +112,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 			return EXIT_TEMPFAIL;
 		}
 	}
+	fflush(stdout);	/* the per-job lines before the render's log */
 	int rc = 0;
 	if (n > 0) {
 		opt.only_ids = ids;

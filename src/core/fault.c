@@ -6,8 +6,14 @@
 
 #include "core/fault.h"
 
-int
-fault_point(const char *job, const char *phase, int step, int attempt)
+/*
+ * Finds the first rule matching (job, phase, step, attempt); `nan` selects
+ * whether "nan" rules or the others are considered.  Copies the action
+ * into action[16]; returns 1 when one matched.
+ */
+static int
+fault_match(const char *job, const char *phase, int step, int attempt,
+    int nan, char action_out[16])
 {
 	const char *spec = getenv("LATENTQ_FAULT");
 	if (spec == NULL || *spec == '\0')
@@ -40,21 +46,40 @@ fault_point(const char *job, const char *phase, int step, int attempt)
 			*colon = '\0';
 		}
 		if (strcmp(where, phase) != 0 || want_step != step ||
-		    (want_attempt != 0 && want_attempt != attempt))
+		    (want_attempt != 0 && want_attempt != attempt) ||
+		    (strcmp(action, "nan") == 0) != nan)
 			continue;
-		fprintf(stderr, "latentq: fault injection: %s at %s step %d "
-		    "(attempt %d)\n", action, phase, step, attempt);
-		fflush(stderr);
-		if (strcmp(action, "segv") == 0)
-			raise(SIGSEGV);
-		else if (strcmp(action, "abort") == 0)
-			abort();
-		else if (strcmp(action, "kill") == 0)
-			raise(SIGKILL);
-		else if (strcmp(action, "exit") == 0)
-			exit(1);
-		else if (strcmp(action, "oom") == 0)
-			return 1;
+		memcpy(action_out, action, 16);
+		return 1;
 	}
+	return 0;
+}
+
+int
+fault_nan(const char *job, int step, int attempt)
+{
+	char action[16];
+	return fault_match(job, "denoise", step, attempt, 1, action);
+}
+
+int
+fault_point(const char *job, const char *phase, int step, int attempt)
+{
+	char action[16];
+	if (!fault_match(job, phase, step, attempt, 0, action))
+		return 0;
+	fprintf(stderr, "latentq: fault injection: %s at %s step %d "
+	    "(attempt %d)\n", action, phase, step, attempt);
+	fflush(stderr);
+	if (strcmp(action, "segv") == 0)
+		raise(SIGSEGV);
+	else if (strcmp(action, "abort") == 0)
+		abort();
+	else if (strcmp(action, "kill") == 0)
+		raise(SIGKILL);
+	else if (strcmp(action, "exit") == 0)
+		exit(1);
+	else if (strcmp(action, "oom") == 0)
+		return 1;
 	return 0;
 }

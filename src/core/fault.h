@@ -5,8 +5,9 @@
  * LATENTQ_FAULT holds a comma-separated list of rules
  *     [JOB/]ACTION@PHASE[:STEP][#ATTEMPT]
  * ACTION is segv (raise SIGSEGV), abort (SIGABRT), kill (SIGKILL itself),
- * exit (exit status 1), or oom (report out of device memory: a retryable
- * failure).  PHASE is one of load, compile, encode-text, denoise, decode,
+ * exit (exit status 1), oom (report out of device memory: a retryable
+ * failure), or nan (denoise only: the latent after that step's update gets
+ * a NaN before the finiteness guard looks at it).  PHASE is one of load, compile, encode-text, denoise, decode,
  * encode-video; STEP (denoise only) fires after that step's checkpoint is
  * committed (step numbers count from 1); ATTEMPT restricts the rule to that
  * attempt number of the job (from 1); JOB restricts it to the job of that
@@ -22,5 +23,8 @@
  * then fails with LQ_RETRY); the other actions do not return.
  */
 int fault_point(const char *job, const char *phase, int step, int attempt);
+
+/* 1 when a "nan" rule matches this denoising step (see above). */
+int fault_nan(const char *job, int step, int attempt);
 
 #endif

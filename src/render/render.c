@@ -803,6 +803,8 @@ phase_denoise(struct render *r, struct lq_error *err)
 		}
 		scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
 		    r->sched.sigmas[k + 1]);
+		if (fault_nan(r->job->name, k + 1, r->opt->attempt))
+			r->latents[n / 2] = NAN;
 		int64_t bad = latents_find_nonfinite(r->latents, n);
 		if (bad >= 0) {
 			error_set(err, LQ_FAILED, "LQ-RUN-NAN", "the latent after step "
