@@ -5,4 +5,5 @@ liblatentq_a_SOURCES += \
 	src/core/util.c src/core/util.h \
 	src/core/digest.c src/core/digest.h \
 	src/core/json.c src/core/json.h \
-	src/core/fault.c src/core/fault.h
+	src/core/fault.c src/core/fault.h \
+	src/core/half.c src/core/half.h

@@ -39,6 +39,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/half.h"
 #include "core/util.h"
 #include "model/safetensors.h"
 
@@ -105,75 +106,25 @@ st_tensor_numel(const struct st_tensor *t)
 float
 st_f16_to_f32(uint16_t h)
 {
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-	if (exp == 0) {
-		if (man == 0) {
-			bits = sign;
-		} else {	/* subnormal: renormalise */
-			int e = -1;
-			do {
-				man <<= 1;
-				e++;
-			} while ((man & 0x400) == 0);
-			bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-		}
-	} else if (exp == 31) {
-		bits = sign | 0x7f800000u | (man << 13);
-	} else {
-		bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-	}
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
+	return half_f16_to_f32(h);
 }
 
 float
 st_bf16_to_f32(uint16_t h)
 {
-	uint32_t bits = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
+	return half_bf16_to_f32(h);
 }
 
 uint16_t
 st_f32_to_bf16(float f)
 {
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	if ((x & 0x7fffffffu) > 0x7f800000u)	/* NaN: keep it quiet */
-		return (uint16_t)((x >> 16) | 0x40);
-	x += 0x7fffu + ((x >> 16) & 1);
-	return (uint16_t)(x >> 16);
+	return half_f32_to_bf16(f);
 }
 
 uint16_t
 st_f32_to_f16(float f)
 {
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	uint32_t sign = (x >> 16) & 0x8000;
-	uint32_t ax = x & 0x7fffffffu;
-	if (ax > 0x7f800000u)
-		return (uint16_t)(sign | 0x7e00);
-	if (ax >= 0x477ff000u)	/* rounds to >= 65520: infinity */
-		return (uint16_t)(sign | 0x7c00);
-	if (ax < 0x38800000u) {	/* below the smallest normal: subnormal or 0 */
-		if (ax < 0x33000000u)
-			return (uint16_t)sign;
-		uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
-		/* value = m * 2^(e-150); in subnormal units of 2^-24 that is
-		 * m >> (126 - e), rounded to nearest even. */
-		uint32_t s = 126 - e;	/* right shift from m to units of 2^-24 */
-		uint32_t q = m >> s, rem = m & ((1u << s) - 1), mid = 1u << (s - 1);
-		if (rem > mid || (rem == mid && (q & 1)))
-			q++;
-		return (uint16_t)(sign | q);
-	}
-	uint32_t r = ax + 0xfffu + ((ax >> 13) & 1);
-	r -= 0x38000000u;	/* rebias exponent 127 → 15 */
-	return (uint16_t)(sign | (r >> 13));
+	return half_f32_to_f16(f);
 }
 
 void
