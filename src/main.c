@@ -85,6 +85,11 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+d:vqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
+			if (optarg[0] == '\0') {
+				fprintf(stderr, "latentq: -d needs a database path\n");
+				usage(stderr);
+				return EXIT_USAGE;
+			}
 			free(db);
 			db = xstrdup(optarg);
 			break;

@@ -78,7 +78,8 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		cJSON_AddStringToObject(o, "state", job_state_name(j.state));
 		cJSON_AddStringToObject(o, "manifest", j.manifest_path);
 		cJSON_AddNumberToObject(o, "line", j.request_line);
-		cJSON_AddItemToObject(o, "request", cJSON_Parse(j.request_json));
+		/* raw: the request keeps integers past 2^53 digit for digit */
+		cJSON_AddItemToObject(o, "request", cJSON_CreateRaw(j.request_json));
 		cJSON_AddItemToObject(o, "config", cJSON_Parse(j.config_json));
 		cJSON_AddStringToObject(o, "config_digest", j.config_digest);
 		cJSON_AddNumberToObject(o, "step", j.step);
@@ -107,11 +108,8 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		if (j.error_message)
 			printf("error:    %s%s%s\n", j.error_code ? j.error_code : "",
 			    j.error_code ? ": " : "", j.error_message);
-		cJSON *req = cJSON_Parse(j.request_json);
-		char *rs = req ? json_pretty(req) : NULL;
-		printf("request (as written):\n%s\n", rs ? rs : j.request_json);
-		free(rs);
-		cJSON_Delete(req);
+		/* printed as stored: re-parsing would round integers past 2^53 */
+		printf("request (as written):\n%s\n", j.request_json);
 		cJSON *cfg = cJSON_Parse(j.config_json);
 		char *cs = cfg ? json_pretty(cfg) : NULL;
 		printf("config (digest %s):\n%s\n", j.config_digest,

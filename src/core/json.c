@@ -60,6 +60,24 @@ json_pretty(const cJSON *item)
 	return r;
 }
 
+cJSON *
+json_parse_document(const char *text, size_t len)
+{
+	const char *end = NULL;
+	cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	if (j == NULL)
+		return NULL;
+	for (; end != NULL && end < text + len; end++) {
+		if (*end == '\0')
+			break;
+		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+			cJSON_Delete(j);
+			return NULL;
+		}
+	}
+	return j;
+}
+
 double
 json_get_number(const cJSON *obj, const char *key, double def)
 {

@@ -11,6 +11,7 @@
 #define LQ_CORE_JSON_H
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Sorts every object's keys in place (recursively). */
@@ -19,6 +20,13 @@ void json_sort_keys(cJSON *item);
 char *json_canonical(const cJSON *item);
 /* Pretty text (cJSON_Print), never NULL. */
 char *json_pretty(const cJSON *item);
+
+/*
+ * Parses a whole JSON document: NULL when it is not valid JSON or when
+ * anything but whitespace follows it (cJSON_Parse alone accepts
+ * `{"a": 1} junk`, which hides a truncated or corrupted config).
+ */
+cJSON *json_parse_document(const char *text, size_t len);
 
 /* Typed getters: return `def` when the key is absent or of another type. */
 double json_get_number(const cJSON *obj, const char *key, double def);

@@ -160,7 +160,7 @@ device_caps_load(const char *path, int index, struct device_caps *out,
 		error_set_where(err, path, 0, 0);
 		return LQ_FAILED;
 	}
-	cJSON *j = cJSON_ParseWithLength(text, n);
+	cJSON *j = json_parse_document(text, n);
 	free(text);
 	if (j == NULL) {
 		error_set(err, LQ_FAILED, "LQ-GPU-CAPS",

@@ -233,6 +233,9 @@ check_value(struct ctx *c, const struct manifest_key *k,
 	case MANIFEST_STRING:
 		if (v->kind != TREE_SCALAR)
 			return type_error(c, v, field, k->type, NULL);
+		if (strlen(v->text) != v->len)	/* "\0" would cut it short */
+			return type_error(c, v, field, k->type,
+			    "a NUL character cannot be part of the text");
 		*out = cJSON_CreateString(v->text);
 		return 1;
 	case MANIFEST_PATH:

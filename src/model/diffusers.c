@@ -52,7 +52,7 @@ diffusers_load_json(const char *path, cJSON **out, struct lq_error *err)
 	if (text == NULL)
 		return cfg_fail(err, path, NULL, "LQ-MODEL-001", "cannot read: %s",
 		    strerror(errno));
-	cJSON *j = cJSON_ParseWithLength(text, n);
+	cJSON *j = json_parse_document(text, n);
 	free(text);
 	if (j == NULL)
 		return cfg_fail(err, path, NULL, "LQ-MODEL-001", "not valid JSON");

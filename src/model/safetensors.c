@@ -40,6 +40,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/half.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "model/safetensors.h"
 
@@ -860,7 +861,7 @@ set_open_index(struct st_set *s, const char *path, struct lq_error *err)
 	char *text = util_read_file(path, &len);
 	if (text == NULL)
 		return fail(err, path, NULL, "LQ-ST-020", "cannot read: %s", strerror(errno));
-	cJSON *root = cJSON_ParseWithLength(text, len);
+	cJSON *root = json_parse_document(text, len);
 	free(text);
 	enum lq_status rc = LQ_OK;
 	const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;

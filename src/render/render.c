@@ -181,7 +181,7 @@ enter_phase(struct render *r, const char *phase, int step,
 	if ((s = store_add_event(r->st, r->job->id, "phase", detail, err)) != LQ_OK)
 		return s;
 	log_debug("job %lld: %s", (long long)r->job->id, phase);
-	if (fault_point(r->job->name, phase, 0, r->opt->attempt))
+	if (fault_point(r->job->name, phase, 0, r->opt->attempt))	/* start */
 		return error_set(err, LQ_RETRY, "LQ-GPU-OOM",
 		    "out of device memory (injected) in phase %s", phase);
 	return LQ_OK;
@@ -342,7 +342,7 @@ static enum lq_status
 phase_load(struct render *r, struct lq_error *err)
 {
 	enum lq_status s;
-	if ((s = enter_phase(r, "load", 0, err)) != LQ_OK)
+	if ((s = enter_phase(r, "load", -1, err)) != LQ_OK)
 		return s;
 	struct job_config *jc = &r->jc;
 	if ((s = open_model(r->st, jc, r->base_dir, &r->dm, err)) != LQ_OK)
@@ -422,7 +422,7 @@ static enum lq_status
 phase_compile(struct render *r, struct lq_error *err)
 {
 	enum lq_status s;
-	if ((s = enter_phase(r, "compile", 0, err)) != LQ_OK)
+	if ((s = enter_phase(r, "compile", -1, err)) != LQ_OK)
 		return s;
 	struct gpu_cache_io io = {cache_load, cache_save, r->st};
 	struct gpu_ctx_opts o = {.device = r->opt->device, .cache =
@@ -504,7 +504,7 @@ static enum lq_status
 phase_encode_text(struct render *r, struct lq_error *err)
 {
 	enum lq_status s;
-	if ((s = enter_phase(r, "encode-text", 0, err)) != LQ_OK)
+	if ((s = enter_phase(r, "encode-text", -1, err)) != LQ_OK)
 		return s;
 	int rows = r->cfg ? 2 * r->B : r->B;
 	r->text = xcalloc((size_t)rows * r->T * r->Cc, sizeof(float));
@@ -743,7 +743,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 {
 	enum lq_status s;
 	int start = 0;
-	if ((s = enter_phase(r, "denoise", 0, err)) != LQ_OK)
+	if ((s = enter_phase(r, "denoise", -1, err)) != LQ_OK)
 		return s;
 	if ((s = initial_latents(r, &start, err)) != LQ_OK)
 		return s;

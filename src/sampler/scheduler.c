@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/json.h"
 #include "core/util.h"
 
 #define SCHED_CLASS_NAME "FlowMatchEulerDiscreteScheduler"
@@ -281,7 +282,7 @@ scheduler_config_load(const char *path, struct scheduler_config *cfg,
 		error_set_where(err, path, 0, 0);
 		return LQ_FAILED;
 	}
-	json = cJSON_Parse(text);
+	json = json_parse_document(text, strlen(text));
 	free(text);
 	if (json == NULL) {
 		error_set(err, LQ_FAILED, "LQ-SCHED-005",

@@ -544,8 +544,8 @@ store_set_progress(struct store *st, int64_t id, const char *phase, int step,
     int total_steps, struct lq_error *err)
 {
 	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET phase = "
-	    "coalesce(?, phase), step = ?, total_steps = ?, updated_at = ? "
-	    "WHERE id = ?", err);
+	    "coalesce(?1, phase), step = CASE WHEN ?2 < 0 THEN step ELSE ?2 END, "
+	    "total_steps = ?3, updated_at = ?4 WHERE id = ?5", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, phase);

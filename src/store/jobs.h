@@ -150,7 +150,7 @@ enum lq_status store_next_claimable(struct store *st, const int64_t *ids,
 enum lq_status store_renew_lease(struct store *st, int64_t id,
     const char *owner, double lease_seconds, struct lq_error *err);
 
-/* Running job's progress (phase may be NULL to keep it). */
+/* Running job's progress (phase may be NULL, step < 0, to keep them). */
 enum lq_status store_set_progress(struct store *st, int64_t id,
     const char *phase, int step, int total_steps, struct lq_error *err);
 

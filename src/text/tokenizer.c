@@ -199,7 +199,7 @@ read_json(const char *path, bool required, struct lq_error *err, bool *bad)
 		}
 		return NULL;
 	}
-	cJSON *j = cJSON_Parse(text);
+	cJSON *j = json_parse_document(text, strlen(text));
 	free(text);
 	if (j == NULL) {
 		error_set(err, LQ_FAILED, "LQ-TOK-004", "%s is not valid JSON",

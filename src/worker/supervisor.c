@@ -192,7 +192,9 @@ static int
 watch_child(struct store *st, const struct store_job *job, const char *owner,
     double lease, struct child *ch, struct tail *tail, int *lost_lease)
 {
-	double next_renew = util_monotonic() + lease / 4;
+	/* Renew often: a cancel is noticed at the next renewal. */
+	double every = lease / 4 < 2.0 ? lease / 4 : 2.0;
+	double next_renew = util_monotonic() + every;
 	int termed = 0, killed = 0, status = 0;
 	int seen = signals_seen;
 	for (;;) {
@@ -253,13 +255,14 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 					usleep(50000);
 				}
 				/* cancelled, or taken over: stop the child */
-				log_warn("job %lld: %s; stopping it", (long long)job->id,
+				log_warn("job %lld %s was cancelled or taken over (%s); "
+				    "stopping its worker", (long long)job->id, job->name,
 				    err.message);
 				*lost_lease = 1;
 				kill(ch->pid, SIGTERM);
 				termed = 1;
 			}
-			next_renew = util_monotonic() + lease / 4;
+			next_renew = util_monotonic() + every;
 		}
 	}
 }

@@ -48,6 +48,13 @@ expect_grep '^request \(as written\):' "$T/out"
 expect_grep '"prompt":[[:space:]]*"a red circle' "$T/out"
 expect_grep '^events:' "$T/out"
 expect_grep 'submitted' "$T/out"
+# the request as written keeps every digit of a u64 seed
+expect_status 0 "$LATENTQ" show 3
+expect_grep '"seeds":\[7,18446744073709551615\]' "$T/out"
+expect_status 0 "$LATENTQ" show --json 3
+expect_grep '"seeds":\[7,18446744073709551615\]' "$T/out"
+expect_status 2 "$LATENTQ" -d "" status
+expect_grep 'needs a database path' "$T/err"
 
 # cancel / retry and their illegal forms.
 expect_status 0 "$LATENTQ" cancel 1

@@ -19,4 +19,12 @@ sed -i 's/^  output: videos\/{name}.mp4$/  output: videos\/{name}.mp4\n  frames:
 expect_status 0 "$LATENTQ" -d "$T/frames.db" render "$T/frames/m.yaml"
 expect_eq "$(ls "$T/frames/png/fr" | grep -c '^frame_[0-9]*\.png$')" 9 "one PNG per frame"
 expect_eq "$(file -b "$T/frames/png/fr/frame_0001.png" | cut -d, -f1-2)" "PNG image data, 64 x 64" "PNG size"
+# A config with trailing junk (a half-written or corrupted file) is refused
+# at submit, naming the file, before anything is queued.
+printf 'x' >> "$T/model/transformer/config.json"
+mkdir -p "$T/junk"
+write_manifest "$T/junk/m.yaml" 2 junk:3
+expect_status 65 "$LATENTQ" -d "$T/junk.db" render "$T/junk/m.yaml"
+expect_grep 'transformer/config.json' "$T/err"
+expect_eq "$(sqlite3 "$T/junk.db" "SELECT state FROM jobs")" rejected "junk: rejected"
 finish
