@@ -45,6 +45,28 @@ input_find(const struct inputs *in, const char *name)
 	return NULL;
 }
 
+/* Every input must hold data: a zero-size dimension is refused up front. */
+static enum lq_status
+inputs_nonempty(const struct inputs *in, struct lq_error *err)
+{
+	for (int i = 0; i < in->n; i++) {
+		for (size_t k = 0; k < st_file_count(in->files[i]); k++) {
+			const struct st_tensor *t = st_file_tensor(in->files[i], k);
+
+			for (int d = 0; d < t->ndim; d++) {
+				if (t->shape[d] >= 1)
+					continue;
+				error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+				    "input %s has an empty dimension %d", t->name,
+				    d);
+				error_set_field(err, "%s", t->name);
+				return LQ_FAILED;
+			}
+		}
+	}
+	return LQ_OK;
+}
+
 static enum lq_status
 input_missing(const char *name, const char *what, struct lq_error *err)
 {
@@ -426,6 +448,8 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 			goto out;
 		in.n++;
 	}
+	if ((st = inputs_nonempty(&in, err)) != LQ_OK)
+		goto out;
 	memset(&copts, 0, sizeof(copts));
 	copts.device = o->device;
 	st = gpu_ctx_create(&copts, &ctx, err);

@@ -76,4 +76,9 @@ expect_status 65 "$LATENTQ" forward --model "$D/transformer/model" \
 expect_grep 'hidden_states' "$T/err"
 expect_status 2 "$LATENTQ" forward --model "$D/transformer/model" \
     --component nope --inputs x --out y
+# A zero-size input is refused, not asserted on.
+"${top_builddir:-.}/tests/render/st-tool" lora "$T/empty.safetensors" m 0 4 2
+expect_status 65 "$LATENTQ" forward --model "$D/t5/model" --component text-encoder \
+    --inputs "$T/empty.safetensors" --out "$T/x.safetensors"
+expect_grep 'has an empty dimension' "$T/err"
 finish
