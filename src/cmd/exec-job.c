@@ -3,7 +3,9 @@
  * supervisor spawns to render one claimed job.  Exit statuses are the
  * supervisor's protocol: 0 done (marked here), 65 failed for good (marked
  * poisoned here), 75 interrupted by SIGTERM after a checkpoint, 76 a
- * retryable failure (the supervisor requeues with backoff).
+ * retryable failure (the supervisor requeues with backoff), 70 the worker
+ * cannot render at all (no such device: the job is requeued, the attempt
+ * refunded, and the supervisor stops).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -91,6 +93,11 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 	} else if (r == LQ_RETRY) {
 		error_print(&err, stderr);
 		rc = 76;
+	} else if (r == LQ_FATAL) {
+		/* the worker cannot render anything (no such device): not the
+		 * job's fault, so the job is left for the supervisor to requeue */
+		error_print(&err, stderr);
+		rc = EXIT_SOFTWARE;
 	} else {
 		error_print(&err, stderr);
 		char msg[1536];

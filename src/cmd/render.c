@@ -24,6 +24,7 @@ struct outputs_ctx {
 	const int64_t *ids;
 	size_t n;
 	int done, other;
+	int quiet;
 };
 
 static int
@@ -41,7 +42,11 @@ report_job(const struct store_job *j, void *ud)
 	for (size_t i = 0; i < c->n; i++) {
 		if (c->ids[i] != j->id)
 			continue;
-		if (j->state == JOB_STATE_DONE) {
+		if (j->state == JOB_STATE_DONE && c->quiet) {
+			c->done++;
+		} else if (j->state != JOB_STATE_DONE && c->quiet) {
+			c->other++;
+		} else if (j->state == JOB_STATE_DONE) {
 			c->done++;
 			printf("done      %-6lld %s\n", (long long)j->id, j->name);
 			struct lq_error err;
@@ -67,7 +72,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"resume-anywhere", no_argument, NULL, 'r'},
 		{NULL, 0, NULL, 0},
 	};
-	struct submit_options sopt = {0};
+	struct submit_options sopt = {.quiet = g->verbose < 0};	/* latentq -q */
 	struct supervisor_options opt = {
 		.mode = SUPERVISOR_ONCE, .db_path = g->db_path,
 		.device = g->device, .keep_checkpoints = -1,
@@ -120,11 +125,13 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		if (isatty(STDERR_FILENO))
 			setenv("LATENTQ_TTY", "1", 1);
 		rc = supervisor_run(st, &opt, NULL);
-		struct outputs_ctx c = {st, ids, n, 0, 0};
+		struct outputs_ctx c = {st, ids, n, 0, 0, 0};
 		struct lq_error err;
 		error_clear(&err);
+		c.quiet = g->verbose < 0;	/* -q: the exit status says it */
 		store_list_jobs(st, -1, report_job, &c, &err);
-		printf("%d of %zu jobs done\n", c.done, n);
+		if (!c.quiet)
+			printf("%d of %zu jobs done\n", c.done, n);
 		if (rc == 0 && c.other > 0)
 			rc = 1;
 	}

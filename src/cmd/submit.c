@@ -291,7 +291,7 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"no-device", no_argument, NULL, 'n'},
 		{NULL, 0, NULL, 0},
 	};
-	struct submit_options opt = {0};
+	struct submit_options opt = {.quiet = g->verbose < 0};	/* latentq -q */
 	const char *caps_path = NULL;
 	int no_device = 0, c;
 	while ((c = getopt_long(argc, argv, "aqsc:n", opts, NULL)) != -1) {

@@ -380,7 +380,8 @@ phys_list(VkInstance inst, VkPhysicalDevice **out, uint32_t *n,
 	if (r != VK_SUCCESS)
 		return vk_fail(err, r, "vkEnumeratePhysicalDevices");
 	if (*n == 0) {
-		error_set(err, LQ_FAILED, "LQ-GPU-NODEV",
+		/* a worker-level failure: no job can render here */
+		error_set(err, LQ_FATAL, "LQ-GPU-NODEV",
 		    "no Vulkan device found");
 		error_set_hint(err, "install a Vulkan driver (on Debian: "
 		    "mesa-vulkan-drivers for lavapipe)");
@@ -465,12 +466,12 @@ device_choose(struct device_caps *caps, int n, const char *want, int *idx,
 			strbuf_printf(&sb, "%s%d: %s", i ? ", " : "", i,
 			    caps[i].name);
 		char *list = strbuf_release(&sb);
-		error_set(err, LQ_FAILED, "LQ-GPU-NODEV",
+		error_set(err, LQ_FATAL, "LQ-GPU-NODEV",
 		    "no Vulkan device matches \"%s\"", want);
 		error_set_field(err, "device");
 		error_set_hint(err, "available: %s", list);
 		free(list);
-		return LQ_FAILED;
+		return LQ_FATAL;
 	}
 	int best = 0, rank = 99;
 	for (int i = 0; i < n; i++) {

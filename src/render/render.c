@@ -721,6 +721,8 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 static void
 show_progress(struct render *r, int step, double t0, int first)
 {
+	if (log_get_level() < LOG_LEVEL_INFO)	/* -q */
+		return;
 	int N = r->jc.num_inference_steps;
 	double dt = util_monotonic() - t0;
 	int done = step - first;

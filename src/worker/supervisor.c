@@ -159,6 +159,8 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		}
 		for (int v = 0; v < opt->verbose && v < 2; v++)
 			argv[a++] = "-v";	/* the same verbosity in the child */
+		if (opt->verbose < 0)
+			argv[a++] = "-q";
 		argv[a++] = "exec-job";
 		argv[a++] = "--owner";
 		argv[a++] = owner;
@@ -392,6 +394,13 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			res->failed_data++;
 		} else if (lost) {
 			/* cancelled or taken over: nothing of ours to record */
+		} else if (code == 70) {
+			/* the worker cannot render on this host (its error is on
+			 * stderr above): give the job back untouched and stop */
+			store_requeue_job(st, job.id, owner, 0, 1, "LQ-RUN-WORKER",
+			    "the worker could not start rendering on this host",
+			    NULL, &err);
+			fatal = 1;
 		} else if (code == 75 && signals_seen) {
 			/* interrupted at our request: resumable, attempt refunded */
 			store_add_event(st, job.id, "interrupted", NULL, &err);
@@ -445,6 +454,8 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			    after.error_message ? after.error_message : "");
 		store_job_clear(&after);
 		store_job_clear(&job);
+		if (fatal)
+			break;
 	}
 	if (signals_seen)
 		interrupted = 1;

@@ -14,6 +14,8 @@
  *     exit 65  → the child marked it poisoned (an error retrying cannot fix)
  *     exit 75  → interrupted by a signal to the supervisor: queued again,
  *                the attempt refunded
+ *     exit 70  → the worker cannot render on this host (no such device):
+ *                queued again, attempt refunded, and the supervisor stops
  *     other exit or a signal → "crashed" event (signal, phase, step, stderr
  *                tail); queued with exponential backoff while attempts
  *                remain, else poisoned.  A crash in the compile phase is

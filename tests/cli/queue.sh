@@ -25,6 +25,10 @@ expect_status 0 "$LATENTQ" submit "$T/m.yaml"
 expect_grep '^queued +1 +a$' "$T/out"
 expect_grep '^3 queued, 0 already queued, 0 rejected$' "$T/out"
 
+# -q: errors only.
+expect_status 0 "$LATENTQ" -q submit "$T/m.yaml"
+checks=$((checks + 1)); [ ! -s "$T/out" ] || fail "-q submit printed: $(cat "$T/out")"
+
 # Submitting again queues nothing new, unless --again.
 expect_status 0 "$LATENTQ" submit "$T/m.yaml"
 expect_grep '^0 queued, 3 already queued' "$T/out"

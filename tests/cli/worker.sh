@@ -34,6 +34,15 @@ expect_eq "$(q "SELECT group_concat(state, ' ') FROM jobs WHERE name != 'bad'")"
 expect_status 0 "$LATENTQ" status
 expect_grep 'bad +poisoned .*SIGABRT in phase load' "$T/out"
 
+# A --device that matches nothing stops the supervisor (exit 1) without
+# spending the job's attempt or poisoning it.
+rm -f "$LATENTQ_DB"*
+write_manifest "$T/m6.yaml" 2 dev:1
+"$LATENTQ" submit "$T/m6.yaml" > /dev/null
+expect_status 1 "$LATENTQ" --device no-such-gpu run --once
+expect_grep 'no Vulkan device matches "no-such-gpu"' "$T/err"
+expect_eq "$(q "SELECT state || ' ' || attempts FROM jobs")" "queued 0" "job untouched"
+
 # SIGKILL of the supervisor mid-job: a new supervisor finishes the job,
 # resuming from its checkpoint.
 rm -f "$LATENTQ_DB"*

@@ -213,20 +213,20 @@ test_device_choice(void)
 	o.device = "0";
 	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_OK);
 	gpu_ctx_free(ctx);
-	/* unknown: fails, names the available devices */
+	/* unknown: fails for the whole worker (LQ_FATAL), names the devices */
 	o.device = "no-such-gpu";
 	error_clear(&err);
-	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_FAILED);
+	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_FATAL);
 	CHECK(ctx == NULL);
 	CHECK_STR(err.code, "LQ-GPU-NODEV");
 	CHECK_CONTAINS(err.hint, all[0].name);
 	o.device = "99";
 	error_clear(&err);
-	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_FAILED);
+	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_FATAL);
 	/* LATENTQ_DEVICE is read when opts->device is NULL */
 	setenv("LATENTQ_DEVICE", "no-such-gpu", 1);
 	error_clear(&err);
-	CHECK_INT(gpu_ctx_create(NULL, &ctx, &err), LQ_FAILED);
+	CHECK_INT(gpu_ctx_create(NULL, &ctx, &err), LQ_FATAL);
 	unsetenv("LATENTQ_DEVICE");
 	free(all);
 }
