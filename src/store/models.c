@@ -166,7 +166,9 @@ store_put_model(struct store *st, const struct store_model *m, int64_t *id,
 	}
 	sqlite3_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO models(name, path, family, config_json, digest, added_at) "
-	    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET name = excluded.name, "
+	    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+	    /* re-adding without --name keeps the name it had */
+	    "name = coalesce(excluded.name, name), "
 	    "family = excluded.family, config_json = excluded.config_json, "
 	    "digest = excluded.digest, added_at = excluded.added_at", err);
 	if (s == NULL)

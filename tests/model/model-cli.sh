@@ -34,8 +34,9 @@ expect_grep 'unknown verb' "$T/err"
 # add: validated, hashed; again: all from the cache
 expect_status 0 "$LATENTQ" model add --name tiny "$M"
 expect_grep '11 files, 11 hashed, 0 from cache' "$T/out"
-expect_status 0 "$LATENTQ" model add --name tiny "$M"
+expect_status 0 "$LATENTQ" model add "$M"
 expect_grep '11 files, 0 hashed, 11 from cache' "$T/out"
+# (re-adding without --name keeps the name: listed as tiny below)
 expect_status 0 "$LATENTQ" model list
 expect_grep '^1 +tiny +ltxv' "$T/out"
 expect_status 0 "$LATENTQ" model show tiny
