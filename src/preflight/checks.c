@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/caps.h"
+#include "model/safetensors.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -129,6 +130,39 @@ range(struct pf_job_state *s, const char *key, double lo, int lo_open,
 	    "%s is out of range: %s", pf_job_text(s, key, t, sizeof(t)), rule);
 	error_set_hint(e, "%s", hint);
 }
+/*
+ * The supplied-tensor inputs (latents, decode_noise): the file exists and
+ * its header is valid (safetensors.h validates every span without reading
+ * data), and a latents file names its tensor as the render reads it.
+ */
+static void
+check_input_file(struct pf_job_state *s, const char *key)
+{
+	const char *path = json_get_string(s->config, key, NULL);
+	if (path == NULL)
+		return;
+	struct st_file *f = NULL;
+	struct lq_error fe;
+	error_clear(&fe);
+	if (st_file_open(path, &f, &fe) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED, "LQ-CFG-003",
+		    "%s is not a readable safetensors file: %s", path,
+		    fe.message);
+		error_set_hint(e, "write it with safetensors' save_file, "
+		    "tensors named as diffusers names them");
+		return;
+	}
+	if (strcmp(key, "latents") == 0 && st_file_find(f, "latents") == NULL &&
+	    st_file_count(f) != 1) {
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED, "LQ-CFG-003",
+		    "%s has no tensor named latents (and more than one tensor)",
+		    path);
+		error_set_hint(e, "name the initial latents `latents`, packed "
+		    "[B, N, C] or [B, C, F, H, W]");
+	}
+	st_file_close(f);
+}
+
 
 void
 pf_check_config(struct pf_job_state *s)
@@ -148,6 +182,8 @@ pf_check_config(struct pf_job_state *s)
 	range(s, "max_sequence_length", 1, 0, 4096,
 	    "max_sequence_length is in [1, 4096]", "128, as LTXPipeline");
 	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
+	check_input_file(s, "latents");
+	check_input_file(s, "decode_noise");
 	const cJSON *loras = cJSON_GetObjectItemCaseSensitive(s->config, "loras");
 	const cJSON *l;
 	int i = 0;

@@ -14,6 +14,8 @@ static const struct preflight_code codes[] = {
 	/* manifest: ranges and required keys (types are the loader's) */
 	{ "LQ-CFG-001", "error", "a required key is missing (model)" },
 	{ "LQ-CFG-002", "error", "a value is outside its range" },
+	{ "LQ-CFG-003", "error",
+	  "the latents and decode_noise files are valid safetensors" },
 	/* geometry */
 	{ "LQ-GEOM-001", "error|warning",
 	  "height is a multiple of lcm(32, VAE spatial compression x patch)" },
