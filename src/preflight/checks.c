@@ -1027,6 +1027,18 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 		const char *p = json_get_string(s->config, keys[i], NULL);
 		if (p == NULL)
 			continue;
+		const char *last = strrchr(p, '/');
+		last = last ? last + 1 : p;
+		if (i != 1 && (last[0] == '\0' || strcmp(last, ".") == 0 ||
+		    strcmp(last, "..") == 0)) {
+			/* output and save_tensors are files; frames a folder */
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    "LQ-OUT-004", "\"%s\" names a folder; %s is a file",
+			    p, keys[i]);
+			error_set_hint(e, "%s", i == 0 ? "{name}.mp4" :
+			    "{name}.safetensors");
+			continue;
+		}
 		if (p[0] == '/') {
 			if (!s->ctx->opt->allow_absolute) {
 				const char *base = strrchr(p, '/') + 1;

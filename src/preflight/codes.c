@@ -91,6 +91,8 @@ static const struct preflight_code codes[] = {
 	{ "LQ-OUT-001", "error", "output paths stay inside the output folder" },
 	{ "LQ-OUT-002", "error", "output paths are relative (unless allowed)" },
 	{ "LQ-OUT-003", "error", "no two jobs write the same file" },
+	{ "LQ-OUT-004", "error",
+	  "output and save_tensors name files, not folders" },
 };
 
 size_t
