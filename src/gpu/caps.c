@@ -129,6 +129,12 @@ device_caps_from_json(const cJSON *j, struct device_caps *c,
 			c->heap_count++;
 		}
 	}
+	/* A caps file that describes no device must not pass for one whose
+	 * limits are all zero (preflight would then check nothing). */
+	if (c->name[0] == '\0')
+		return caps_bad(err, "name", "the device's name (a non-empty "
+		    "string, as `latentq devices --json` writes it)");
+
 	static const char *arrays[2] = {"max_workgroup_size", "max_workgroup_count"};
 	uint32_t *dst[2] = {c->max_workgroup_size, c->max_workgroup_count};
 	for (int k = 0; k < 2; k++) {

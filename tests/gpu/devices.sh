@@ -18,5 +18,9 @@ cmp -s "$T/a" "$T/b" || fail "caps JSON changed through --device-caps"
 echo '{"name": 5}' > "$T/bad.json"
 expect_status 65 "$LATENTQ" devices --device-caps "$T/bad.json"
 expect_grep 'LQ-GPU-CAPS|name' "$T/err"
+# A file that describes no device is refused, not read as a zero device.
+echo '{}' > "$T/empty.json"
+expect_status 65 "$LATENTQ" devices --device-caps "$T/empty.json"
+expect_grep 'LQ-GPU-CAPS' "$T/err"
 expect_status 2 "$LATENTQ" devices extra
 finish
