@@ -584,6 +584,21 @@ store_pin_model_digest(struct store *st, int64_t id, const char *digest,
 	return store_step_done(st, s, "UPDATE jobs", err);
 }
 
+/*
+ * Opens a write transaction and prepares the transition's UPDATE in it;
+ * on failure nothing is left open and err says why.
+ */
+static sqlite3_stmt *
+begin_update(struct store *st, const char *sql, struct lq_error *err)
+{
+	if (store_begin(st, err) != LQ_OK)
+		return NULL;
+	sqlite3_stmt *s = store_prepare_cached(st, sql, err);
+	if (s == NULL)
+		store_rollback(st);
+	return s;
+}
+
 /* Wraps "UPDATE + event" in one transaction. */
 static enum lq_status
 transition_with_event(struct store *st, sqlite3_stmt *s, int64_t id,
@@ -603,18 +618,13 @@ enum lq_status
 store_finish_job(struct store *st, int64_t id, const char *owner,
     const char *output_path, struct lq_error *err)
 {
-	enum lq_status r = store_begin(st, err);
-	if (r != LQ_OK)
-		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = 'done', "
+	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = 'done', "
 	    "lease_owner = NULL, lease_expires = NULL, phase = 'done', "
 	    "output_path = coalesce(?1, output_path), error_code = NULL, "
 	    "error_message = NULL, updated_at = ?2, finished_at = ?2 "
 	    "WHERE id = ?3 AND state = 'running' AND lease_owner = ?4", err);
-	if (s == NULL) {
-		store_rollback(st);
+	if (s == NULL)
 		return err->status;
-	}
 	store_bind_text(s, 1, output_path);
 	sqlite3_bind_double(s, 2, util_now());
 	sqlite3_bind_int64(s, 3, id);
@@ -627,11 +637,9 @@ store_requeue_job(struct store *st, int64_t id, const char *owner,
     double backoff_seconds, int refund_attempt, const char *code,
     const char *message, enum job_state *new_state, struct lq_error *err)
 {
-	enum lq_status r = store_begin(st, err);
-	if (r != LQ_OK)
-		return r;
+	enum lq_status r;
 	double now = util_now();
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET "
+	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET "
 	    "attempts = attempts - ?1, "
 	    "state = CASE WHEN attempts - ?1 >= max_attempts THEN 'poisoned' "
 	    "ELSE 'queued' END, "
@@ -639,10 +647,8 @@ store_requeue_job(struct store *st, int64_t id, const char *owner,
 	    "not_before = ?2 + ?3, lease_owner = NULL, lease_expires = NULL, "
 	    "error_code = ?4, error_message = ?5, updated_at = ?2 "
 	    "WHERE id = ?6 AND state = 'running' AND lease_owner = ?7", err);
-	if (s == NULL) {
-		store_rollback(st);
+	if (s == NULL)
 		return err->status;
-	}
 	sqlite3_bind_int(s, 1, refund_attempt ? 1 : 0);
 	sqlite3_bind_double(s, 2, now);
 	sqlite3_bind_double(s, 3, backoff_seconds);
@@ -675,18 +681,13 @@ enum lq_status
 store_fail_job(struct store *st, int64_t id, const char *owner,
     const char *code, const char *message, struct lq_error *err)
 {
-	enum lq_status r = store_begin(st, err);
-	if (r != LQ_OK)
-		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = "
+	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = "
 	    "'poisoned', lease_owner = NULL, lease_expires = NULL, "
 	    "error_code = ?, error_message = ?, updated_at = ?3, "
 	    "finished_at = ?3 WHERE id = ? AND state = 'running' AND "
 	    "lease_owner = ?", err);
-	if (s == NULL) {
-		store_rollback(st);
+	if (s == NULL)
 		return err->status;
-	}
 	store_bind_text(s, 1, code);
 	store_bind_text(s, 2, message);
 	sqlite3_bind_double(s, 3, util_now());
@@ -698,17 +699,12 @@ store_fail_job(struct store *st, int64_t id, const char *owner,
 enum lq_status
 store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
 {
-	enum lq_status r = store_begin(st, err);
-	if (r != LQ_OK)
-		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = "
+	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = "
 	    "'cancelled', lease_owner = NULL, lease_expires = NULL, "
 	    "updated_at = ?1, finished_at = ?1 WHERE id = ?2 AND state IN "
 	    "('queued', 'running')", err);
-	if (s == NULL) {
-		store_rollback(st);
+	if (s == NULL)
 		return err->status;
-	}
 	sqlite3_bind_double(s, 1, util_now());
 	sqlite3_bind_int64(s, 2, id);
 	return transition_with_event(st, s, id, "cancel", "cancelled", NULL, err);
@@ -717,17 +713,12 @@ store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
 enum lq_status
 store_retry_job(struct store *st, int64_t id, struct lq_error *err)
 {
-	enum lq_status r = store_begin(st, err);
-	if (r != LQ_OK)
-		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET state = 'queued', "
+	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = 'queued', "
 	    "attempts = 0, not_before = NULL, finished_at = NULL, "
 	    "updated_at = ?1 WHERE id = ?2 AND state IN ('poisoned', "
 	    "'cancelled')", err);
-	if (s == NULL) {
-		store_rollback(st);
+	if (s == NULL)
 		return err->status;
-	}
 	sqlite3_bind_double(s, 1, util_now());
 	sqlite3_bind_int64(s, 2, id);
 	return transition_with_event(st, s, id, "retry", "retried", NULL, err);
