@@ -41,6 +41,10 @@ struct gpu_ctx {
 	struct device_caps caps;
 	VkPhysicalDeviceMemoryProperties memprops;
 	unsigned validation_messages;
+	/* The caller's cache io, copied at create: opts (and the io it
+	 * points at) may be stack objects gone before gpu_ctx_free saves.
+	 * cache_io points at cache_io_copy, or is NULL for no persistence. */
+	struct gpu_cache_io cache_io_copy;
 	const struct gpu_cache_io *cache_io;
 	int cache_loaded;		/* 1 accepted, 0 none, -1 dropped */
 	int cache_dirty;
@@ -742,7 +746,10 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		goto fail;
 	}
 	fingerprint_make(ctx);
-	ctx->cache_io = env_flag("LATENTQ_NO_PIPELINE_CACHE") ? NULL : opts->cache;
+	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
+		ctx->cache_io_copy = *opts->cache;
+		ctx->cache_io = &ctx->cache_io_copy;
+	}
 	if (cache_create(ctx, err) != LQ_OK)
 		goto fail;
 	if (buffer_create(ctx, 16, 0, &ctx->dummy, err) != LQ_OK)

@@ -102,7 +102,9 @@ struct gpu_ctx_opts {
 	const char *device;
 	/* Validation layer: 0 = LATENTQ_VALIDATE decides, 1 = on, -1 = off. */
 	int validate;
-	/* Pipeline cache I/O, may be NULL (no persistence). */
+	/* Pipeline cache I/O, may be NULL (no persistence).  The struct is
+	 * copied by gpu_ctx_create (it may be a stack object); its ud must
+	 * stay valid until gpu_ctx_free, which saves through it. */
 	const struct gpu_cache_io *cache;
 };
 
