@@ -33,7 +33,8 @@ each_job(const struct cmd_entry *entry, const struct cmd_globals *g,
 		if (r == LQ_OK) {
 			r = fn(st, j.id, &err);
 			if (r == LQ_OK)
-				printf("%s %lld %s\n", verb, (long long)j.id, j.name);
+				printf("%s %lld %s\n", verb, (long long)j.id,
+				    cmd_esc(j.name));
 			store_job_clear(&j);
 		}
 		if (r != LQ_OK) {

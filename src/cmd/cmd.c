@@ -1,8 +1,10 @@
 /* cmd.c — the command table and lookup (see cmd.h). */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "core/util.h"
 #include "store/store.h"
 
 const struct cmd_entry *
@@ -80,4 +82,15 @@ int
 cmd_exit_for(enum lq_status status)
 {
 	return status == LQ_RETRY ? EXIT_TEMPFAIL : 1;
+}
+
+const char *
+cmd_esc(const char *s)
+{
+	static char *ring[CMD_ESC_SLOTS];
+	static unsigned next;
+	unsigned i = next++ % CMD_ESC_SLOTS;
+	free(ring[i]);
+	ring[i] = util_escape_control(s);
+	return ring[i];
 }

@@ -73,4 +73,13 @@ struct store *cmd_open_store(const struct cmd_globals *g);
 /* Exit status for a failed lq_status: 75 for RETRY, 1 otherwise. */
 int cmd_exit_for(enum lq_status status);
 
+/*
+ * A user string (job name, error message, path) made safe for a terminal by
+ * util_escape_control.  The result is owned by a small ring: valid until
+ * CMD_ESC_SLOTS further calls, so one printf may take several.  NULL gives
+ * "".  For human-readable output only; JSON output is escaped by cJSON.
+ */
+#define CMD_ESC_SLOTS 8
+const char *cmd_esc(const char *s);
+
 #endif

@@ -12,8 +12,9 @@ static int
 print_line(const struct store_job *j, void *ud)
 {
 	(void)ud;
-	printf("%lld\t%s\t%s\t%s\n", (long long)j->id, j->name,
-	    job_state_name(j->state), j->output_path ? j->output_path : "");
+	/* escaped: a tab or newline in a name must not make a new field */
+	printf("%lld\t%s\t%s\t%s\n", (long long)j->id, cmd_esc(j->name),
+	    job_state_name(j->state), cmd_esc(j->output_path));
 	return 0;
 }
 

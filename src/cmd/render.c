@@ -31,7 +31,7 @@ static int
 print_artifact(const struct store_artifact *a, void *ud)
 {
 	(void)ud;
-	printf("          %-14s %s\n", a->kind, a->path);
+	printf("          %-14s %s\n", a->kind, cmd_esc(a->path));
 	return 0;
 }
 
@@ -48,15 +48,16 @@ report_job(const struct store_job *j, void *ud)
 			c->other++;
 		} else if (j->state == JOB_STATE_DONE) {
 			c->done++;
-			printf("done      %-6lld %s\n", (long long)j->id, j->name);
+			printf("done      %-6lld %s\n", (long long)j->id,
+			    cmd_esc(j->name));
 			struct lq_error err;
 			error_clear(&err);
 			store_list_artifacts(c->st, j->id, print_artifact, NULL, &err);
 		} else {
 			c->other++;
 			printf("%-9s %-6lld %-24s %s\n", job_state_name(j->state),
-			    (long long)j->id, j->name, j->error_message ?
-			    j->error_message : "");
+			    (long long)j->id, cmd_esc(j->name),
+			    cmd_esc(j->error_message));
 		}
 		break;
 	}

@@ -10,6 +10,7 @@
 
 #include "cmd/cmd.h"
 #include "core/json.h"
+#include "core/util.h"
 #include "store/jobs.h"
 #include "store/store.h"
 
@@ -38,7 +39,7 @@ print_event(double at, const char *kind, const char *detail, void *ud)
 	}
 	char ts[32];
 	format_time(at, ts, sizeof(ts));
-	printf("  %s  %-10s %s\n", ts, kind, detail ? detail : "");
+	printf("  %s  %-10s %s\n", ts, cmd_esc(kind), cmd_esc(detail));
 	return 0;
 }
 
@@ -86,6 +87,7 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		cJSON_AddNumberToObject(o, "total_steps", j.total_steps);
 		cJSON_AddNumberToObject(o, "attempts", j.attempts);
 		cJSON_AddNumberToObject(o, "max_attempts", j.max_attempts);
+		json_add_int64(o, "priority", j.priority);
 		if (j.error_code)
 			cJSON_AddStringToObject(o, "error_code", j.error_code);
 		if (j.error_message)
@@ -98,22 +100,27 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		cJSON_free(s);
 		cJSON_Delete(o);
 	} else {
-		printf("job %lld: %s\n", (long long)j.id, j.name);
+		/* user strings through cmd_esc: no raw control characters */
+		printf("job %lld: %s\n", (long long)j.id, cmd_esc(j.name));
 		printf("state:    %s (step %d/%d, attempt %d/%d%s%s)\n",
 		    job_state_name(j.state), j.step, j.total_steps, j.attempts,
-		    j.max_attempts, j.phase ? ", phase " : "", j.phase ? j.phase : "");
-		printf("manifest: %s:%d\n", j.manifest_path, j.request_line);
+		    j.max_attempts, j.phase ? ", phase " : "", cmd_esc(j.phase));
+		printf("priority: %lld\n", (long long)j.priority);
+		printf("manifest: %s:%d\n", cmd_esc(j.manifest_path),
+		    j.request_line);
 		if (j.output_path)
-			printf("output:   %s\n", j.output_path);
+			printf("output:   %s\n", cmd_esc(j.output_path));
 		if (j.error_message)
-			printf("error:    %s%s%s\n", j.error_code ? j.error_code : "",
-			    j.error_code ? ": " : "", j.error_message);
-		/* printed as stored: re-parsing would round integers past 2^53 */
-		printf("request (as written):\n%s\n", j.request_json);
+			printf("error:    %s%s%s\n", cmd_esc(j.error_code),
+			    j.error_code ? ": " : "", cmd_esc(j.error_message));
+		/* printed as stored: re-parsing would round integers past 2^53
+		 * (JSON text: cJSON escaped C0 controls; cmd_esc the rest) */
+		printf("request (as written):\n%s\n", cmd_esc(j.request_json));
 		cJSON *cfg = cJSON_Parse(j.config_json);
 		char *cs = cfg ? json_pretty(cfg) : NULL;
-		printf("config (digest %s):\n%s\n", j.config_digest,
-		    cs ? cs : j.config_json);
+		char *shown = util_escape_control(cs ? cs : j.config_json);
+		printf("config (digest %s):\n%s\n", j.config_digest, shown);
+		free(shown);
 		free(cs);
 		cJSON_Delete(cfg);
 		printf("events:\n");

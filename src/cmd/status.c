@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "cmd/cmd.h"
+#include "core/json.h"
 #include "core/util.h"
 #include "store/jobs.h"
 #include "store/store.h"
@@ -44,6 +45,7 @@ print_job(const struct store_job *j, void *ud)
 		cJSON_AddNumberToObject(o, "total_steps", j->total_steps);
 		cJSON_AddNumberToObject(o, "attempts", j->attempts);
 		cJSON_AddNumberToObject(o, "max_attempts", j->max_attempts);
+		json_add_int64(o, "priority", j->priority);
 		if (j->phase)
 			cJSON_AddStringToObject(o, "phase", j->phase);
 		if (j->not_before > c->now && j->state == JOB_STATE_QUEUED)
@@ -68,7 +70,8 @@ print_job(const struct store_job *j, void *ud)
 		    j->error_code : "", j->error_code ? ": " : "",
 		    j->error_message);
 	printf("%-6lld %-24s %-9s %-9s %-8s %-9s %s\n", (long long)j->id,
-	    j->name, job_state_name(j->state), steps, attempts, retry, error);
+	    cmd_esc(j->name), job_state_name(j->state), steps, attempts, retry,
+	    cmd_esc(error));
 	return 0;
 }
 

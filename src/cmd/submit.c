@@ -102,23 +102,32 @@ digest_memo_free(struct digest_memo *memo)
 	free(memo->digests);
 }
 
+/*
+ * Records one job.  *entry_rid is the request row of the job's entry: 0
+ * for the first job of an entry, which records the request and sets it;
+ * the other jobs its seeds expand into share that row.
+ */
 static enum lq_status
 record_job(struct store *st, const struct manifest *m,
     const struct manifest_job *job, const struct preflight_job *pj,
     const struct submit_options *opt, struct digest_memo *memo,
-    struct submit_result *res, struct lq_error *err)
+    int64_t *entry_rid, struct submit_result *res, struct lq_error *err)
 {
-	char *req_json = request_text(job);
-	struct store_request req = {
-		.manifest_path = m->path, .manifest_digest = m->digest,
-		.entry_index = (int)job->entry, .line = job->line,
-		.request_json = req_json,
-	};
-	int64_t rid = 0, jid = 0;
-	enum lq_status r = store_add_request(st, &req, &rid, err);
-	free(req_json);
-	if (r != LQ_OK)
-		return r;
+	enum lq_status r;
+	if (*entry_rid == 0) {
+		char *req_json = request_text(job);
+		struct store_request req = {
+			.manifest_path = m->path,
+			.manifest_digest = m->digest,
+			.entry_index = (int)job->entry, .line = job->line,
+			.request_json = req_json,
+		};
+		r = store_add_request(st, &req, entry_rid, err);
+		free(req_json);
+		if (r != LQ_OK)
+			return r;
+	}
+	int64_t rid = *entry_rid, jid = 0;
 
 	const struct lq_error *fe = preflight_job_first_error(pj);
 	if (fe != NULL) {
@@ -135,7 +144,8 @@ record_job(struct store *st, const struct manifest *m,
 			return r;
 		res->rejected++;
 		if (!opt->quiet)
-			printf("rejected  %-6lld %s\n", (long long)jid, job->name);
+			printf("rejected  %-6lld %s\n", (long long)jid,
+			    cmd_esc(job->name));
 		return LQ_OK;
 	}
 
@@ -154,7 +164,8 @@ record_job(struct store *st, const struct manifest *m,
 		res->existing++;
 		if (!opt->quiet)
 			printf("already   %-6lld %s (%s; --again queues it anew)\n",
-			    (long long)existing, job->name, job_state_name(state));
+			    (long long)existing, cmd_esc(job->name),
+			    job_state_name(state));
 		free(config);
 		return LQ_OK;
 	}
@@ -174,7 +185,7 @@ record_job(struct store *st, const struct manifest *m,
 		.request_id = rid, .name = job->name, .state = JOB_STATE_QUEUED,
 		.config_json = config, .config_digest = digest,
 		.model_digests = model_digest[0] ? model_digest : NULL,
-		.priority = (int)manifest_job_int(job, "priority", 0),
+		.priority = manifest_job_int(job, "priority", 0),
 		.max_attempts = (int)manifest_job_int(job, "max_attempts", 3),
 		.total_steps = (int)manifest_job_int(job, "num_inference_steps", 0),
 		.output_path = manifest_job_string(job, "output", NULL),
@@ -198,7 +209,8 @@ record_job(struct store *st, const struct manifest *m,
 	res->job_ids[res->n_jobs++] = jid;
 	res->queued++;
 	if (!opt->quiet)
-		printf("queued    %-6lld %s\n", (long long)jid, job->name);
+		printf("queued    %-6lld %s\n", (long long)jid,
+		    cmd_esc(job->name));
 	return LQ_OK;
 }
 
@@ -256,9 +268,12 @@ submit_manifest(struct store *st, const char *path,
 		manifest_free(m);
 		return r;
 	}
+	int64_t entry_rid = 0;
 	for (size_t i = 0; i < m->n_jobs; i++) {
+		if (i > 0 && m->jobs[i].entry != m->jobs[i - 1].entry)
+			entry_rid = 0;
 		if ((r = record_job(st, m, &m->jobs[i], &rep->jobs[i], opt, &memo,
-		    res, &err)) != LQ_OK) {
+		    &entry_rid, res, &err)) != LQ_OK) {
 			store_rollback(st);
 			error_print(&err, stderr);
 			digest_memo_free(&memo);

@@ -1,8 +1,10 @@
 /* error.c — the error record (see error.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/util.h"
 
 void
 error_clear(struct lq_error *err)
@@ -92,7 +94,10 @@ void
 error_print(const struct lq_error *err, FILE *fp)
 {
 	char buf[1536];
-	fprintf(fp, "latentq: %s\n", error_format(err, buf, sizeof(buf)));
+	/* The message quotes user values: escape control characters. */
+	char *safe = util_escape_control(error_format(err, buf, sizeof(buf)));
+	fprintf(fp, "latentq: %s\n", safe);
+	free(safe);
 }
 
 const char *

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "core/log.h"
+#include "core/util.h"
 
 static enum log_level current = LOG_LEVEL_INFO;
 
@@ -14,9 +15,25 @@ emit(enum log_level level, const char *tag, const char *fmt, va_list ap)
 {
 	if (level > current)
 		return;
-	fprintf(stderr, "latentq: %s", tag);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	/* Messages carry user strings (job names, paths): one line each,
+	 * control characters escaped (util_escape_control). */
+	char small[512];
+	va_list aq;
+	va_copy(aq, ap);
+	int n = vsnprintf(small, sizeof(small), fmt, aq);
+	va_end(aq);
+	char *raw = small;
+	if (n >= (int)sizeof(small)) {
+		raw = xmalloc((size_t)n + 1);
+		vsnprintf(raw, (size_t)n + 1, fmt, ap);
+	} else if (n < 0) {
+		small[0] = '\0';
+	}
+	char *safe = util_escape_control(raw);
+	fprintf(stderr, "latentq: %s%s\n", tag, safe);
+	free(safe);
+	if (raw != small)
+		free(raw);
 }
 
 #define LOG_FN(name, level, tag) \

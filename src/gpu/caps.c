@@ -2,6 +2,7 @@
  * caps.c — device caps to and from JSON (no Vulkan here: preflight uses this
  * on machines without a GPU).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,8 @@ device_caps_load(const char *path, int index, struct device_caps *out,
 	char *text = util_read_file(path, &n);
 	if (text == NULL) {
 		error_set(err, LQ_FAILED, "LQ-GPU-CAPS",
-		    "cannot read device caps file %s", path);
+		    "cannot read device caps file %s: %s", path,
+		    util_strerror(errno));
 		error_set_where(err, path, 0, 0);
 		return LQ_FAILED;
 	}

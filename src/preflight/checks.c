@@ -14,6 +14,7 @@
  * base_height 2048, base_width 2048).
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/caps.h"
+#include "media/media.h"
 #include "model/safetensors.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
@@ -164,9 +166,40 @@ check_input_file(struct pf_job_state *s, const char *key)
 }
 
 
+/*
+ * The job's name is shown by status, show and list and goes into file names
+ * through {name}: printable UTF-8 only.  A control character (a newline,
+ * ESC, DEL or a C1 control) or a byte that is not UTF-8 is refused.
+ */
+static void
+check_name(struct pf_job_state *s)
+{
+	const char *name = s->job->name;
+	for (const char *p = name; *p;) {
+		uint32_t cp;
+		size_t n = util_utf8_decode(p, &cp);
+		const char *what = n == 0 ? "a byte that is not UTF-8" :
+		    cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ?
+		    "a control character" : NULL;
+		if (what != NULL) {
+			char *shown = util_escape_control(name);
+			struct lq_error *e = pf_job_add(s, "name", LQ_FAILED,
+			    "LQ-NAME-001", "the name \"%s\" has %s at byte %zu; "
+			    "names are printable text", shown, what,
+			    (size_t)(p - name));
+			error_set_hint(e, "letters, digits, spaces and "
+			    "punctuation");
+			free(shown);
+			return;
+		}
+		p += n;
+	}
+}
+
 void
 pf_check_config(struct pf_job_state *s)
 {
+	check_name(s);
 	if (!present(s, "model")) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
 		    "LQ-CFG-001", "no model: every job needs `model:` (in the "
@@ -1016,6 +1049,50 @@ normalize(const char *p)
 	return out;
 }
 
+/*
+ * An output's path fits the file system: each component at most NAME_MAX
+ * bytes, the last one with MEDIA_NAME_RESERVE to spare for the files
+ * written beside it (NAME.mp4.part, NAME.sheet.png, frame_0001.png), and
+ * the whole path with as much to spare under PATH_MAX.  Otherwise the job
+ * would pass preflight and fail at encode with ENAMETOOLONG.  Returns 0
+ * after adding the error.
+ */
+static int
+check_path_length(struct pf_job_state *s, const char *key, const char *path)
+{
+	const size_t name_max = NAME_MAX - MEDIA_NAME_RESERVE;
+	size_t total = strlen(path);
+	if (total + MEDIA_NAME_RESERVE >= PATH_MAX) {
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED, "LQ-OUT-005",
+		    "the path is %zu bytes; an output path may be at most %d "
+		    "(PATH_MAX %d less %d for the files written beside it)",
+		    total, PATH_MAX - 1 - MEDIA_NAME_RESERVE, PATH_MAX,
+		    MEDIA_NAME_RESERVE);
+		error_set_hint(e, "a shorter output folder or template");
+		return 0;
+	}
+	for (const char *c = path; *c;) {
+		size_t l = strcspn(c, "/");
+		int last = c[l] == '\0';
+		size_t max = last ? name_max : NAME_MAX;
+		if (l > max) {
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-OUT-005", "\"%.32s...\" is %zu bytes; a %s name "
+			    "may be at most %zu (NAME_MAX %d%s)", c, l,
+			    last ? "file" : "folder", max, NAME_MAX,
+			    last ? " less room for the files written beside it" :
+			    "");
+			error_set_hint(e, "a shorter name, or an output template "
+			    "without {name}");
+			return 0;
+		}
+		c += l;
+		if (*c == '/')
+			c++;
+	}
+	return 1;
+}
+
 void
 pf_check_output(struct pf_job_state *s, char *paths[3])
 {
@@ -1053,6 +1130,10 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 			char *nm = normalize(p + 1);
 			paths[i] = xasprintf("/%s", nm ? nm : "");
 			free(nm);
+			if (!check_path_length(s, keys[i], paths[i])) {
+				free(paths[i]);
+				paths[i] = NULL;
+			}
 			continue;
 		}
 		char *nm = normalize(p);
@@ -1069,5 +1150,9 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 		}
 		paths[i] = xasprintf("%s/%s", root, nm);
 		free(nm);
+		if (!check_path_length(s, keys[i], paths[i])) {
+			free(paths[i]);
+			paths[i] = NULL;
+		}
 	}
 }

@@ -93,6 +93,11 @@ static const struct preflight_code codes[] = {
 	{ "LQ-OUT-003", "error", "no two jobs write the same file" },
 	{ "LQ-OUT-004", "error",
 	  "output and save_tensors name files, not folders" },
+	{ "LQ-OUT-005", "error",
+	  "output file names fit the file system (NAME_MAX, PATH_MAX)" },
+	/* names */
+	{ "LQ-NAME-001", "error",
+	  "a job name is printable UTF-8: no control characters" },
 };
 
 size_t

@@ -142,6 +142,7 @@ struct render {
 	float *timesteps;		/* [2B or B] */
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
+	char *name_shown;		/* job name, control characters escaped */
 };
 
 static void
@@ -163,6 +164,7 @@ render_free(struct render *r)
 	free(r->mask);
 	free(r->timesteps);
 	free(r->trajectory);
+	free(r->name_shown);
 	free(r->base_dir);
 	cJSON_Delete(r->config);
 }
@@ -728,14 +730,17 @@ show_progress(struct render *r, int step, double t0, int first)
 	int done = step - first;
 	double per = done > 0 ? dt / done : 0;
 	double eta = per * (N - step);
+	if (r->name_shown == NULL)	/* once, not per step */
+		r->name_shown = util_escape_control(r->job->name);
+	const char *name = r->name_shown;
 	if (r->opt->progress_tty) {
 		fprintf(stderr, "\r%s  step %d/%d  %.2f s/step  ETA %.0fs   ",
-		    r->job->name, step, N, per, eta);
+		    name, step, N, per, eta);
 		if (step == N)
 			fputc('\n', stderr);
 	} else {
 		fprintf(stderr, "latentq: job %lld %s: step %d/%d (%.2f s/step, "
-		    "ETA %.0f s)\n", (long long)r->job->id, r->job->name, step, N,
+		    "ETA %.0f s)\n", (long long)r->job->id, name, step, N,
 		    per, eta);
 	}
 }

@@ -106,7 +106,7 @@ store_add_job(struct store *st, const struct store_job_new *job, int64_t *id,
 	store_bind_text(s, 4, job->config_json);
 	store_bind_text(s, 5, job->config_digest);
 	store_bind_text(s, 6, job->model_digests);
-	sqlite3_bind_int(s, 7, job->priority);
+	sqlite3_bind_int64(s, 7, job->priority);
 	sqlite3_bind_int(s, 8, job->max_attempts);
 	sqlite3_bind_int(s, 9, job->total_steps);
 	store_bind_text(s, 10, job->output_path);
@@ -169,7 +169,7 @@ read_job(sqlite3_stmt *s, struct store_job *j)
 	j->config_json = store_column_text(s, 4);
 	j->config_digest = store_column_text(s, 5);
 	j->model_digests = store_column_text(s, 6);
-	j->priority = sqlite3_column_int(s, 7);
+	j->priority = sqlite3_column_int64(s, 7);
 	j->attempts = sqlite3_column_int(s, 8);
 	j->max_attempts = sqlite3_column_int(s, 9);
 	j->step = sqlite3_column_int(s, 10);

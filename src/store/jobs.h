@@ -71,7 +71,7 @@ struct store_job_new {
 	const char *config_json;	/* canonical JSON */
 	const char *config_digest;
 	const char *model_digests;	/* JSON or NULL */
-	int priority;
+	int64_t priority;	/* queue order, higher first; |v| <= 2^53 (manifest) */
 	int max_attempts;
 	int total_steps;
 	const char *output_path;	/* may be NULL */
@@ -88,7 +88,8 @@ struct store_job {
 	char *name;
 	enum job_state state;
 	char *config_json, *config_digest, *model_digests;
-	int priority, attempts, max_attempts, step, total_steps;
+	int64_t priority;
+	int attempts, max_attempts, step, total_steps;
 	char *lease_owner;
 	double lease_expires, not_before;	/* 0 when NULL */
 	char *phase, *error_code, *error_message, *output_path;
