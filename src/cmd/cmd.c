@@ -1,6 +1,7 @@
 /* cmd.c — the command table and lookup (see cmd.h). */
 #include <stdarg.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
@@ -73,6 +74,38 @@ cmd_open_store(const struct cmd_globals *g)
 	error_clear(&err);
 	if (store_open(g->db_path, &st, &err) != LQ_OK) {
 		error_print(&err, stderr);
+		return NULL;
+	}
+	return st;
+}
+
+struct store *
+cmd_open_store_readonly(const struct cmd_globals *g)
+{
+	if (access(g->db_path, F_OK) != 0)
+		return cmd_open_store(g);
+	struct store *st = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	if (store_open_mode(g->db_path, STORE_READ_ONLY, &st, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return NULL;
+	}
+	return st;
+}
+
+struct store *
+cmd_open_store_checked(const struct cmd_globals *g, int *rc)
+{
+	struct store *st = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	enum lq_status s = store_open_mode(g->db_path, STORE_READ_WRITE_CHECKED,
+	    &st, &err);
+	if (s != LQ_OK) {
+		error_print(&err, stderr);
+		*rc = strcmp(err.code, "LQ-DB-004") == 0 ? EXIT_IOERR :
+		    cmd_exit_for(s);
 		return NULL;
 	}
 	return st;

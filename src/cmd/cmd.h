@@ -6,7 +6,8 @@
  *
  *   0   success                       65  EX_DATAERR: input rejected
  *   1   failure (runtime)             70  EX_SOFTWARE: internal error
- *   2   usage error                   75  EX_TEMPFAIL: interrupted, resumable
+ *   2   usage error                   74  EX_IOERR: the database is damaged
+ *                                     75  EX_TEMPFAIL: interrupted, resumable
  *
  * Global options are parsed by main.c into `struct cmd_globals`, which
  * commands borrow read-only.
@@ -21,6 +22,7 @@
 #define EXIT_USAGE 2
 #define EXIT_DATAERR 65
 #define EXIT_SOFTWARE 70
+#define EXIT_IOERR 74
 #define EXIT_TEMPFAIL 75
 
 struct cmd_globals {
@@ -69,6 +71,21 @@ struct store;
  * the error and returns NULL.  Close with store_close().
  */
 struct store *cmd_open_store(const struct cmd_globals *g);
+
+/*
+ * For commands that only read (status, show, list): the database opened
+ * read-only (STORE_READ_ONLY), so they work on a file of mode 0444 or in a
+ * read-only folder.  A database that does not exist yet is created by a
+ * read-write open instead (an empty queue, as before).
+ */
+struct store *cmd_open_store_readonly(const struct cmd_globals *g);
+
+/*
+ * For workers and submit: opened with PRAGMA quick_check first
+ * (STORE_READ_WRITE_CHECKED).  On failure prints the error, sets *rc to the
+ * exit status (EXIT_IOERR for a damaged database) and returns NULL.
+ */
+struct store *cmd_open_store_checked(const struct cmd_globals *g, int *rc);
 
 /* Exit status for a failed lq_status: 75 for RETRY, 1 otherwise. */
 int cmd_exit_for(enum lq_status status);

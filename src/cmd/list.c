@@ -37,7 +37,7 @@ cmd_list_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (optind != argc)
 		return cmd_misuse(&cmd_list_entry, "unexpected argument %s",
 		    argv[optind]);
-	struct store *st = cmd_open_store(g);
+	struct store *st = cmd_open_store_readonly(g);
 	if (st == NULL)
 		return 1;
 	struct lq_error err;

@@ -94,9 +94,10 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cmd_misuse(&cmd_render_entry, "render needs a manifest");
-	struct store *st = cmd_open_store(g);
+	int open_rc;
+	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
-		return 1;
+		return open_rc;
 	int64_t *ids = NULL;
 	size_t n = 0;
 	int rejected = 0, bad = 0;

@@ -67,9 +67,10 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (optind != argc)
 		return cmd_misuse(&cmd_run_entry, "unexpected argument %s",
 		    argv[optind]);
-	struct store *st = cmd_open_store(g);
+	int open_rc;
+	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
-		return 1;
+		return open_rc;
 	int rc = supervisor_run(st, &opt, NULL);
 	store_close(st);
 	return rc;

@@ -58,7 +58,7 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cmd_misuse(&cmd_show_entry, "show takes one JOB");
-	struct store *st = cmd_open_store(g);
+	struct store *st = cmd_open_store_readonly(g);
 	if (st == NULL)
 		return 1;
 	struct lq_error err;

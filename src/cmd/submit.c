@@ -326,9 +326,10 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (have < 0)
 		return 1;
 	opt.caps = have ? &caps : NULL;
-	struct store *st = cmd_open_store(g);
+	int open_rc;
+	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
-		return 1;
+		return open_rc;
 	int rc = 0, queued = 0, existing = 0, rejected = 0;
 	for (int i = optind; i < argc; i++) {
 		struct submit_result res;

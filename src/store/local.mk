@@ -3,6 +3,7 @@ SCHEMA_FILES = schema/0001_init.sql
 EXTRA_DIST += $(SCHEMA_FILES)
 liblatentq_a_SOURCES += \
 	src/store/store.c src/store/store.h src/store/store-int.h \
+	src/store/integrity.c \
 	src/store/jobs.c src/store/jobs.h
 nodist_liblatentq_a_SOURCES += src/store/schema.gen.c
 BUILT_SOURCES += src/store/schema.gen.c
