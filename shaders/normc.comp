@@ -28,13 +28,13 @@ void main()
 	bool has_w = ((p.flags >> 4) & 1u) != 0u;
 	bool has_b = ((p.flags >> 5) & 1u) != 0u;
 	uint dtw = (p.flags >> 6) & 3u, dtb = (p.flags >> 8) & 3u;
-	uint xb = p.off_x + bi * p.C * p.S + s, yb = p.off_y + bi * p.C * p.S + s;
+	uint xb = p.off_x + bi * p.C * p.cs + s, yb = p.off_y + bi * p.C * p.cs + s;
 	float fC = float(phase == 0u ? p.C : p.Ctot);
 	float mean = 0.0;
 	if (phase == 1u) {
 		float sm = first ? 0.0 : LDF(st.d, p.off_s + s);
 		for (uint c = 0u; c < p.C; c++)
-			sm += LDF(x.d, xb + c * p.S);
+			sm += LDF(x.d, xb + c * p.cs);
 		STF(st.d, p.off_s + s, sm);
 		return;
 	}
@@ -43,7 +43,7 @@ void main()
 	if (phase == 0u && mode == 0u) {
 		float sm = 0.0;
 		for (uint c = 0u; c < p.C; c++)
-			sm += LDF(x.d, xb + c * p.S);
+			sm += LDF(x.d, xb + c * p.cs);
 		mean = sm / fC;
 	}
 	float inv;
@@ -53,7 +53,7 @@ void main()
 		float s2 = phase == 2u && !first ?
 		    LDF(st.d, p.off_s + p.S + s) : 0.0;
 		for (uint c = 0u; c < p.C; c++) {
-			float v = LDF(x.d, xb + c * p.S) - mean;
+			float v = LDF(x.d, xb + c * p.cs) - mean;
 			s2 += v * v;
 		}
 		if (phase == 2u) {
@@ -63,11 +63,11 @@ void main()
 		inv = inversesqrt(s2 / fC + p.eps);
 	}
 	for (uint c = 0u; c < p.C; c++) {
-		float v = (LDF(x.d, xb + c * p.S) - mean) * inv;
+		float v = (LDF(x.d, xb + c * p.cs) - mean) * inv;
 		if (has_w)
 			v *= LD(w.d, dtw, p.off_w + c);
 		if (has_b)
 			v += LD(b.d, dtb, p.off_b + c);
-		STF(y.d, yb + c * p.S, v);
+		STF(y.d, yb + c * p.cs, v);
 	}
 }

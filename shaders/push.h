@@ -62,7 +62,8 @@ PUSH(norm_push, {
 #endif
 
 /* normc.comp — norm over C of x [B, C, S] per (b, s).  A tensor larger
- * than one binding runs as channel blocks [c0, c0 + C) of Ctot channels:
+ * than one binding runs as blocks of S positions (channel stride cs) and,
+ * within them, channel blocks [c0, c0 + C) of Ctot channels:
  * phase 1 adds the block to the running sums in stats[S] (mean pass of
  * LayerNorm), phase 2 to stats[S + s] (squares), phase 3 writes y; phase 0
  * is the whole norm in one dispatch.  `first` starts the sums at zero. */
@@ -81,6 +82,8 @@ PUSH(normc_push, {
 	uint off_b;
 	uint Ctot;	/* channels the statistics are over */
 	uint off_s;	/* stats [2, S] */
+	uint cs;	/* stride between channels of x and y (S, or more for
+			 * a block of positions) */
 })
 #endif
 

@@ -19,7 +19,7 @@ typedef uint32_t uint;
 _Static_assert(sizeof(struct ew_push) == 128, "ew push");
 _Static_assert(sizeof(struct matmul_push) == 56, "matmul push");
 _Static_assert(sizeof(struct norm_push) == 32, "norm push");
-_Static_assert(sizeof(struct normc_push) == 44, "normc push");
+_Static_assert(sizeof(struct normc_push) == 48, "normc push");
 _Static_assert(sizeof(struct gnorm_push) == 40, "gnorm push");
 _Static_assert(sizeof(struct attn_push) == 84, "attn push");
 _Static_assert(sizeof(struct rope_push) == 36, "rope push");

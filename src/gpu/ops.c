@@ -874,6 +874,7 @@ chan_emit(struct gpu_cmd *cmd, const char *op, enum gpu_kernel k,
 			.off_b = gpu_bind_offset(cmd, bias),
 			.Ctot = (uint32_t)Ctot,
 			.off_s = gpu_bind_offset(cmd, stats),
+			.cs = (uint32_t)x->stride[1],
 		};
 		gpu_cmd_grid(cmd, ((uint64_t)(B * S) + 127) / 128, &gx, &gy);
 		return gpu_cmd_dispatch(cmd, k, bind, w, &pc, gx, gy, 1, op);
@@ -951,35 +952,50 @@ norm_chan(struct gpu_cmd *cmd, const char *op, enum gpu_kernel k,
 			}
 			continue;
 		}
-		/* Channel norm: blocks of channels, the per-position sums
-		 * carried in a stats buffer [2, S] between dispatches
-		 * (normc.comp phases 1-3, same order of additions). */
+		/* Channel norm: blocks of positions, each in blocks of
+		 * channels, the per-position sums carried in a stats buffer
+		 * [2, positions] between dispatches (normc.comp phases 1-3,
+		 * the same order of additions). */
 		struct gpu_buffer *sbuf;
-		TRY(gpu_cmd_scratch(cmd, (size_t)(2 * S) * sizeof(float), &sbuf));
-		struct gpu_tensor stats = gpu_tensor_make(sbuf, 0, GPU_F32, 1,
-		    (int64_t[]){2 * S});
-		if (!gpu_bind_fits(cmd, &stats))
-			return split_fail(cmd, op, "x", x, "position's statistics");
-		for (unsigned phase = mode == 0 ? 1 : 2; phase <= 3; phase++)
-			for (int64_t c0 = 0; c0 < C;) {
-				int64_t cc = fit_len(cmd, 2, xyb, (int[]){1, 1},
-				    NULL, c0, C - c0);
-				if (cc == 0)
-					return split_fail(cmd, op, "x", x,
-					    "channel");
-				struct gpu_tensor xc = SL(&xb, 1, c0, cc);
-				struct gpu_tensor yc = SL(&yb, 1, c0, cc);
-				struct gpu_tensor wc, bc;
-				if (weight)
-					wc = SL(weight, 0, c0, cc);
-				if (bias)
-					bc = SL(bias, 0, c0, cc);
-				TRY(chan_emit(cmd, op, k, mode, 0, &yc, &xc,
-				    weight ? &wc : NULL, bias ? &bc : NULL, eps,
-				    phase << NORMC_PHASE_SHIFT |
-				    (c0 == 0 ? NORMC_FIRST : 0), C, &stats));
-				c0 += cc;
-			}
+		struct gpu_tensor x1 = SL(&xb, 1, 0, 1), y1 = SL(&yb, 1, 0, 1);
+		const struct gpu_tensor *xy1[2] = {&x1, &y1};
+		int64_t pc = fit_len(cmd, 2, xy1, (int[]){2, 2}, NULL, 0,
+		    S);		/* one channel's run of positions */
+		if (pc > (int64_t)(gpu_cmd_max_binding(cmd) / 8))
+			pc = (int64_t)(gpu_cmd_max_binding(cmd) / 8);
+		if (pc == 0)
+			return split_fail(cmd, op, "x", x, "position");
+		TRY(gpu_cmd_scratch(cmd, (size_t)(2 * pc) * sizeof(float), &sbuf));
+		for (int64_t s0 = 0; s0 < S; s0 += pc) {
+			int64_t sc = S - s0 < pc ? S - s0 : pc;
+			struct gpu_tensor xs = SL(&xb, 2, s0, sc);
+			struct gpu_tensor ys = SL(&yb, 2, s0, sc);
+			const struct gpu_tensor *xys[2] = {&xs, &ys};
+			struct gpu_tensor stats = gpu_tensor_make(sbuf, 0, GPU_F32,
+			    1, (int64_t[]){2 * sc});
+			for (unsigned ph = mode == 0 ? 1 : 2; ph <= 3; ph++)
+				for (int64_t c0 = 0; c0 < C;) {
+					int64_t cc = fit_len(cmd, 2, xys,
+					    (int[]){1, 1}, NULL, c0, C - c0);
+					if (cc == 0)
+						return split_fail(cmd, op, "x", x,
+						    "channel");
+					struct gpu_tensor xc = SL(&xs, 1, c0, cc);
+					struct gpu_tensor yc = SL(&ys, 1, c0, cc);
+					struct gpu_tensor wc, bc;
+					if (weight)
+						wc = SL(weight, 0, c0, cc);
+					if (bias)
+						bc = SL(bias, 0, c0, cc);
+					TRY(chan_emit(cmd, op, k, mode, 0, &yc,
+					    &xc, weight ? &wc : NULL,
+					    bias ? &bc : NULL, eps,
+					    ph << NORMC_PHASE_SHIFT |
+					    (c0 == 0 ? NORMC_FIRST : 0), C,
+					    &stats));
+					c0 += cc;
+				}
+		}
 	}
 	return LQ_OK;
 }
