@@ -17,3 +17,7 @@ EXTRA_PROGRAMS += tests/bench/bench-checkpoint
 bench_PROGRAMS_LIST += tests/bench/bench-checkpoint
 tests_bench_bench_checkpoint_SOURCES = tests/bench/bench-checkpoint.c
 tests_bench_bench_checkpoint_LDADD = $(LQ_TEST_LDADD)
+
+# Bundles (libarchive) and the store records they move (export/import).
+liblatentq_a_SOURCES += src/media/bundle.c src/media/bundle.h \
+	src/store/transfer.c src/store/transfer.h
