@@ -393,9 +393,6 @@ media_bundle_next(struct media_bundle_reader *r, const char **name,
 	const char *nm = archive_entry_pathname(e);
 	if (nm == NULL)
 		return member_fail(r, "?", err, "a member without a name");
-	const char *why = media_bundle_check_name(nm);
-	if (why != NULL)
-		return member_fail(r, nm, err, why);
 	if (archive_entry_hardlink(e) != NULL)
 		return member_fail(r, nm, err, "a hard link");
 	switch (archive_entry_filetype(e)) {
@@ -414,6 +411,9 @@ media_bundle_next(struct media_bundle_reader *r, const char **name,
 	default:
 		return member_fail(r, nm, err, "not a regular file");
 	}
+	const char *why = media_bundle_check_name(nm);
+	if (why != NULL)
+		return member_fail(r, nm, err, why);
 	if (archive_entry_sparse_count(e) > 0)
 		return member_fail(r, nm, err, "a sparse file");
 	if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
