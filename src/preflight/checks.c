@@ -7,11 +7,11 @@
  * judge (no model: no token count).
  *
  * Model math mirrors diffusers 0.40 (58eb52c): pipelines/ltx/pipeline_ltx.py
- * (LTXPipeline.check_inputs, __call__, calculate_shift),
- * schedulers/scheduling_flow_match_euler_discrete.py (set_timesteps,
- * time_shift, stretch_shift_to_terminal), models/transformers/
+ * (LTXPipeline.check_inputs, __call__), models/transformers/
  * transformer_ltx.py (LTXVideoRotaryPosEmbed: base_num_frames 20,
- * base_height 2048, base_width 2048).
+ * base_height 2048, base_width 2048).  The sigma schedule is not computed
+ * here: preflight asks the sampler (scheduler_set_timesteps), as the
+ * render does.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -24,6 +24,7 @@
 #include "core/util.h"
 #include "gpu/caps.h"
 #include "media/media.h"
+#include "model/ref.h"
 #include "model/safetensors.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
@@ -217,20 +218,16 @@ pf_check_config(struct pf_job_state *s)
 	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
 	check_input_file(s, "latents");
 	check_input_file(s, "decode_noise");
-	const cJSON *loras = cJSON_GetObjectItemCaseSensitive(s->config, "loras");
-	const cJSON *l;
-	int i = 0;
-	cJSON_ArrayForEach(l, loras) {
-		double sc = json_get_number(l, "scale", 1.0);
+	for (size_t i = 0; i < s->jc.n_loras; i++) {
+		double sc = s->jc.loras[i].scale;
 		if (!(fabs(sc) <= 100)) {
 			char key[48], t[64];
-			snprintf(key, sizeof(key), "loras[%d].scale", i);
+			snprintf(key, sizeof(key), "loras[%zu].scale", i);
 			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
 			    "LQ-CFG-002", "%s is out of range: |scale| <= 100",
 			    pf_job_text(s, key, t, sizeof(t)));
 			error_set_hint(e, "1.0 applies the LoRA as trained");
 		}
-		i++;
 	}
 }
 
@@ -239,32 +236,30 @@ pf_check_config(struct pf_job_state *s)
 void
 pf_check_model(struct pf_job_state *s)
 {
-	const char *model = json_get_string(s->config, "model", NULL);
-	if (model == NULL)
+	if (s->jc.model == NULL)
 		return;
-	char *dir = NULL;
-	/* The loader resolves paths; a bare word is a registered name. */
-	if (strchr(model, '/') == NULL && s->ctx->opt->resolve_model)
-		dir = s->ctx->opt->resolve_model(s->ctx->opt->resolve_ctx, model);
-	if (dir == NULL && strchr(model, '/') == NULL) {
+	/* The loader resolved paths; model/ref.h says what is a name. */
+	struct model_ref_resolver res = {s->ctx->opt->resolve_ctx,
+	    s->ctx->opt->resolve_model};
+	struct model_ref ref;
+	struct lq_error rerr;
+	error_clear(&rerr);
+	if (model_ref_resolve(s->jc.model, s->jc.transformer, s->jc.vae,
+	    s->jc.text_encoder, s->jc.scheduler, NULL, &res, &ref,
+	    &rerr) != LQ_OK) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
 		    "LQ-MDL-001", "\"%s\" is not a folder nor a registered "
-		    "model name", model);
+		    "model name", s->jc.model);
 		error_set_hint(e, "write a path (./%s) or register it with "
-		    "`latentq model add`", model);
+		    "`latentq model add`", s->jc.model);
 		return;
 	}
-	struct diffusers_overrides ov = {
-		.transformer = json_get_string(s->config, "transformer", NULL),
-		.vae = json_get_string(s->config, "vae", NULL),
-		.text_encoder = json_get_string(s->config, "text_encoder", NULL),
-		.scheduler = json_get_string(s->config, "scheduler", NULL),
-	};
-	s->pm = pf_model_get(s->ctx, dir ? dir : model, &ov);
-	free(dir);
+	struct diffusers_overrides ov = model_ref_overrides(&ref);
+	s->pm = pf_model_get(s->ctx, ref.root, &ov);
+	model_ref_clear(&ref);
 	pf_job_copy(s, &s->pm->problems, "model");
 
-	const char *pin = json_get_string(s->config, "model_digest", NULL);
+	const char *pin = s->jc.model_digest;
 	if (pin != NULL && s->pm->dm != NULL) {
 		const char *want = pin;
 		if (strncmp(want, "blake2b:", 8) == 0)
@@ -415,10 +410,24 @@ pf_check_geometry(struct pf_job_state *s)
 	}
 	if (!ok || s->pm == NULL || s->pm->dm == NULL)
 		return;
-	s->lat_f = (s->num_frames - 1) / tp + 1;
-	s->lat_h = s->height / sp;
-	s->lat_w = s->width / sp;
-	s->tokens = (s->lat_f / patch_t) * (s->lat_h / patch) * (s->lat_w / patch);
+	s->jc.height = s->height;
+	s->jc.width = s->width;
+	s->jc.num_frames = s->num_frames;
+	struct job_latent_shape ls;
+	if (job_latent_shape(&s->jc, (int)sp, (int)tp, (int)patch, (int)patch_t,
+	    &ls) != 0) {
+		struct lq_error *e = pf_job_add(s, "num_frames", LQ_FAILED,
+		    "LQ-GEOM-003", "%" PRId64 " frames give latent frames the "
+		    "transformer's patch_t %" PRId64 " does not divide",
+		    s->num_frames, patch_t);
+		error_set_hint(e, "a frame count whose latent frames patch_t "
+		    "divides");
+		return;
+	}
+	s->lat_f = ls.frames;
+	s->lat_h = ls.height;
+	s->lat_w = ls.width;
+	s->tokens = ls.tokens;
 	s->geometry_ok = 1;
 
 	/*
@@ -427,7 +436,7 @@ pf_check_geometry(struct pf_job_state *s)
 	 * 20 and base_height/width 2048: past 1 the rotary frequencies leave the
 	 * range the model was built for.
 	 */
-	double fr = num(s, "frame_rate", 25);
+	double fr = s->jc.frame_rate;
 	double cf = fr > 0 ? (double)((s->lat_f - 1) * tp) / fr / RAW_ROPE_BASE_FRAMES : 0;
 	if (s->height > RAW_ROPE_BASE_SIZE || s->width > RAW_ROPE_BASE_SIZE) {
 		const char *key = s->height > RAW_ROPE_BASE_SIZE ? "height" : "width";
@@ -454,107 +463,60 @@ pf_check_geometry(struct pf_job_state *s)
 
 /* ---- sampling -------------------------------------------------------- */
 
-int
-pf_schedule(const struct pf_scheduler *sc, int64_t steps, int64_t tokens,
-    double *sig, int *bad)
-{
-	*bad = -1;
-	if (steps < 1)
-		return -1;
-	int n = (int)steps;
-	/* LTXPipeline: np.linspace(1.0, 1 / steps, steps) */
-	for (int i = 0; i < n; i++)
-		sig[i] = n == 1 ? 1.0 : 1.0 + (1.0 / n - 1.0) * i / (n - 1);
-	if (sc->use_dynamic_shifting) {
-		double m = (sc->max_shift - sc->base_shift) /
-		    (sc->max_image_seq_len - sc->base_image_seq_len);
-		double mu = (double)tokens * m + sc->base_shift - m * sc->base_image_seq_len;
-		for (int i = 0; i < n; i++)
-			sig[i] = sc->exponential
-			    ? exp(mu) / (exp(mu) + (1.0 / sig[i] - 1.0))
-			    : mu / (mu + (1.0 / sig[i] - 1.0));
-	} else {
-		for (int i = 0; i < n; i++)
-			sig[i] = sc->shift * sig[i] / (1 + (sc->shift - 1) * sig[i]);
-	}
-	if (sc->shift_terminal != 0) {
-		double scale = (1.0 - sig[n - 1]) / (1.0 - sc->shift_terminal);
-		for (int i = 0; i < n; i++)
-			sig[i] = 1.0 - (1.0 - sig[i]) / scale;
-	}
-	for (int i = 0; i < n; i++) {
-		if (!isfinite(sig[i]) || sig[i] <= 0 || sig[i] > 1.0 + 1e-9 ||
-		    (i > 0 && !(sig[i] < sig[i - 1]))) {
-			*bad = i;
-			break;
-		}
-	}
-	return n;
-}
-
 void
 pf_check_sampling(struct pf_job_state *s)
 {
 	char t[64];
-	int64_t steps = json_get_int(s->config, "num_inference_steps", 50);
+	int64_t steps = s->jc.num_inference_steps;
 	if (steps < 1 || steps > MAX_STEPS) {
 		struct lq_error *e = pf_job_add(s, "num_inference_steps",
 		    LQ_FAILED, "LQ-SAMP-001", "%s steps: the schedule needs "
 		    "1 to %d steps (linspace(1, 1/steps, steps))",
 		    pf_job_text(s, "num_inference_steps", t, sizeof(t)), MAX_STEPS);
 		error_set_hint(e, "nearest valid: %d", steps < 1 ? 1 : MAX_STEPS);
-	} else if (s->pm && s->pm->sched.present) {
-		/* Without a token count (geometry rejected), the shift of the
-		 * base sequence length shows the same 0/0 cases. */
-		double *sig = xmalloc((size_t)MAX_STEPS * sizeof(double));
-		int bad;
-		const struct pf_scheduler *sc = &s->pm->sched;
-		int64_t tok = s->geometry_ok ? s->tokens
-		    : (int64_t)sc->base_image_seq_len;
-		pf_schedule(sc, steps, tok, sig, &bad);
-		if (bad >= 0) {
-			char sigtext[32], why[160] = "";
-			if (isnan(sig[bad]))
-				snprintf(sigtext, sizeof(sigtext), "NaN (0/0)");
-			else
-				snprintf(sigtext, sizeof(sigtext), "%g", sig[bad]);
-			double mu = 0;
-			if (sc->use_dynamic_shifting) {
-				double m = (sc->max_shift - sc->base_shift) /
-				    (sc->max_image_seq_len - sc->base_image_seq_len);
-				mu = (double)tok * m + sc->base_shift -
-				    m * sc->base_image_seq_len;
-				snprintf(why, sizeof(why), "dynamic shift mu %.3g "
-				    "for %" PRId64 " video tokens", mu, tok);
-			} else {
-				snprintf(why, sizeof(why), "shift %g", sc->shift);
-			}
+	} else if (s->pm && s->pm->sched_ok) {
+		/*
+		 * The render's own schedule (scheduler_set_timesteps) for this
+		 * step count at this token count.  Without a token count
+		 * (geometry rejected) the base sequence length shows the same
+		 * failures of the step count alone.
+		 */
+		const struct scheduler_config *sc = &s->pm->sched;
+		int64_t tok = s->geometry_ok ? s->tokens : sc->base_image_seq_len;
+		struct scheduler_schedule sch;
+		struct lq_error serr;
+		error_clear(&serr);
+		if (scheduler_set_timesteps(sc, (int)steps, tok, &sch, &serr) ==
+		    LQ_OK) {
+			scheduler_schedule_free(&sch);
+		} else {
 			struct lq_error *e = pf_job_add(s, "num_inference_steps",
 			    LQ_FAILED, "LQ-SAMP-002", "with %" PRId64 " step%s "
-			    "the scheduler's sigmas are not well defined: "
-			    "sigma[%d] = %s (shift_terminal %g, %s)",
-			    steps, steps == 1 ? "" : "s", bad, sigtext,
-			    sc->shift_terminal, why);
+			    "at %" PRId64 " video tokens the sampler refuses the "
+			    "schedule: %s (%s)", steps, steps == 1 ? "" : "s",
+			    tok, serr.message, serr.code);
 			/* More steps, when some count works at this size. */
 			int64_t ok = 0;
-			for (int64_t k = steps + 1; k <= MAX_STEPS && k <= steps + 64 && !ok; k++) {
-				int b2;
-				pf_schedule(sc, k, tok, sig, &b2);
-				if (b2 < 0)
+			for (int64_t k = steps + 1; k <= MAX_STEPS &&
+			    k <= steps + 64 && !ok; k++) {
+				error_clear(&serr);
+				if (scheduler_set_timesteps(sc, (int)k, tok, &sch,
+				    &serr) == LQ_OK) {
+					scheduler_schedule_free(&sch);
 					ok = k;
+				}
 			}
 			if (ok)
 				error_set_hint(e, "nearest valid: %" PRId64, ok);
 			else
-				error_set_hint(e, "the shift saturates every sigma "
-				    "to 1 at this size: fewer video tokens (smaller "
+				error_set_hint(e, "the shift saturates the sigmas "
+				    "at this size: fewer video tokens (smaller "
 				    "size or fewer frames), or a scheduler config "
 				    "without dynamic shifting");
 		}
-		free(sig);
 	}
 	/* diffusers: do_classifier_free_guidance = guidance_scale > 1. */
-	double g = num(s, "guidance_scale", 3.0);
+	double g = s->jc.guidance_scale;
 	s->cfg_on = g > 1.0;
 	if (g < 1.0) {
 		struct lq_error *e = pf_job_add(s, "guidance_scale", LQ_FAILED,
@@ -563,7 +525,7 @@ pf_check_sampling(struct pf_job_state *s)
 		    pf_job_text(s, "guidance_scale", t, sizeof(t)));
 		error_set_hint(e, "nearest valid: 1 (no guidance), or 3 (LTX-Video's default)");
 	}
-	double r = num(s, "guidance_rescale", 0.0);
+	double r = s->jc.guidance_rescale;
 	if (r < 0.0 || r > 1.0) {
 		struct lq_error *e = pf_job_add(s, "guidance_rescale", LQ_FAILED,
 		    "LQ-SAMP-004", "%s is outside [0, 1]",
@@ -598,7 +560,7 @@ check_prompt_text(struct pf_job_state *s, struct text_tokenizer *tok,
 		return;
 	}
 	if (tt.num_dropped > 0) {
-		if (json_get_bool(s->config, "truncate", 0)) {
+		if (s->jc.truncate) {
 			struct lq_error *e = pf_job_add(s, key, LQ_WARN,
 			    "LQ-PROMPT-002", "%d tokens (end of text included) "
 			    "truncated to max_sequence_length %" PRId64 "; "
@@ -635,7 +597,7 @@ pf_check_prompt(struct pf_job_state *s)
 	if (s->pm == NULL || s->pm->dm == NULL)
 		return;
 	const struct diffusers_model *dm = s->pm->dm;
-	int64_t maxlen = json_get_int(s->config, "max_sequence_length", 128);
+	int64_t maxlen = s->jc.max_sequence_length;
 	if (has_p) {
 		if (!dm->text_encoder.present) {
 			struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
@@ -672,7 +634,7 @@ pf_check_prompt(struct pf_job_state *s)
 		    "LQ-PROMPT-006", "guidance_scale %g needs "
 		    "negative_prompt_embeds in %s: the model has no text "
 		    "encoder for the negative prompt",
-		    num(s, "guidance_scale", 3), path);
+		    s->jc.guidance_scale, path);
 		error_set_hint(e, "add negative_prompt_embeds (the empty "
 		    "prompt's), or guidance_scale: 1");
 	}
@@ -764,19 +726,22 @@ pf_check_mesh(struct pf_job_state *s)
 		ok = 0;
 	}
 
-	/* per_device_batch_size × devices must be a positive integer. */
-	s->per_device_batch = num(s, "per_device_batch_size", 1.0);
-	double gb = s->per_device_batch * (double)(s->devices > 0 ? s->devices : 1);
-	int64_t gbi = (int64_t)llround(gb);
-	if (!(s->per_device_batch > 0) || gbi < 1 || fabs(gb - (double)gbi) > 1e-9) {
+	/* The batch (job_batch: per_device_batch_size × mesh.data) must be a
+	 * positive whole number of videos. */
+	s->jc.mesh.data = ok ? ax[0] : 1;
+	s->per_device_batch = s->jc.per_device_batch_size;
+	double gb;
+	int64_t gbi = job_batch(&s->jc, &gb);
+	if (gbi == 0) {
+		int64_t data = s->jc.mesh.data;
 		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
-		    LQ_FAILED, "LQ-MESH-001", "%s × %" PRId64 " device%s = %g "
+		    LQ_FAILED, "LQ-MESH-001", "%s × data %" PRId64 " = %g "
 		    "is not a positive whole batch",
 		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)),
-		    s->devices, s->devices == 1 ? "" : "s", gb);
-		int64_t up = gbi < 1 ? 1 : gbi;
+		    data, gb);
+		int64_t up = llround(gb) < 1 ? 1 : llround(gb);
 		error_set_hint(e, "per_device_batch_size: %g (batch %" PRId64 ")",
-		    (double)up / (double)(s->devices > 0 ? s->devices : 1), up);
+		    (double)up / (double)data, up);
 		ok = 0;
 	}
 	s->global_batch = gbi;
@@ -798,10 +763,10 @@ pf_check_mesh(struct pf_job_state *s)
 	if (s->global_batch % s->data != 0) {
 		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
 		    LQ_FAILED, "LQ-MESH-006", "batch %" PRId64 " (%s per device "
-		    "× %" PRId64 ") does not split across data %" PRId64,
+		    "× data %" PRId64 ") does not split across data %" PRId64,
 		    s->global_batch,
 		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)),
-		    s->devices, s->data);
+		    s->data, s->data);
 		error_set_hint(e, "a batch that is a multiple of %" PRId64, s->data);
 	}
 	if (s->pm && s->pm->dm) {
@@ -894,7 +859,7 @@ pf_check_device(struct pf_job_state *s)
 	uint64_t bt = b * (s->cfg_on ? 2 : 1);
 	uint64_t n = (uint64_t)(s->tokens / s->context);
 	uint64_t D = (uint64_t)tc->inner_dim, Dff = (uint64_t)tc->ff_inner_dim;
-	uint64_t T = (uint64_t)json_get_int(s->config, "max_sequence_length", 128);
+	uint64_t T = (uint64_t)s->jc.max_sequence_length;
 	uint64_t ff = bt * n * (Dff / (uint64_t)s->tensor) * 4;
 	uint64_t tr = bt * n * (6 * D + 2 * (uint64_t)tc->in_channels) * 4 + ff +
 	    bt * T * ((uint64_t)tc->caption_channels + 2 * D) * 4;
@@ -983,11 +948,13 @@ pf_check_device(struct pf_job_state *s)
 		error_set_hint(e, "a smaller size or fewer frames, a larger "
 		    "mesh.context, or a device with more memory");
 	}
-	uint64_t maxb = device_caps_max_binding(caps);
+	/* ops split a tensor larger than one binding (gpu/ops.h), so what
+	 * bounds a tensor is one buffer */
+	uint64_t maxb = device_caps_max_tensor(caps);
 	if (maxb > 0 && s->est_largest > maxb) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
-		    "LQ-DEV-002", "%s needs one %s buffer but %s binds "
-		    "at most %s (maxStorageBufferRange)", largest,
+		    "LQ-DEV-002", "%s needs one %s buffer but %s allocates "
+		    "at most %s in one buffer (maxMemoryAllocationSize)", largest,
 		    size_text((double)s->est_largest), caps->name,
 		    size_text((double)maxb));
 		error_set_hint(e, "a smaller size or fewer frames, or a larger "

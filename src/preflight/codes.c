@@ -29,12 +29,18 @@ static const struct preflight_code codes[] = {
 	/* sampling */
 	{ "LQ-SAMP-001", "error", "num_inference_steps >= 1" },
 	{ "LQ-SAMP-002", "error",
-	  "the sigma schedule is finite, in (0, 1] and decreasing" },
+	  "the sampler accepts the schedule (scheduler_set_timesteps)" },
 	{ "LQ-SAMP-003", "error",
 	  "guidance_scale >= 1 (1 disables classifier-free guidance)" },
 	{ "LQ-SAMP-004", "error", "guidance_rescale is in [0, 1]" },
 	{ "LQ-SAMP-005", "warning",
 	  "guidance_rescale has no effect without guidance" },
+	/* the scheduler config, as the sampler parses it (sampler/scheduler.h) */
+	{ "LQ-SCHED-001", "error", "scheduler_config.json keys have their types" },
+	{ "LQ-SCHED-002", "error", "scheduler_config.json values are in range" },
+	{ "LQ-SCHED-004", "error",
+	  "no unimplemented scheduler option (Karras, exponential, beta sigmas, "
+	  "stochastic sampling, inverted sigmas) is on" },
 	/* prompt */
 	{ "LQ-PROMPT-001", "error",
 	  "the prompt fits max_sequence_length (or truncate: true)" },
@@ -49,7 +55,7 @@ static const struct preflight_code codes[] = {
 	  "guidance needs negative_prompt_embeds or a text encoder" },
 	/* batch and mesh */
 	{ "LQ-MESH-001", "error",
-	  "per_device_batch_size x devices is a positive integer" },
+	  "per_device_batch_size x mesh.data is a positive integer" },
 	{ "LQ-MESH-002", "error",
 	  "data x context x tensor == devices, at most one axis -1" },
 	{ "LQ-MESH-003", "error", "an inferred (-1) axis is a positive integer" },
@@ -85,7 +91,7 @@ static const struct preflight_code codes[] = {
 	{ "LQ-DEV-001", "error",
 	  "estimated peak device memory fits the heap with a margin" },
 	{ "LQ-DEV-002", "error",
-	  "no single buffer exceeds the device's largest binding" },
+	  "no single tensor exceeds the device's largest buffer" },
 	{ "LQ-DEV-003", "error", "the device has the features the job needs" },
 	/* output */
 	{ "LQ-OUT-001", "error", "output paths stay inside the output folder" },
