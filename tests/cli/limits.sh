@@ -9,11 +9,12 @@ MODEL=$(cd "$top_srcdir/jobs/models/ltxv-demo" && pwd)
 
 # run_bounded MB CMD...: CMD with its memory bounded to MB megabytes.  An
 # AddressSanitizer build reserves terabytes of shadow address space, so
-# there the bound is ASan's own hard_rss_limit_mb instead of ulimit -v.
+# there the bound is ASan's own hard_rss_limit_mb instead of ulimit -v, with
+# room for its redzones and shadow (3x) and a small free quarantine.
 if grep -qa __asan_init "$LATENTQ" 2>/dev/null; then
 	run_bounded() {
 		mb=$1; shift
-		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=$mb" "$@"
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=$((mb * 3)):quarantine_size_mb=16" "$@"
 	}
 else
 	run_bounded() {
