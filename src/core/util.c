@@ -119,7 +119,7 @@ const char *
 util_strerror(int e)
 {
 	if (e == UTIL_ENOTREG)
-		return "not a regular file (a FIFO, socket or device)";
+		return "not a regular file (a folder, FIFO, socket or device)";
 	return strerror(e);
 }
 
@@ -138,7 +138,7 @@ util_open_regular(const char *path)
 	}
 	if (!S_ISREG(sb.st_mode)) {
 		close(fd);
-		errno = S_ISDIR(sb.st_mode) ? EISDIR : UTIL_ENOTREG;
+		errno = UTIL_ENOTREG;
 		return -1;
 	}
 	int fl = fcntl(fd, F_GETFL);

@@ -45,7 +45,8 @@ char *strbuf_release(struct strbuf *sb);
 
 /*
  * errno value (outside the system's range) for "not a regular file": a
- * FIFO, socket or device where a file was expected.  util_strerror names it.
+ * folder, FIFO, socket or device where a file was expected.  util_strerror
+ * names it.
  */
 #define UTIL_ENOTREG 4095
 
@@ -55,8 +56,8 @@ const char *util_strerror(int e);
 /*
  * Opens `path` read-only for an input file: with O_NONBLOCK (opening a FIFO
  * for reading would otherwise wait for a writer forever), then refuses
- * anything but a regular file (errno EISDIR for a folder, UTIL_ENOTREG for
- * a FIFO, socket or device).  Returns the descriptor (O_CLOEXEC, back in
+ * anything but a regular file (errno UTIL_ENOTREG).  Returns the
+ * descriptor (O_CLOEXEC, back in
  * blocking mode), or -1 with errno set.  The caller closes it.
  */
 int util_open_regular(const char *path);

@@ -66,7 +66,7 @@ for f in transformer/diffusion_pytorch_model.safetensors transformer/config.json
 	mkfifo "$T/fifo/$f"
 	printf 'jobs:\n  - {name: a, model: %s, prompt: p, height: 64, width: 64, num_frames: 9}\n' "$T/fifo" > "$T/fifo.yaml"
 	expect_status 65 timeout 60 "$LATENTQ" submit --no-device "$T/fifo.yaml"
-	expect_grep "$f: cannot (open|read): not a regular file \\(a FIFO, socket or device\\)" "$T/err"
+	expect_grep "$f: cannot (open|read): not a regular file \\(a folder, FIFO, socket or device\\)" "$T/err"
 done
 
 # ---- priority is 64-bit end to end (3000000000 wrapped negative in an int)
