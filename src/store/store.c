@@ -7,6 +7,7 @@
  * in its own transaction with the user_version bump, so a crash mid-upgrade
  * leaves the previous version intact.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,8 @@ store_sql_error(struct store *st, const char *call, struct lq_error *err)
 		/* A full or failing disk is not bad input: RETRY, naming errno
 		 * (nothing of the failed transaction was committed). */
 		int e = sqlite3_system_errno(st->db);
+		if (e == 0 && primary == SQLITE_FULL)
+			e = ENOSPC;	/* SQLite's unix VFS clears errno for FULL */
 		error_set(err, LQ_RETRY, STORE_CODE_STORAGE, "%s failed on %s: %s"
 		    "%s%s", call, st->path, sqlite3_errmsg(st->db),
 		    e ? ": " : "", e ? strerror(e) : "");
