@@ -53,12 +53,24 @@ expect_eq "$(b2 "$T/outdisk/videos/k.mp4")" "$ref_mp4" "MP4 identical to the uni
 db=$T/dbdisk/queue.db
 write_manifest "$T/five.yaml" 3 a:1 b:2 c:3 d:4 e:5
 LATENTQ_DB=$db expect_status 0 "$LATENTQ" status	# creates and migrates it
+# Another process keeps the database open, as a running worker would, so
+# its WAL index exists before the disk fills and the write that fails is
+# submit's own transaction (the issue's case: the COMMIT).
+mkfifo "$T/hold"
+sqlite3 "$db" < "$T/hold" > /dev/null 2>&1 &
+holder=$!
+exec 9> "$T/hold"
+echo "SELECT count(*) FROM jobs;" >&9
+i=0
+while [ ! -e "$db-shm" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 fill "$T/dbdisk"
 LATENTQ_DB=$db expect_status 75 "$LATENTQ" submit "$T/five.yaml"
 expect_no_grep '^queued' "$T/out"
 expect_grep 'LQ-DB-004' "$T/err"
 expect_grep 'database or disk is full: No space left on device' "$T/err"
 expect_eq "$(sqlite3 "$db" "SELECT count(*) FROM jobs")" 0 "no job recorded"
+exec 9>&-
+wait $holder
 rm "$T/dbdisk/filler"
 LATENTQ_DB=$db expect_status 0 "$LATENTQ" submit "$T/five.yaml"
 expect_eq "$(grep -c '^queued' "$T/out")" 5 "five queued lines once there is room"
