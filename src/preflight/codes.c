@@ -100,6 +100,8 @@ static const struct preflight_code codes[] = {
 	{ "LQ-OUT-004", "error",
 	  "output and save_tensors name files, not folders" },
 	{ "LQ-OUT-005", "error",
+	  "output folders stay inside the output folder once symlinks are resolved" },
+	{ "LQ-OUT-006", "error",
 	  "output file names fit the file system (NAME_MAX, PATH_MAX)" },
 	/* names */
 	{ "LQ-NAME-001", "error",

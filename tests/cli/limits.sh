@@ -90,7 +90,7 @@ expect_grep '"name":"bottom",[^}]*"priority":-9007199254740992[,}]' "$T/out"
 long=$(awk 'BEGIN { for (i = 0; i < 300; i++) printf "n" }')
 printf 'jobs:\n  - {name: %s, model: %s, prompt: p, height: 64, width: 64, num_frames: 9}\n' "$long" "$MODEL" > "$T/long.yaml"
 expect_status 65 "$LATENTQ" -d "$T/long.db" submit --no-device "$T/long.yaml"
-expect_grep 'LQ-OUT-005: jobs\[0\]\.output: .* is 304 bytes; a file name may be at most 223 ' "$T/err"
+expect_grep 'LQ-OUT-006: jobs\[0\]\.output: .* is 304 bytes; a file name may be at most 223 ' "$T/err"
 expect_grep '^0 queued, 0 already queued, 1 rejected$' "$T/out"
 
 # ---- control characters in a name: refused, and never printed raw
