@@ -1,8 +1,11 @@
 /* cmd.c — the command table and lookup (see cmd.h). */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "core/util.h"
+#include "store/jobs.h"
 #include "store/store.h"
 
 const struct cmd_entry *
@@ -63,21 +66,102 @@ cmd_misuse(const struct cmd_entry *entry, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+static int open_status = EXIT_IOERR;
+
+int
+cmd_open_status(void)
+{
+	return open_status;
+}
+
 struct store *
 cmd_open_store(const struct cmd_globals *g)
 {
 	struct store *st = NULL;
 	struct lq_error err;
 	error_clear(&err);
-	if (store_open(g->db_path, &st, &err) != LQ_OK) {
+	enum lq_status r = g->creates_db ? store_open(g->db_path, &st, &err) :
+	    store_open_existing(g->db_path, &st, &err);
+	if (r != LQ_OK) {
 		error_print(&err, stderr);
+		open_status = cmd_exit_for_error(&err);
 		return NULL;
 	}
 	return st;
 }
 
 int
+cmd_exit_for_error(const struct lq_error *err)
+{
+	return lq_exit_for_error(err);
+}
+
+int
 cmd_exit_for(enum lq_status status)
 {
-	return status == LQ_RETRY ? EXIT_TEMPFAIL : 1;
+	struct lq_error err;
+	error_clear(&err);
+	err.status = status;
+	return lq_exit_for_error(&err);
+}
+
+char *
+cmd_last_error(const struct store_job *j, size_t width)
+{
+	if (j->error_message == NULL && j->error_code == NULL)
+		return NULL;
+	const char *code = j->error_code ? j->error_code : "";
+	char *msg = xstrdup(j->error_message ? j->error_message : "");
+	/* older records end with error_format's " [CODE]": the code is shown */
+	size_t len = strlen(msg), cl = strlen(code);
+	if (cl > 0 && len >= cl + 3 && msg[len - 1] == ']' &&
+	    strncmp(msg + len - cl - 3, " [", 2) == 0 &&
+	    strncmp(msg + len - cl - 1, code, cl) == 0)
+		msg[len - cl - 3] = '\0';
+	/* and some begin with it ("LQ-X: ...", preflight's "error LQ-X: ") */
+	const char *body = msg;
+	if (cl > 0) {
+		if (strncmp(body, "error ", 6) == 0 && strncmp(body + 6, code, cl) == 0)
+			body += 6;
+		if (strncmp(body, code, cl) == 0 && body[cl] == ':')
+			body += cl + 1;
+		while (*body == ' ')
+			body++;
+	}
+	char *out;
+	if (cl > 0 && j->error_grade != NULL)
+		out = xasprintf("%s (%s)%s%s", code, j->error_grade,
+		    *body ? ": " : "", body);
+	else if (cl > 0)
+		out = xasprintf("%s%s%s", code, *body ? ": " : "", body);
+	else
+		out = xstrdup(body);
+	free(msg);
+	/* one line: control characters become spaces, runs of them one */
+	char *w = out;
+	for (const char *r = out; *r; r++) {
+		unsigned char c = (unsigned char)*r;
+		if (c < 0x20 || c == 0x7f) {
+			if (w > out && w[-1] != ' ')
+				*w++ = ' ';
+		} else {
+			*w++ = (char)c;
+		}
+	}
+	*w = '\0';
+	len = strlen(out);
+	if (width > 4 && len > width) {
+		/* "…" is 3 bytes; cut at the last space before the limit */
+		size_t cut = width - 3;
+		while (cut > width / 2 && out[cut] != ' ')
+			cut--;
+		if (out[cut] != ' ')
+			cut = width - 3;
+		while (cut > 0 && ((unsigned char)out[cut] & 0xc0) == 0x80)
+			cut--;	/* never inside a UTF-8 sequence */
+		while (cut > 0 && out[cut - 1] == ' ')
+			cut--;
+		memcpy(out + cut, "\xe2\x80\xa6", 4);
+	}
+	return out;
 }

@@ -1,11 +1,11 @@
 /*
  * exec-job.c — `latentq exec-job --owner O JOB` (internal): the child the
- * supervisor spawns to render one claimed job.  Exit statuses are the
- * supervisor's protocol: 0 done (marked here), 65 failed for good (marked
- * poisoned here), 75 interrupted by SIGTERM after a checkpoint, 76 a
- * retryable failure (the supervisor requeues with backoff), 70 the worker
- * cannot render at all (no such device: the job is requeued, the attempt
- * refunded, and the supervisor stops).
+ * supervisor spawns to render one claimed job.  Its exit statuses, and
+ * what it records before each, are the worker protocol of
+ * src/worker/protocol.h: 0 done (marked here), 65 failed for good (marked
+ * poisoned here), 69 this host cannot render, 75 interrupted or a
+ * retryable error, 74 the database failed; before a non-zero exit the
+ * real error is recorded as a worker_error event.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -18,6 +18,7 @@
 #include "render/render.h"
 #include "store/jobs.h"
 #include "store/store.h"
+#include "worker/protocol.h"
 
 int cmd_parse_keep(const char *arg);
 
@@ -64,14 +65,14 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 76;
+		return EXIT_IOERR;
 	struct lq_error err;
 	error_clear(&err);
 	struct store_job job;
 	if (store_find_job(st, argv[optind], &job, &err) != LQ_OK) {
 		error_print(&err, stderr);
 		store_close(st);
-		return 76;
+		return EXIT_IOERR;
 	}
 	if (job.state != JOB_STATE_RUNNING || job.lease_owner == NULL ||
 	    strcmp(job.lease_owner, owner) != 0) {
@@ -79,32 +80,38 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 		    job_state_name(job.state), owner);
 		store_job_clear(&job);
 		store_close(st);
-		return 76;
+		return EXIT_IOERR;
 	}
 	enum lq_status r = render_job(st, &job, owner, &opt, &err);
-	int rc;
+	int rc = EXIT_OK;
 	struct lq_error e2;
 	error_clear(&e2);
 	if (r == LQ_OK || r == LQ_WARN) {
-		rc = store_finish_job(st, job.id, owner, NULL, &e2) == LQ_OK ? 0 : 76;
-	} else if (r == LQ_RETRY && strcmp(err.code, "LQ-RUN-INT") == 0) {
-		error_print(&err, stderr);
-		rc = 75;
-	} else if (r == LQ_RETRY) {
-		error_print(&err, stderr);
-		rc = 76;
-	} else if (r == LQ_FATAL) {
-		/* the worker cannot render anything (no such device): not the
-		 * job's fault, so the job is left for the supervisor to requeue */
-		error_print(&err, stderr);
-		rc = EXIT_SOFTWARE;
+		if (store_finish_job(st, job.id, owner, NULL, &e2) != LQ_OK) {
+			err = e2;
+			error_clear(&e2);
+			rc = EXIT_IOERR;
+		}
 	} else {
-		error_print(&err, stderr);
-		char msg[1536];
-		error_format(&err, msg, sizeof(msg));
-		rc = store_fail_job(st, job.id, owner, err.code, msg, &e2) == LQ_OK ?
-		    65 : 76;
+		/* the phase it failed in decides "this host" or "this job" */
+		struct store_job now;
+		int have = store_get_job(st, job.id, &now, &e2) == LQ_OK;
+		error_clear(&e2);
+		rc = worker_exit_for(&err, have ? now.phase : NULL);
+		if (have)
+			store_job_clear(&now);
+		if (rc == EXIT_DATAERR) {
+			char msg[1536];
+			worker_error_text(&err, msg, sizeof(msg));
+			if (store_fail_job(st, job.id, owner, err.code, msg, &e2) !=
+			    LQ_OK)
+				rc = EXIT_IOERR;
+		}
 	}
+	if (rc != EXIT_OK)
+		error_print(&err, stderr);
+	if (rc != EXIT_OK && rc != EXIT_DATAERR)
+		worker_report_error(st, job.id, &err, rc, &e2);
 	if (e2.status != LQ_OK)
 		error_print(&e2, stderr);
 	store_job_clear(&job);

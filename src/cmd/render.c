@@ -54,13 +54,70 @@ report_job(const struct store_job *j, void *ud)
 			store_list_artifacts(c->st, j->id, print_artifact, NULL, &err);
 		} else {
 			c->other++;
+			char *e = cmd_last_error(j, 100);
 			printf("%-9s %-6lld %-24s %s\n", job_state_name(j->state),
-			    (long long)j->id, j->name, j->error_message ?
-			    j->error_message : "");
+			    (long long)j->id, j->name, e ? e : "");
+			free(e);
 		}
 		break;
 	}
 	return 0;
+}
+
+struct redo_ctx {
+	const struct store_job *job;
+	char problem[600];
+	int first;
+};
+
+static void
+note_bad_output(const struct store_artifact *a, const char *problem, void *ud)
+{
+	struct redo_ctx *c = ud;
+	if (c->first++ == 0)
+		snprintf(c->problem, sizeof(c->problem), "%s %s", a->path, problem);
+}
+
+static int
+newest_step(const struct store_checkpoint *cp, void *ud)
+{
+	*(int *)ud = cp->step;
+	return 1;
+}
+
+/*
+ * Outputs are checked, not assumed: a done job among ids whose recorded
+ * output is missing or changed is queued again (store_redo_job) and says
+ * so; with its final checkpoint kept that is a re-decode, else its steps
+ * are rendered again.
+ */
+static void
+check_done_outputs(struct store *st, const int64_t *ids, size_t n, int quiet)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct store_job j;
+		struct lq_error err;
+		error_clear(&err);
+		if (store_get_job(st, ids[i], &j, &err) != LQ_OK)
+			continue;
+		struct redo_ctx c = {&j, "", 0};
+		int bad = 0, last = 0;
+		if (j.state == JOB_STATE_DONE &&
+		    store_check_artifacts(st, j.id, note_bad_output, &c, &bad,
+		    &err) == LQ_OK && bad > 0 &&
+		    store_list_checkpoints(st, j.id, newest_step, &last, &err) ==
+		    LQ_OK && store_redo_job(st, j.id, c.problem, &err) == LQ_OK) {
+			if (!quiet)
+				printf("redo      %-6lld %-24s %s: %s\n", (long long)j.id,
+				    j.name, c.problem, last == j.total_steps ?
+				    "re-decoding from its final checkpoint" :
+				    "no final checkpoint kept; rendering it again");
+		} else if (err.status != LQ_OK) {
+			error_print(&err, stderr);
+		}
+		store_job_clear(&j);
+	}
+	fflush(stdout);
 }
 
 static int
@@ -95,7 +152,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		return cmd_misuse(&cmd_render_entry, "render needs a manifest");
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	int64_t *ids = NULL;
 	size_t n = 0;
 	int rejected = 0, bad = 0;
@@ -107,17 +164,18 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 			memcpy(ids + n, res.job_ids, res.n_jobs * sizeof(*ids));
 			n += res.n_jobs;
 			rejected += res.rejected;
-		} else {
-			bad = 1;
+		} else if (bad == 0 || bad == EXIT_DATAERR) {
+			bad = res.exit_status;	/* 66 no manifest wins over 65 */
 		}
 		free(res.job_ids);
-		if (r == LQ_RETRY) {
+		if (r != LQ_OK && r != LQ_FAILED) {
 			free(ids);
 			store_close(st);
-			return EXIT_TEMPFAIL;
+			return res.exit_status;
 		}
 	}
 	fflush(stdout);	/* the per-job lines before the render's log */
+	check_done_outputs(st, ids, n, g->verbose < 0);
 	int rc = 0;
 	if (n > 0) {
 		opt.only_ids = ids;
@@ -135,7 +193,9 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		if (rc == 0 && c.other > 0)
 			rc = 1;
 	}
-	if (rc == 0 && (rejected > 0 || bad))
+	if (rc == 0 && bad)
+		rc = bad;
+	else if (rc == 0 && rejected > 0)
 		rc = EXIT_DATAERR;
 	free(ids);
 	store_close(st);
@@ -147,5 +207,6 @@ const struct cmd_entry cmd_render_entry = {
 	.usage = "[--again] [--keep-checkpoints K|all] [--resume-anywhere] "
 	    "MANIFEST...",
 	.summary = "submit manifests and render their jobs until they end",
+	.creates_db = 1,
 	.exec = cmd_render_exec,
 };

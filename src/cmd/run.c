@@ -69,7 +69,7 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 		    argv[optind]);
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	int rc = supervisor_run(st, &opt, NULL);
 	store_close(st);
 	return rc;
@@ -80,5 +80,6 @@ const struct cmd_entry cmd_run_entry = {
 	.usage = "[--once | --follow] [--max-jobs N] [--keep-checkpoints K|all] "
 	    "[--resume-anywhere]",
 	.summary = "render queued jobs, each in a crash-isolated worker process",
+	.creates_db = 1,
 	.exec = cmd_run_exec,
 };

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 
 void
 error_clear(struct lq_error *err)
@@ -92,6 +93,8 @@ void
 error_print(const struct lq_error *err, FILE *fp)
 {
 	char buf[1536];
+	if (fp == stderr)
+		log_clear_progress();
 	fprintf(fp, "latentq: %s\n", error_format(err, buf, sizeof(buf)));
 }
 

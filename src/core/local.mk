@@ -6,4 +6,5 @@ liblatentq_a_SOURCES += \
 	src/core/digest.c src/core/digest.h \
 	src/core/json.c src/core/json.h \
 	src/core/fault.c src/core/fault.h \
-	src/core/half.c src/core/half.h
+	src/core/half.c src/core/half.h \
+	src/core/exit.c src/core/exit.h src/core/exit.def

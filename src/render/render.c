@@ -729,10 +729,10 @@ show_progress(struct render *r, int step, double t0, int first)
 	double per = done > 0 ? dt / done : 0;
 	double eta = per * (N - step);
 	if (r->opt->progress_tty) {
-		fprintf(stderr, "\r%s  step %d/%d  %.2f s/step  ETA %.0fs   ",
-		    r->job->name, step, N, per, eta);
+		log_progress("%s  step %d/%d  %.2f s/step  ETA %.0fs", r->job->name,
+		    step, N, per, eta);
 		if (step == N)
-			fputc('\n', stderr);
+			log_clear_progress();
 	} else {
 		fprintf(stderr, "latentq: job %lld %s: step %d/%d (%.2f s/step, "
 		    "ETA %.0f s)\n", (long long)r->job->id, r->job->name, step, N,
@@ -805,6 +805,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 		}
 		scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
 		    r->sched.sigmas[k + 1]);
+		fault_slow(r->job->name, k + 1, r->opt->attempt);
 		if (fault_nan(r->job->name, k + 1, r->opt->attempt))
 			r->latents[n / 2] = NAN;
 		int64_t bad = latents_find_nonfinite(r->latents, n);

@@ -30,6 +30,15 @@ enum lq_status store_open(const char *path, struct store **out,
     struct lq_error *err);
 void store_close(struct store *st);
 
+/*
+ * store_open for commands that only read or change an existing queue
+ * (status, show, list, cancel, the worker child): a path that does not
+ * exist is LQ_FAILED with code LQ-DB-NOENT naming it, and nothing is
+ * created; an existing database is opened (and migrated) as store_open.
+ */
+enum lq_status store_open_existing(const char *path, struct store **out,
+    struct lq_error *err);
+
 /* Schema version of the open database, and the newest this binary knows. */
 int store_schema_version(struct store *st);
 int store_schema_latest(void);

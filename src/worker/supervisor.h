@@ -9,21 +9,18 @@
  *   stderr piped back, relaying it and keeping its tail;
  *   renews the lease every LEASE/4 seconds while the child works, and stops
  *   the child if the lease is lost (the job was cancelled);
- *   when the child ends, records what happened as an event and moves the job:
- *     exit 0   → the child marked it done
- *     exit 65  → the child marked it poisoned (an error retrying cannot fix)
- *     exit 75  → interrupted by a signal to the supervisor: queued again,
- *                the attempt refunded
- *     exit 70  → the worker cannot render on this host (no such device):
- *                queued again, attempt refunded, and the supervisor stops
- *     other exit or a signal → "crashed" event (signal, phase, step, stderr
- *                tail); queued with exponential backoff while attempts
- *                remain, else poisoned.  A crash in the compile phase is
- *                retried once with LATENTQ_NO_PIPELINE_CACHE=1 without
- *                counting the attempt.
+ *   when the child ends, records what happened and moves the job, as the
+ *     worker protocol says (worker/protocol.h: the child's exit statuses
+ *     and its worker_error report), counting attempts and failures as
+ *     store/jobs.h says: a crash counts a failure (a crash in the compile
+ *     phase is first retried once with LATENTQ_NO_PIPELINE_CACHE=1, not
+ *     counted); an interruption, a RETRY error, a lost lease never do; a
+ *     host fault gives the job back untouched and stops the supervisor.
  * SIGINT/SIGTERM: the child is asked (SIGTERM) to finish its step and
- * checkpoint; a second signal kills it (SIGKILL).  Either way the job stays
- * resumable and the supervisor exits 75.
+ * checkpoint; if it has not ended within supervisor_stop_seconds() (or at a
+ * second signal) it is killed (SIGKILL), so its step in progress is lost
+ * and the job resumes from the step before.  Either way the lease is given
+ * back at once and the supervisor exits 75.
  */
 #ifndef LQ_WORKER_SUPERVISOR_H
 #define LQ_WORKER_SUPERVISOR_H
@@ -55,13 +52,22 @@ struct supervisor_result {
 };
 
 /*
- * Runs the loop.  Returns the exit status `latentq run` should end with:
- * 0 every job it ran ended done; 1 some ended poisoned; 65 some ended
- * poisoned because their input was bad (LQ_FAILED data errors);
- * 75 interrupted (jobs resumable).  res may be NULL.
+ * Runs the loop.  Returns the exit status `latentq run` should end with
+ * (core/exit.def): 0 every job it ran ended done; 1 some ended poisoned
+ * by crashes; 65 some ended poisoned because their input was bad
+ * (LQ_FAILED errors); 69 this host cannot render (the job given back);
+ * 74 the queue database failed; 75 interrupted (jobs resumable).  res may
+ * be NULL.
  */
 int supervisor_run(struct store *st, const struct supervisor_options *opt,
     struct supervisor_result *res);
+
+/*
+ * Seconds between SIGTERM and the end of `run` at most (plus the time to
+ * record it): $LATENTQ_STOP_SECONDS, default 20 — under the 25-30 s that
+ * Kubernetes, GCE and Slurm grant before SIGKILL.  Stated in latentq(1).
+ */
+double supervisor_stop_seconds(void);
 
 /* This process's lease-owner string "host:pid:starttime" into buf. */
 void supervisor_owner(char *buf, size_t n);

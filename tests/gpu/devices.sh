@@ -22,5 +22,5 @@ expect_grep 'LQ-GPU-CAPS|name' "$T/err"
 echo '{}' > "$T/empty.json"
 expect_status 65 "$LATENTQ" devices --device-caps "$T/empty.json"
 expect_grep 'LQ-GPU-CAPS' "$T/err"
-expect_status 2 "$LATENTQ" devices extra
+expect_status 64 "$LATENTQ" devices extra
 finish
