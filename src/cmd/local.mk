@@ -4,3 +4,5 @@ liblatentq_a_SOURCES += \
 	src/cmd/status.c src/cmd/list.c src/cmd/show.c src/cmd/cancel.c \
 	src/cmd/version.c src/cmd/run.c src/cmd/render.c src/cmd/exec-job.c \
 	src/cmd/estimate.c src/cmd/estimate.h src/cmd/prune.c
+liblatentq_a_SOURCES += src/cmd/export.c src/cmd/import.c src/cmd/key.c \
+	src/cmd/verify.c
