@@ -5,6 +5,7 @@
 
 #include "cmd/cmd.h"
 #include "core/util.h"
+#include "store/checkpoints.h"
 #include "store/jobs.h"
 #include "store/store.h"
 
@@ -165,3 +166,75 @@ cmd_last_error(const struct store_job *j, size_t width)
 	}
 	return out;
 }
+
+struct redo_ctx {
+	const struct store_job *job;
+	char problem[600];
+	int first;
+};
+
+static void
+note_bad_output(const struct store_artifact *a, const char *problem, void *ud)
+{
+	struct redo_ctx *c = ud;
+	if (c->first++ == 0)
+		snprintf(c->problem, sizeof(c->problem), "%s %s", a->path, problem);
+}
+
+static int
+newest_step(const struct store_checkpoint *cp, void *ud)
+{
+	*(int *)ud = cp->step;
+	return 1;
+}
+
+static int
+collect_done(const struct store_job *j, void *ud)
+{
+	struct { int64_t *v; size_t n; } *ids = ud;
+	ids->v = xrealloc(ids->v, (ids->n + 1) * sizeof(int64_t));
+	ids->v[ids->n++] = j->id;
+	return 0;
+}
+
+void
+cmd_check_outputs(struct store *st, const int64_t *ids, size_t n, int digests,
+    int quiet)
+{
+	struct { int64_t *v; size_t n; } all = {NULL, 0};
+	if (ids == NULL) {
+		struct lq_error err;
+		error_clear(&err);
+		if (store_list_jobs(st, JOB_STATE_DONE, collect_done, &all, &err) !=
+		    LQ_OK)
+			error_print(&err, stderr);
+		ids = all.v;
+		n = all.n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct store_job j;
+		struct lq_error err;
+		error_clear(&err);
+		if (store_get_job(st, ids[i], &j, &err) != LQ_OK)
+			continue;
+		struct redo_ctx c = {&j, "", 0};
+		int bad = 0, last = 0;
+		if (j.state == JOB_STATE_DONE &&
+		    store_check_artifacts(st, j.id, digests, note_bad_output, &c,
+		    &bad, &err) == LQ_OK && bad > 0 &&
+		    store_list_checkpoints(st, j.id, newest_step, &last, &err) ==
+		    LQ_OK && store_redo_job(st, j.id, c.problem, &err) == LQ_OK) {
+			if (!quiet)
+				printf("redo      %-6lld %-24s %s: %s\n", (long long)j.id,
+				    j.name, c.problem, last == j.total_steps ?
+				    "re-decoding from its final checkpoint" :
+				    "no final checkpoint kept; rendering it again");
+		} else if (err.status != LQ_OK) {
+			error_print(&err, stderr);
+		}
+		store_job_clear(&j);
+	}
+	free(all.v);
+	fflush(stdout);
+}
+

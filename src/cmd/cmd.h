@@ -15,6 +15,7 @@
 #ifndef LQ_CMD_CMD_H
 #define LQ_CMD_CMD_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/error.h"
@@ -82,6 +83,16 @@ struct store_job;
  * job has no last error.
  */
 char *cmd_last_error(const struct store_job *j, size_t width);
+
+/*
+ * Outputs are checked, not assumed: each done job among ids[0..n) (every
+ * done job when ids is NULL) whose recorded output is missing or changed
+ * (size, and BLAKE2b-256 with `digests`) is queued again (store_redo_job)
+ * with a "redo" line on stdout unless quiet: a re-decode when its final
+ * checkpoint is kept, else a new render.  Errors are printed.
+ */
+void cmd_check_outputs(struct store *st, const int64_t *ids, size_t n,
+    int digests, int quiet);
 
 /* Exit status for a failed command (see lq_exit_for_error). */
 int cmd_exit_for_error(const struct lq_error *err);

@@ -64,62 +64,6 @@ report_job(const struct store_job *j, void *ud)
 	return 0;
 }
 
-struct redo_ctx {
-	const struct store_job *job;
-	char problem[600];
-	int first;
-};
-
-static void
-note_bad_output(const struct store_artifact *a, const char *problem, void *ud)
-{
-	struct redo_ctx *c = ud;
-	if (c->first++ == 0)
-		snprintf(c->problem, sizeof(c->problem), "%s %s", a->path, problem);
-}
-
-static int
-newest_step(const struct store_checkpoint *cp, void *ud)
-{
-	*(int *)ud = cp->step;
-	return 1;
-}
-
-/*
- * Outputs are checked, not assumed: a done job among ids whose recorded
- * output is missing or changed is queued again (store_redo_job) and says
- * so; with its final checkpoint kept that is a re-decode, else its steps
- * are rendered again.
- */
-static void
-check_done_outputs(struct store *st, const int64_t *ids, size_t n, int quiet)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct store_job j;
-		struct lq_error err;
-		error_clear(&err);
-		if (store_get_job(st, ids[i], &j, &err) != LQ_OK)
-			continue;
-		struct redo_ctx c = {&j, "", 0};
-		int bad = 0, last = 0;
-		if (j.state == JOB_STATE_DONE &&
-		    store_check_artifacts(st, j.id, note_bad_output, &c, &bad,
-		    &err) == LQ_OK && bad > 0 &&
-		    store_list_checkpoints(st, j.id, newest_step, &last, &err) ==
-		    LQ_OK && store_redo_job(st, j.id, c.problem, &err) == LQ_OK) {
-			if (!quiet)
-				printf("redo      %-6lld %-24s %s: %s\n", (long long)j.id,
-				    j.name, c.problem, last == j.total_steps ?
-				    "re-decoding from its final checkpoint" :
-				    "no final checkpoint kept; rendering it again");
-		} else if (err.status != LQ_OK) {
-			error_print(&err, stderr);
-		}
-		store_job_clear(&j);
-	}
-	fflush(stdout);
-}
-
 static int
 cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 {
@@ -175,7 +119,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		}
 	}
 	fflush(stdout);	/* the per-job lines before the render's log */
-	check_done_outputs(st, ids, n, g->verbose < 0);
+	cmd_check_outputs(st, ids, n, 1, g->verbose < 0);
 	int rc = 0;
 	if (n > 0) {
 		opt.only_ids = ids;

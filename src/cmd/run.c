@@ -70,6 +70,9 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
 		return cmd_open_status();
+	/* a done job whose output file is gone or resized is rendered again
+	 * (sizes only: hashing every output of a large queue would be slow) */
+	cmd_check_outputs(st, NULL, 0, 0, g->verbose < 0);
 	int rc = supervisor_run(st, &opt, NULL);
 	store_close(st);
 	return rc;

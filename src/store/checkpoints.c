@@ -621,7 +621,7 @@ store_prune_checkpoints(struct store *st, int64_t job_id, int keep_final,
 struct check_ctx {
 	void (*fn)(const struct store_artifact *a, const char *problem, void *ud);
 	void *ud;
-	int bad;
+	int bad, digests;
 };
 
 static int
@@ -634,7 +634,7 @@ check_one(const struct store_artifact *a, void *ud)
 		problem = "missing";
 	} else if ((int64_t)sb.st_size != a->size) {
 		problem = "changed";
-	} else {
+	} else if (c->digests) {
 		char digest[DIGEST_HEX_SIZE];
 		struct lq_error e;
 		error_clear(&e);
@@ -652,11 +652,11 @@ check_one(const struct store_artifact *a, void *ud)
 }
 
 enum lq_status
-store_check_artifacts(struct store *st, int64_t job_id,
+store_check_artifacts(struct store *st, int64_t job_id, int digests,
     void (*fn)(const struct store_artifact *a, const char *problem, void *ud),
     void *ud, int *bad, struct lq_error *err)
 {
-	struct check_ctx c = {fn, ud, 0};
+	struct check_ctx c = {fn, ud, 0, digests};
 	enum lq_status r = store_list_artifacts(st, job_id, check_one, &c, err);
 	if (bad != NULL)
 		*bad = c.bad;

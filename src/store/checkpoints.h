@@ -161,12 +161,12 @@ enum lq_status store_add_artifact_file(struct store *st, int64_t job_id,
 
 /*
  * Checks a job's recorded outputs against the files: fn is called for each
- * artifact that is missing or whose size or BLAKE2b-256 differs, with
- * problem "missing" or "changed".  *bad gets their count.
+ * artifact that is missing or whose size (and, with `digests`, BLAKE2b-256)
+ * differs, with problem "missing" or "changed".  *bad gets their count.
  */
 enum lq_status store_check_artifacts(struct store *st, int64_t job_id,
-    void (*fn)(const struct store_artifact *a, const char *problem, void *ud),
-    void *ud, int *bad, struct lq_error *err);
+    int digests, void (*fn)(const struct store_artifact *a,
+    const char *problem, void *ud), void *ud, int *bad, struct lq_error *err);
 
 /* Forgets a job's artifact rows (before it is rendered again). */
 enum lq_status store_delete_artifacts(struct store *st, int64_t job_id,
