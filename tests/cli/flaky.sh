@@ -42,6 +42,10 @@ for k in 1 2 3 4 5; do
 	wait $pid 2>/dev/null
 done
 expect_eq "$(sqlite3 "$db" "SELECT state FROM jobs")" running "left running by the fifth kill"
+# status tells the truth: its worker is gone
+expect_status 0 "$LATENTQ" -d "$db" status
+expect_grep '^1 +kill5 +stale ' "$T/out"
+expect_grep '1 stale: worker gone' "$T/out"
 expect_status 0 "$LATENTQ" -d "$db" render "$T/k5/m.yaml"
 expect_eq "$(sqlite3 "$db" "SELECT state || ' ' || attempts || ' ' || failures FROM jobs")" "done 6 0" "done on the sixth attempt, no failure"
 expect_eq "$(digest "$T/k5/videos/kill5.mp4")" "$ref" "MP4 identical to the uninterrupted render"
