@@ -1,4 +1,4 @@
--- 0002_failures.sql — attempts and failures counted apart (issue 21).
+-- 0003_failures.sql — attempts and failures counted apart (issue 21).
 -- attempts counts every claim; failures counts the job's own faults since
 -- it last made progress, and only failures can poison a job.  The times
 -- give status its started/ended/elapsed and the history its run times.
