@@ -2,7 +2,7 @@
 EXTRA_DIST += tests/test.h tests/cli/common.sh $(CLI_TESTS)
 dist_man_MANS += man/latentq.1
 CLI_TESTS = tests/cli/man.sh tests/cli/queue.sh tests/cli/limits.sh \
-	tests/cli/integrity.sh
+	tests/cli/integrity.sh tests/cli/exit.sh
 TESTS += $(CLI_TESTS)
 EXTRA_DIST += tests/bench/bench-queue.sh
 bench_SCRIPTS_LIST += tests/bench/bench-queue.sh

@@ -23,7 +23,7 @@ each_job(const struct cmd_entry *entry, const struct cmd_globals *g,
 		return cmd_misuse(entry, "%s needs at least one JOB", entry->name);
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	int rc = 0;
 	for (int i = optind; i < argc; i++) {
 		struct lq_error err;
@@ -39,7 +39,7 @@ each_job(const struct cmd_entry *entry, const struct cmd_globals *g,
 		}
 		if (r != LQ_OK) {
 			error_print(&err, stderr);
-			rc = cmd_exit_for(r);
+			rc = cmd_exit_for_error(&err);
 		}
 	}
 	store_close(st);

@@ -39,14 +39,14 @@ cmd_list_exec(const struct cmd_globals *g, int argc, char **argv)
 		    argv[optind]);
 	struct store *st = cmd_open_store_readonly(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	struct lq_error err;
 	error_clear(&err);
 	enum lq_status r = store_list_jobs(st, filter, print_line, NULL, &err);
 	store_close(st);
 	if (r != LQ_OK) {
 		error_print(&err, stderr);
-		return cmd_exit_for(r);
+		return cmd_exit_for_error(&err);
 	}
 	return 0;
 }

@@ -55,9 +55,10 @@ report_job(const struct store_job *j, void *ud)
 			store_list_artifacts(c->st, j->id, print_artifact, NULL, &err);
 		} else {
 			c->other++;
+			char *e = cmd_last_error(j, 100);
 			printf("%-9s %-6lld %-24s %s\n", job_state_name(j->state),
-			    (long long)j->id, cmd_esc(j->name),
-			    cmd_esc(j->error_message));
+			    (long long)j->id, cmd_esc(j->name), e ? e : "");
+			free(e);
 		}
 		break;
 	}
@@ -109,17 +110,18 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 			memcpy(ids + n, res.job_ids, res.n_jobs * sizeof(*ids));
 			n += res.n_jobs;
 			rejected += res.rejected;
-		} else {
-			bad = 1;
+		} else if (bad == 0 || bad == EXIT_DATAERR) {
+			bad = res.exit_status;	/* 66 no manifest wins over 65 */
 		}
 		free(res.job_ids);
-		if (r == LQ_RETRY) {
+		if (r != LQ_OK && r != LQ_FAILED) {
 			free(ids);
 			store_close(st);
-			return EXIT_TEMPFAIL;
+			return res.exit_status;
 		}
 	}
 	fflush(stdout);	/* the per-job lines before the render's log */
+	cmd_check_outputs(st, ids, n, 1, g->verbose < 0);
 	int rc = 0;
 	if (n > 0) {
 		opt.only_ids = ids;
@@ -137,7 +139,9 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		if (rc == 0 && c.other > 0)
 			rc = 1;
 	}
-	if (rc == 0 && (rejected > 0 || bad))
+	if (rc == 0 && bad)
+		rc = bad;
+	else if (rc == 0 && rejected > 0)
 		rc = EXIT_DATAERR;
 	free(ids);
 	store_close(st);
@@ -149,5 +153,6 @@ const struct cmd_entry cmd_render_entry = {
 	.usage = "[--again] [--keep-checkpoints K|all] [--resume-anywhere] "
 	    "MANIFEST...",
 	.summary = "submit manifests and render their jobs until they end",
+	.creates_db = 1,
 	.exec = cmd_render_exec,
 };

@@ -71,6 +71,9 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
 		return open_rc;
+	/* a done job whose output file is gone or resized is rendered again
+	 * (sizes only: hashing every output of a large queue would be slow) */
+	cmd_check_outputs(st, NULL, 0, 0, g->verbose < 0);
 	int rc = supervisor_run(st, &opt, NULL);
 	store_close(st);
 	return rc;
@@ -81,5 +84,6 @@ const struct cmd_entry cmd_run_entry = {
 	.usage = "[--once | --follow] [--max-jobs N] [--keep-checkpoints K|all] "
 	    "[--resume-anywhere]",
 	.summary = "render queued jobs, each in a crash-isolated worker process",
+	.creates_db = 1,
 	.exec = cmd_run_exec,
 };

@@ -60,7 +60,7 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		return cmd_misuse(&cmd_show_entry, "show takes one JOB");
 	struct store *st = cmd_open_store_readonly(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	struct lq_error err;
 	error_clear(&err);
 	struct store_job j;
@@ -68,7 +68,7 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (r != LQ_OK) {
 		error_print(&err, stderr);
 		store_close(st);
-		return cmd_exit_for(r);
+		return cmd_exit_for_error(&err);
 	}
 	cJSON *events = json ? cJSON_CreateArray() : NULL;
 	if (json) {
@@ -86,10 +86,13 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		cJSON_AddNumberToObject(o, "step", j.step);
 		cJSON_AddNumberToObject(o, "total_steps", j.total_steps);
 		cJSON_AddNumberToObject(o, "attempts", j.attempts);
+		cJSON_AddNumberToObject(o, "failures", j.failures);
 		cJSON_AddNumberToObject(o, "max_attempts", j.max_attempts);
 		json_add_int64(o, "priority", j.priority);
 		if (j.error_code)
 			cJSON_AddStringToObject(o, "error_code", j.error_code);
+		if (j.error_grade)
+			cJSON_AddStringToObject(o, "error_grade", j.error_grade);
 		if (j.error_message)
 			cJSON_AddStringToObject(o, "error_message", j.error_message);
 		if (j.output_path)
@@ -102,17 +105,22 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 	} else {
 		/* user strings through cmd_esc: no raw control characters */
 		printf("job %lld: %s\n", (long long)j.id, cmd_esc(j.name));
-		printf("state:    %s (step %d/%d, attempt %d/%d%s%s)\n",
+		int stale = j.state == JOB_STATE_RUNNING &&
+		    store_lease_owner_dead(j.lease_owner);
+		printf("state:    %s (step %d/%d, attempt %d, failures %d/%d%s%s)%s\n",
 		    job_state_name(j.state), j.step, j.total_steps, j.attempts,
-		    j.max_attempts, j.phase ? ", phase " : "", cmd_esc(j.phase));
+		    j.failures, j.max_attempts, j.phase ? ", phase " : "",
+		    j.phase ? cmd_esc(j.phase) : "", stale ? " stale: its worker is gone; "
+		    "the next run requeues it" : "");
 		printf("priority: %lld\n", (long long)j.priority);
 		printf("manifest: %s:%d\n", cmd_esc(j.manifest_path),
 		    j.request_line);
 		if (j.output_path)
 			printf("output:   %s\n", cmd_esc(j.output_path));
-		if (j.error_message)
-			printf("error:    %s%s%s\n", cmd_esc(j.error_code),
-			    j.error_code ? ": " : "", cmd_esc(j.error_message));
+		char *e = cmd_last_error(&j, 0);
+		if (e != NULL)
+			printf("error:    %s\n", e);
+		free(e);
 		/* printed as stored: re-parsing would round integers past 2^53
 		 * (JSON text: cJSON escaped C0 controls; cmd_esc the rest) */
 		printf("request (as written):\n%s\n", cmd_esc(j.request_json));
@@ -130,7 +138,7 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 	store_close(st);
 	if (r != LQ_OK) {
 		error_print(&err, stderr);
-		return cmd_exit_for(r);
+		return cmd_exit_for_error(&err);
 	}
 	return 0;
 }

@@ -235,6 +235,10 @@ submit_manifest(struct store *st, const char *path,
 	for (size_t i = 0; i < m->n_errors; i++)
 		error_print(&m->errors[i], stderr);
 	if (r == LQ_FAILED) {
+		/* a manifest that is not there is "no input", else bad data */
+		res->exit_status = m->n_errors > 0 &&
+		    lq_exit_for_error(&m->errors[0]) == EXIT_NOINPUT ?
+		    EXIT_NOINPUT : EXIT_DATAERR;
 		manifest_free(m);
 		return LQ_FAILED;
 	}
@@ -267,6 +271,7 @@ submit_manifest(struct store *st, const char *path,
 	error_clear(&err);
 	if ((r = store_begin(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
+		res->exit_status = lq_exit_for_error(&err);
 		digest_memo_free(&memo);
 		preflight_report_free(rep);
 		manifest_free(m);
@@ -284,6 +289,7 @@ submit_manifest(struct store *st, const char *path,
 			free(lines.buf);
 			store_rollback(st);
 			error_print(&err, stderr);
+			res->exit_status = lq_exit_for_error(&err);
 			digest_memo_free(&memo);
 			preflight_report_free(rep);
 			manifest_free(m);
@@ -295,6 +301,7 @@ submit_manifest(struct store *st, const char *path,
 	digest_memo_free(&memo);
 	if ((r = store_commit(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
+		res->exit_status = lq_exit_for_error(&err);
 		res->n_jobs = 0;
 		res->queued = res->existing = res->rejected = 0;
 	} else if (lines.len > 0) {
@@ -336,7 +343,7 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct device_caps caps;
 	int have = cmd_preflight_caps(g, caps_path, no_device, &caps);
 	if (have < 0)
-		return 1;
+		return -have;
 	opt.caps = have ? &caps : NULL;
 	int open_rc;
 	struct store *st = cmd_open_store_checked(g, &open_rc);
@@ -347,12 +354,12 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 		struct submit_result res;
 		enum lq_status r = submit_manifest(st, argv[i], &opt, &res);
 		free(res.job_ids);
-		if (r == LQ_FAILED) {
-			rc = rc ? rc : EXIT_DATAERR;
+		if (r == LQ_FAILED && res.exit_status != EXIT_IOERR) {
+			rc = rc ? rc : res.exit_status;
 			continue;
 		}
 		if (r != LQ_OK) {
-			rc = cmd_exit_for(r);
+			rc = res.exit_status;
 			break;
 		}
 		queued += res.queued;
@@ -372,5 +379,6 @@ const struct cmd_entry cmd_submit_entry = {
 	.name = "submit",
 	.usage = "[--again] [--quiet] [--snap] [--device-caps FILE.json | --no-device] MANIFEST...",
 	.summary = "validate a manifest's jobs and queue them",
+	.creates_db = 1,
 	.exec = cmd_submit_exec,
 };

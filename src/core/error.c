@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "core/log.h"
 
 void
 error_clear(struct lq_error *err)
@@ -94,6 +95,8 @@ void
 error_print(const struct lq_error *err, FILE *fp)
 {
 	char buf[1536];
+	if (fp == stderr)
+		log_clear_progress();
 	/* The message quotes user values: escape control characters. */
 	char *safe = util_escape_control(error_format(err, buf, sizeof(buf)));
 	fprintf(fp, "latentq: %s\n", safe);

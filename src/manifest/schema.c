@@ -68,7 +68,7 @@ static const struct manifest_key keys[] = {
 	{ "frames", MANIFEST_TEMPLATE, NULL, "folder for PNG frames", NULL, 0 },
 	{ "save_tensors", MANIFEST_TEMPLATE, NULL,
 	  "safetensors of latents and video for parity checks", NULL, 0 },
-	{ "max_attempts", MANIFEST_INT, "3", "attempts before poisoning", NULL, 0 },
+	{ "max_attempts", MANIFEST_INT, "3", "failures before poisoning", NULL, 0 },
 	{ "priority", MANIFEST_INT, "0", "queue order, higher first", NULL, 0 },
 };
 

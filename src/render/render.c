@@ -607,10 +607,10 @@ show_progress(struct render *r, int step, double t0, int first)
 		r->name_shown = util_escape_control(r->job->name);
 	const char *name = r->name_shown;
 	if (r->opt->progress_tty) {
-		fprintf(stderr, "\r%s  step %d/%d  %.2f s/step  ETA %.0fs   ",
-		    name, step, N, per, eta);
+		log_progress("%s  step %d/%d  %.2f s/step  ETA %.0fs", name,
+		    step, N, per, eta);
 		if (step == N)
-			fputc('\n', stderr);
+			log_clear_progress();
 	} else {
 		fprintf(stderr, "latentq: job %lld %s: step %d/%d (%.2f s/step, "
 		    "ETA %.0f s)\n", (long long)r->job->id, name, step, N,
@@ -683,6 +683,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 		}
 		scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
 		    r->sched.sigmas[k + 1]);
+		fault_slow(r->job->name, k + 1, r->opt->attempt);
 		if (fault_nan(r->job->name, k + 1, r->opt->attempt))
 			r->latents[n / 2] = NAN;
 		int64_t bad = latents_find_nonfinite(r->latents, n);

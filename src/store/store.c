@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/embed.h"
 #include "core/util.h"
@@ -358,6 +359,22 @@ open_read_write(const char *path, int check, struct store **out,
 	}
 	*out = st;
 	return LQ_OK;
+}
+
+enum lq_status
+store_open_existing(const char *path, struct store **out,
+    struct lq_error *err)
+{
+	struct stat sb;
+	*out = NULL;
+	if (stat(path, &sb) != 0 && errno == ENOENT) {
+		error_set(err, LQ_FAILED, "LQ-DB-NOENT", "no queue database at %s",
+		    path);
+		error_set_hint(err, "`latentq submit` or `latentq render` creates "
+		    "one; or name another with -d or LATENTQ_DB");
+		return LQ_FAILED;
+	}
+	return store_open(path, out, err);
 }
 
 void

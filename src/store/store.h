@@ -23,7 +23,7 @@
 struct store;
 
 /* Error code of a write that failed because the database's disk is full. */
-#define STORE_CODE_STORAGE "LQ-DB-004"
+#define STORE_CODE_STORAGE "LQ-DB-007"
 
 /*
  * Opens (creating if needed) the database at `path`, turns on WAL, foreign
@@ -87,6 +87,15 @@ struct store_repair_table {
  */
 enum lq_status store_repair(const char *src, const char *dst,
     struct store_repair_table **tables, size_t *n, struct lq_error *err);
+
+/*
+ * store_open for commands that only read or change an existing queue
+ * (status, show, list, cancel, the worker child): a path that does not
+ * exist is LQ_FAILED with code LQ-DB-NOENT naming it, and nothing is
+ * created; an existing database is opened (and migrated) as store_open.
+ */
+enum lq_status store_open_existing(const char *path, struct store **out,
+    struct lq_error *err);
 
 /* Schema version of the open database, and the newest this binary knows. */
 int store_schema_version(struct store *st);

@@ -66,7 +66,7 @@ while [ ! -e "$db-shm" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 fill "$T/dbdisk"
 LATENTQ_DB=$db expect_status 75 "$LATENTQ" submit "$T/five.yaml"
 expect_no_grep '^queued' "$T/out"
-expect_grep 'LQ-DB-004' "$T/err"
+expect_grep 'LQ-DB-007' "$T/err"
 expect_grep 'database or disk is full: No space left on device' "$T/err"
 expect_eq "$(sqlite3 "$db" "SELECT count(*) FROM jobs")" 0 "no job recorded"
 exec 9>&-
