@@ -46,10 +46,11 @@ checks=$((checks + 1)); [ ! -e "$T/nodir" ] || fail "a read-only command created
 VK_ICD_FILENAMES=/nonexistent status 69 "$LATENTQ" run
 expect_eq "$(q "SELECT state || ' ' || attempts || ' ' || failures FROM jobs WHERE name = 'a'")" "queued 0 0" "given back untouched"
 
-# 70 internal error: host memory exhausted (a 2 GiB manifest under a
-# 500 MB address-space limit)
-truncate -s 2G "$T/huge.yaml"
-(ulimit -v 500000; exec "$LATENTQ" preflight --no-device "$T/huge.yaml") > "$T/out" 2> "$T/err"
+# 70 internal error: host memory exhausted (a 15 MiB manifest, under the
+# 16 MiB manifest limit, parsed under a 250 MB address-space limit)
+awk 'BEGIN { print "jobs:"; for (i = 0; i < 140000; i++)
+	printf "  - {name: j%d, prompt: \"a red circle on a blue background\", model: m, height: 64, width: 64, num_frames: 9}\n", i }' > "$T/huge.yaml"
+(ulimit -v 250000; exec "$LATENTQ" preflight --no-device "$T/huge.yaml") > "$T/out" 2> "$T/err"
 rc=$?; tested="$tested 70"
 expect_eq $rc 70 "out of host memory"
 expect_grep 'out of host memory allocating' "$T/err"
