@@ -8,6 +8,8 @@ EXTRA_DIST += tests/bench/bench-queue.sh
 bench_SCRIPTS_LIST += tests/bench/bench-queue.sh
 EXTRA_DIST += tests/bench/bench-render.sh
 bench_SCRIPTS_LIST += tests/bench/bench-render.sh
+EXTRA_DIST += tests/bench/bench-streaming.sh
+bench_SCRIPTS_LIST += tests/bench/bench-streaming.sh
 
 # The demo manifest and its model, installed under $(pkgdatadir)/jobs/.
 nobase_dist_pkgdata_DATA = jobs/demo.yaml \

@@ -101,6 +101,7 @@ struct gpu_cmd {
 	struct gpu_buffer *scratch;	/* split state (gpu_cmd_scratch) */
 	struct gpu_buffer **retired;	/* outgrown scratch, freed at begin */
 	int nretired;
+	int pending;			/* submitted, not yet waited for */
 };
 
 static const VkFormat texfmt_vk[GPU_TEX_COUNT] = {
@@ -1536,6 +1537,7 @@ void
 gpu_cmd_begin(struct gpu_cmd *cmd)
 {
 	VkDevice dev = cmd->ctx->device;
+	LQ_ASSERT(!cmd->pending);
 	error_clear(&cmd->error);
 	cmd->dispatches = 0;
 	cmd->nreads = cmd->nwrites = 0;
@@ -1592,9 +1594,9 @@ gpu_cmd_ctx(const struct gpu_cmd *cmd)
 }
 
 enum lq_status
-gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
+gpu_cmd_submit_async(struct gpu_cmd *cmd, struct lq_error *err)
 {
-	VkDevice dev = cmd->ctx->device;
+	LQ_ASSERT(!cmd->pending);
 	if (!cmd->recording && cmd->error.status == LQ_OK)
 		gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-STATE",
 		    "gpu_cmd_submit without gpu_cmd_begin");
@@ -1617,7 +1619,18 @@ gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
 		    cmd->dispatches);
 		return gpu_cmd_status(cmd, err);
 	}
-	r = vkWaitForFences(dev, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
+	cmd->pending = 1;
+	return LQ_OK;
+}
+
+enum lq_status
+gpu_cmd_wait(struct gpu_cmd *cmd, struct lq_error *err)
+{
+	VkDevice dev = cmd->ctx->device;
+	if (!cmd->pending)
+		return gpu_cmd_status(cmd, err);
+	cmd->pending = 0;
+	VkResult r = vkWaitForFences(dev, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
 	if (r != VK_SUCCESS) {
 		vk_fail(&cmd->error, r, "vkWaitForFences(%u dispatches)",
 		    cmd->dispatches);
@@ -1629,6 +1642,15 @@ gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
 		return gpu_cmd_status(cmd, err);
 	}
 	return LQ_OK;
+}
+
+enum lq_status
+gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
+{
+	enum lq_status st = gpu_cmd_submit_async(cmd, err);
+	if (st != LQ_OK)
+		return st;
+	return gpu_cmd_wait(cmd, err);
 }
 
 static VkDeviceSize

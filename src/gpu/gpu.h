@@ -289,6 +289,15 @@ void gpu_cmd_begin(struct gpu_cmd *cmd);
  * the result of submission (LQ_RETRY on device loss / OOM).
  */
 enum lq_status gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err);
+/*
+ * gpu_cmd_submit in two halves, so the host can work while the device
+ * runs (weight streaming uploads the next block meanwhile): submit_async
+ * ends the recording and submits it (errors as gpu_cmd_submit); wait
+ * waits for it (LQ_OK at once when nothing is pending).  Between the two,
+ * the command may not be begun again, and nothing it reads may change.
+ */
+enum lq_status gpu_cmd_submit_async(struct gpu_cmd *cmd, struct lq_error *err);
+enum lq_status gpu_cmd_wait(struct gpu_cmd *cmd, struct lq_error *err);
 /* The sticky error so far (LQ_OK if none); copied into err if not NULL. */
 enum lq_status gpu_cmd_status(const struct gpu_cmd *cmd, struct lq_error *err);
 /* Dispatches recorded since gpu_cmd_begin (for benchmarks/tests). */

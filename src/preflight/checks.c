@@ -29,6 +29,7 @@
 #include "media/media.h"
 #include "model/ref.h"
 #include "model/safetensors.h"
+#include "nn/ltxv_transformer.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -221,6 +222,16 @@ pf_check_config(struct pf_job_state *s)
 	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
 	check_input_file(s, "latents");
 	check_input_file(s, "decode_noise");
+	enum ltxv_weight_streaming ws;
+	if (ltxv_weight_streaming_parse(s->jc.weight_streaming, &ws) != 0) {
+		char t[64];
+		struct lq_error *e = pf_job_add(s, "weight_streaming", LQ_FAILED,
+		    "LQ-CFG-002", "%s is out of range: weight_streaming is "
+		    "auto, on or off", pf_job_text(s, "weight_streaming", t,
+		    sizeof(t)));
+		error_set_hint(e, "auto: stream the transformer's blocks only "
+		    "when its weights do not fit next to the activations");
+	}
 	for (size_t i = 0; i < s->jc.n_loras; i++) {
 		double sc = s->jc.loras[i].scale;
 		if (!(fabs(sc) <= 100)) {
@@ -927,17 +938,10 @@ pf_check_device(struct pf_job_state *s)
 	if (caps == NULL)
 		return;
 
-	uint64_t heap = 0;
-	int any_local = 0;
-	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
-		any_local |= caps->heap_device_local[i];
-	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
-		if ((!any_local || caps->heap_device_local[i]) &&
-		    caps->heap_size[i] > heap)
-			heap = caps->heap_size[i];
+	uint64_t heap = device_caps_heap_bytes(caps);
 	double margin = s->ctx->opt->memory_margin > 0
-	    ? s->ctx->opt->memory_margin : 0.10;
-	double budget = (double)heap * (1.0 - margin);
+	    ? s->ctx->opt->memory_margin : DEVICE_CAPS_MEMORY_MARGIN;
+	double budget = (double)device_caps_memory_budget(caps, margin);
 	if (heap > 0 && (double)s->est_peak > budget) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
 		    "LQ-DEV-001", "estimated peak device memory %s "

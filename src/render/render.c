@@ -471,9 +471,27 @@ load_networks(struct render *r, struct lq_error *err)
 		free(p);
 	}
 	struct nn_lora_set ls = {loras, scales, opened, 0};
+	/* weight_streaming: on / off as asked; auto by the plan (the
+	 * transformer's weights and activations against the device) */
+	int rows = r->cfg ? 2 * r->B : r->B;
+	enum ltxv_weight_streaming mode = LTXV_STREAM_AUTO;
+	struct ltxv_transformer_plan plan;
+	struct ltxv_transformer_opts topts = {0};
+	memset(&plan, 0, sizeof(plan));
+	if (s == LQ_OK &&
+	    ltxv_weight_streaming_parse(r->jc.weight_streaming, &mode) != 0)
+		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "weight_streaming "
+		    "\"%s\" is not auto, on or off", r->jc.weight_streaming ?
+		    r->jc.weight_streaming : "");
 	if (s == LQ_OK)
-		s = ltxv_transformer_load_fused(r->gpu, r->dm->transformer.dir,
-		    nl > 0 ? &ls : NULL, &r->transformer, err);
+		s = ltxv_transformer_plan(r->dm->transformer.dir,
+		    gpu_ctx_caps(r->gpu), rows, r->S, r->T, &plan, err);
+	if (s == LQ_OK)
+		topts.streaming = ltxv_transformer_choose_streaming(mode, &plan,
+		    0, device_caps_memory_budget(gpu_ctx_caps(r->gpu), 0));
+	if (s == LQ_OK)
+		s = ltxv_transformer_load_opts(r->gpu, r->dm->transformer.dir,
+		    nl > 0 ? &ls : NULL, &topts, &r->transformer, err);
 	for (size_t i = 0; i < opened; i++)
 		lora_free(loras[i]);
 	free(loras);
@@ -488,9 +506,21 @@ load_networks(struct render *r, struct lq_error *err)
 		    err)) != LQ_OK)
 			return s;
 	}
+	{
+		char detail[256];
+		snprintf(detail, sizeof(detail), "{\"mode\":\"%s\","
+		    "\"streaming\":%s,\"resident_weight_bytes\":%zu,"
+		    "\"streamed_weight_bytes\":%zu,\"activation_bytes\":%zu}",
+		    ltxv_weight_streaming_name(mode),
+		    ltxv_transformer_streaming(r->transformer, NULL, NULL) ?
+		    "true" : "false", plan.resident.device, plan.streamed.device,
+		    plan.activations);
+		if ((s = store_add_event(r->st, r->job->id, "weight_streaming",
+		    detail, err)) != LQ_OK)
+			return s;
+	}
 	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
 		return s;
-	int rows = r->cfg ? 2 * r->B : r->B;
 	if ((s = ltxv_transformer_reserve(r->transformer, rows, r->S, r->T,
 	    err)) != LQ_OK)
 		return s;
