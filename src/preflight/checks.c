@@ -206,6 +206,15 @@ pf_check_model(struct pf_job_state *s)
 	if (model == NULL)
 		return;
 	char *dir = NULL;
+	/* Nothing is downloaded at render time: a URL is fetched first. */
+	if (strstr(model, "://") != NULL) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-MDL-001", "%s is a URL; latentq renders from local "
+		    "folders and never downloads at render time", model);
+		error_set_hint(e, "fetch the files with `latentq model pull "
+		    "--name NAME URL... DIR`, then write model: NAME");
+		return;
+	}
 	/* The loader resolves paths; a bare word is a registered name. */
 	if (strchr(model, '/') == NULL && s->ctx->opt->resolve_model)
 		dir = s->ctx->opt->resolve_model(s->ctx->opt->resolve_ctx, model);

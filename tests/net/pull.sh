@@ -58,6 +58,9 @@ expect_eq "$(requests '/e503x9/' | wc -l)" 2 "one try and one retry"
 expect_status 65 "$LATENTQ" model pull --no-add --digest "$(printf '%064d' 0)" "$BASE/ok/org/demo/resolve/main/vae/config.json" "$T/m6"
 expect_grep 'LQ-NET-004' "$T/err"
 checks=$((checks + 1)); [ ! -e "$T/m6/vae/config.json" ] && [ ! -e "$T/m6/vae/config.json.part" ] || fail "wrong digest: file left"
+# On a terminal (script(1) gives it one) a progress bar is drawn.
+script -qec "'$LATENTQ' model pull --no-add '$BASE/ok/org/demo/resolve/main/$big' '$T/m8'" /dev/null > "$T/tty" 2>&1
+expect_grep "transformer/diffusion_pytorch.*\\[#+\\] 100\\.0%" "$T/tty"
 # Bad arguments.
 expect_status 2 "$LATENTQ" model pull --digest xyz "$BASE/ok/a" "$T/m7"
 expect_status 65 "$LATENTQ" model pull "$BASE/ok/org/../x/" "$T/m7"
