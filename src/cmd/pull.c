@@ -23,7 +23,9 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "net/net.h"
-#include "render/render.h"
+#include "model/hash.h"
+#include "model/ref.h"
+#include "store/models.h"
 #include "store/jobs.h"
 #include "store/store.h"
 
@@ -53,43 +55,40 @@ is_hex64(const char *s)
 	return 1;
 }
 
-/* The folder's digest as a render of `job` would compute and pin it. */
+/* The folder's model identity (model/ref.h) against the job's pin. */
 static enum lq_status
-check_job_digest(const struct cmd_globals *g, const char *ref, const char *dir,
+check_job_digest(const struct cmd_globals *g, const char *ref_name,
+    const char *dir,
     struct lq_error *err)
 {
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
 		return error_set(err, LQ_FAILED, "LQ-DB-001", "no queue database");
 	struct store_job j;
-	enum lq_status s = store_find_job(st, ref, &j, err);
+	enum lq_status s = store_find_job(st, ref_name, &j, err);
 	if (s != LQ_OK) {
 		store_close(st);
 		return s;
 	}
 	if (j.model_digests == NULL || j.model_digests[0] == '\0') {
 		s = error_set(err, LQ_FAILED, "LQ-NET-006", "job %s has no pinned "
-		    "model digest yet (one is pinned when it first renders)", ref);
+		    "model digest", ref_name);
 		goto out;
 	}
-	cJSON *cfg = cJSON_Parse(j.config_json);
 	char real[4096];
-	if (cfg == NULL || realpath(dir, real) == NULL) {
-		cJSON_Delete(cfg);
-		s = error_set(err, LQ_FAILED, "LQ-NET-006", "cannot use job %s's "
-		    "config with %s", ref, dir);
+	if (realpath(dir, real) == NULL) {
+		s = error_set(err, LQ_FAILED, "LQ-NET-006", "cannot resolve %s: %s",
+		    dir, strerror(errno));
 		goto out;
 	}
-	cJSON_ReplaceItemInObjectCaseSensitive(cfg, "model",
-	    cJSON_CreateString(real));
-	char *text = json_canonical(cfg);
-	cJSON_Delete(cfg);
+	struct model_ref ref = {.root = real};
+	struct model_hash_cache cache = {st, store_file_hash_lookup,
+	    store_file_hash_record};
 	char d[DIGEST_HEX_SIZE];
-	s = render_model_digest(st, text, j.manifest_path, d, err);
-	free(text);
+	s = model_ref_digest(&ref, &cache, d, err);
 	if (s == LQ_OK && strcmp(d, j.model_digests) != 0)
 		s = error_set(err, LQ_FAILED, "LQ-NET-004", "%s has model digest "
-		    "%.16s…, job %s pinned %.16s…", dir, d, ref, j.model_digests);
+		    "%.16s…, job %s pinned %.16s…", dir, d, ref_name, j.model_digests);
 out:
 	store_job_clear(&j);
 	store_close(st);

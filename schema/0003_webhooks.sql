@@ -1,5 +1,5 @@
--- 0002_webhooks.sql — webhooks: who to tell when a job ends, and a
--- persistent outbox of notifications.  Brings the database to version 2.
+-- 0003_webhooks.sql — webhooks: who to tell when a job ends, and a
+-- persistent outbox of notifications.  Brings the database to version 3.
 
 -- URLs to notify for a job besides its config's "webhook" key (run/render
 -- --webhook adds them when it claims the job).
