@@ -1,6 +1,6 @@
 /*
  * webhooks.h — the webhook outbox in the queue database (schema
- * 0003_webhooks.sql).
+ * 0004_webhooks.sql).
  *
  * A job that reaches done, poisoned, failed or cancelled gets one outbox
  * row per URL (its config's "webhook" and those added here) from a

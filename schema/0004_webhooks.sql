@@ -1,5 +1,5 @@
--- 0003_webhooks.sql — webhooks: who to tell when a job ends, and a
--- persistent outbox of notifications.  Brings the database to version 3.
+-- 0004_webhooks.sql — webhooks: who to tell when a job ends, and a
+-- persistent outbox of notifications.  Brings the database to version 4.
 
 -- URLs to notify for a job besides its config's "webhook" key (run/render
 -- --webhook adds them when it claims the job).
