@@ -8,6 +8,7 @@
  *   model show N                  one model: components and files
  *   model verify [--update] N     re-hash every file; exit 1 if any changed
  *   model synth --family ltxv --preset tiny|small --seed S DIR
+ *   model pull ... URL... DIR     download files (src/cmd/pull.c), then add
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "cmd/cmd.h"
+#include "cmd/pull.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "model/diffusers.h"
@@ -36,7 +38,9 @@ static const char *const verbs_usage =
     "  model list\n"
     "  model show N\n"
     "  model verify [--update] N\n"
-    "  model synth --family ltxv --preset tiny|small --seed S DIR\n";
+    "  model synth --family ltxv --preset tiny|small --seed S DIR\n"
+    "  model pull [--digest [PATH=]HEX]... [--job JOB] [--name N] [--no-add]\n"
+    "             [--retries N] URL... DIR\n";
 
 static int
 usage(const char *fmt, const char *arg)
@@ -451,7 +455,10 @@ cmd_model_exec(const struct cmd_globals *g, int argc, char **argv)
 		return verb_verify(g, argc, argv);
 	if (strcmp(verb, "synth") == 0)
 		return verb_synth(argc, argv);
-	return usage("unknown verb %s (add, list, show, verify, synth)", verb);
+	if (strcmp(verb, "pull") == 0)
+		return cmd_model_pull(g, argc, argv);
+	return usage("unknown verb %s (add, list, show, verify, synth, pull)",
+	    verb);
 }
 
 const struct cmd_entry cmd_model_entry = {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "net/net.h"
 #include "cmd/submit.h"
 #include "core/util.h"
 #include "store/checkpoints.h"
@@ -72,6 +73,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"again", no_argument, NULL, 'a'},
 		{"keep-checkpoints", required_argument, NULL, 'k'},
 		{"resume-anywhere", no_argument, NULL, 'r'},
+		{"webhook", required_argument, NULL, 'w'},
 		{NULL, 0, NULL, 0},
 	};
 	struct submit_options sopt = {.quiet = g->verbose < 0};	/* latentq -q */
@@ -90,6 +92,12 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 				    "%s is not a positive count or \"all\"", optarg);
 			break;
 		case 'r': opt.resume_anywhere = 1; break;
+		case 'w':
+			if (!net_url_is_http(optarg))
+				return cmd_misuse(&cmd_render_entry, "--webhook: %s is not an "
+				    "http:// or https:// URL", optarg);
+			opt.webhook = optarg;
+			break;
 		default: return cmd_misuse(&cmd_render_entry, NULL);
 		}
 	}
@@ -151,7 +159,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_render_entry = {
 	.name = "render",
 	.usage = "[--again] [--keep-checkpoints K|all] [--resume-anywhere] "
-	    "MANIFEST...",
+	    "[--webhook URL] MANIFEST...",
 	.summary = "submit manifests and render their jobs until they end",
 	.creates_db = 1,
 	.exec = cmd_render_exec,

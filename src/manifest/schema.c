@@ -73,6 +73,8 @@ static const struct manifest_key keys[] = {
 	  "safetensors of latents and video for parity checks", NULL, 0 },
 	{ "max_attempts", MANIFEST_INT, "3", "failures before poisoning", NULL, 0 },
 	{ "priority", MANIFEST_INT, "0", "queue order, higher first", NULL, 0 },
+	{ "webhook", MANIFEST_STRING, NULL,
+	  "URL sent a POST when the job ends", NULL, 0 },
 };
 
 size_t

@@ -252,6 +252,15 @@ pf_check_model(struct pf_job_state *s)
 {
 	if (s->jc.model == NULL)
 		return;
+	/* Nothing is downloaded at render time: a URL is fetched first. */
+	if (strstr(s->jc.model, "://") != NULL) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-MDL-001", "%s is a URL; latentq renders from local "
+		    "folders and never downloads at render time", s->jc.model);
+		error_set_hint(e, "fetch the files with `latentq model pull "
+		    "--name NAME URL... DIR`, then write model: NAME");
+		return;
+	}
 	/* The loader resolved paths; model/ref.h says what is a name. */
 	struct model_ref_resolver res = {s->ctx->opt->resolve_ctx,
 	    s->ctx->opt->resolve_model};

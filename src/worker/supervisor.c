@@ -21,6 +21,8 @@
 #include "store/store.h"
 #include "worker/protocol.h"
 #include "worker/supervisor.h"
+#include "worker/webhooks.h"
+#include "store/webhooks.h"
 
 #define TAIL_SIZE 2048
 
@@ -357,6 +359,8 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	signals_seen = 0;
 
 	int claims = 0, interrupted = 0, fatal = 0, host = 0, storage = 0;
+	/* notifications a previous run left pending */
+	worker_deliver_webhooks(st, 0);
 	while (!signals_seen && (opt->max_jobs == 0 || claims < opt->max_jobs)) {
 		struct lq_error err;
 		error_clear(&err);
@@ -385,6 +389,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			if (at < 0 && opt->mode == SUPERVISOR_ONCE &&
 			    !(opt->only_ids != NULL && running > 0))
 				break;
+			worker_deliver_webhooks(st, 0);
 			/* wait for a backoff to pass, a new job, or a lease to lapse */
 			double wait = at > 0 ? at - util_now() : 1.0;
 			if (wait > 1.0)
@@ -395,6 +400,9 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			continue;
 		}
 		claims++;
+		if (opt->webhook != NULL &&
+		    store_add_job_webhook(st, job.id, opt->webhook, &err) != LQ_OK)
+			error_print(&err, stderr);
 		struct compile_scan scan = {0};
 		store_list_events(st, job.id, scan_event, &scan, &err);
 		int no_cache = scan.compile_crash;
@@ -533,9 +541,13 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		store_job_clear(&job);
 		if (fatal || host || storage)
 			break;
+		worker_deliver_webhooks(st, 0);
 	}
 	if (signals_seen)
 		interrupted = 1;
+	else if (!fatal)
+		/* the retries of this run's notifications, for a while */
+		worker_deliver_webhooks(st, env_seconds("LATENTQ_WEBHOOK_WAIT", 60));
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	if (host)

@@ -52,6 +52,7 @@ struct supervisor_options {
 	int keep_checkpoints;		/* passed to the child (-1: default) */
 	int resume_anywhere;
 	int verbose;
+	const char *webhook;		/* --webhook: also notify this URL */
 };
 
 struct supervisor_result {
