@@ -1,5 +1,5 @@
 -- 0005_webhooks.sql — webhooks: who to tell when a job ends, and a
--- persistent outbox of notifications.  Brings the database to version 4.
+-- persistent outbox of notifications.  Brings the database to version 5.
 
 -- URLs to notify for a job besides its config's "webhook" key (run/render
 -- --webhook adds them when it claims the job).
