@@ -62,9 +62,9 @@ checks=$((checks + 1)); [ ! -e "$T/m6/vae/config.json" ] && [ ! -e "$T/m6/vae/co
 script -qec "'$LATENTQ' model pull --no-add '$BASE/ok/org/demo/resolve/main/$big' '$T/m8'" /dev/null > "$T/tty" 2>&1
 expect_grep "transformer/diffusion_pytorch.*\\[#+\\] 100\\.0%" "$T/tty"
 # Bad arguments.
-expect_status 2 "$LATENTQ" model pull --digest xyz "$BASE/ok/a" "$T/m7"
+expect_status 64 "$LATENTQ" model pull --digest xyz "$BASE/ok/a" "$T/m7"
 expect_status 65 "$LATENTQ" model pull "$BASE/ok/org/../x/" "$T/m7"
 expect_grep 'LQ-NET-007' "$T/err"
-expect_status 2 "$LATENTQ" model pull --digest "other=$big_digest" "$BASE/ok/org/demo/resolve/main/$big" "$T/m7"
+expect_status 64 "$LATENTQ" model pull --digest "other=$big_digest" "$BASE/ok/org/demo/resolve/main/$big" "$T/m7"
 expect_grep 'names no file of the URLs' "$T/err"
 finish

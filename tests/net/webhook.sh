@@ -91,7 +91,7 @@ expect_eq "$(posts /ok/p | cut -d' ' -f1)" 200 "poisoned: delivered"
 expect_eq "$(posts /ok/all | cut -d' ' -f1)" 200 "--webhook: the poisoned job"
 expect_grep '"X-Latentq-Event": "job.poisoned"' "$T/http.log"
 expect_grep '"X-Latentq-Event": "job.cancelled"' "$T/http.log"
-expect_status 2 "$LATENTQ" -d "$T/c.db" run --webhook ftp://x
+expect_status 64 "$LATENTQ" -d "$T/c.db" run --webhook ftp://x
 # An endpoint that always fails is given up after its tries.
 LATENTQ_WEBHOOK_BACKOFF=0.01; export LATENTQ_WEBHOOK_BACKOFF
 mkdir -p "$T/d"

@@ -27,7 +27,7 @@ for g in gridA gridB; do
 	grep -q "weights streamed" "$T/$g.off.report" &&
 	    fail "$g: --weight-streaming off streamed"
 done
-expect_status 2 "$LATENTQ" forward --weight-streaming sometimes \
+expect_status 64 "$LATENTQ" forward --weight-streaming sometimes \
     --model "$D/transformer/model" --component transformer \
     --inputs "$D/transformer/gridA.inputs.safetensors" --out "$T/x.st"
 expect_grep "weight-streaming is auto, on or off" "$T/err"
