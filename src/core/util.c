@@ -337,3 +337,14 @@ util_mkdir_p(const char *dir, unsigned mode, char **failed)
 	free(p);
 	return 0;
 }
+
+double
+util_env_seconds(const char *name, double def)
+{
+	const char *v = getenv(name);
+	if (v == NULL || *v == '\0')
+		return def;
+	char *end;
+	double d = strtod(v, &end);
+	return (*end == '\0' && d >= 0) ? d : def;
+}

@@ -106,6 +106,12 @@ double util_now(void);
 double util_monotonic(void);
 
 /*
+ * The non-negative number of seconds in environment variable `name`, or
+ * `def` when it is unset, empty, not a number or negative.
+ */
+double util_env_seconds(const char *name, double def);
+
+/*
  * mkdir -p: creates `dir` and its missing parents with `mode` (umask
  * applies).  Returns 0, or -1 with errno set (and the failing prefix
  * in *failed when failed != NULL: caller-owned).

@@ -35,17 +35,6 @@ on_signal(int sig)
 	signals_seen++;
 }
 
-static double
-env_seconds(const char *name, double def)
-{
-	const char *v = getenv(name);
-	if (v == NULL || *v == '\0')
-		return def;
-	char *end;
-	double d = strtod(v, &end);
-	return (*end == '\0' && d >= 0) ? d : def;
-}
-
 void
 supervisor_owner(char *buf, size_t n)
 {
@@ -325,14 +314,14 @@ crash_detail(int status, const struct store_job *after, const struct tail *t)
 double
 supervisor_stop_seconds(void)
 {
-	return env_seconds("LATENTQ_STOP_SECONDS", 20.0);
+	return util_env_seconds("LATENTQ_STOP_SECONDS", 20.0);
 }
 
 /* Backoff after the n-th retry or failure: base * 2^(n-1), capped at 10 minutes. */
 static double
 backoff_for(int attempts)
 {
-	double base = env_seconds("LATENTQ_RETRY_BACKOFF", 5.0);
+	double base = util_env_seconds("LATENTQ_RETRY_BACKOFF", 5.0);
 	double b = base;
 	for (int i = 1; i < attempts && b < 600; i++)
 		b *= 2;
@@ -349,7 +338,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	memset(res, 0, sizeof(*res));
 	char owner[320];
 	supervisor_owner(owner, sizeof(owner));
-	double lease = env_seconds("LATENTQ_LEASE_SECONDS", 60);
+	double lease = util_env_seconds("LATENTQ_LEASE_SECONDS", 60);
 
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_signal;
@@ -547,7 +536,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		interrupted = 1;
 	else if (!fatal)
 		/* the retries of this run's notifications, for a while */
-		worker_deliver_webhooks(st, env_seconds("LATENTQ_WEBHOOK_WAIT", 60));
+		worker_deliver_webhooks(st, util_env_seconds("LATENTQ_WEBHOOK_WAIT", 60));
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	if (host)

@@ -26,21 +26,10 @@
 #include "store/webhooks.h"
 #include "worker/webhooks.h"
 
-static double
-env_double(const char *name, double def)
-{
-	const char *v = getenv(name);
-	if (v == NULL || *v == '\0')
-		return def;
-	char *end;
-	double d = strtod(v, &end);
-	return (*end == '\0' && d >= 0) ? d : def;
-}
-
 double
 worker_webhook_backoff(int tries)
 {
-	double b = env_double("LATENTQ_WEBHOOK_BACKOFF", 5);
+	double b = util_env_seconds("LATENTQ_WEBHOOK_BACKOFF", 5);
 	for (int i = 1; i < tries && b < 600; i++)
 		b *= 2;
 	return b < 600 ? b : 600;
