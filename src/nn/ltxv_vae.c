@@ -21,6 +21,7 @@
 #include "gpu/ops.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_vae.h"
+#include "nn/ltxv_vae_int.h"
 #include "nn/weights.h"
 
 #define TPROJ_DIM 256	/* PixArtAlphaCombinedTimestepSizeEmbeddings' Timesteps(256) */
@@ -28,17 +29,6 @@
 struct vae_temb {		/* PixArtAlphaCombinedTimestepSizeEmbeddings */
 	struct gpu_tensor l1_w, l1_b, l2_w, l2_b;
 	int dim;
-};
-
-struct vae_resnet {
-	char path[96];
-	int cin, cout, inject, tc;
-	struct gpu_tensor conv1_w, conv1_b, conv2_w, conv2_b;
-	struct gpu_tensor norm3_w, norm3_b, short_w, short_b;	/* buf NULL: none */
-	struct gpu_tensor pcs1, pcs2;		/* per_channel_scale as [C] */
-	struct gpu_tensor sst;			/* scale_shift_table [4, C] */
-	struct gpu_tensor noise[2];		/* this decode's fields */
-	int noise_h, noise_w;
 };
 
 struct vae_block {
@@ -97,12 +87,12 @@ parse_config(const char *dir, struct ltxv_vae_config *c, struct lq_error *err)
 /* ---- weights ---- */
 
 static enum lq_status
-wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
+wgetw(struct nn_weights *w, struct gpu_tensor *out, int ndim,
     const int64_t *shape, struct lq_error *err, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
 static enum lq_status
-wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
+wgetw(struct nn_weights *w, struct gpu_tensor *out, int ndim,
     const int64_t *shape, struct lq_error *err, const char *fmt, ...)
 {
 	char name[256];
@@ -111,8 +101,10 @@ wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
 	va_start(ap, fmt);
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
-	return nn_weights_get(v->w, name, ndim, shape, out, err);
+	return nn_weights_get(w, name, ndim, shape, out, err);
 }
+
+#define wget(v, ...) wgetw((v)->w, __VA_ARGS__)
 
 static enum lq_status
 load_temb(struct ltxv_vae *v, struct vae_temb *t, const char *path, int dim,
@@ -133,9 +125,10 @@ load_temb(struct ltxv_vae *v, struct vae_temb *t, const char *path, int dim,
 	return LQ_OK;
 }
 
-static enum lq_status
-load_resnet(struct ltxv_vae *v, struct vae_resnet *r, const char *path,
-    int cin, int cout, int inject, int tc, struct lq_error *err)
+enum lq_status
+ltxv_vae_resnet_load(struct nn_weights *v, struct vae_resnet *r,
+    const char *path, int cin, int cout, int inject, int tc,
+    struct lq_error *err)
 {
 	enum lq_status st;
 
@@ -144,32 +137,32 @@ load_resnet(struct ltxv_vae *v, struct vae_resnet *r, const char *path,
 	r->cout = cout;
 	r->inject = inject;
 	r->tc = tc;
-	if ((st = wget(v, &r->conv1_w, 5, SHAPE(cout, cin, 3, 3, 3), err,
+	if ((st = wgetw(v, &r->conv1_w, 5, SHAPE(cout, cin, 3, 3, 3), err,
 	    "%s.conv1.conv.weight", path)) ||
-	    (st = wget(v, &r->conv1_b, 1, SHAPE(cout), err, "%s.conv1.conv.bias", path)) ||
-	    (st = wget(v, &r->conv2_w, 5, SHAPE(cout, cout, 3, 3, 3), err,
+	    (st = wgetw(v, &r->conv1_b, 1, SHAPE(cout), err, "%s.conv1.conv.bias", path)) ||
+	    (st = wgetw(v, &r->conv2_w, 5, SHAPE(cout, cout, 3, 3, 3), err,
 	    "%s.conv2.conv.weight", path)) ||
-	    (st = wget(v, &r->conv2_b, 1, SHAPE(cout), err, "%s.conv2.conv.bias", path)))
+	    (st = wgetw(v, &r->conv2_b, 1, SHAPE(cout), err, "%s.conv2.conv.bias", path)))
 		return st;
 	if (cin != cout) {
-		if ((st = wget(v, &r->norm3_w, 1, SHAPE(cin), err, "%s.norm3.weight", path)) ||
-		    (st = wget(v, &r->norm3_b, 1, SHAPE(cin), err, "%s.norm3.bias", path)) ||
-		    (st = wget(v, &r->short_w, 5, SHAPE(cout, cin, 1, 1, 1), err,
+		if ((st = wgetw(v, &r->norm3_w, 1, SHAPE(cin), err, "%s.norm3.weight", path)) ||
+		    (st = wgetw(v, &r->norm3_b, 1, SHAPE(cin), err, "%s.norm3.bias", path)) ||
+		    (st = wgetw(v, &r->short_w, 5, SHAPE(cout, cin, 1, 1, 1), err,
 		    "%s.conv_shortcut.conv.weight", path)) ||
-		    (st = wget(v, &r->short_b, 1, SHAPE(cout), err,
+		    (st = wgetw(v, &r->short_b, 1, SHAPE(cout), err,
 		    "%s.conv_shortcut.conv.bias", path)))
 			return st;
 	}
 	if (inject) {
-		if ((st = wget(v, &r->pcs1, 3, SHAPE(cin, 1, 1), err,
+		if ((st = wgetw(v, &r->pcs1, 3, SHAPE(cin, 1, 1), err,
 		    "%s.per_channel_scale1", path)) ||
-		    (st = wget(v, &r->pcs2, 3, SHAPE(cin, 1, 1), err,
+		    (st = wgetw(v, &r->pcs2, 3, SHAPE(cin, 1, 1), err,
 		    "%s.per_channel_scale2", path)))
 			return st;
 		r->pcs1 = gpu_tensor_reshape(&r->pcs1, 1, SHAPE(cin));
 		r->pcs2 = gpu_tensor_reshape(&r->pcs2, 1, SHAPE(cin));
 	}
-	if (tc && (st = wget(v, &r->sst, 2, SHAPE(4, cin), err,
+	if (tc && (st = wgetw(v, &r->sst, 2, SHAPE(4, cin), err,
 	    "%s.scale_shift_table", path)))
 		return st;
 	return LQ_OK;
@@ -201,7 +194,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 	}
 	for (int j = 0; j < v->mid.nres; j++) {
 		snprintf(path, sizeof(path), "decoder.mid_block.resnets.%d", j);
-		if ((st = load_resnet(v, &v->mid.res[j], path, C0, C0,
+		if ((st = ltxv_vae_resnet_load(v->w, &v->mid.res[j], path, C0, C0,
 		    c->dec_mid_inject_noise, v->tc, err)))
 			return st;
 	}
@@ -230,7 +223,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 				goto mismatch;
 			b->has_conv_in = 1;
 			snprintf(path, sizeof(path), "%s.conv_in", b->path);
-			if ((st = load_resnet(v, &b->conv_in, path, u->in_channels,
+			if ((st = ltxv_vae_resnet_load(v->w, &b->conv_in, path, u->in_channels,
 			    u->out_channels, u->inject_noise, v->tc, err)))
 				return st;
 			cur = u->out_channels;
@@ -264,7 +257,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 		b->res = xcalloc((size_t)(b->nres + 1), sizeof(*b->res));
 		for (int j = 0; j < b->nres; j++) {
 			snprintf(path, sizeof(path), "%s.resnets.%d", b->path, j);
-			if ((st = load_resnet(v, &b->res[j], path, u->out_channels,
+			if ((st = ltxv_vae_resnet_load(v->w, &b->res[j], path, u->out_channels,
 			    u->out_channels, u->inject_noise, v->tc, err)))
 				return st;
 		}
@@ -500,18 +493,8 @@ ltxv_vae_memory(const struct ltxv_vae *v, size_t *weights,
 
 /* ---- decode ---- */
 
-struct vae_run {
-	struct ltxv_vae *v;
-	struct gpu_cmd *cmd;
-	const struct nn_dump *dump;
-	struct gpu_tensor slot[5];	/* 0, 1 ping-pong; 2, 3, 4 temporaries */
-	struct gpu_tensor tfeat, thid, temb, ss;
-	int64_t B;
-};
-
-/* A contiguous [B, C, F, H, W] view at the start of a slot. */
-static struct gpu_tensor
-view5(const struct gpu_tensor *slot, int64_t B, int64_t C, int64_t F,
+struct gpu_tensor
+ltxv_vae_view5(const struct gpu_tensor *slot, int64_t B, int64_t C, int64_t F,
     int64_t H, int64_t W)
 {
 	int64_t shp[5] = { B, C, F, H, W };
@@ -547,14 +530,18 @@ row(const struct gpu_tensor *tab, int k)
 	return r;
 }
 
-static struct ops_conv3d_params
-conv3_params(const struct ltxv_vae *v)
+#define view5 ltxv_vae_view5
+
+struct ops_conv3d_params
+ltxv_vae_conv3_params(int causal, int stride_t, int stride_h, int stride_w)
 {
 	struct ops_conv3d_params p;
 
 	memset(&p, 0, sizeof(p));
-	p.stride[0] = p.stride[1] = p.stride[2] = 1;
-	if (v->cfg.decoder_causal) {
+	p.stride[0] = stride_t;
+	p.stride[1] = stride_h;
+	p.stride[2] = stride_w;
+	if (causal) {
 		p.pad_t[0] = 2;
 		p.pad_t[1] = 0;
 	} else {
@@ -568,7 +555,13 @@ conv3_params(const struct ltxv_vae *v)
 }
 
 static struct ops_conv3d_params
-conv1_params(void)
+conv3_params(const struct ltxv_vae *v)
+{
+	return ltxv_vae_conv3_params(v->cfg.decoder_causal, 1, 1, 1);
+}
+
+struct ops_conv3d_params
+ltxv_vae_conv1_params(void)
 {
 	struct ops_conv3d_params p;
 
@@ -598,13 +591,14 @@ time_embed(struct vae_run *run, const struct vae_temb *te,
  * LTXVideoResnetBlock3d.forward(x, temb) from slot `xs` into slot `ys`
  * (slots 2, 3, 4 are scratch).  x is [B, cin, F, H, W].
  */
-static enum lq_status
-resnet(struct vae_run *run, const struct vae_resnet *r, int xs, int ys,
-    int64_t F, int64_t H, int64_t W, const struct gpu_tensor *temb)
+enum lq_status
+ltxv_vae_resnet_forward(struct vae_run *run, const struct vae_resnet *r,
+    int xs, int ys, int64_t F, int64_t H, int64_t W,
+    const struct gpu_tensor *temb)
 {
-	struct ltxv_vae *v = run->v;
 	struct gpu_cmd *cmd = run->cmd;
-	struct ops_conv3d_params p3 = conv3_params(v), p1 = conv1_params();
+	struct ops_conv3d_params p3 = ltxv_vae_conv3_params(run->causal, 1, 1, 1);
+	struct ops_conv3d_params p1 = ltxv_vae_conv1_params();
 	int64_t B = run->B;
 	struct gpu_tensor x = view5(&run->slot[xs], B, r->cin, F, H, W);
 	struct gpu_tensor hn = view5(&run->slot[2], B, r->cin, F, H, W);
@@ -644,7 +638,7 @@ resnet(struct vae_run *run, const struct vae_resnet *r, int xs, int ys,
 		struct gpu_tensor s2 = view5(&run->slot[4], B, r->cout, F, H, W);
 
 		OP(ops_layer_norm_channels(cmd, &s1, &x, &r->norm3_w, &r->norm3_b,
-		    (float)v->cfg.resnet_norm_eps));
+		    run->eps));
 		OP(ops_conv3d(cmd, &s2, &s1, &r->short_w, &r->short_b, &p1));
 		OP(ops_add(cmd, &y, &y, &s2));
 	} else {
@@ -821,6 +815,8 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	run.cmd = cmd;
 	run.dump = dump;
 	run.B = B;
+	run.causal = v->cfg.decoder_causal;
+	run.eps = (float)v->cfg.resnet_norm_eps;
 	plan_sizes(v, B, F, H, W, &mx, &nz);
 	mark = gpu_pool_mark(v->pool);
 	gpu_cmd_begin(cmd);
@@ -860,7 +856,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 			DUMP("decoder.mid_block.time_embedder", temb);
 		}
 		for (int j = 0; j < v->mid.nres; j++) {
-			OP(resnet(&run, &v->mid.res[j], s, 1 - s, F, H, W,
+			OP(ltxv_vae_resnet_forward(&run, &v->mid.res[j], s, 1 - s, F, H, W,
 			    v->mid.has_te ? &temb : NULL));
 			s = 1 - s;
 		}
@@ -875,7 +871,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 		struct gpu_tensor temb;
 
 		if (b->has_conv_in) {
-			OP(resnet(&run, &b->conv_in, s, 1 - s, F, H, W, NULL));
+			OP(ltxv_vae_resnet_forward(&run, &b->conv_in, s, 1 - s, F, H, W, NULL));
 			s = 1 - s;
 		}
 		if (b->has_te)
@@ -888,7 +884,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 			W *= 2;
 		}
 		for (int j = 0; j < b->nres; j++) {
-			OP(resnet(&run, &b->res[j], s, 1 - s, F, H, W,
+			OP(ltxv_vae_resnet_forward(&run, &b->res[j], s, 1 - s, F, H, W,
 			    b->has_te ? &temb : NULL));
 			s = 1 - s;
 		}
