@@ -14,6 +14,10 @@
  *   vae-decoder: z [B,C,F,H,W], decode_timestep [B] or [1] (timestep-
  *     conditioned decoders), injected noise `<module>#<k>` [H,W] (decoders
  *     with decoder_inject_noise) -> sample
+ *   vae-encoder: sample [B,3,F,H,W] (or `x`, encode's argument name),
+ *     posterior_noise [B,C,F',H',W'] (optional) -> parameters, mean,
+ *     logvar, std, mode, and sample = mean + std * posterior_noise when
+ *     the noise was given
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
  * Any float or integer dtype is accepted and converted.  Later --inputs
@@ -34,6 +38,7 @@ enum nn_component {
 	NN_COMPONENT_TRANSFORMER,
 	NN_COMPONENT_VAE_DECODER,
 	NN_COMPONENT_TEXT_ENCODER,
+	NN_COMPONENT_VAE_ENCODER,
 };
 
 struct nn_forward_opts {
@@ -56,7 +61,8 @@ struct nn_forward_opts {
 	const struct ltxv_vae_noise *noise_fallback;
 };
 
-/* Parses "transformer", "vae-decoder", "text-encoder"; 0 ok, -1 unknown. */
+/* Parses "transformer", "vae-decoder", "vae-encoder", "text-encoder";
+ * 0 ok, -1 unknown. */
 int nn_component_parse(const char *name, enum nn_component *out);
 
 /*

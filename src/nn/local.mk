@@ -6,6 +6,8 @@ liblatentq_a_SOURCES += \
 	src/nn/ltxv_embed.c src/nn/ltxv_embed.h \
 	src/nn/ltxv_transformer.c src/nn/ltxv_transformer.h \
 	src/nn/ltxv_vae.c src/nn/ltxv_vae.h src/nn/ltxv_latents.c \
+	src/nn/ltxv_vae_int.h \
+	src/nn/ltxv_vae_encoder.c src/nn/ltxv_vae_encoder.h \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5.c \
 	src/cmd/forward.c
@@ -18,7 +20,8 @@ check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/forward-goldens.sh \
-	tests/nn/forward-intermediates.sh tests/nn/forward-split.sh
+	tests/nn/forward-intermediates.sh tests/nn/forward-split.sh \
+	tests/nn/forward-encoder.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
@@ -30,5 +33,5 @@ tests_nn_test_weights_stream_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
-	tests/nn/forward-split.sh \
-	tests/data/ltxv
+	tests/nn/forward-split.sh tests/nn/forward-encoder.sh \
+	tests/data/ltxv tests/data/ltxv-extra

@@ -6,6 +6,10 @@
  *                                     max abs and max rel error
  *   st-tool merge OUT IN...           one file holding every tensor of the
  *                                     inputs (first wins on a name clash)
+ *   st-tool fill OUT NAME D0 [D1...]  one F32 tensor NAME of that shape,
+ *                                     deterministic values in [-1, 1]
+ *   st-tool pick OUT IN KEY[:NEW]...  tensors KEY of IN (renamed NEW) into
+ *                                     OUT; a missing KEY is an error
  *   st-tool lora OUT MODULE OUT IN R  a PEFT-format LoRA for one Linear of a
  *                                     transformer (keys
  *                                     transformer.MODULE.lora_{A,B}.weight),
@@ -156,9 +160,75 @@ do_lora(const char *out, const char *module, int64_t n_out, int64_t n_in,
 	return rc;
 }
 
+static int
+do_pick(const char *out, const char *in, int n, char **keys)
+{
+	struct st_file *f = open_or_die(in);
+	struct st_writer *w = st_writer_new();
+	struct lq_error err;
+	int rc = 0;
+
+	for (int i = 0; i < n && rc == 0; i++) {
+		char *key = xstrdup(keys[i]), *colon = strchr(key, ':');
+		const struct st_tensor *t;
+
+		if (colon)
+			*colon = '\0';
+		t = st_file_find(f, key);
+		if (t == NULL) {
+			fprintf(stderr, "st-tool: %s has no tensor %s\n", in, key);
+			rc = 1;
+		} else {
+			st_writer_add(w, colon ? colon + 1 : key, t->dtype, t->ndim,
+			    t->shape, t->data);
+		}
+		free(key);
+	}
+	error_clear(&err);
+	if (rc == 0 && st_writer_write(w, out, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_writer_free(w);
+	st_file_close(f);
+	return rc;
+}
+
+static int
+do_fill(const char *out, const char *name, int ndim, char **dims)
+{
+	int64_t shape[8], n = 1;
+	uint32_t x = 2468;
+	if (ndim < 1 || ndim > 8)
+		return 2;
+	for (int i = 0; i < ndim; i++) {
+		shape[i] = atoll(dims[i]);
+		if (shape[i] < 1)
+			return 2;
+		n *= shape[i];
+	}
+	float *v = xmalloc((size_t)n * sizeof(float));
+	for (int64_t i = 0; i < n; i++) {
+		x = x * 1664525u + 1013904223u;
+		v[i] = (float)(x >> 8) / 8388608.0f - 1.0f;
+	}
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, name, ST_F32, ndim, shape, v);
+	struct lq_error err;
+	error_clear(&err);
+	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
+	if (rc)
+		error_print(&err, stderr);
+	st_writer_free(w);
+	free(v);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc >= 5 && strcmp(argv[1], "fill") == 0)
+		return do_fill(argv[2], argv[3], argc - 4, argv + 4);
 	if (argc == 7 && strcmp(argv[1], "lora") == 0)
 		return do_lora(argv[2], argv[3], atoll(argv[4]), atoll(argv[5]),
 		    atoll(argv[6]));
@@ -166,7 +236,10 @@ main(int argc, char **argv)
 		return do_diff(argv[2], argv[3], argv[4], atof(argv[5]));
 	if (argc >= 4 && strcmp(argv[1], "merge") == 0)
 		return do_merge(argv[2], argc - 3, argv + 3);
+	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
+		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
+	    "fill OUT NAME D0 [D1...] | pick OUT IN KEY[:NEW]... | "
 	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }
