@@ -1,6 +1,6 @@
 /*
  * forward.c — `latentq forward`: run one model component (transformer,
- * vae-decoder, vae-encoder, text-encoder) on named input tensors and write its outputs,
+ * vae-decoder, vae-encoder, latent-upsampler, text-encoder) on named input tensors and write its outputs,
  * a debugging tool and the way to check latentq against another
  * implementation.  The work is nn_forward_run (src/nn/forward.h).
  */
@@ -116,7 +116,8 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (nn_component_parse(component, &fo.component) != 0) {
 		free(inputs);
 		return cmd_misuse(&cmd_forward_entry, "forward: unknown component "
-		    "\"%s\" (transformer, vae-decoder, vae-encoder or text-encoder)", component);
+		    "\"%s\" (transformer, vae-decoder, vae-encoder, latent-upsampler or "
+		    "text-encoder)", component);
 	}
 	fo.inputs = inputs;
 	fo.device = g->device;
@@ -136,7 +137,8 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 
 const struct cmd_entry cmd_forward_entry = {
 	.name = "forward",
-	.usage = "--model DIR --component transformer|vae-decoder|vae-encoder|text-encoder "
+	.usage = "--model DIR --component "
+	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder "
 	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N] "
 	    "[--weight-streaming auto|on|off]",
 	.summary = "run one model component on named tensors",

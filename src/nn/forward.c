@@ -14,6 +14,7 @@
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 #include "nn/ltxv_vae_encoder.h"
+#include "nn/ltxv_upsampler.h"
 
 int
 nn_component_parse(const char *name, enum nn_component *out)
@@ -24,6 +25,8 @@ nn_component_parse(const char *name, enum nn_component *out)
 		*out = NN_COMPONENT_VAE_DECODER;
 	else if (strcmp(name, "vae-encoder") == 0)
 		*out = NN_COMPONENT_VAE_ENCODER;
+	else if (strcmp(name, "latent-upsampler") == 0)
+		*out = NN_COMPONENT_LATENT_UPSAMPLER;
 	else if (strcmp(name, "text-encoder") == 0)
 		*out = NN_COMPONENT_TEXT_ENCODER;
 	else
@@ -534,6 +537,49 @@ out:
 	return st;
 }
 
+/* LTXLatentUpsamplerModel: hidden_states [B, C, F, H, W] -> output. */
+static enum lq_status
+run_upsampler(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    struct lq_error *err)
+{
+	struct ltxv_upsampler *u = NULL;
+	const struct st_tensor *tx;
+	float *x = NULL, *out = NULL;
+	struct gpu_buffer *b_x = NULL, *b_y = NULL;
+	struct gpu_tensor g_x, g_y;
+	int64_t oshape[5];
+	enum lq_status st;
+
+	if ((st = input_f32(in, "hidden_states", 5, "[B, in_channels, F, H, W]",
+	    &tx, &x, err)) ||
+	    (st = ltxv_upsampler_load(ctx, dir, &u, err)))
+		goto out;
+	ltxv_upsampler_output_shape(u, tx->shape, oshape);
+	if ((st = upload(ctx, 5, tx->shape, x, &b_x, &g_x, err)) ||
+	    (st = upload(ctx, 5, oshape, NULL, &b_y, &g_y, err)) ||
+	    (st = ltxv_upsampler_forward(u, &g_x, &g_y, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_y));
+	if ((st = gpu_tensor_download_f32(ctx, &g_y, out, err)))
+		goto out;
+	st_writer_add(w, "output", ST_F32, 5, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		ltxv_upsampler_memory(u, &wb, &cap, &peak);
+		report_memory(report, "latent upsampler", wb, cap, peak,
+		    gpu_buffer_size(b_x) + gpu_buffer_size(b_y));
+	}
+out:
+	gpu_buffer_free(b_x);
+	gpu_buffer_free(b_y);
+	ltxv_upsampler_free(u);
+	free(x);
+	free(out);
+	return st;
+}
+
 enum lq_status
 nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 {
@@ -545,7 +591,9 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 	struct nn_dump dump = { dump_to_writer, &sink };
 	const char *sub = o->component == NN_COMPONENT_TRANSFORMER ? "transformer" :
 	    o->component == NN_COMPONENT_VAE_DECODER ||
-	    o->component == NN_COMPONENT_VAE_ENCODER ? "vae" : "text_encoder";
+	    o->component == NN_COMPONENT_VAE_ENCODER ? "vae" :
+	    o->component == NN_COMPONENT_LATENT_UPSAMPLER ? "latent_upsampler" :
+	    "text_encoder";
 	char *dir = component_dir(o->model, sub);
 	enum lq_status st = LQ_OK;
 
@@ -576,6 +624,10 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		break;
 	case NN_COMPONENT_VAE_ENCODER:
 		st = run_vae_encoder(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		break;
+	case NN_COMPONENT_LATENT_UPSAMPLER:
+		st = run_upsampler(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report, err);
 		break;
 	case NN_COMPONENT_TEXT_ENCODER:

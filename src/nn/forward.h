@@ -18,6 +18,7 @@
  *     posterior_noise [B,C,F',H',W'] (optional) -> parameters, mean,
  *     logvar, std, mode, and sample = mean + std * posterior_noise when
  *     the noise was given
+ *   latent-upsampler: hidden_states [B,C,F,H,W] -> output
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
  * Any float or integer dtype is accepted and converted.  Later --inputs
@@ -39,6 +40,7 @@ enum nn_component {
 	NN_COMPONENT_VAE_DECODER,
 	NN_COMPONENT_TEXT_ENCODER,
 	NN_COMPONENT_VAE_ENCODER,
+	NN_COMPONENT_LATENT_UPSAMPLER,
 };
 
 struct nn_forward_opts {
@@ -61,7 +63,8 @@ struct nn_forward_opts {
 	const struct ltxv_vae_noise *noise_fallback;
 };
 
-/* Parses "transformer", "vae-decoder", "vae-encoder", "text-encoder";
+/* Parses "transformer", "vae-decoder", "vae-encoder", "latent-upsampler",
+ * "text-encoder";
  * 0 ok, -1 unknown. */
 int nn_component_parse(const char *name, enum nn_component *out);
 

@@ -8,6 +8,7 @@ liblatentq_a_SOURCES += \
 	src/nn/ltxv_vae.c src/nn/ltxv_vae.h src/nn/ltxv_latents.c \
 	src/nn/ltxv_vae_int.h \
 	src/nn/ltxv_vae_encoder.c src/nn/ltxv_vae_encoder.h \
+	src/nn/ltxv_upsampler.c src/nn/ltxv_upsampler.h \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5.c \
 	src/cmd/forward.c
@@ -21,7 +22,7 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/forward-goldens.sh \
 	tests/nn/forward-intermediates.sh tests/nn/forward-split.sh \
-	tests/nn/forward-encoder.sh
+	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
@@ -34,4 +35,5 @@ tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/forward-split.sh tests/nn/forward-encoder.sh \
+	tests/nn/forward-upsampler.sh \
 	tests/data/ltxv tests/data/ltxv-extra
