@@ -15,7 +15,12 @@ static const struct preflight_code codes[] = {
 	{ "LQ-CFG-001", "error", "a required key is missing (model)" },
 	{ "LQ-CFG-002", "error", "a value is outside its range" },
 	{ "LQ-CFG-003", "error",
-	  "the latents and decode_noise files are valid safetensors" },
+	  "the latents, decode_noise and noise files are valid safetensors" },
+	/* image-to-video */
+	{ "LQ-IMG-001", "error", "the image is a readable PNG" },
+	{ "LQ-IMG-002", "error",
+	  "the image has the job's width x height; the transformer's "
+	  "patch_size_t is 1" },
 	/* geometry */
 	{ "LQ-GEOM-001", "error|warning",
 	  "height is a multiple of lcm(32, VAE spatial compression x patch)" },

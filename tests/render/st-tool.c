@@ -10,6 +10,8 @@
  *                                     deterministic values in [-1, 1]
  *   st-tool pick OUT IN KEY[:NEW]...  tensors KEY of IN (renamed NEW) into
  *                                     OUT; a missing KEY is an error
+ *   st-tool png OUT IN KEY            U8 tensor KEY [H, W, 3] of IN as an
+ *                                     RGB PNG
  *   st-tool lora OUT MODULE OUT IN R  a PEFT-format LoRA for one Linear of a
  *                                     transformer (keys
  *                                     transformer.MODULE.lora_{A,B}.weight),
@@ -23,6 +25,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "media/media.h"
 #include "model/safetensors.h"
 
 static struct st_file *
@@ -195,6 +198,28 @@ do_pick(const char *out, const char *in, int n, char **keys)
 }
 
 static int
+do_png(const char *out, const char *in, const char *key)
+{
+	struct st_file *f = open_or_die(in);
+	const struct st_tensor *t = st_file_find(f, key);
+	struct lq_error err;
+	int rc = 0;
+
+	error_clear(&err);
+	if (t == NULL || t->dtype != ST_U8 || t->ndim != 3 || t->shape[2] != 3) {
+		fprintf(stderr, "st-tool: %s has no U8 [H, W, 3] tensor %s\n", in,
+		    key);
+		rc = 1;
+	} else if (media_write_png(out, t->data, (int)t->shape[0],
+	    (int)t->shape[1], NULL, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_file_close(f);
+	return rc;
+}
+
+static int
 do_fill(const char *out, const char *name, int ndim, char **dims)
 {
 	int64_t shape[8], n = 1;
@@ -236,10 +261,12 @@ main(int argc, char **argv)
 		return do_diff(argv[2], argv[3], argv[4], atof(argv[5]));
 	if (argc >= 4 && strcmp(argv[1], "merge") == 0)
 		return do_merge(argv[2], argc - 3, argv + 3);
+	if (argc == 5 && strcmp(argv[1], "png") == 0)
+		return do_png(argv[2], argv[3], argv[4]);
 	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
 		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
-	    "fill OUT NAME D0 [D1...] | pick OUT IN KEY[:NEW]... | "
+	    "fill OUT NAME D0 [D1...] | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
 	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }
