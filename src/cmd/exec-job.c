@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "core/codes.h"
 #include "core/log.h"
 #include "render/render.h"
 #include "store/jobs.h"
@@ -87,7 +88,7 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 	error_clear(&e2);
 	if (r == LQ_OK || r == LQ_WARN) {
 		rc = store_finish_job(st, job.id, owner, NULL, &e2) == LQ_OK ? 0 : 76;
-	} else if (r == LQ_RETRY && strcmp(err.code, "LQ-RUN-INT") == 0) {
+	} else if (r == LQ_RETRY && error_code(&err) == LQ_CODE_RUN_INT) {
 		error_print(&err, stderr);
 		rc = 75;
 	} else if (r == LQ_RETRY) {
