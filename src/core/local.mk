@@ -1,4 +1,4 @@
-liblatentq_a_SOURCES += \
+libcore_a_SOURCES += \
 	src/core/embed.c src/core/embed.h \
 	src/core/error.c src/core/error.h \
 	src/core/codes.c src/core/codes.h src/core/codes.def \
@@ -9,7 +9,7 @@ liblatentq_a_SOURCES += \
 	src/core/fault.c src/core/fault.h \
 	src/core/half.c src/core/half.h
 # Ed25519 signatures of digests and HMAC-SHA256 (libsodium)
-liblatentq_a_SOURCES += src/core/sign.c src/core/sign.h
+libcore_a_SOURCES += src/core/sign.c src/core/sign.h
 
 # The error-code table: every code in src/ has a row, every row its man page.
 check_PROGRAMS += tests/core/test-codes

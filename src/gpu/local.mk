@@ -1,10 +1,10 @@
 # gpu: Vulkan runtime, kernels (shaders/*.comp compiled by glslc and
 # embedded with tools/embed), device caps, tests and benchmarks.
-liblatentq_a_SOURCES += \
+libgpu_a_SOURCES += \
 	src/gpu/caps.c src/gpu/caps.h \
 	src/gpu/gpu.c src/gpu/gpu.h src/gpu/internal.h \
 	src/gpu/ops.c src/gpu/ops.h
-nodist_liblatentq_a_SOURCES += src/gpu/spirv.c
+nodist_libgpu_a_SOURCES += src/gpu/spirv.c
 BUILT_SOURCES += src/gpu/spirv.c
 CLEANFILES += src/gpu/spirv.c $(GPU_SPV)
 

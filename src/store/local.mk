@@ -1,10 +1,10 @@
 # The queue database.  Migrations are embedded from schema/ in order.
 SCHEMA_FILES = schema/0001_init.sql schema/0002_model_identity.sql
 EXTRA_DIST += $(SCHEMA_FILES)
-liblatentq_a_SOURCES += \
+libstore_a_SOURCES += \
 	src/store/store.c src/store/store.h src/store/store-int.h \
 	src/store/jobs.c src/store/jobs.h
-nodist_liblatentq_a_SOURCES += src/store/schema.gen.c
+nodist_libstore_a_SOURCES += src/store/schema.gen.c
 BUILT_SOURCES += src/store/schema.gen.c
 CLEANFILES += src/store/schema.gen.c
 src/store/schema.gen.c: $(SCHEMA_FILES) embed$(EXEEXT)
