@@ -19,14 +19,15 @@ void main()
 	if (i >= p.B * p.S)
 		return;
 	uint bi = i / p.S, s = i - bi * p.S;
-	uint mode = p.flags & 15u;
-	bool has_w = ((p.flags >> 4) & 1u) != 0u;
-	bool has_b = ((p.flags >> 5) & 1u) != 0u;
-	uint dtw = (p.flags >> 6) & 3u, dtb = (p.flags >> 8) & 3u;
+	uint mode = p.flags & LQ_NORM_MODE_MASK;
+	bool has_w = LQ_FIELD(p.flags, LQ_NORM_HAS_W, 1u) != 0u;
+	bool has_b = LQ_FIELD(p.flags, LQ_NORM_HAS_B, 1u) != 0u;
+	uint dtw = LQ_FIELD(p.flags, LQ_NORM_DTW, LQ_DT_MASK);
+	uint dtb = LQ_FIELD(p.flags, LQ_NORM_DTB, LQ_DT_MASK);
 	uint xb = p.off_x + bi * p.C * p.S + s, yb = p.off_y + bi * p.C * p.S + s;
 	float fC = float(p.C);
 	float mean = 0.0;
-	if (mode == 0u) {
+	if (mode == LQ_NORM_LAYER) {
 		float sm = 0.0;
 		for (uint c = 0u; c < p.C; c++)
 			sm += LDF(x.d, xb + c * p.S);
