@@ -915,11 +915,13 @@ pf_check_device(struct pf_job_state *s)
 		error_set_hint(e, "a smaller size or fewer frames, a larger "
 		    "mesh.context, or a device with more memory");
 	}
-	uint64_t maxb = device_caps_max_binding(caps);
+	/* ops split a tensor larger than one binding (gpu/ops.h), so what
+	 * bounds a tensor is one buffer */
+	uint64_t maxb = device_caps_max_tensor(caps);
 	if (maxb > 0 && s->est_largest > maxb) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
-		    "LQ-DEV-002", "%s needs one %s buffer but %s binds "
-		    "at most %s (maxStorageBufferRange)", largest,
+		    "LQ-DEV-002", "%s needs one %s buffer but %s allocates "
+		    "at most %s in one buffer (maxMemoryAllocationSize)", largest,
 		    size_text((double)s->est_largest), caps->name,
 		    size_text((double)maxb));
 		error_set_hint(e, "a smaller size or fewer frames, or a larger "
