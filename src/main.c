@@ -125,7 +125,9 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	if (db == NULL)
 		db = default_db_path();
-	make_parent(db);
+	g.creates_db = entry->creates_db;
+	if (g.creates_db)	/* read-only commands never create anything */
+		make_parent(db);
 	g.db_path = db;
 
 	/* `latentq CMD --help` / `-h` anywhere in a command's own arguments. */

@@ -13,7 +13,7 @@ vulkan/	gpu
 libav[a-z]*/|libswscale/|png\.h|archive\.h|archive_entry\.h	media
 yaml\.h	manifest
 curl/	net
-sodium\.h	core media
+sodium\.h	core
 sentencepiece	text
 '
 tab=$(printf '\t')

@@ -23,7 +23,7 @@ each_job(const struct cmd_entry *entry, const struct cmd_globals *g,
 		return cmd_misuse(entry, "%s needs at least one JOB", entry->name);
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	int rc = 0;
 	for (int i = optind; i < argc; i++) {
 		struct lq_error err;
@@ -33,12 +33,13 @@ each_job(const struct cmd_entry *entry, const struct cmd_globals *g,
 		if (r == LQ_OK) {
 			r = fn(st, j.id, &err);
 			if (r == LQ_OK)
-				printf("%s %lld %s\n", verb, (long long)j.id, j.name);
+				printf("%s %lld %s\n", verb, (long long)j.id,
+				    cmd_esc(j.name));
 			store_job_clear(&j);
 		}
 		if (r != LQ_OK) {
 			error_print(&err, stderr);
-			rc = cmd_exit_for(r);
+			rc = cmd_exit_for_error(&err);
 		}
 	}
 	store_close(st);

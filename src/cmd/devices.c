@@ -78,7 +78,7 @@ cmd_devices_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (caps_file != NULL) {
 		caps = calloc(1, sizeof(*caps));
 		if (caps == NULL)
-			return 1;
+			return EXIT_SOFTWARE;
 		if (device_caps_load(caps_file, -1, caps, &err) != LQ_OK) {
 			error_print(&err, stderr);
 			free(caps);
@@ -86,8 +86,9 @@ cmd_devices_exec(const struct cmd_globals *g, int argc, char **argv)
 		}
 		n = 1;
 	} else if (gpu_devices_list(&caps, &n, &err) != LQ_OK) {
+		/* no driver or no device: this host cannot render */
 		error_print(&err, stderr);
-		return 1;
+		return EXIT_UNAVAILABLE;
 	}
 	if (json) {
 		cJSON *root = cJSON_CreateObject();

@@ -1,12 +1,12 @@
 /*
  * exec-job.c — `latentq exec-job --owner O JOB` (internal): the child the
- * supervisor spawns to render one claimed job.  Exit statuses are the
- * supervisor's protocol: 0 done (marked here), 65 failed for good (marked
- * poisoned here), 75 interrupted by SIGTERM after a checkpoint, 76 a
- * retryable failure (the supervisor requeues with backoff), 70 the worker
- * cannot render at all (no such device: the job is requeued, the attempt
- * refunded, and the supervisor stops), 74 the disk is full (likewise),
- * 77 the lease was lost (nothing written; see worker/supervisor.h).
+ * supervisor spawns to render one claimed job.  Its exit statuses, and
+ * what it records before each, are the worker protocol of
+ * src/worker/protocol.h: 0 done (marked here), 65 failed for good (marked
+ * poisoned here), 69 this host cannot render, 75 interrupted or a
+ * retryable error, 74 the database failed or a disk is full, 77 the job is
+ * no longer leased to it; before a non-zero exit (but 77) the real error
+ * is recorded as a worker_error event.
  *
  * The store handle is bound to the claim (--owner, --lease-token) before
  * anything is rendered, so every write is fenced by it (store/jobs.h).
@@ -18,13 +18,12 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "core/codes.h"
 #include "core/file.h"
 #include "core/log.h"
 #include "render/render.h"
 #include "store/jobs.h"
 #include "store/store.h"
-#include "worker/supervisor.h"
+#include "worker/protocol.h"
 
 int cmd_parse_keep(const char *arg);
 
@@ -33,22 +32,6 @@ on_term(int sig)
 {
 	(void)sig;
 	render_interrupted = 1;
-}
-
-/*
- * The exit status for a store or render error that is not the job's: a
- * lost lease (LQ-JOB-005), a full disk (outputs or database); else `def`.
- */
-static int
-exit_for(const struct lq_error *e, int def)
-{
-	enum lq_code c = error_code(e);
-	if (c == LQ_CODE_JOB_005)
-		return SUPERVISOR_EXIT_LEASE_LOST;
-	if (e->status == LQ_RETRY && (c == lq_code_find(FILE_CODE_STORAGE) ||
-	    c == lq_code_find(STORE_CODE_STORAGE)))
-		return SUPERVISOR_EXIT_STORAGE;
-	return def;
 }
 
 static int
@@ -90,14 +73,14 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 76;
+		return EXIT_IOERR;
 	struct lq_error err;
 	error_clear(&err);
 	struct store_job job;
 	if (store_find_job(st, argv[optind], &job, &err) != LQ_OK) {
 		error_print(&err, stderr);
 		store_close(st);
-		return 76;
+		return EXIT_IOERR;
 	}
 	if (job.state != JOB_STATE_RUNNING || job.lease_owner == NULL ||
 	    strcmp(job.lease_owner, owner) != 0 || job.lease_token != token) {
@@ -105,39 +88,44 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 		    (long long)job.id, job_state_name(job.state), owner, token);
 		store_job_clear(&job);
 		store_close(st);
-		return SUPERVISOR_EXIT_LEASE_LOST;
+		return WORKER_EXIT_LEASE_LOST;
 	}
 	struct store_lease lease = {job.id, owner, token};
 	store_hold_lease(st, &lease);
 	enum lq_status r = render_job(st, &job, owner, &opt, &err);
-	int rc;
+	int rc = EXIT_OK;
 	struct lq_error e2;
 	error_clear(&e2);
 	if (r == LQ_OK || r == LQ_WARN) {
-		rc = store_finish_job(st, job.id, owner, NULL, &e2) == LQ_OK ? 0 :
-		    exit_for(&e2, 76);
-	} else if (exit_for(&err, 0) != 0) {
-		/* not the job's fault: nothing is recorded here */
-		error_print(&err, stderr);
-		rc = exit_for(&err, 0);
-	} else if (r == LQ_RETRY && error_code(&err) == LQ_CODE_RUN_INT) {
-		error_print(&err, stderr);
-		rc = 75;
-	} else if (r == LQ_RETRY) {
-		error_print(&err, stderr);
-		rc = 76;
-	} else if (r == LQ_FATAL) {
-		/* the worker cannot render anything (no such device): not the
-		 * job's fault, so the job is left for the supervisor to requeue */
-		error_print(&err, stderr);
-		rc = EXIT_SOFTWARE;
+		if (store_finish_job(st, job.id, owner, NULL, &e2) != LQ_OK) {
+			err = e2;
+			error_clear(&e2);
+			rc = worker_exit_for(&err, NULL) == WORKER_EXIT_LEASE_LOST ?
+			    WORKER_EXIT_LEASE_LOST : EXIT_IOERR;
+		}
 	} else {
-		error_print(&err, stderr);
-		char msg[1536];
-		error_format(&err, msg, sizeof(msg));
-		rc = store_fail_job(st, job.id, owner, err.code, msg, &e2) == LQ_OK ?
-		    65 : exit_for(&e2, 76);
+		/* the phase it failed in decides "this host" or "this job" */
+		struct store_job now;
+		int have = store_get_job(st, job.id, &now, &e2) == LQ_OK;
+		error_clear(&e2);
+		rc = worker_exit_for(&err, have ? now.phase : NULL);
+		if (have)
+			store_job_clear(&now);
+		if (rc == EXIT_DATAERR) {
+			char msg[1536];
+			worker_error_text(&err, msg, sizeof(msg));
+			if (store_fail_job(st, job.id, owner, err.code, msg, &e2) !=
+			    LQ_OK)
+				rc = worker_exit_for(&e2, NULL) ==
+				    WORKER_EXIT_LEASE_LOST ? WORKER_EXIT_LEASE_LOST :
+				    EXIT_IOERR;
+		}
 	}
+	if (rc != EXIT_OK)
+		error_print(&err, stderr);
+	/* a child that lost its lease writes nothing, not even its report */
+	if (rc != EXIT_OK && rc != EXIT_DATAERR && rc != WORKER_EXIT_LEASE_LOST)
+		worker_report_error(st, job.id, &err, rc, &e2);
 	if (e2.status != LQ_OK)
 		error_print(&e2, stderr);
 	store_job_clear(&job);

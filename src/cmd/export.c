@@ -249,7 +249,7 @@ cmd_export_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct store *st = cmd_open_store(g);
 	if (st == NULL) {
 		sign_key_clear(&sk);
-		return 1;
+		return cmd_open_status();
 	}
 	size_t n = (size_t)(argc - optind);
 	struct export_job *ej = xcalloc(n, sizeof(*ej));

@@ -50,6 +50,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},
 		{"dump-intermediates", no_argument, NULL, 'D'},
 		{"seed", required_argument, NULL, 's'},
+		{"weight-streaming", required_argument, NULL, 'W'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -82,6 +83,15 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 				    optarg);
 			}
 			fo.noise_fallback = &seeded;
+			break;
+		case 'W':
+			if (ltxv_weight_streaming_parse(optarg,
+			    &fo.weight_streaming) != 0) {
+				free(inputs);
+				return cmd_misuse(&cmd_forward_entry,
+				    "forward: --weight-streaming is auto, on or "
+				    "off, not \"%s\"", optarg);
+			}
 			break;
 		case 'h':
 			cmd_usage(&cmd_forward_entry, stdout);
@@ -127,7 +137,8 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_forward_entry = {
 	.name = "forward",
 	.usage = "--model DIR --component transformer|vae-decoder|text-encoder "
-	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N]",
+	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N] "
+	    "[--weight-streaming auto|on|off]",
 	.summary = "run one model component on named tensors",
 	.exec = cmd_forward_exec,
 };

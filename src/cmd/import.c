@@ -460,7 +460,7 @@ cmd_import_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct store *st = NULL;
 	if (s == LQ_OK && (st = cmd_open_store(g)) == NULL) {
 		ctx_clear(&c);
-		return 1;
+		return cmd_open_status();
 	}
 	c.skip = xcalloc(c.idx.n_jobs + 1, sizeof(int));
 	int64_t *ids = xcalloc(c.idx.n_jobs + 1, sizeof(int64_t));
@@ -532,5 +532,6 @@ const struct cmd_entry cmd_import_entry = {
 	.usage = "[--verify KEY] [-C DIR] [--max-member-size BYTES] [--again] "
 	    "FILE",
 	.summary = "record the jobs of a bundle in this queue",
+	.creates_db = 1,
 	.exec = cmd_import_exec,
 };

@@ -12,8 +12,9 @@ static int
 print_line(const struct store_job *j, void *ud)
 {
 	(void)ud;
-	printf("%lld\t%s\t%s\t%s\n", (long long)j->id, j->name,
-	    job_state_name(j->state), j->output_path ? j->output_path : "");
+	/* escaped: a tab or newline in a name must not make a new field */
+	printf("%lld\t%s\t%s\t%s\n", (long long)j->id, cmd_esc(j->name),
+	    job_state_name(j->state), cmd_esc(j->output_path));
 	return 0;
 }
 
@@ -36,16 +37,16 @@ cmd_list_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (optind != argc)
 		return cmd_misuse(&cmd_list_entry, "unexpected argument %s",
 		    argv[optind]);
-	struct store *st = cmd_open_store(g);
+	struct store *st = cmd_open_store_readonly(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	struct lq_error err;
 	error_clear(&err);
 	enum lq_status r = store_list_jobs(st, filter, print_line, NULL, &err);
 	store_close(st);
 	if (r != LQ_OK) {
 		error_print(&err, stderr);
-		return cmd_exit_for(r);
+		return cmd_exit_for_error(&err);
 	}
 	return 0;
 }

@@ -8,6 +8,7 @@
  *   model show N                  one model: components and files
  *   model verify [--update] N     re-hash every file; exit 1 if any changed
  *   model synth --family ltxv --preset tiny|small --seed S DIR
+ *   model pull ... URL... DIR     download files (src/cmd/pull.c), then add
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "cmd/cmd.h"
+#include "cmd/pull.h"
 #include "core/codes.h"
 #include "core/json.h"
 #include "core/util.h"
@@ -37,7 +39,9 @@ static const char *const verbs_usage =
     "  model list\n"
     "  model show N\n"
     "  model verify [--update] N\n"
-    "  model synth --family ltxv --preset tiny|small --seed S DIR\n";
+    "  model synth --family ltxv --preset tiny|small --seed S DIR\n"
+    "  model pull [--digest [PATH=]HEX]... [--job JOB] [--name N] [--no-add]\n"
+    "             [--retries N] URL... DIR\n";
 
 static int
 usage(const char *fmt, const char *arg)
@@ -150,7 +154,7 @@ verb_add(const struct cmd_globals *g, int argc, char **argv)
 	struct store *st = cmd_open_store(g);
 	if (st == NULL) {
 		free(config_json);
-		return 1;
+		return cmd_open_status();
 	}
 	struct model_hash_cache cache = {st, store_file_hash_lookup, store_file_hash_record};
 	struct model_digest d;
@@ -159,7 +163,7 @@ verb_add(const struct cmd_globals *g, int argc, char **argv)
 		error_print(&err, stderr);
 		free(config_json);
 		store_close(st);
-		return cmd_exit_for(err.status);
+		return cmd_exit_for_error(&err);
 	}
 	/* the identity (model/ref.h): the files just hashed come from the cache */
 	char identity[DIGEST_HEX_SIZE];
@@ -169,7 +173,7 @@ verb_add(const struct cmd_globals *g, int argc, char **argv)
 		free(config_json);
 		model_digest_clear(&d);
 		store_close(st);
-		return cmd_exit_for(err.status);
+		return cmd_exit_for_error(&err);
 	}
 	struct store_model sm = {0};
 	sm.name = (char *)name;
@@ -192,7 +196,7 @@ verb_add(const struct cmd_globals *g, int argc, char **argv)
 	free(config_json);
 	model_digest_clear(&d);
 	store_close(st);
-	return r == LQ_OK ? 0 : cmd_exit_for(r);
+	return r == LQ_OK ? 0 : cmd_exit_for_error(&err);
 }
 
 static int
@@ -202,7 +206,7 @@ verb_list(const struct cmd_globals *g, int argc, char **argv)
 		return usage("list takes no arguments", NULL);
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	struct lq_error err;
 	error_clear(&err);
 	struct store_model *v;
@@ -210,7 +214,7 @@ verb_list(const struct cmd_globals *g, int argc, char **argv)
 	if (store_list_models(st, &v, &n, &err) != LQ_OK) {
 		error_print(&err, stderr);
 		store_close(st);
-		return cmd_exit_for(err.status);
+		return cmd_exit_for_error(&err);
 	}
 	printf("%-4s %-16s %-6s %-16s %s\n", "ID", "NAME", "FAMILY", "DIGEST", "PATH");
 	for (size_t i = 0; i < n; i++)
@@ -221,7 +225,10 @@ verb_list(const struct cmd_globals *g, int argc, char **argv)
 	return 0;
 }
 
-/* Finds a registered model by name or (resolved) path. */
+/*
+ * Finds a registered model by name or (resolved) path: 0, else the exit
+ * status (66 none such, 74 the database failed), the error printed.
+ */
 static int
 find(struct store *st, const char *key, struct store_model *m)
 {
@@ -234,12 +241,12 @@ find(struct store *st, const char *key, struct store_model *m)
 		store_find_model(st, real, m, &found, &err);
 	if (err.status != LQ_OK) {
 		error_print(&err, stderr);
-		return -1;
+		return cmd_exit_for_error(&err);
 	}
 	if (!found) {
 		fprintf(stderr, "latentq: model: no model named %s (see `latentq model list`)\n",
 		    key);
-		return -1;
+		return EXIT_NOINPUT;
 	}
 	return 0;
 }
@@ -251,11 +258,12 @@ verb_show(const struct cmd_globals *g, int argc, char **argv)
 		return usage("show takes one model name", NULL);
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	struct store_model m;
-	if (find(st, argv[1], &m) != 0) {
+	int rc = find(st, argv[1], &m);
+	if (rc != 0) {
 		store_close(st);
-		return 1;
+		return rc;
 	}
 	char ts[32];
 	time_t t = (time_t)m.added_at;
@@ -301,11 +309,12 @@ verb_verify(const struct cmd_globals *g, int argc, char **argv)
 		return usage("verify takes one model name", NULL);
 	struct store *st = cmd_open_store(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	struct store_model m;
-	if (find(st, argv[optind], &m) != 0) {
+	int rc = find(st, argv[optind], &m);
+	if (rc != 0) {
 		store_close(st);
-		return 1;
+		return rc;
 	}
 	struct lq_error err;
 	error_clear(&err);
@@ -350,7 +359,7 @@ verb_verify(const struct cmd_globals *g, int argc, char **argv)
 	}
 	/* a digest recorded before schema 0002 is not the identity */
 	int stale = strcmp(m.digest, identity) != 0;
-	int rc = 0;
+	rc = 0;
 	if (changes == 0) {
 		printf("ok: %zu files match, digest %s\n", d.n, identity);
 	} else {
@@ -447,12 +456,16 @@ cmd_model_exec(const struct cmd_globals *g, int argc, char **argv)
 		return verb_verify(g, argc, argv);
 	if (strcmp(verb, "synth") == 0)
 		return verb_synth(argc, argv);
-	return usage("unknown verb %s (add, list, show, verify, synth)", verb);
+	if (strcmp(verb, "pull") == 0)
+		return cmd_model_pull(g, argc, argv);
+	return usage("unknown verb %s (add, list, show, verify, synth, pull)",
+	    verb);
 }
 
 const struct cmd_entry cmd_model_entry = {
 	.name = "model",
 	.usage = "VERB ...",
 	.summary = "add, list, show, verify or synthesise models",
+	.creates_db = 1,
 	.exec = cmd_model_exec,
 };

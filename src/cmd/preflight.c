@@ -117,7 +117,8 @@ cmd_preflight_caps(const struct cmd_globals *g, const char *file,
 		error_clear(&err);
 		if (device_caps_load(file, -1, out, &err) != LQ_OK) {
 			error_print(&err, stderr);
-			return -1;
+			/* minus the exit status: no such file, or a bad one */
+			return access(file, R_OK) != 0 ? -EXIT_NOINPUT : -EXIT_DATAERR;
 		}
 		return 1;
 	}
@@ -161,7 +162,7 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct lq_error err;
 	int have = cmd_preflight_caps(g, caps_path, no_device, &caps);
 	if (have < 0)
-		return 1;
+		return -have;
 	if (have > 0)
 		opt.caps = &caps;
 	else if (g->verbose >= 0 && !json)

@@ -13,8 +13,9 @@
  * `file` (or $LATENTQ_DEVICE_CAPS) when given, else unless `no_device` the
  * device --device names (an index or a name fragment; the first when none),
  * listed but never opened.  Returns 1 when *out was filled, 0 when there is
- * no device (device checks are then skipped), -1 when the file cannot be
- * read (the error is printed).
+ * no device (device checks are then skipped), and minus the exit status
+ * (-66 no such file, -65 a bad one) when the file cannot be used (the
+ * error is printed).
  */
 int cmd_preflight_caps(const struct cmd_globals *g, const char *file,
     int no_device, struct device_caps *out);

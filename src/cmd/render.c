@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "net/net.h"
 #include "cmd/submit.h"
 #include "core/util.h"
 #include "store/checkpoints.h"
@@ -31,7 +32,7 @@ static int
 print_artifact(const struct store_artifact *a, void *ud)
 {
 	(void)ud;
-	printf("          %-14s %s\n", a->kind, a->path);
+	printf("          %-14s %s\n", a->kind, cmd_esc(a->path));
 	return 0;
 }
 
@@ -48,15 +49,17 @@ report_job(const struct store_job *j, void *ud)
 			c->other++;
 		} else if (j->state == JOB_STATE_DONE) {
 			c->done++;
-			printf("done      %-6lld %s\n", (long long)j->id, j->name);
+			printf("done      %-6lld %s\n", (long long)j->id,
+			    cmd_esc(j->name));
 			struct lq_error err;
 			error_clear(&err);
 			store_list_artifacts(c->st, j->id, print_artifact, NULL, &err);
 		} else {
 			c->other++;
+			char *e = cmd_last_error(j, 100);
 			printf("%-9s %-6lld %-24s %s\n", job_state_name(j->state),
-			    (long long)j->id, j->name, j->error_message ?
-			    j->error_message : "");
+			    (long long)j->id, cmd_esc(j->name), e ? e : "");
+			free(e);
 		}
 		break;
 	}
@@ -70,6 +73,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"again", no_argument, NULL, 'a'},
 		{"keep-checkpoints", required_argument, NULL, 'k'},
 		{"resume-anywhere", no_argument, NULL, 'r'},
+		{"webhook", required_argument, NULL, 'w'},
 		{NULL, 0, NULL, 0},
 	};
 	struct submit_options sopt = {.quiet = g->verbose < 0};	/* latentq -q */
@@ -88,14 +92,21 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 				    "%s is not a positive count or \"all\"", optarg);
 			break;
 		case 'r': opt.resume_anywhere = 1; break;
+		case 'w':
+			if (!net_url_is_http(optarg))
+				return cmd_misuse(&cmd_render_entry, "--webhook: %s is not an "
+				    "http:// or https:// URL", optarg);
+			opt.webhook = optarg;
+			break;
 		default: return cmd_misuse(&cmd_render_entry, NULL);
 		}
 	}
 	if (optind >= argc)
 		return cmd_misuse(&cmd_render_entry, "render needs a manifest");
-	struct store *st = cmd_open_store(g);
+	int open_rc;
+	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
-		return 1;
+		return open_rc;
 	int64_t *ids = NULL;
 	size_t n = 0;
 	int rejected = 0, bad = 0;
@@ -107,17 +118,18 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 			memcpy(ids + n, res.job_ids, res.n_jobs * sizeof(*ids));
 			n += res.n_jobs;
 			rejected += res.rejected;
-		} else {
-			bad = 1;
+		} else if (bad == 0 || bad == EXIT_DATAERR) {
+			bad = res.exit_status;	/* 66 no manifest wins over 65 */
 		}
 		free(res.job_ids);
-		if (r == LQ_RETRY) {
+		if (r != LQ_OK && r != LQ_FAILED) {
 			free(ids);
 			store_close(st);
-			return EXIT_TEMPFAIL;
+			return res.exit_status;
 		}
 	}
 	fflush(stdout);	/* the per-job lines before the render's log */
+	cmd_check_outputs(st, ids, n, 1, g->verbose < 0);
 	int rc = 0;
 	if (n > 0) {
 		opt.only_ids = ids;
@@ -135,7 +147,9 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		if (rc == 0 && c.other > 0)
 			rc = 1;
 	}
-	if (rc == 0 && (rejected > 0 || bad))
+	if (rc == 0 && bad)
+		rc = bad;
+	else if (rc == 0 && rejected > 0)
 		rc = EXIT_DATAERR;
 	free(ids);
 	store_close(st);
@@ -145,7 +159,8 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_render_entry = {
 	.name = "render",
 	.usage = "[--again] [--keep-checkpoints K|all] [--resume-anywhere] "
-	    "MANIFEST...",
+	    "[--webhook URL] MANIFEST...",
 	.summary = "submit manifests and render their jobs until they end",
+	.creates_db = 1,
 	.exec = cmd_render_exec,
 };

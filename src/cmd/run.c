@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "net/net.h"
 #include "store/store.h"
 #include "worker/supervisor.h"
 
@@ -31,6 +32,7 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"max-jobs", required_argument, NULL, 'm'},
 		{"keep-checkpoints", required_argument, NULL, 'k'},
 		{"resume-anywhere", no_argument, NULL, 'r'},
+		{"webhook", required_argument, NULL, 'w'},
 		{NULL, 0, NULL, 0},
 	};
 	struct supervisor_options opt = {
@@ -58,6 +60,12 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 				    "%s is not a positive count or \"all\"", optarg);
 			break;
 		case 'r': opt.resume_anywhere = 1; break;
+		case 'w':
+			if (!net_url_is_http(optarg))
+				return cmd_misuse(&cmd_run_entry, "--webhook: %s is not an "
+				    "http:// or https:// URL", optarg);
+			opt.webhook = optarg;
+			break;
 		default: return cmd_misuse(&cmd_run_entry, NULL);
 		}
 	}
@@ -67,9 +75,13 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (optind != argc)
 		return cmd_misuse(&cmd_run_entry, "unexpected argument %s",
 		    argv[optind]);
-	struct store *st = cmd_open_store(g);
+	int open_rc;
+	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
-		return 1;
+		return open_rc;
+	/* a done job whose output file is gone or resized is rendered again
+	 * (sizes only: hashing every output of a large queue would be slow) */
+	cmd_check_outputs(st, NULL, 0, 0, g->verbose < 0);
 	int rc = supervisor_run(st, &opt, NULL);
 	store_close(st);
 	return rc;
@@ -78,7 +90,8 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "[--once | --follow] [--max-jobs N] [--keep-checkpoints K|all] "
-	    "[--resume-anywhere]",
+	    "[--resume-anywhere] [--webhook URL]",
 	.summary = "render queued jobs, each in a crash-isolated worker process",
+	.creates_db = 1,
 	.exec = cmd_run_exec,
 };

@@ -10,6 +10,7 @@
 
 #include "cmd/cmd.h"
 #include "core/json.h"
+#include "core/util.h"
 #include "store/jobs.h"
 #include "store/store.h"
 
@@ -38,7 +39,7 @@ print_event(double at, const char *kind, const char *detail, void *ud)
 	}
 	char ts[32];
 	format_time(at, ts, sizeof(ts));
-	printf("  %s  %-10s %s\n", ts, kind, detail ? detail : "");
+	printf("  %s  %-10s %s\n", ts, cmd_esc(kind), cmd_esc(detail));
 	return 0;
 }
 
@@ -57,9 +58,9 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cmd_misuse(&cmd_show_entry, "show takes one JOB");
-	struct store *st = cmd_open_store(g);
+	struct store *st = cmd_open_store_readonly(g);
 	if (st == NULL)
-		return 1;
+		return cmd_open_status();
 	struct lq_error err;
 	error_clear(&err);
 	struct store_job j;
@@ -67,7 +68,7 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (r != LQ_OK) {
 		error_print(&err, stderr);
 		store_close(st);
-		return cmd_exit_for(r);
+		return cmd_exit_for_error(&err);
 	}
 	cJSON *events = json ? cJSON_CreateArray() : NULL;
 	if (json) {
@@ -85,9 +86,13 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		cJSON_AddNumberToObject(o, "step", j.step);
 		cJSON_AddNumberToObject(o, "total_steps", j.total_steps);
 		cJSON_AddNumberToObject(o, "attempts", j.attempts);
+		cJSON_AddNumberToObject(o, "failures", j.failures);
 		cJSON_AddNumberToObject(o, "max_attempts", j.max_attempts);
+		json_add_int64(o, "priority", j.priority);
 		if (j.error_code)
 			cJSON_AddStringToObject(o, "error_code", j.error_code);
+		if (j.error_grade)
+			cJSON_AddStringToObject(o, "error_grade", j.error_grade);
 		if (j.error_message)
 			cJSON_AddStringToObject(o, "error_message", j.error_message);
 		if (j.output_path)
@@ -98,22 +103,32 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		cJSON_free(s);
 		cJSON_Delete(o);
 	} else {
-		printf("job %lld: %s\n", (long long)j.id, j.name);
-		printf("state:    %s (step %d/%d, attempt %d/%d%s%s)\n",
+		/* user strings through cmd_esc: no raw control characters */
+		printf("job %lld: %s\n", (long long)j.id, cmd_esc(j.name));
+		int stale = j.state == JOB_STATE_RUNNING &&
+		    store_lease_owner_dead(j.lease_owner);
+		printf("state:    %s (step %d/%d, attempt %d, failures %d/%d%s%s)%s\n",
 		    job_state_name(j.state), j.step, j.total_steps, j.attempts,
-		    j.max_attempts, j.phase ? ", phase " : "", j.phase ? j.phase : "");
-		printf("manifest: %s:%d\n", j.manifest_path, j.request_line);
+		    j.failures, j.max_attempts, j.phase ? ", phase " : "",
+		    j.phase ? cmd_esc(j.phase) : "", stale ? " stale: its worker is gone; "
+		    "the next run requeues it" : "");
+		printf("priority: %lld\n", (long long)j.priority);
+		printf("manifest: %s:%d\n", cmd_esc(j.manifest_path),
+		    j.request_line);
 		if (j.output_path)
-			printf("output:   %s\n", j.output_path);
-		if (j.error_message)
-			printf("error:    %s%s%s\n", j.error_code ? j.error_code : "",
-			    j.error_code ? ": " : "", j.error_message);
-		/* printed as stored: re-parsing would round integers past 2^53 */
-		printf("request (as written):\n%s\n", j.request_json);
+			printf("output:   %s\n", cmd_esc(j.output_path));
+		char *e = cmd_last_error(&j, 0);
+		if (e != NULL)
+			printf("error:    %s\n", e);
+		free(e);
+		/* printed as stored: re-parsing would round integers past 2^53
+		 * (JSON text: cJSON escaped C0 controls; cmd_esc the rest) */
+		printf("request (as written):\n%s\n", cmd_esc(j.request_json));
 		cJSON *cfg = cJSON_Parse(j.config_json);
 		char *cs = cfg ? json_pretty(cfg) : NULL;
-		printf("config (digest %s):\n%s\n", j.config_digest,
-		    cs ? cs : j.config_json);
+		char *shown = util_escape_control(cs ? cs : j.config_json);
+		printf("config (digest %s):\n%s\n", j.config_digest, shown);
+		free(shown);
 		free(cs);
 		cJSON_Delete(cfg);
 		printf("events:\n");
@@ -123,7 +138,7 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 	store_close(st);
 	if (r != LQ_OK) {
 		error_print(&err, stderr);
-		return cmd_exit_for(r);
+		return cmd_exit_for_error(&err);
 	}
 	return 0;
 }

@@ -100,23 +100,33 @@ digest_memo_free(struct digest_memo *memo)
 	free(memo->digests);
 }
 
+/*
+ * Records one job.  *entry_rid is the request row of the job's entry: 0
+ * for the first job of an entry, which records the request and sets it;
+ * the other jobs its seeds expand into share that row.
+ */
 static enum lq_status
 record_job(struct store *st, const struct manifest *m,
     const struct manifest_job *job, const struct preflight_job *pj,
     const struct submit_options *opt, struct digest_memo *memo,
-    struct submit_result *res, struct strbuf *lines, struct lq_error *err)
+    int64_t *entry_rid, struct submit_result *res, struct strbuf *lines,
+    struct lq_error *err)
 {
-	char *req_json = request_text(job);
-	struct store_request req = {
-		.manifest_path = m->path, .manifest_digest = m->digest,
-		.entry_index = (int)job->entry, .line = job->line,
-		.request_json = req_json,
-	};
-	int64_t rid = 0, jid = 0;
-	enum lq_status r = store_add_request(st, &req, &rid, err);
-	free(req_json);
-	if (r != LQ_OK)
-		return r;
+	enum lq_status r;
+	if (*entry_rid == 0) {
+		char *req_json = request_text(job);
+		struct store_request req = {
+			.manifest_path = m->path,
+			.manifest_digest = m->digest,
+			.entry_index = (int)job->entry, .line = job->line,
+			.request_json = req_json,
+		};
+		r = store_add_request(st, &req, entry_rid, err);
+		free(req_json);
+		if (r != LQ_OK)
+			return r;
+	}
+	int64_t rid = *entry_rid, jid = 0;
 
 	const struct lq_error *fe = preflight_job_first_error(pj);
 	if (fe != NULL) {
@@ -134,7 +144,7 @@ record_job(struct store *st, const struct manifest *m,
 		res->rejected++;
 		if (!opt->quiet)
 			strbuf_printf(lines, "rejected  %-6lld %s\n",
-			    (long long)jid, job->name);
+			    (long long)jid, cmd_esc(job->name));
 		return LQ_OK;
 	}
 
@@ -153,7 +163,8 @@ record_job(struct store *st, const struct manifest *m,
 		res->existing++;
 		if (!opt->quiet)
 			strbuf_printf(lines, "already   %-6lld %s (%s; --again "
-			    "queues it anew)\n", (long long)existing, job->name,
+			    "queues it anew)\n", (long long)existing,
+			    cmd_esc(job->name),
 			    job_state_name(state));
 		free(config);
 		return LQ_OK;
@@ -179,7 +190,7 @@ record_job(struct store *st, const struct manifest *m,
 		.request_id = rid, .name = job->name, .state = JOB_STATE_QUEUED,
 		.config_json = config, .config_digest = digest,
 		.model_digests = model_digest[0] ? model_digest : NULL,
-		.priority = (int)jc.priority,
+		.priority = jc.priority,
 		.max_attempts = (int)jc.max_attempts,
 		.total_steps = (int)jc.num_inference_steps,
 		.output_path = jc.output,
@@ -205,7 +216,7 @@ record_job(struct store *st, const struct manifest *m,
 	res->queued++;
 	if (!opt->quiet)
 		strbuf_printf(lines, "queued    %-6lld %s\n", (long long)jid,
-		    job->name);
+		    cmd_esc(job->name));
 	return LQ_OK;
 }
 
@@ -224,6 +235,10 @@ submit_manifest(struct store *st, const char *path,
 	for (size_t i = 0; i < m->n_errors; i++)
 		error_print(&m->errors[i], stderr);
 	if (r == LQ_FAILED) {
+		/* a manifest that is not there is "no input", else bad data */
+		res->exit_status = m->n_errors > 0 &&
+		    lq_exit_for_error(&m->errors[0]) == EXIT_NOINPUT ?
+		    EXIT_NOINPUT : EXIT_DATAERR;
 		manifest_free(m);
 		return LQ_FAILED;
 	}
@@ -256,6 +271,7 @@ submit_manifest(struct store *st, const char *path,
 	error_clear(&err);
 	if ((r = store_begin(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
+		res->exit_status = lq_exit_for_error(&err);
 		digest_memo_free(&memo);
 		preflight_report_free(rep);
 		manifest_free(m);
@@ -264,12 +280,16 @@ submit_manifest(struct store *st, const char *path,
 	/* Each job's line waits for the COMMIT: a "queued" line is a promise
 	 * that the job is in the database. */
 	struct strbuf lines = {0};
+	int64_t entry_rid = 0;
 	for (size_t i = 0; i < m->n_jobs; i++) {
+		if (i > 0 && m->jobs[i].entry != m->jobs[i - 1].entry)
+			entry_rid = 0;
 		if ((r = record_job(st, m, &m->jobs[i], &rep->jobs[i], opt, &memo,
-		    res, &lines, &err)) != LQ_OK) {
+		    &entry_rid, res, &lines, &err)) != LQ_OK) {
 			free(lines.buf);
 			store_rollback(st);
 			error_print(&err, stderr);
+			res->exit_status = lq_exit_for_error(&err);
 			digest_memo_free(&memo);
 			preflight_report_free(rep);
 			manifest_free(m);
@@ -281,6 +301,7 @@ submit_manifest(struct store *st, const char *path,
 	digest_memo_free(&memo);
 	if ((r = store_commit(st, &err)) != LQ_OK) {
 		error_print(&err, stderr);
+		res->exit_status = lq_exit_for_error(&err);
 		res->n_jobs = 0;
 		res->queued = res->existing = res->rejected = 0;
 	} else if (lines.len > 0) {
@@ -322,22 +343,23 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct device_caps caps;
 	int have = cmd_preflight_caps(g, caps_path, no_device, &caps);
 	if (have < 0)
-		return 1;
+		return -have;
 	opt.caps = have ? &caps : NULL;
-	struct store *st = cmd_open_store(g);
+	int open_rc;
+	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
-		return 1;
+		return open_rc;
 	int rc = 0, queued = 0, existing = 0, rejected = 0;
 	for (int i = optind; i < argc; i++) {
 		struct submit_result res;
 		enum lq_status r = submit_manifest(st, argv[i], &opt, &res);
 		free(res.job_ids);
-		if (r == LQ_FAILED) {
-			rc = rc ? rc : EXIT_DATAERR;
+		if (r == LQ_FAILED && res.exit_status != EXIT_IOERR) {
+			rc = rc ? rc : res.exit_status;
 			continue;
 		}
 		if (r != LQ_OK) {
-			rc = cmd_exit_for(r);
+			rc = res.exit_status;
 			break;
 		}
 		queued += res.queued;
@@ -357,5 +379,6 @@ const struct cmd_entry cmd_submit_entry = {
 	.name = "submit",
 	.usage = "[--again] [--quiet] [--snap] [--device-caps FILE.json | --no-device] MANIFEST...",
 	.summary = "validate a manifest's jobs and queue them",
+	.creates_db = 1,
 	.exec = cmd_submit_exec,
 };

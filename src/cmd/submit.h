@@ -34,6 +34,8 @@ struct submit_result {
 	int64_t *job_ids;	/* queued or reused jobs, in manifest order; free() */
 	size_t n_jobs;
 	int queued, existing, rejected;
+	int exit_status;	/* when not LQ_OK: the command's exit status for
+				 * it (66 unreadable manifest, 65 bad, 74/75 db) */
 };
 
 /*

@@ -149,7 +149,7 @@ cmd_verify_exec(const struct cmd_globals *g, int argc, char **argv)
 		struct store *st = cmd_open_store(g);
 		if (st == NULL) {
 			free(config_digest);
-			return 1;
+			return cmd_open_status();
 		}
 		struct local_match m = {.config_digest = config_digest};
 		s = store_find_artifacts_by_digest(st, digest, local_hit, &m, &err);

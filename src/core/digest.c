@@ -1,6 +1,7 @@
 /* digest.c — BLAKE2b-256 through libsodium (see digest.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -65,10 +66,15 @@ digest_end(struct digest_state *st, char hex[DIGEST_HEX_SIZE])
 enum lq_status
 digest_file(const char *path, char hex[DIGEST_HEX_SIZE], struct lq_error *err)
 {
-	FILE *fp = fopen(path, "rb");
-	if (fp == NULL)
+	int fd = util_open_regular(path);	/* a FIFO must not block */
+	FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (fp == NULL) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
 		return error_set(err, LQ_FAILED, "LQ-IO-001", "cannot open %s: %s",
-		    path, strerror(errno));
+		    path, util_strerror(e));
+	}
 	struct digest_state st;
 	digest_begin(&st);
 	static unsigned char buf[1 << 20];

@@ -1,8 +1,11 @@
 /* error.c — the error record (see error.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/util.h"
+#include "core/log.h"
 
 void
 error_clear(struct lq_error *err)
@@ -92,7 +95,12 @@ void
 error_print(const struct lq_error *err, FILE *fp)
 {
 	char buf[1536];
-	fprintf(fp, "latentq: %s\n", error_format(err, buf, sizeof(buf)));
+	if (fp == stderr)
+		log_clear_progress();
+	/* The message quotes user values: escape control characters. */
+	char *safe = util_escape_control(error_format(err, buf, sizeof(buf)));
+	fprintf(fp, "latentq: %s\n", safe);
+	free(safe);
 }
 
 const char *

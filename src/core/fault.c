@@ -1,19 +1,30 @@
 /* fault.c — LATENTQ_FAULT rules (see fault.h). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/fault.h"
 
+/* The kind of an action: "nan", "slow" (from "slow=SECONDS") or other. */
+static int
+action_is(const char *action, const char *kind)
+{
+	size_t n = strlen(kind);
+	return strncmp(action, kind, n) == 0 &&
+	    (action[n] == '\0' || action[n] == '=');
+}
+
 /*
- * Finds the first rule matching (job, phase, step, attempt); `nan` selects
- * whether "nan" rules or the others are considered.  Copies the action
- * into action[16]; returns 1 when one matched.
+ * Finds the first rule matching (job, phase, step, attempt) whose action
+ * is of kind `kind` ("nan", "slow"), or of neither kind when kind is NULL.
+ * Copies the action into action[16]; returns 1 when one matched.
  */
 static int
 fault_match(const char *job, const char *phase, int step, int attempt,
-    int nan, char action_out[16])
+    const char *kind, char action_out[16])
 {
 	const char *spec = getenv("LATENTQ_FAULT");
 	if (spec == NULL || *spec == '\0')
@@ -45,9 +56,10 @@ fault_match(const char *job, const char *phase, int step, int attempt,
 			want_step = atoi(colon + 1);
 			*colon = '\0';
 		}
+		int special = action_is(action, "nan") || action_is(action, "slow");
 		if (strcmp(where, phase) != 0 || want_step != step ||
 		    (want_attempt != 0 && want_attempt != attempt) ||
-		    (strcmp(action, "nan") == 0) != nan)
+		    (kind == NULL ? special : !action_is(action, kind)))
 			continue;
 		memcpy(action_out, action, 16);
 		return 1;
@@ -59,14 +71,31 @@ int
 fault_nan(const char *job, int step, int attempt)
 {
 	char action[16];
-	return fault_match(job, "denoise", step, attempt, 1, action);
+	return fault_match(job, "denoise", step, attempt, "nan", action);
+}
+
+void
+fault_slow(const char *job, int step, int attempt)
+{
+	char action[16];
+	if (!fault_match(job, "denoise", step, attempt, "slow", action))
+		return;
+	double secs = action[4] == '=' ? atof(action + 5) : 10.0;
+	fprintf(stderr, "latentq: fault injection: step %d takes %.1f s more "
+	    "(attempt %d)\n", step, secs, attempt);
+	fflush(stderr);
+	/* a slow kernel is not interruptible: sleep through signals */
+	struct timespec left = {(time_t)secs,
+	    (long)((secs - (double)(time_t)secs) * 1e9)};
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		;
 }
 
 int
 fault_point(const char *job, const char *phase, int step, int attempt)
 {
 	char action[16];
-	if (!fault_match(job, phase, step, attempt, 0, action))
+	if (!fault_match(job, phase, step, attempt, NULL, action))
 		return 0;
 	fprintf(stderr, "latentq: fault injection: %s at %s step %d "
 	    "(attempt %d)\n", action, phase, step, attempt);

@@ -7,11 +7,13 @@
  * ACTION is segv (raise SIGSEGV), abort (SIGABRT), kill (SIGKILL itself),
  * exit (exit status 1), oom (report out of device memory: a retryable
  * failure), or nan (denoise only: the latent after that step's update gets
- * a NaN before the finiteness guard looks at it).  PHASE is one of load, compile, encode-text, denoise, decode,
+ * a NaN before the finiteness guard looks at it), or slow=SECONDS (denoise
+ * only: that step takes SECONDS longer, before its checkpoint, sleeping
+ * through signals like a long kernel; "slow" alone is 10 s).  PHASE is one of load, compile, encode-text, denoise, decode,
  * encode-video; STEP (denoise only) fires after that step's checkpoint is
  * committed (step numbers count from 1); ATTEMPT restricts the rule to that
  * attempt number of the job (from 1); JOB restricts it to the job of that
- * name.  Example: "segv@denoise:2#1", "b/abort@load".
+ * name.  Example: "segv@denoise:2#1", "b/abort@load", "slow=30@denoise:3".
  * Nothing happens when the variable is unset.
  */
 #ifndef LQ_CORE_FAULT_H
@@ -26,5 +28,8 @@ int fault_point(const char *job, const char *phase, int step, int attempt);
 
 /* 1 when a "nan" rule matches this denoising step (see above). */
 int fault_nan(const char *job, int step, int attempt);
+
+/* Sleeps as a "slow" rule for this denoising step says (see above). */
+void fault_slow(const char *job, int step, int attempt);
 
 #endif

@@ -1,4 +1,6 @@
 /* json.c — canonical JSON and typed getters over cJSON (see json.h). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/json.h"
@@ -104,4 +106,12 @@ json_get_bool(const cJSON *obj, const char *key, int def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+cJSON *
+json_add_int64(cJSON *obj, const char *key, int64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	return cJSON_AddRawToObject(obj, key, buf);
 }

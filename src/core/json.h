@@ -34,4 +34,11 @@ int64_t json_get_int(const cJSON *obj, const char *key, int64_t def);
 const char *json_get_string(const cJSON *obj, const char *key, const char *def);
 int json_get_bool(const cJSON *obj, const char *key, int def);
 
+/*
+ * Adds an integer to obj with every digit: cJSON_AddNumberToObject prints
+ * 15 significant digits when it judges a double close enough, so 2^53
+ * would come out as 9.00719925474099e+15.  Returns the new item.
+ */
+cJSON *json_add_int64(cJSON *obj, const char *key, int64_t v);
+
 #endif

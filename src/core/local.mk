@@ -8,7 +8,8 @@ libcore_a_SOURCES += \
 	src/core/json.c src/core/json.h \
 	src/core/fault.c src/core/fault.h \
 	src/core/half.c src/core/half.h \
-	src/core/file.c src/core/file.h
+	src/core/file.c src/core/file.h \
+	src/core/exit.c src/core/exit.h src/core/exit.def
 # Ed25519 signatures of digests and HMAC-SHA256 (libsodium)
 libcore_a_SOURCES += src/core/sign.c src/core/sign.h
 

@@ -14,4 +14,14 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Progress on a terminal: log_progress draws "\r<text>" with no newline;
+ * every later message (log_*, error_print) first clears it, so progress
+ * and log lines never interleave.  log_partial_line(1) says stderr holds
+ * someone else's progress line (the supervisor relaying its child's).
+ */
+void log_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_clear_progress(void);
+void log_partial_line(int open);
+
 #endif

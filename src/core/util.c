@@ -1,9 +1,13 @@
 /* util.c — host memory and string helpers (see util.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/util.h"
 
@@ -111,27 +115,157 @@ strbuf_release(struct strbuf *sb)
 	return p;
 }
 
-char *
-util_read_file(const char *path, size_t *size)
+const char *
+util_strerror(int e)
 {
-	FILE *fp = fopen(path, "rb");
-	if (fp == NULL)
+	if (e == UTIL_ENOTREG)
+		return "not a regular file (a folder, FIFO, socket or device)";
+	return strerror(e);
+}
+
+int
+util_open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		errno = UTIL_ENOTREG;
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+char *
+util_read_file_max(const char *path, size_t max, size_t *size)
+{
+	int fd = util_open_regular(path);
+	if (fd < 0)
 		return NULL;
-	struct strbuf sb = {0};
+	struct stat sb;
+	int e = fstat(fd, &sb) != 0 ? errno :
+	    (uint64_t)sb.st_size > (uint64_t)max ? EFBIG : 0;
+	if (e != 0) {
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	FILE *fp = fdopen(fd, "rb");
+	if (fp == NULL) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	char *text = util_read_stream_max(fp, max, size);
+	e = errno;
+	fclose(fp);
+	errno = e;
+	return text;
+}
+
+char *
+util_read_stream_max(FILE *fp, size_t max, size_t *size)
+{
+	struct strbuf sb_ = {0};
 	char chunk[65536];
 	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-		strbuf_append(&sb, chunk, n);
+	/* A file may grow after its size was checked: never keep more
+	 * than max bytes. */
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+		if (n > max - sb_.len) {
+			free(sb_.buf);
+			errno = EFBIG;
+			return NULL;
+		}
+		strbuf_append(&sb_, chunk, n);
+	}
 	int bad = ferror(fp);
 	int saved = errno;
-	fclose(fp);
 	if (bad) {
-		free(sb.buf);
+		free(sb_.buf);
 		errno = saved ? saved : EIO;
 		return NULL;
 	}
 	if (size != NULL)
-		*size = sb.len;
+		*size = sb_.len;
+	return strbuf_release(&sb_);
+}
+
+char *
+util_read_file(const char *path, size_t *size)
+{
+	return util_read_file_max(path, SIZE_MAX, size);
+}
+
+size_t
+util_utf8_decode(const char *s, uint32_t *cp)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t c = u[0];
+	size_t n;
+	uint32_t min;
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	} else if ((c & 0xe0) == 0xc0) {
+		n = 2, c &= 0x1f, min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		n = 3, c &= 0x0f, min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		n = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((u[i] & 0xc0) != 0x80)	/* NUL ends it here too */
+			return 0;
+		c = (c << 6) | (u[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+char *
+util_escape_control(const char *s)
+{
+	struct strbuf sb = {0};
+	strbuf_append(&sb, "", 0);
+	for (const char *p = s ? s : ""; *p;) {
+		uint32_t cp;
+		size_t n = util_utf8_decode(p, &cp);
+		if (n == 0) {
+			strbuf_printf(&sb, "\\x%02x", (unsigned char)*p);
+			p++;
+			continue;
+		}
+		if (cp == '\n')
+			strbuf_append(&sb, "\\n", 2);
+		else if (cp == '\r')
+			strbuf_append(&sb, "\\r", 2);
+		else if (cp == '\t')
+			strbuf_append(&sb, "\\t", 2);
+		else if (cp < 0x20 || cp == 0x7f)
+			strbuf_printf(&sb, "\\x%02x", (unsigned)cp);
+		else if (cp >= 0x80 && cp <= 0x9f)
+			strbuf_printf(&sb, "\\u%04x", (unsigned)cp);
+		else
+			strbuf_append(&sb, p, n);
+		p += n;
+	}
 	return strbuf_release(&sb);
 }
 
@@ -202,4 +336,15 @@ util_mkdir_p(const char *dir, unsigned mode, char **failed)
 	}
 	free(p);
 	return 0;
+}
+
+double
+util_env_seconds(const char *name, double def)
+{
+	const char *v = getenv(name);
+	if (v == NULL || *v == '\0')
+		return def;
+	char *end;
+	double d = strtod(v, &end);
+	return (*end == '\0' && d >= 0) ? d : def;
 }

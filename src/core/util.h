@@ -44,10 +44,58 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...)
 char *strbuf_release(struct strbuf *sb);
 
 /*
- * Reads a whole file into a caller-owned NUL-terminated buffer; *size gets
- * the byte count (may be NULL).  Returns NULL with errno set on failure.
+ * errno value (outside the system's range) for "not a regular file": a
+ * folder, FIFO, socket or device where a file was expected.  util_strerror
+ * names it.
  */
+#define UTIL_ENOTREG 4095
+
+/* strerror(e), and a message for UTIL_ENOTREG. */
+const char *util_strerror(int e);
+
+/*
+ * Opens `path` read-only for an input file: with O_NONBLOCK (opening a FIFO
+ * for reading would otherwise wait for a writer forever), then refuses
+ * anything but a regular file (errno UTIL_ENOTREG).  Returns the
+ * descriptor (O_CLOEXEC, back in
+ * blocking mode), or -1 with errno set.  The caller closes it.
+ */
+int util_open_regular(const char *path);
+
+/*
+ * Reads a whole regular file (util_open_regular) into a caller-owned
+ * NUL-terminated buffer; *size gets the byte count (may be NULL).  A file
+ * larger than `max` bytes is refused with errno EFBIG before any of it is
+ * read.  Returns NULL with errno set on failure (util_strerror explains).
+ */
+char *util_read_file_max(const char *path, size_t max, size_t *size);
+
+/*
+ * Reads what is left of an open stream (a pipe too), at most `max` bytes
+ * (EFBIG past that, nothing kept), into a caller-owned NUL-terminated
+ * buffer.  The caller closes fp.  NULL with errno set on failure.
+ */
+char *util_read_stream_max(FILE *fp, size_t max, size_t *size);
+
+/* util_read_file_max without a size limit. */
 char *util_read_file(const char *path, size_t *size);
+
+/*
+ * A copy of `s` safe to print on a terminal (caller frees; NULL gives "").
+ * Control characters are escaped -- \n \r \t, other C0 bytes and DEL as
+ * \xNN, C1 controls (U+0080..U+009F, which terminals may act on) as
+ * \u00NN -- and so is each byte that is not part of valid UTF-8 (\xNN).
+ * Everything else, backslashes included, is copied as is.  Used for every
+ * user string in human-readable output (status, show, list, logs, errors).
+ */
+char *util_escape_control(const char *s);
+
+/*
+ * Length of the valid UTF-8 sequence at s (1..4), or 0 when s does not
+ * start one (a stray continuation byte, an overlong form, a surrogate, past
+ * U+10FFFF, or cut short by NUL).  *cp gets the code point.
+ */
+size_t util_utf8_decode(const char *s, uint32_t *cp);
 
 /* Levenshtein distance, used for did-you-mean suggestions. */
 int util_edit_distance(const char *a, const char *b);
@@ -56,6 +104,12 @@ int util_edit_distance(const char *a, const char *b);
 double util_now(void);
 /* Monotonic seconds, for measuring durations. */
 double util_monotonic(void);
+
+/*
+ * The non-negative number of seconds in environment variable `name`, or
+ * `def` when it is unset, empty, not a number or negative.
+ */
+double util_env_seconds(const char *name, double def);
 
 /*
  * mkdir -p: creates `dir` and its missing parents with `mode` (umask

@@ -2,6 +2,7 @@
  * caps.c — device caps to and from JSON (no Vulkan here: preflight uses this
  * on machines without a GPU).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,8 @@ device_caps_load(const char *path, int index, struct device_caps *out,
 	char *text = util_read_file(path, &n);
 	if (text == NULL) {
 		error_set(err, LQ_FAILED, "LQ-GPU-CAPS",
-		    "cannot read device caps file %s", path);
+		    "cannot read device caps file %s: %s", path,
+		    util_strerror(errno));
 		error_set_where(err, path, 0, 0);
 		return LQ_FAILED;
 	}
@@ -251,4 +253,26 @@ device_caps_check_tensor(const struct device_caps *caps, const char *what,
 	    (unsigned long long)DEVICE_CAPS_MAX_BUFFER);
 	error_set_hint(err, "reduce the resolution, frame count or batch size");
 	return LQ_FAILED;
+}
+
+uint64_t
+device_caps_heap_bytes(const struct device_caps *caps)
+{
+	uint64_t heap = 0;
+	int any_local = 0;
+	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
+		any_local |= caps->heap_device_local[i];
+	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
+		if ((!any_local || caps->heap_device_local[i]) &&
+		    caps->heap_size[i] > heap)
+			heap = caps->heap_size[i];
+	return heap;
+}
+
+uint64_t
+device_caps_memory_budget(const struct device_caps *caps, double margin)
+{
+	if (!(margin > 0 && margin < 1))
+		margin = DEVICE_CAPS_MEMORY_MARGIN;
+	return (uint64_t)((double)device_caps_heap_bytes(caps) * (1.0 - margin));
 }

@@ -114,4 +114,15 @@ enum lq_status device_caps_check_tensor(const struct device_caps *caps,
  */
 uint64_t device_caps_max_binding(const struct device_caps *caps);
 
+/* The largest device-local heap (any heap when none is local), bytes. */
+uint64_t device_caps_heap_bytes(const struct device_caps *caps);
+
+/* Fraction of the heap kept free by default (preflight's --memory-margin
+ * and the render's weight-streaming choice). */
+#define DEVICE_CAPS_MEMORY_MARGIN 0.10
+
+/* device_caps_heap_bytes less `margin` (outside (0, 1): the default). */
+uint64_t device_caps_memory_budget(const struct device_caps *caps,
+    double margin);
+
 #endif

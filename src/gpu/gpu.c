@@ -41,6 +41,10 @@ struct gpu_ctx {
 	struct device_caps caps;
 	VkPhysicalDeviceMemoryProperties memprops;
 	unsigned validation_messages;
+	/* The caller's cache io, copied at create: opts (and the io it
+	 * points at) may be stack objects gone before gpu_ctx_free saves.
+	 * cache_io points at cache_io_copy, or is NULL for no persistence. */
+	struct gpu_cache_io cache_io_copy;
 	const struct gpu_cache_io *cache_io;
 	int cache_loaded;		/* 1 accepted, 0 none, -1 dropped */
 	int cache_dirty;
@@ -97,6 +101,7 @@ struct gpu_cmd {
 	struct gpu_buffer *scratch;	/* split state (gpu_cmd_scratch) */
 	struct gpu_buffer **retired;	/* outgrown scratch, freed at begin */
 	int nretired;
+	int pending;			/* submitted, not yet waited for */
 };
 
 static const VkFormat texfmt_vk[GPU_TEX_COUNT] = {
@@ -757,7 +762,10 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		goto fail;
 	}
 	fingerprint_make(ctx);
-	ctx->cache_io = env_flag("LATENTQ_NO_PIPELINE_CACHE") ? NULL : opts->cache;
+	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
+		ctx->cache_io_copy = *opts->cache;
+		ctx->cache_io = &ctx->cache_io_copy;
+	}
 	if (cache_create(ctx, err) != LQ_OK)
 		goto fail;
 	if (buffer_create(ctx, 16, 0, &ctx->dummy, err) != LQ_OK)
@@ -1530,6 +1538,7 @@ void
 gpu_cmd_begin(struct gpu_cmd *cmd)
 {
 	VkDevice dev = cmd->ctx->device;
+	LQ_ASSERT(!cmd->pending);
 	error_clear(&cmd->error);
 	cmd->dispatches = 0;
 	cmd->nreads = cmd->nwrites = 0;
@@ -1586,9 +1595,9 @@ gpu_cmd_ctx(const struct gpu_cmd *cmd)
 }
 
 enum lq_status
-gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
+gpu_cmd_submit_async(struct gpu_cmd *cmd, struct lq_error *err)
 {
-	VkDevice dev = cmd->ctx->device;
+	LQ_ASSERT(!cmd->pending);
 	if (!cmd->recording && cmd->error.status == LQ_OK)
 		gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-STATE",
 		    "gpu_cmd_submit without gpu_cmd_begin");
@@ -1611,7 +1620,18 @@ gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
 		    cmd->dispatches);
 		return gpu_cmd_status(cmd, err);
 	}
-	r = vkWaitForFences(dev, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
+	cmd->pending = 1;
+	return LQ_OK;
+}
+
+enum lq_status
+gpu_cmd_wait(struct gpu_cmd *cmd, struct lq_error *err)
+{
+	VkDevice dev = cmd->ctx->device;
+	if (!cmd->pending)
+		return gpu_cmd_status(cmd, err);
+	cmd->pending = 0;
+	VkResult r = vkWaitForFences(dev, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
 	if (r != VK_SUCCESS) {
 		vk_fail(&cmd->error, r, "vkWaitForFences(%u dispatches)",
 		    cmd->dispatches);
@@ -1623,6 +1643,15 @@ gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
 		return gpu_cmd_status(cmd, err);
 	}
 	return LQ_OK;
+}
+
+enum lq_status
+gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err)
+{
+	enum lq_status st = gpu_cmd_submit_async(cmd, err);
+	if (st != LQ_OK)
+		return st;
+	return gpu_cmd_wait(cmd, err);
 }
 
 static VkDeviceSize

@@ -109,7 +109,9 @@ struct gpu_ctx_opts {
 	const char *device;
 	/* Validation layer: 0 = LATENTQ_VALIDATE decides, 1 = on, -1 = off. */
 	int validate;
-	/* Pipeline cache I/O, may be NULL (no persistence). */
+	/* Pipeline cache I/O, may be NULL (no persistence).  The struct is
+	 * copied by gpu_ctx_create (it may be a stack object); its ud must
+	 * stay valid until gpu_ctx_free, which saves through it. */
 	const struct gpu_cache_io *cache;
 };
 
@@ -289,6 +291,15 @@ void gpu_cmd_begin(struct gpu_cmd *cmd);
  * the result of submission (LQ_RETRY on device loss / OOM).
  */
 enum lq_status gpu_cmd_submit(struct gpu_cmd *cmd, struct lq_error *err);
+/*
+ * gpu_cmd_submit in two halves, so the host can work while the device
+ * runs (weight streaming uploads the next block meanwhile): submit_async
+ * ends the recording and submits it (errors as gpu_cmd_submit); wait
+ * waits for it (LQ_OK at once when nothing is pending).  Between the two,
+ * the command may not be begun again, and nothing it reads may change.
+ */
+enum lq_status gpu_cmd_submit_async(struct gpu_cmd *cmd, struct lq_error *err);
+enum lq_status gpu_cmd_wait(struct gpu_cmd *cmd, struct lq_error *err);
 /* The sticky error so far (LQ_OK if none); copied into err if not NULL. */
 enum lq_status gpu_cmd_status(const struct gpu_cmd *cmd, struct lq_error *err);
 /* Dispatches recorded since gpu_cmd_begin (for benchmarks/tests). */

@@ -58,6 +58,7 @@ struct job_config {
 	int truncate;
 	struct job_mesh mesh;
 	double per_device_batch_size;
+	const char *weight_streaming;		/* "auto", "on" or "off" */
 	const char *output, *frames, *save_tensors;	/* templates, expanded */
 	int64_t max_attempts, priority;
 };

@@ -223,6 +223,15 @@ check_value(struct ctx *c, const struct manifest_key *k,
 		*out = cJSON_CreateNull();
 		return 1;
 	}
+	if (v->kind == TREE_SCALAR && v->len > MANIFEST_MAX_STRING) {
+		/* Before any copy: later passes (the tokenizer) cost far more
+		 * than the text's size. */
+		add_error(c, v->line, v->column, field, "LQ-MAN-015",
+		    "shorten it", "the value is %zu bytes; a string may be at "
+		    "most %u bytes (latentq-manifest(5) LIMITS)", v->len,
+		    MANIFEST_MAX_STRING);
+		return 0;
+	}
 	switch (k->type) {
 	case MANIFEST_STRING:
 		if (v->kind != TREE_SCALAR)
@@ -317,6 +326,14 @@ check_value(struct ctx *c, const struct manifest_key *k,
 			    "write seeds: [1, 2, 3], or leave seeds out",
 			    "expected %s, got an empty list",
 			    manifest_type_name(k->type));
+			return 0;
+		}
+		if (v->n > MANIFEST_MAX_SEEDS) {
+			add_error(c, v->line, v->column, field, "LQ-MAN-015",
+			    "split the list over several manifests",
+			    "%zu seeds; an entry may list at most %u "
+			    "(latentq-manifest(5) LIMITS)", v->n,
+			    MANIFEST_MAX_SEEDS);
 			return 0;
 		}
 		cJSON *arr = cJSON_CreateArray();
@@ -778,13 +795,17 @@ load_entry(struct ctx *c, const struct tree_node *node, size_t entry_index)
 		    &list_prefix);
 	size_t n = seeds ? (size_t)cJSON_GetArraySize(seeds) : 1;
 	const cJSON *s = seeds ? seeds->child : NULL;
+	/* One request per entry, shared by the jobs its seeds expand into: a
+	 * copy per job would grow with the square of the seed count. */
+	cJSON *request = node_to_json(node);
 	for (size_t i = 0; i < n; i++, s = s ? s->next : NULL) {
 		struct manifest_job *job = job_new(c);
 		job->entry = entry_index;
 		job->line = node->line;
 		job->column = node->column;
 		job->node = node;
-		job->request = node_to_json(node);
+		job->request = request;
+		job->owns_request = i == 0;
 		if (!ok) {
 			job->name_owned = xstrdup(base);
 			c->job_error[job->index] = first_error + 1;
@@ -862,6 +883,51 @@ check_unique_names(struct ctx *c)
 		job->config = NULL;
 	}
 	free(refs);
+}
+
+/* Seeds a mapping's `seeds` sequence lists; 0 without one. */
+static size_t
+seeds_count(const struct tree_node *map)
+{
+	const struct tree_node *s = map && map->kind == TREE_MAPPING ?
+	    tree_map_get(map, "seeds", NULL) : NULL;
+	return s && s->kind == TREE_SEQUENCE ? s->n : 0;
+}
+
+/*
+ * Counts the jobs the entries expand into, from the tree alone, before any
+ * entry is typed or copied: past MANIFEST_MAX_JOBS the manifest is refused
+ * as a whole.  Returns 0 after adding the error.
+ */
+static int
+check_job_count(struct ctx *c, const struct tree_node *jobs)
+{
+	const struct tree_node *d = c->m->defaults;
+	size_t d_seeds = seeds_count(d) > 0 && !tree_map_get(d, "seed", NULL) ?
+	    seeds_count(d) : 1;
+	size_t total = 0;
+	for (size_t i = 0; i < jobs->n; i++) {
+		const struct tree_node *e = jobs->items[i];
+		size_t n = 1;
+		if (e->kind == TREE_MAPPING && seeds_count(e) > 0)
+			n = seeds_count(e);
+		else if (e->kind == TREE_MAPPING && !tree_map_get(e, "seed", NULL))
+			n = d_seeds;
+		if (n > MANIFEST_MAX_SEEDS)
+			continue;	/* check_value names the seeds list */
+		total += n;
+		if (total > MANIFEST_MAX_JOBS) {
+			char f[48];
+			snprintf(f, sizeof(f), "jobs[%zu]", i);
+			add_error(c, e->line, e->column, f, "LQ-MAN-015",
+			    "split it into several manifests", "the manifest "
+			    "expands into more than %u jobs (with its seeds); "
+			    "that is the limit of one manifest "
+			    "(latentq-manifest(5) LIMITS)", MANIFEST_MAX_JOBS);
+			return 0;
+		}
+	}
+	return 1;
 }
 
 static void
@@ -947,6 +1013,8 @@ load_top(struct ctx *c, const struct tree_node *root, size_t *manifest_errors)
 	 * defaults every job is suspect, so the manifest is refused; the
 	 * entries are still checked so that all errors are reported at once.
 	 */
+	if (!check_job_count(c, jobs))
+		return;
 	*manifest_errors = m->n_errors;
 	for (size_t i = 0; i < jobs->n; i++)
 		load_entry(c, jobs->items[i], i);
@@ -1004,6 +1072,12 @@ manifest_load_buffer(const char *name, const char *text, size_t len,
 	digest_hex(text, len, m->digest);
 
 	error_clear(&perr);
+	if (len > MANIFEST_MAX_BYTES) {
+		add_error(&c, 0, 0, NULL, "LQ-MAN-015", "split it into several "
+		    "manifests", "the manifest is %zu bytes; the limit is %u "
+		    "(latentq-manifest(5) LIMITS)", len, MANIFEST_MAX_BYTES);
+		return finish(&c, 1, err);
+	}
 	if (tree_parse(name, text, len, &m->tree, &perr) != LQ_OK) {
 		add_error(&c, perr.line, perr.column, perr.field[0] ? perr.field : NULL,
 		    perr.code, NULL, "%s", perr.message);
@@ -1025,17 +1099,29 @@ enum lq_status
 manifest_load(const char *path, struct manifest **out, struct lq_error *err)
 {
 	size_t len;
-	char *text = util_read_file(path, &len);
+	/* A pipe is fine (`submit <(generate)`): the user named it; reading
+	 * stops at the byte limit. */
+	FILE *fp = fopen(path, "rb");
+	char *text = fp ? util_read_stream_max(fp, MANIFEST_MAX_BYTES, &len) :
+	    NULL;
+	int e = errno;
+	if (fp)
+		fclose(fp);
 	if (text == NULL) {
-		int e = errno;
 		struct manifest *m = xcalloc(1, sizeof(*m));
 		struct ctx c = { .m = m };
 		*out = m;
 		m->path = xstrdup(path);
 		m->dir = manifest_dir(path);
 		m->version = 1;
-		add_error(&c, 0, 0, NULL, "LQ-MAN-011", NULL,
-		    "cannot read the manifest: %s", strerror(e));
+		if (e == EFBIG)
+			add_error(&c, 0, 0, NULL, "LQ-MAN-015", "split it into "
+			    "several manifests", "the manifest is larger than "
+			    "%u bytes (latentq-manifest(5) LIMITS)",
+			    MANIFEST_MAX_BYTES);
+		else
+			add_error(&c, 0, 0, NULL, "LQ-MAN-011", NULL,
+			    "cannot read the manifest: %s", util_strerror(e));
 		return finish(&c, 1, err);
 	}
 	enum lq_status st = manifest_load_buffer(path, text, len, out, err);
@@ -1050,7 +1136,8 @@ manifest_free(struct manifest *m)
 		return;
 	for (size_t i = 0; i < m->n_jobs; i++) {
 		struct manifest_job *job = &m->jobs[i];
-		cJSON_Delete(job->request);
+		if (job->owns_request)
+			cJSON_Delete(job->request);
 		cJSON_Delete(job->config);
 		free(job->seed_field);
 		free(job->name_owned);

@@ -22,6 +22,14 @@
  *   LQ-MAN-005 wrong type                   LQ-MAN-012 key not allowed in defaults
  *   LQ-MAN-006 wrong structure              LQ-MAN-013 required key missing
  *   LQ-MAN-007 unsupported version          LQ-MAN-014 several YAML documents
+ *   LQ-MAN-015 a limit below is passed
+ *
+ * Limits (the one place they are defined; latentq-manifest(5) LIMITS lists
+ * them, and a test checks that it does): a bigger manifest is refused before
+ * it is read, more jobs before any entry is copied, a longer string or seeds
+ * list before it is copied.  They keep a hostile manifest from exhausting
+ * the host (memory grows with jobs and with string bytes); a real sweep
+ * larger than one manifest is several manifests.
  *
  * Ownership: a struct manifest owns everything reachable from it (jobs,
  * their cJSON trees, errors); all of it is released by manifest_free().
@@ -41,6 +49,11 @@
 struct tree;
 struct tree_node;
 
+#define MANIFEST_MAX_BYTES (16u << 20)	/* bytes of a manifest file */
+#define MANIFEST_MAX_JOBS 10000u	/* jobs of one manifest, seeds expanded */
+#define MANIFEST_MAX_SEEDS MANIFEST_MAX_JOBS	/* seeds one list may hold */
+#define MANIFEST_MAX_STRING 65536u	/* bytes of one string value (prompt...) */
+
 struct manifest_job {
 	size_t index;		/* position in m->jobs, 0-based; the {index} template */
 	size_t entry;		/* position of its entry in `jobs:`; "jobs[entry]" */
@@ -51,7 +64,8 @@ struct manifest_job {
 	 * The entry exactly as written, as a JSON object (aliases expanded; for
 	 * the `requests` table).  Integers that a double cannot hold exactly
 	 * (past 2^53) are cJSON raw numbers, printed with every digit.  Jobs
-	 * expanded from one entry share equal requests (separate copies).
+	 * expanded from one entry share ONE request (the same pointer; a copy
+	 * per seed would cost the square of the seed count).
 	 */
 	cJSON *request;
 	/*
@@ -65,6 +79,7 @@ struct manifest_job {
 	cJSON *config;
 	const struct lq_error *error;	/* this job's first error; NULL if valid */
 	/* private to manifest.c */
+	int owns_request;	/* the first job of its entry frees request */
 	const struct tree_node *node, *seed_node;
 	char *seed_field;
 	char *name_owned;

@@ -63,13 +63,18 @@ static const struct manifest_key keys[] = {
 	  "allow prompts longer than max_sequence_length", NULL, 0 },
 	{ "mesh", MANIFEST_MESH, NULL, "device mesh", mesh_fields, 0 },
 	{ "per_device_batch_size", MANIFEST_NUMBER, "1", "batch per device", NULL, 0 },
+	{ "weight_streaming", MANIFEST_STRING, "\"auto\"",
+	  "transformer blocks' weights streamed from host memory: auto, on or off",
+	  NULL, 0 },
 	{ "output", MANIFEST_TEMPLATE, "\"{name}.mp4\"",
 	  "MP4 path in the output folder", NULL, 0 },
 	{ "frames", MANIFEST_TEMPLATE, NULL, "folder for PNG frames", NULL, 0 },
 	{ "save_tensors", MANIFEST_TEMPLATE, NULL,
 	  "safetensors of latents and video for parity checks", NULL, 0 },
-	{ "max_attempts", MANIFEST_INT, "3", "attempts before poisoning", NULL, 0 },
+	{ "max_attempts", MANIFEST_INT, "3", "failures before poisoning", NULL, 0 },
 	{ "priority", MANIFEST_INT, "0", "queue order, higher first", NULL, 0 },
+	{ "webhook", MANIFEST_STRING, NULL,
+	  "URL sent a POST when the job ends", NULL, 0 },
 };
 
 size_t

@@ -18,6 +18,7 @@
 #include <archive_entry.h>
 
 #include "core/json.h"
+#include "core/file.h"
 #include "core/util.h"
 #include "media/bundle.h"
 
@@ -72,16 +73,19 @@ media_bundle_create(const char *path, struct media_bundle_writer **out,
 	}
 	struct media_bundle_writer *w = xcalloc(1, sizeof(*w));
 	w->path = xstrdup(path);
-	w->part = xasprintf("%s.part", path);
-	w->fd = open(w->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		error_set(err, LQ_FAILED, "LQ-BUNDLE-002", "cannot create %s: %s",
-		    w->part, strerror(errno));
-		free(w->part);
+	/* A fresh PATH.XXXXXX.part, never a planted file or symlink (core/
+	 * file.h); the writer keeps its descriptor and name. */
+	struct file_temp t;
+	enum lq_status fs = file_open_temp(path, ".part", "LQ-BUNDLE-002", &t,
+	    err);
+	if (fs != LQ_OK) {
 		free(w->path);
 		free(w);
-		return LQ_FAILED;
+		return fs;
 	}
+	w->fd = t.fd;
+	w->part = t.tmp;
+	free(t.path);
 	w->a = archive_write_new();
 	if (w->a == NULL)
 		LQ_ASSERT(!"archive_write_new: out of memory");

@@ -56,7 +56,8 @@
 struct media_bundle_writer;
 
 /*
- * Creates a bundle at `path`, written to "PATH.part" and renamed onto PATH
+ * Creates a bundle at `path`, written to a fresh "PATH.XXXXXX.part"
+ * (core/file.h: never a planted file or symlink) and renamed onto PATH
  * by media_bundle_commit.  The compression follows the extension: ".tar"
  * none, ".tar.gz" or ".tgz" gzip, ".tar.zst" zstd; any other name fails
  * (LQ-BUNDLE-001, naming the extension and the three choices).

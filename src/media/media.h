@@ -34,6 +34,15 @@
 #include "core/error.h"
 #include "core/file.h"
 
+/*
+ * Bytes an output file's name may grow by for the files written beside it:
+ * "NAME.mp4.part" (and any per-attempt tag of a temporary name),
+ * "NAME.sheet.png" and its ".part", frames' "frame_0001.png".  Preflight
+ * keeps output names this far under NAME_MAX and PATH_MAX; a new suffix
+ * longer than this must raise it.
+ */
+#define MEDIA_NAME_RESERVE 32
+
 /* A borrowed clip: count frames of height × width RGB24, [F, H, W, 3]. */
 struct media_frames {
 	int count, height, width;

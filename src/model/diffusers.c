@@ -51,7 +51,7 @@ diffusers_load_json(const char *path, cJSON **out, struct lq_error *err)
 	char *text = util_read_file(path, &n);
 	if (text == NULL)
 		return cfg_fail(err, path, NULL, "LQ-MODEL-001", "cannot read: %s",
-		    strerror(errno));
+		    util_strerror(errno));
 	cJSON *j = json_parse_document(text, n);
 	free(text);
 	if (j == NULL)

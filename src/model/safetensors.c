@@ -453,18 +453,17 @@ enum lq_status
 st_file_open(const char *path, struct st_file **out, struct lq_error *err)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* util_open_regular: a FIFO in place of a weights file must not
+	 * block the open. */
+	int fd = util_open_regular(path);
 	if (fd < 0)
-		return fail(err, path, NULL, "LQ-ST-001", "cannot open: %s", strerror(errno));
+		return fail(err, path, NULL, "LQ-ST-001", "cannot open: %s",
+		    util_strerror(errno));
 	struct stat sb;
 	if (fstat(fd, &sb) != 0) {
 		int e = errno;
 		close(fd);
 		return fail(err, path, NULL, "LQ-ST-001", "cannot stat: %s", strerror(e));
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		close(fd);
-		return fail(err, path, NULL, "LQ-ST-001", "not a regular file");
 	}
 	struct st_file *f = xcalloc(1, sizeof(*f));
 	f->path = xstrdup(path);
@@ -873,7 +872,7 @@ set_open_index(struct st_set *s, const char *path, struct lq_error *err)
 	size_t len;
 	char *text = util_read_file(path, &len);
 	if (text == NULL)
-		return fail(err, path, NULL, "LQ-ST-020", "cannot read: %s", strerror(errno));
+		return fail(err, path, NULL, "LQ-ST-020", "cannot read: %s", util_strerror(errno));
 	cJSON *root = json_parse_document(text, len);
 	free(text);
 	enum lq_status rc = LQ_OK;

@@ -202,8 +202,10 @@ report_memory(FILE *fp, const char *what, size_t weights, size_t cap,
 static enum lq_status
 run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
-    struct lq_error *err)
+    enum ltxv_weight_streaming mode, struct lq_error *err)
 {
+	struct ltxv_transformer_plan plan;
+	struct ltxv_transformer_opts topts = {0};
 	struct ltxv_transformer *m = NULL;
 	const struct ltxv_transformer_config *c;
 	const struct st_tensor *ths, *tehs, *tt, *tm = NULL, *tr;
@@ -269,7 +271,12 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	for (int64_t b = 0; b < B; b++)
 		tsb[b] = st_tensor_numel(tt) == 1 ? ts[0] : ts[b];
 
-	if ((st = ltxv_transformer_load(ctx, dir, &m, err)))
+	if ((st = ltxv_transformer_plan(dir, gpu_ctx_caps(ctx), (int)B, (int)N,
+	    (int)T, &plan, err)))
+		goto out;
+	topts.streaming = ltxv_transformer_choose_streaming(mode, &plan, 0,
+	    device_caps_memory_budget(gpu_ctx_caps(ctx), 0));
+	if ((st = ltxv_transformer_load_opts(ctx, dir, NULL, &topts, &m, err)))
 		goto out;
 	c = ltxv_transformer_config(m);
 	if ((st = upload(ctx, 3, ths->shape, hs, &b_hs, &g_hs, err)) ||
@@ -291,10 +298,25 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	{
 		size_t wb, cap, peak;
 
+		size_t slot;
+		unsigned uploads;
+
 		ltxv_transformer_memory(m, &wb, &cap, &peak);
 		report_memory(report, "transformer", wb, cap, peak,
 		    gpu_buffer_size(b_hs) + gpu_buffer_size(b_ehs) +
 		    gpu_buffer_size(b_out));
+		if (report != NULL && ltxv_transformer_streaming(m, &slot,
+		    &uploads))
+			fprintf(report, "latentq: transformer weights streamed "
+			    "(weight_streaming %s): blocks' %.2f MiB in host "
+			    "memory; on the device %.2f MiB resident + two "
+			    "block slots of %.2f MiB (all resident: %.2f MiB); "
+			    "%u block uploads\n",
+			    ltxv_weight_streaming_name(mode),
+			    plan.streamed.streamed_host / 1048576.0,
+			    plan.streamed.resident / 1048576.0,
+			    slot / 1048576.0, plan.resident.device / 1048576.0,
+			    uploads);
 	}
 out:
 	gpu_buffer_free(b_hs);
@@ -458,7 +480,8 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 	switch (o->component) {
 	case NN_COMPONENT_TRANSFORMER:
 		st = run_transformer(ctx, dir, &in, w,
-		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		    o->dump_intermediates ? &dump : NULL, o->report,
+		    o->weight_streaming, err);
 		break;
 	case NN_COMPONENT_VAE_DECODER:
 		st = run_vae(ctx, dir, &in, w,

@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 
 enum nn_component {
@@ -44,6 +45,9 @@ struct nn_forward_opts {
 	int dump_intermediates;
 	const char *device;		/* gpu device (NULL: environment) */
 	FILE *report;			/* memory report (-v), may be NULL */
+	/* transformer: stream the blocks' weights (on), never (off), or
+	 * when the resident weights do not fit the device (auto, 0) */
+	enum ltxv_weight_streaming weight_streaming;
 	/* VAE decoder: called for EVERY injected-noise draw, in the decoder's
 	 * call order (so it can count draws), before the inputs are looked
 	 * up; a field the inputs hold then replaces what it wrote.  NULL: a

@@ -50,6 +50,7 @@ struct ltxv_transformer {
 	struct gpu_tensor scale_shift_table;	/* [2, D] */
 	struct ltxv_block *blocks;
 	struct gpu_cmd *cmd;
+	int streaming;		/* blocks' weights streamed (weights.h) */
 	int fused_attention;	/* 0 with LATENTQ_NN_UNFUSED_ATTENTION=1 */
 	int64_t scores_budget;	/* floats, see heads_per_chunk */
 	/* reserved */
@@ -72,6 +73,9 @@ struct attn_scratch {
  * LATENTQ_NN_SCORES_BUDGET (floats; tests use it to force chunking) says
  * otherwise; all heads at once when they fit. */
 #define SCORES_BUDGET ((int64_t)64 << 20)
+
+static size_t pool_bytes(const struct ltxv_transformer *m, int B, int N,
+    int T);
 
 static int64_t
 heads_per_chunk(int64_t budget, int64_t H, int64_t Nq, int64_t Nk)
@@ -236,6 +240,90 @@ ltxv_transformer_load_fused(struct gpu_ctx *ctx, const char *dir,
     struct nn_lora_set *loras, struct ltxv_transformer **out,
     struct lq_error *err)
 {
+	return ltxv_transformer_load_opts(ctx, dir, loras, NULL, out, err);
+}
+
+/* Streaming groups: one per LTXVideoTransformerBlock, two slots (block
+ * i + 1 uploads while block i computes). */
+static const struct nn_weights_stream block_stream = {
+	.group_prefix = "transformer_blocks.", .nslots = 2,
+};
+
+const char *
+ltxv_weight_streaming_name(enum ltxv_weight_streaming mode)
+{
+	return mode == LTXV_STREAM_ON ? "on" : mode == LTXV_STREAM_OFF ? "off" :
+	    "auto";
+}
+
+int
+ltxv_weight_streaming_parse(const char *s, enum ltxv_weight_streaming *out)
+{
+	static const enum ltxv_weight_streaming all[3] = {LTXV_STREAM_AUTO,
+	    LTXV_STREAM_ON, LTXV_STREAM_OFF};
+
+	for (int i = 0; i < 3; i++)
+		if (s != NULL && strcmp(s, ltxv_weight_streaming_name(all[i])) == 0) {
+			*out = all[i];
+			return 0;
+		}
+	return -1;
+}
+
+enum lq_status
+ltxv_transformer_plan(const char *dir, const struct device_caps *caps, int B,
+    int N, int T, struct ltxv_transformer_plan *out, struct lq_error *err)
+{
+	struct ltxv_transformer m;
+	struct st_set *set = NULL;
+	const struct st_tensor *ffw;
+	enum lq_status st;
+
+	memset(out, 0, sizeof(*out));
+	memset(&m, 0, sizeof(m));
+	st = parse_config(dir, &m.cfg, err);
+	if (st == LQ_OK)
+		st = st_set_open(dir, &set, err);
+	if (st == LQ_OK)
+		st = nn_weights_plan(set, NULL, NULL, caps, &out->resident, err);
+	if (st == LQ_OK)
+		st = nn_weights_plan(set, NULL, &block_stream, caps,
+		    &out->streamed, err);
+	if (st == LQ_OK) {
+		/* the activation pool of ltxv_transformer_reserve */
+		m.D = m.cfg.num_attention_heads * m.cfg.attention_head_dim;
+		ffw = st_set_find(set, "transformer_blocks.0.ff.net.0.proj.weight");
+		m.ff_dim = ffw != NULL && ffw->ndim == 2 ? (int)ffw->shape[0] :
+		    4 * m.D;
+		m.fused_attention = 1;
+		m.scores_budget = SCORES_BUDGET;
+		out->activations = pool_bytes(&m, B, N, T);
+	}
+	st_set_close(set);
+	return st;
+}
+
+int
+ltxv_transformer_choose_streaming(enum ltxv_weight_streaming mode,
+    const struct ltxv_transformer_plan *plan, uint64_t other_bytes,
+    uint64_t budget)
+{
+	uint64_t resident, streamed;
+
+	if (mode != LTXV_STREAM_AUTO)
+		return mode == LTXV_STREAM_ON;
+	if (plan->streamed.groups == 0 || budget == 0)
+		return 0;
+	resident = plan->resident.device + plan->activations + other_bytes;
+	streamed = plan->streamed.device + plan->activations + other_bytes;
+	return resident > budget && streamed <= budget;
+}
+
+enum lq_status
+ltxv_transformer_load_opts(struct gpu_ctx *ctx, const char *dir,
+    struct nn_lora_set *loras, const struct ltxv_transformer_opts *opts,
+    struct ltxv_transformer **out, struct lq_error *err)
+{
 	struct ltxv_transformer *m = xcalloc(1, sizeof(*m));
 	enum lq_status st;
 
@@ -247,9 +335,11 @@ ltxv_transformer_load_fused(struct gpu_ctx *ctx, const char *dir,
 	m->D = m->cfg.num_attention_heads * m->cfg.attention_head_dim;
 	m->ff_act = strcmp(m->cfg.activation_fn, "gelu") == 0 ?
 	    OPS_ACT_GELU : OPS_ACT_GELU_TANH;
-	st = nn_weights_load_fused(ctx, dir, NULL, loras, &m->w, err);
+	st = nn_weights_load_streamed(ctx, dir, NULL, loras,
+	    opts && opts->streaming ? &block_stream : NULL, &m->w, err);
 	if (st != LQ_OK)
 		goto fail;
+	m->streaming = nn_weights_groups(m->w) > 0;
 	st = load_weights(m, err);
 	if (st != LQ_OK)
 		goto fail;
@@ -357,6 +447,14 @@ ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
 	m->h_tfeat = xmalloc(sizeof(float) * (size_t)B * TPROJ_DIM);
 	m->rope_valid = 0;
 	return LQ_OK;
+}
+
+int
+ltxv_transformer_streaming(const struct ltxv_transformer *m,
+    size_t *slot_bytes, unsigned *uploads)
+{
+	nn_weights_stream_stats(m->w, slot_bytes, NULL, uploads);
+	return m->streaming;
 }
 
 void
@@ -698,6 +796,8 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		sc.hc = heads_per_chunk(m->scores_budget, H, N, NK);
 		POOL(sc.scores, sc.hc * N * NK);
 	}
+	if (m->streaming && c->num_layers > 0)
+		OP(nn_weights_upload_group(m->w, 0, err));
 	for (int i = 0; i < c->num_layers; i++) {
 		const struct ltxv_block *b = &m->blocks[i];
 		struct gpu_tensor shift_msa = row(&ada, 0), scale_msa = row(&ada, 1);
@@ -730,6 +830,22 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		OP(ops_gated_add(cmd, &x, &x, &gate_mlp, &proj));
 		snprintf(name, sizeof(name), "transformer_blocks.%d", i);
 		DUMP(name, x);
+		if (m->streaming && i + 1 < c->num_layers) {
+			/* Block i runs on the device while block i + 1's
+			 * weights go into the other slot (the one block i - 1
+			 * used, finished at the last wait).  The ops are the
+			 * same as resident, on the same views, so the bits are
+			 * too. */
+			OP(gpu_cmd_submit_async(cmd, err));
+			st = nn_weights_upload_group(m->w, i + 1, err);
+			enum lq_status ws = gpu_cmd_wait(cmd, st == LQ_OK ? err :
+			    NULL);
+			if (st == LQ_OK)
+				st = ws;
+			if (st != LQ_OK)
+				goto out;
+			gpu_cmd_begin(cmd);
+		}
 	}
 
 	/* Final layer: scale_shift_table (2, D) + embedded_timestep -> shift

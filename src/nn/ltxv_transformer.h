@@ -27,6 +27,7 @@
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
 #include "nn/dump.h"
+#include "nn/weights.h"
 
 /* The config is model/diffusers.h's struct ltxv_transformer_config. */
 struct ltxv_transformer;
@@ -51,6 +52,67 @@ struct nn_lora_set;
 enum lq_status ltxv_transformer_load_fused(struct gpu_ctx *ctx,
     const char *dir, struct nn_lora_set *loras,
     struct ltxv_transformer **out, struct lq_error *err);
+
+/*
+ * Weight streaming (issue 12 item 4): with `streaming`, the weights of
+ * each transformer_blocks.<i> stay in host memory (the mapped safetensors,
+ * F16/BF16 as stored) and are uploaded block by block into two device
+ * slots, block i + 1 while block i computes (nn/weights.h); everything
+ * else is resident.  The output is bit-identical to a resident run.
+ */
+enum ltxv_weight_streaming {
+	LTXV_STREAM_AUTO = 0,	/* ltxv_transformer_choose_streaming decides */
+	LTXV_STREAM_ON,
+	LTXV_STREAM_OFF,
+};
+
+/* "auto", "on", "off" (the manifest key weight_streaming's values). */
+const char *ltxv_weight_streaming_name(enum ltxv_weight_streaming mode);
+/* Parses one of those; -1 for anything else. */
+int ltxv_weight_streaming_parse(const char *s,
+    enum ltxv_weight_streaming *out);
+
+struct ltxv_transformer_opts {
+	int streaming;		/* 1: stream the blocks' weights */
+};
+
+/*
+ * The transformer's device bytes at `dir` for batch B, N video and T text
+ * tokens, from config.json and the safetensors headers (no device): the
+ * weights resident, the weights streamed (the rest resident plus two block
+ * slots; host bytes of the blocks in streamed.streamed_host), and the
+ * activation pool ltxv_transformer_reserve makes.  The loader lays the
+ * weights out with the same function (nn_weights_plan).  Errors as
+ * ltxv_transformer_load's config and safetensors errors.
+ */
+struct ltxv_transformer_plan {
+	struct nn_weights_bytes resident, streamed;
+	size_t activations;
+};
+enum lq_status ltxv_transformer_plan(const char *dir,
+    const struct device_caps *caps, int B, int N, int T,
+    struct ltxv_transformer_plan *out, struct lq_error *err);
+
+/*
+ * What `mode` means for a job: ON and OFF as said; AUTO streams exactly
+ * when the resident weights, the activations and `other_bytes` (the rest
+ * of the job's device memory: VAE, latents) exceed `budget` bytes while
+ * the streamed weights with the same fit.  Returns 1 to stream.
+ */
+int ltxv_transformer_choose_streaming(enum ltxv_weight_streaming mode,
+    const struct ltxv_transformer_plan *plan, uint64_t other_bytes,
+    uint64_t budget);
+
+/* ltxv_transformer_load_fused with options (opts NULL: all resident). */
+enum lq_status ltxv_transformer_load_opts(struct gpu_ctx *ctx,
+    const char *dir, struct nn_lora_set *loras,
+    const struct ltxv_transformer_opts *opts, struct ltxv_transformer **out,
+    struct lq_error *err);
+
+/* 1 when the blocks' weights stream; one slot's bytes and the uploads so
+ * far (either pointer may be NULL). */
+int ltxv_transformer_streaming(const struct ltxv_transformer *m,
+    size_t *slot_bytes, unsigned *uploads);
 
 void ltxv_transformer_free(struct ltxv_transformer *m);
 

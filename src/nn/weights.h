@@ -52,6 +52,73 @@ enum lq_status nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 enum lq_status nn_weights_load(struct gpu_ctx *ctx, const char *path,
     const char *prefix, struct nn_weights **out, struct lq_error *err);
 
+/*
+ * Weight streaming (weights larger than the device; stable-diffusion.cpp's
+ * --offload-to-cpu, LTX-2's layer streaming).  Tensors named
+ * `group_prefix` + decimal index + "." (the transformer's
+ * "transformer_blocks.<i>.") form group i: they are not uploaded at load
+ * but stay in host memory (the safetensors mapping, F16/BF16 as stored;
+ * only LoRA-fused and F64 tensors are converted to F32 host copies), and
+ * `nslots` device slots, each the size of the largest group, take group i
+ * in slot i % nslots at the same offsets as any other group.  The views
+ * nn_weights_get hands out for group i point into its slot, so a model
+ * reads the same tensors either way; what changes is that group i's bytes
+ * are there only after nn_weights_upload_group(w, i) and until group
+ * i + nslots is uploaded.  With two slots, group i + 1 uploads while
+ * group i computes (double buffering).
+ */
+struct nn_weights_stream {
+	const char *group_prefix;	/* e.g. "transformer_blocks." */
+	int nslots;			/* >= 1; 2 for double buffering */
+};
+
+/* Device and host bytes of a load (nn_weights_plan). */
+struct nn_weights_bytes {
+	size_t resident;	/* packed buffers of the tensors outside groups */
+	size_t slot;		/* one slot: the largest group */
+	size_t slots;		/* slots allocated (0 when nothing streams) */
+	size_t device;		/* resident + slots · slot */
+	size_t streamed_host;	/* bytes of all groups, kept in host memory */
+	int groups;		/* groups found (0: nothing streams) */
+};
+
+/*
+ * The bytes nn_weights_load_streamed allocates for `set` (an open
+ * safetensors set), from its headers alone, without a device: the same
+ * layout function the loader uses (so a plan and a load cannot disagree).
+ * stream NULL: everything resident.  LQ_FAILED LQ-GPU-RANGE when a tensor
+ * or a group is larger than one buffer of `caps`; *out is then zeroed.
+ */
+enum lq_status nn_weights_plan(const struct st_set *set, const char *prefix,
+    const struct nn_weights_stream *stream, const struct device_caps *caps,
+    struct nn_weights_bytes *out, struct lq_error *err);
+
+/* nn_weights_load_fused with streaming (stream NULL: all resident). */
+enum lq_status nn_weights_load_streamed(struct gpu_ctx *ctx, const char *path,
+    const char *prefix, struct nn_lora_set *loras,
+    const struct nn_weights_stream *stream, struct nn_weights **out,
+    struct lq_error *err);
+
+/* Group of a tensor name for `group_prefix` (see above), or -1. */
+int nn_weights_group_of(const char *name, const char *group_prefix);
+
+/* Groups streamed (0 when the load streams nothing). */
+int nn_weights_groups(const struct nn_weights *w);
+
+/*
+ * Copies group `group`'s host bytes into its slot now (nothing when the
+ * slot already holds it).  The caller makes sure no recorded or running
+ * command still reads that slot for another group.  LQ_RETRY on device
+ * loss; err's field names the tensor.
+ */
+enum lq_status nn_weights_upload_group(struct nn_weights *w, int group,
+    struct lq_error *err);
+
+/* Streaming figures: one slot's bytes, the groups' host bytes, and how
+ * many group uploads have happened (tests, forward -v). */
+void nn_weights_stream_stats(const struct nn_weights *w, size_t *slot_bytes,
+    size_t *host_bytes, unsigned *uploads);
+
 /* Frees the device buffers and closes the mapping; NULL is ok. */
 void nn_weights_free(struct nn_weights *w);
 
@@ -73,7 +140,7 @@ int nn_weights_has(const struct nn_weights *w, const char *name);
 const struct st_tensor *nn_weights_host(const struct nn_weights *w,
     const char *name);
 
-/* Device bytes held (sum of buffer sizes). */
+/* Device bytes held (sum of buffer sizes, slots included). */
 size_t nn_weights_device_bytes(const struct nn_weights *w);
 
 /* Path the set was opened from (borrowed). */

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -25,8 +26,10 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/caps.h"
+#include "media/media.h"
 #include "model/ref.h"
 #include "model/safetensors.h"
+#include "nn/ltxv_transformer.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -168,9 +171,40 @@ check_input_file(struct pf_job_state *s, const char *key)
 }
 
 
+/*
+ * The job's name is shown by status, show and list and goes into file names
+ * through {name}: printable UTF-8 only.  A control character (a newline,
+ * ESC, DEL or a C1 control) or a byte that is not UTF-8 is refused.
+ */
+static void
+check_name(struct pf_job_state *s)
+{
+	const char *name = s->job->name;
+	for (const char *p = name; *p;) {
+		uint32_t cp;
+		size_t n = util_utf8_decode(p, &cp);
+		const char *what = n == 0 ? "a byte that is not UTF-8" :
+		    cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ?
+		    "a control character" : NULL;
+		if (what != NULL) {
+			char *shown = util_escape_control(name);
+			struct lq_error *e = pf_job_add(s, "name", LQ_FAILED,
+			    "LQ-NAME-001", "the name \"%s\" has %s at byte %zu; "
+			    "names are printable text", shown, what,
+			    (size_t)(p - name));
+			error_set_hint(e, "letters, digits, spaces and "
+			    "punctuation");
+			free(shown);
+			return;
+		}
+		p += n;
+	}
+}
+
 void
 pf_check_config(struct pf_job_state *s)
 {
+	check_name(s);
 	if (!present(s, "model")) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
 		    "LQ-CFG-001", "no model: every job needs `model:` (in the "
@@ -188,6 +222,16 @@ pf_check_config(struct pf_job_state *s)
 	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
 	check_input_file(s, "latents");
 	check_input_file(s, "decode_noise");
+	enum ltxv_weight_streaming ws;
+	if (ltxv_weight_streaming_parse(s->jc.weight_streaming, &ws) != 0) {
+		char t[64];
+		struct lq_error *e = pf_job_add(s, "weight_streaming", LQ_FAILED,
+		    "LQ-CFG-002", "%s is out of range: weight_streaming is "
+		    "auto, on or off", pf_job_text(s, "weight_streaming", t,
+		    sizeof(t)));
+		error_set_hint(e, "auto: stream the transformer's blocks only "
+		    "when its weights do not fit next to the activations");
+	}
 	for (size_t i = 0; i < s->jc.n_loras; i++) {
 		double sc = s->jc.loras[i].scale;
 		if (!(fabs(sc) <= 100)) {
@@ -208,6 +252,15 @@ pf_check_model(struct pf_job_state *s)
 {
 	if (s->jc.model == NULL)
 		return;
+	/* Nothing is downloaded at render time: a URL is fetched first. */
+	if (strstr(s->jc.model, "://") != NULL) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-MDL-001", "%s is a URL; latentq renders from local "
+		    "folders and never downloads at render time", s->jc.model);
+		error_set_hint(e, "fetch the files with `latentq model pull "
+		    "--name NAME URL... DIR`, then write model: NAME");
+		return;
+	}
 	/* The loader resolved paths; model/ref.h says what is a name. */
 	struct model_ref_resolver res = {s->ctx->opt->resolve_ctx,
 	    s->ctx->opt->resolve_model};
@@ -894,17 +947,10 @@ pf_check_device(struct pf_job_state *s)
 	if (caps == NULL)
 		return;
 
-	uint64_t heap = 0;
-	int any_local = 0;
-	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
-		any_local |= caps->heap_device_local[i];
-	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
-		if ((!any_local || caps->heap_device_local[i]) &&
-		    caps->heap_size[i] > heap)
-			heap = caps->heap_size[i];
+	uint64_t heap = device_caps_heap_bytes(caps);
 	double margin = s->ctx->opt->memory_margin > 0
-	    ? s->ctx->opt->memory_margin : 0.10;
-	double budget = (double)heap * (1.0 - margin);
+	    ? s->ctx->opt->memory_margin : DEVICE_CAPS_MEMORY_MARGIN;
+	double budget = (double)device_caps_memory_budget(caps, margin);
 	if (heap > 0 && (double)s->est_peak > budget) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
 		    "LQ-DEV-001", "estimated peak device memory %s "
@@ -984,6 +1030,50 @@ normalize(const char *p)
 	}
 	out[len] = '\0';
 	return out;
+}
+
+/*
+ * An output's path fits the file system: each component at most NAME_MAX
+ * bytes, the last one with MEDIA_NAME_RESERVE to spare for the files
+ * written beside it (NAME.mp4.part, NAME.sheet.png, frame_0001.png), and
+ * the whole path with as much to spare under PATH_MAX.  Otherwise the job
+ * would pass preflight and fail at encode with ENAMETOOLONG.  Returns 0
+ * after adding the error.
+ */
+static int
+check_path_length(struct pf_job_state *s, const char *key, const char *path)
+{
+	const size_t name_max = NAME_MAX - MEDIA_NAME_RESERVE;
+	size_t total = strlen(path);
+	if (total + MEDIA_NAME_RESERVE >= PATH_MAX) {
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED, "LQ-OUT-006",
+		    "the path is %zu bytes; an output path may be at most %d "
+		    "(PATH_MAX %d less %d for the files written beside it)",
+		    total, PATH_MAX - 1 - MEDIA_NAME_RESERVE, PATH_MAX,
+		    MEDIA_NAME_RESERVE);
+		error_set_hint(e, "a shorter output folder or template");
+		return 0;
+	}
+	for (const char *c = path; *c;) {
+		size_t l = strcspn(c, "/");
+		int last = c[l] == '\0';
+		size_t max = last ? name_max : NAME_MAX;
+		if (l > max) {
+			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+			    "LQ-OUT-006", "\"%.32s...\" is %zu bytes; a %s name "
+			    "may be at most %zu (NAME_MAX %d%s)", c, l,
+			    last ? "file" : "folder", max, NAME_MAX,
+			    last ? " less room for the files written beside it" :
+			    "");
+			error_set_hint(e, "a shorter name, or an output template "
+			    "without {name}");
+			return 0;
+		}
+		c += l;
+		if (*c == '/')
+			c++;
+	}
+	return 1;
 }
 
 /*
@@ -1084,6 +1174,10 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 			char *nm = normalize(p + 1);
 			paths[i] = xasprintf("/%s", nm ? nm : "");
 			free(nm);
+			if (!check_path_length(s, keys[i], paths[i])) {
+				free(paths[i]);
+				paths[i] = NULL;
+			}
 			continue;
 		}
 		char *nm = normalize(p);
@@ -1101,7 +1195,11 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 		paths[i] = xasprintf("%s/%s", root, nm);
 		free(nm);
 		char *link, *target;
-		if (!resolves_inside(root, paths[i], i == 1, &link, &target)) {
+		if (!check_path_length(s, keys[i], paths[i])) {
+			free(paths[i]);
+			paths[i] = NULL;
+		} else if (!resolves_inside(root, paths[i], i == 1, &link,
+		    &target)) {
 			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
 			    "LQ-OUT-005", "\"%s\" leaves the output folder %s "
 			    "through a symbolic link: %s resolves to %s", p, root,

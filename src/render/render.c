@@ -90,6 +90,7 @@ struct render {
 	float *timesteps;		/* [2B or B] */
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
+	char *name_shown;		/* job name, control characters escaped */
 };
 
 static void
@@ -111,6 +112,7 @@ render_free(struct render *r)
 	free(r->mask);
 	free(r->timesteps);
 	free(r->trajectory);
+	free(r->name_shown);
 	free(r->base_dir);
 	job_config_free(&r->jc);
 	cJSON_Delete(r->config);
@@ -469,9 +471,27 @@ load_networks(struct render *r, struct lq_error *err)
 		free(p);
 	}
 	struct nn_lora_set ls = {loras, scales, opened, 0};
+	/* weight_streaming: on / off as asked; auto by the plan (the
+	 * transformer's weights and activations against the device) */
+	int rows = r->cfg ? 2 * r->B : r->B;
+	enum ltxv_weight_streaming mode = LTXV_STREAM_AUTO;
+	struct ltxv_transformer_plan plan;
+	struct ltxv_transformer_opts topts = {0};
+	memset(&plan, 0, sizeof(plan));
+	if (s == LQ_OK &&
+	    ltxv_weight_streaming_parse(r->jc.weight_streaming, &mode) != 0)
+		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "weight_streaming "
+		    "\"%s\" is not auto, on or off", r->jc.weight_streaming ?
+		    r->jc.weight_streaming : "");
 	if (s == LQ_OK)
-		s = ltxv_transformer_load_fused(r->gpu, r->dm->transformer.dir,
-		    nl > 0 ? &ls : NULL, &r->transformer, err);
+		s = ltxv_transformer_plan(r->dm->transformer.dir,
+		    gpu_ctx_caps(r->gpu), rows, r->S, r->T, &plan, err);
+	if (s == LQ_OK)
+		topts.streaming = ltxv_transformer_choose_streaming(mode, &plan,
+		    0, device_caps_memory_budget(gpu_ctx_caps(r->gpu), 0));
+	if (s == LQ_OK)
+		s = ltxv_transformer_load_opts(r->gpu, r->dm->transformer.dir,
+		    nl > 0 ? &ls : NULL, &topts, &r->transformer, err);
 	for (size_t i = 0; i < opened; i++)
 		lora_free(loras[i]);
 	free(loras);
@@ -486,9 +506,21 @@ load_networks(struct render *r, struct lq_error *err)
 		    err)) != LQ_OK)
 			return s;
 	}
+	{
+		char detail[256];
+		snprintf(detail, sizeof(detail), "{\"mode\":\"%s\","
+		    "\"streaming\":%s,\"resident_weight_bytes\":%zu,"
+		    "\"streamed_weight_bytes\":%zu,\"activation_bytes\":%zu}",
+		    ltxv_weight_streaming_name(mode),
+		    ltxv_transformer_streaming(r->transformer, NULL, NULL) ?
+		    "true" : "false", plan.resident.device, plan.streamed.device,
+		    plan.activations);
+		if ((s = store_add_event(r->st, r->job->id, "weight_streaming",
+		    detail, err)) != LQ_OK)
+			return s;
+	}
 	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
 		return s;
-	int rows = r->cfg ? 2 * r->B : r->B;
 	if ((s = ltxv_transformer_reserve(r->transformer, rows, r->S, r->T,
 	    err)) != LQ_OK)
 		return s;
@@ -601,14 +633,17 @@ show_progress(struct render *r, int step, double t0, int first)
 	int done = step - first;
 	double per = done > 0 ? dt / done : 0;
 	double eta = per * (N - step);
+	if (r->name_shown == NULL)	/* once, not per step */
+		r->name_shown = util_escape_control(r->job->name);
+	const char *name = r->name_shown;
 	if (r->opt->progress_tty) {
-		fprintf(stderr, "\r%s  step %d/%d  %.2f s/step  ETA %.0fs   ",
-		    r->job->name, step, N, per, eta);
+		log_progress("%s  step %d/%d  %.2f s/step  ETA %.0fs", name,
+		    step, N, per, eta);
 		if (step == N)
-			fputc('\n', stderr);
+			log_clear_progress();
 	} else {
 		fprintf(stderr, "latentq: job %lld %s: step %d/%d (%.2f s/step, "
-		    "ETA %.0f s)\n", (long long)r->job->id, r->job->name, step, N,
+		    "ETA %.0f s)\n", (long long)r->job->id, name, step, N,
 		    per, eta);
 	}
 }
@@ -678,6 +713,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 		}
 		scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
 		    r->sched.sigmas[k + 1]);
+		fault_slow(r->job->name, k + 1, r->opt->attempt);
 		if (fault_nan(r->job->name, k + 1, r->opt->attempt))
 			r->latents[n / 2] = NAN;
 		int64_t bad = latents_find_nonfinite(r->latents, n);

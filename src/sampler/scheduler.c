@@ -278,7 +278,7 @@ scheduler_config_load(const char *path, struct scheduler_config *cfg,
 	text = util_read_file(path, NULL);
 	if (text == NULL) {
 		error_set(err, LQ_FAILED, "LQ-SCHED-005", "cannot read: %s",
-		    strerror(errno));
+		    util_strerror(errno));
 		error_set_where(err, path, 0, 0);
 		return LQ_FAILED;
 	}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -578,4 +579,129 @@ store_fill_trajectory(struct store *st, int64_t job_id, float *out,
 		    "checkpoint of step %d is missing or does not verify; "
 		    "save_tensors needs every step", (long long)job_id, want);
 	return LQ_OK;
+}
+
+enum lq_status
+store_prune_checkpoints(struct store *st, int64_t job_id, int keep_final,
+    int dry_run, void (*fn)(int64_t job_id, const char *name, int count,
+    int64_t bytes, void *ud), void *ud, int *count, int64_t *bytes,
+    struct lq_error *err)
+{
+	int total = 0;
+	int64_t total_bytes = 0;
+	enum lq_status r = store_begin(st, err);
+	if (r != LQ_OK)
+		return r;
+	/* what goes: every checkpoint of a done job but (maybe) its last step */
+	static const char *const where = "FROM checkpoints c JOIN jobs j ON "
+	    "j.id = c.job_id WHERE j.state = 'done' AND (?1 <= 0 OR j.id = ?1) "
+	    "AND (?2 = 0 OR c.step <> j.total_steps)";
+	char *sql = xasprintf("SELECT j.id, j.name, count(*), "
+	    "sum(length(c.latent)) %s GROUP BY j.id ORDER BY j.id", where);
+	sqlite3_stmt *s = store_prepare(st, sql, err);
+	free(sql);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	sqlite3_bind_int64(s, 1, job_id);
+	sqlite3_bind_int(s, 2, keep_final ? 1 : 0);
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int n = sqlite3_column_int(s, 2);
+		int64_t b = sqlite3_column_int64(s, 3);
+		total += n;
+		total_bytes += b;
+		if (fn != NULL)
+			fn(sqlite3_column_int64(s, 0),
+			    (const char *)sqlite3_column_text(s, 1), n, b, ud);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		r = store_sql_error(st, "SELECT checkpoints", err);
+		store_rollback(st);
+		return r;
+	}
+	if (!dry_run) {
+		sql = xasprintf("DELETE FROM checkpoints WHERE rowid IN (SELECT "
+		    "c.rowid %s)", where);
+		s = store_prepare(st, sql, err);
+		free(sql);
+		if (s == NULL) {
+			store_rollback(st);
+			return err->status;
+		}
+		sqlite3_bind_int64(s, 1, job_id);
+		sqlite3_bind_int(s, 2, keep_final ? 1 : 0);
+		rc = sqlite3_step(s);
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE) {
+			r = store_sql_error(st, "DELETE checkpoints", err);
+			store_rollback(st);
+			return r;
+		}
+	}
+	if ((r = store_commit(st, err)) != LQ_OK)
+		return r;
+	if (count != NULL)
+		*count = total;
+	if (bytes != NULL)
+		*bytes = total_bytes;
+	return LQ_OK;
+}
+
+struct check_ctx {
+	void (*fn)(const struct store_artifact *a, const char *problem, void *ud);
+	void *ud;
+	int bad, digests;
+};
+
+static int
+check_one(const struct store_artifact *a, void *ud)
+{
+	struct check_ctx *c = ud;
+	struct stat sb;
+	const char *problem = NULL;
+	if (stat(a->path, &sb) != 0) {
+		problem = "missing";
+	} else if ((int64_t)sb.st_size != a->size) {
+		problem = "changed";
+	} else if (c->digests) {
+		char digest[DIGEST_HEX_SIZE];
+		struct lq_error e;
+		error_clear(&e);
+		if (digest_file(a->path, digest, &e) != LQ_OK)
+			problem = "missing";
+		else if (strcmp(digest, a->digest) != 0)
+			problem = "changed";
+	}
+	if (problem != NULL) {
+		c->bad++;
+		if (c->fn != NULL)
+			c->fn(a, problem, c->ud);
+	}
+	return 0;
+}
+
+enum lq_status
+store_check_artifacts(struct store *st, int64_t job_id, int digests,
+    void (*fn)(const struct store_artifact *a, const char *problem, void *ud),
+    void *ud, int *bad, struct lq_error *err)
+{
+	struct check_ctx c = {fn, ud, 0, digests};
+	enum lq_status r = store_list_artifacts(st, job_id, check_one, &c, err);
+	if (bad != NULL)
+		*bad = c.bad;
+	return r;
+}
+
+enum lq_status
+store_delete_artifacts(struct store *st, int64_t job_id, struct lq_error *err)
+{
+	sqlite3_stmt *s = store_prepare_cached(st,
+	    "DELETE FROM artifacts WHERE job_id = ?", err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_int64(s, 1, job_id);
+	return store_step_done(st, s, "DELETE artifacts", err);
 }

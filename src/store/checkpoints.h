@@ -119,6 +119,19 @@ enum lq_status store_list_checkpoints(struct store *st, int64_t job_id,
     int (*fn)(const struct store_checkpoint *cp, void *ud), void *ud,
     struct lq_error *err);
 
+/*
+ * `latentq prune`: for each done job (only job_id when > 0), deletes its
+ * checkpoints, keeping the final one (step = total_steps) unless
+ * `keep_final` is 0 — the one a missing output is re-decoded from.  With
+ * `dry_run` nothing is deleted.  fn (may be NULL) is called per job with
+ * what is (or would be) removed: count and bytes of latent.  One
+ * transaction; *count and *bytes (may be NULL) get the totals.
+ */
+enum lq_status store_prune_checkpoints(struct store *st, int64_t job_id,
+    int keep_final, int dry_run,
+    void (*fn)(int64_t job_id, const char *name, int count, int64_t bytes,
+    void *ud), void *ud, int *count, int64_t *bytes, struct lq_error *err);
+
 /* Deletes every checkpoint of the job (a restart from scratch). */
 enum lq_status store_delete_checkpoints(struct store *st, int64_t job_id,
     struct lq_error *err);
@@ -158,6 +171,19 @@ enum lq_status store_add_artifact(struct store *st, int64_t job_id,
 enum lq_status store_commit_artifact(struct store *st, int64_t job_id,
     const char *kind, struct file_temp *t, const char *code,
     char digest_out[DIGEST_HEX_SIZE], struct lq_error *err);
+
+/*
+ * Checks a job's recorded outputs against the files: fn is called for each
+ * artifact that is missing or whose size (and, with `digests`, BLAKE2b-256)
+ * differs, with problem "missing" or "changed".  *bad gets their count.
+ */
+enum lq_status store_check_artifacts(struct store *st, int64_t job_id,
+    int digests, void (*fn)(const struct store_artifact *a,
+    const char *problem, void *ud), void *ud, int *bad, struct lq_error *err);
+
+/* Forgets a job's artifact rows (before it is rendered again). */
+enum lq_status store_delete_artifacts(struct store *st, int64_t job_id,
+    struct lq_error *err);
 
 /* Calls fn for each artifact of the job in the order recorded. */
 enum lq_status store_list_artifacts(struct store *st, int64_t job_id,

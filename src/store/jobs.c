@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/util.h"
 #include "store/jobs.h"
 #include "store/store-int.h"
@@ -106,7 +108,7 @@ store_begin_fenced(struct store *st, int64_t job_id, struct lq_error *err)
 		st->lease_checked = 1;
 		return LQ_OK;
 	}
-	error_set(err, LQ_FAILED, "LQ-JOB-005", "job %lld is no longer leased "
+	error_set(err, LQ_FAILED, JOB_CODE_LEASE_LOST, "job %lld is no longer leased "
 	    "to %s (claim %lld): it is %s%s%s (claim %lld); this worker stops "
 	    "and writes nothing more", (long long)job_id, st->lease_owner,
 	    (long long)st->lease_token, state ? state : "gone",
@@ -186,7 +188,7 @@ store_add_job(struct store *st, const struct store_job_new *job, int64_t *id,
 	store_bind_text(s, 4, job->config_json);
 	store_bind_text(s, 5, job->config_digest);
 	store_bind_text(s, 6, job->model_digests);
-	sqlite3_bind_int(s, 7, job->priority);
+	sqlite3_bind_int64(s, 7, job->priority);
 	sqlite3_bind_int(s, 8, job->max_attempts);
 	sqlite3_bind_int(s, 9, job->total_steps);
 	store_bind_text(s, 10, job->output_path);
@@ -225,6 +227,7 @@ store_job_clear(struct store_job *job)
 	free(job->output_path);
 	free(job->manifest_path);
 	free(job->request_json);
+	free(job->error_grade);
 	memset(job, 0, sizeof(*job));
 }
 
@@ -234,7 +237,9 @@ store_job_clear(struct store_job *job)
 	"j.total_steps, j.lease_owner, j.lease_expires, j.not_before, j.phase, " \
 	"j.error_code, j.error_message, j.output_path, j.created_at, " \
 	"j.updated_at, j.finished_at, r.manifest_path, r.request_json, r.line, " \
-	"j.lease_token " \
+	"j.lease_token, " \
+	"j.failures, coalesce(j.claim_step, 0), j.claimed_at, j.started_at, " \
+	"j.run_seconds, j.error_grade " \
 	"FROM jobs j JOIN requests r ON r.id = j.request_id "
 
 static void
@@ -250,7 +255,7 @@ read_job(sqlite3_stmt *s, struct store_job *j)
 	j->config_json = store_column_text(s, 4);
 	j->config_digest = store_column_text(s, 5);
 	j->model_digests = store_column_text(s, 6);
-	j->priority = sqlite3_column_int(s, 7);
+	j->priority = sqlite3_column_int64(s, 7);
 	j->attempts = sqlite3_column_int(s, 8);
 	j->max_attempts = sqlite3_column_int(s, 9);
 	j->step = sqlite3_column_int(s, 10);
@@ -269,6 +274,12 @@ read_job(sqlite3_stmt *s, struct store_job *j)
 	j->request_json = store_column_text(s, 23);
 	j->request_line = sqlite3_column_int(s, 24);
 	j->lease_token = sqlite3_column_int64(s, 25);
+	j->failures = sqlite3_column_int(s, 26);
+	j->claim_step = sqlite3_column_int(s, 27);
+	j->claimed_at = sqlite3_column_double(s, 28);
+	j->started_at = sqlite3_column_double(s, 29);
+	j->run_seconds = sqlite3_column_double(s, 30);
+	j->error_grade = store_column_text(s, 31);
 }
 
 static enum lq_status
@@ -377,8 +388,8 @@ store_list_jobs(struct store *st, int filter,
  * longer exists?  Only decidable on this host: pid gone, or a pid reused
  * by a process with another start time (field 22 of /proc/PID/stat).
  */
-static int
-owner_is_dead(const char *owner)
+int
+store_lease_owner_dead(const char *owner)
 {
 	char host[256], me[256];
 	long pid;
@@ -412,6 +423,11 @@ owner_is_dead(const char *owner)
 	return field == 22 && st != start;
 }
 
+static enum lq_status requeue(struct store *st, int64_t id, const char *owner,
+    double backoff, enum job_requeue_reason reason, const char *code,
+    enum lq_status grade, const char *message, enum job_state *new_state,
+    struct lq_error *err);
+
 /*
  * Returns running jobs whose lease expired or whose owner is dead to the
  * queue (or to poisoned, attempts spent).  Runs inside the claim's
@@ -434,7 +450,7 @@ reap_leases(struct store *st, struct lq_error *err)
 		const char *owner = (const char *)sqlite3_column_text(s, 1);
 		double exp = sqlite3_column_double(s, 2);
 		int expired = exp < now;
-		if (expired || owner_is_dead(owner)) {
+		if (expired || store_lease_owner_dead(owner)) {
 			ids[n] = sqlite3_column_int64(s, 0);
 			reasons[n] = expired;
 			n++;
@@ -444,29 +460,19 @@ reap_leases(struct store *st, struct lq_error *err)
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		return store_sql_error(st, "SELECT jobs", err);
 	for (size_t i = 0; i < n; i++) {
-		sqlite3_stmt *u = store_prepare_cached(st,
-		    "UPDATE jobs SET state = CASE WHEN attempts >= max_attempts "
-		    "THEN 'poisoned' ELSE 'queued' END, lease_owner = NULL, "
-		    "lease_expires = NULL, error_code = 'LQ-JOB-004', "
-		    "error_message = ?, updated_at = ?, finished_at = CASE WHEN "
-		    "attempts >= max_attempts THEN ? END WHERE id = ? AND state = "
-		    "'running'", err);
-		if (u == NULL)
-			return err->status;
 		const char *why = reasons[i] ? "lease expired" :
 		    "lease owner died";
-		double t = util_now();
-		store_bind_text(u, 1, why);
-		sqlite3_bind_double(u, 2, t);
-		sqlite3_bind_double(u, 3, t);
-		sqlite3_bind_int64(u, 4, ids[i]);
-		enum lq_status r = store_step_done(st, u, "UPDATE jobs", err);
-		if (r != LQ_OK)
-			return r;
 		char detail[96];
 		snprintf(detail, sizeof(detail), "{\"reason\":\"%s\"}", why);
-		if ((r = store_add_event(st, ids[i], "lease_lost", detail, err)) !=
-		    LQ_OK)
+		enum lq_status r = store_add_event(st, ids[i], "lease_lost", detail,
+		    err);
+		if (r == LQ_OK)
+			r = requeue(st, ids[i], NULL, 0, JOB_REQUEUE_LEASE_LOST,
+			    "LQ-JOB-004", LQ_RETRY, reasons[i] ? "its worker stopped "
+			    "renewing the lease; resumes from its last checkpoint" :
+			    "its worker died; resumes from its last checkpoint", NULL,
+			    err);
+		if (r != LQ_OK)
 			return r;
 	}
 	return LQ_OK;
@@ -514,10 +520,13 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 	}
 	if (id == 0 || (ids != NULL && n == 0))
 		return store_commit(st, err);	/* commits the reaping */
+	/* a new attempt: its last error is history (the events keep it) */
 	s = store_prepare_cached(st, "UPDATE jobs SET state = 'running', attempts = "
-	    "attempts + 1, lease_owner = ?, lease_expires = ?, not_before = NULL, "
-	    "lease_token = lease_token + 1, updated_at = ? WHERE id = ? AND "
-	    "state = 'queued'", err);
+	    "attempts + 1, lease_owner = ?1, lease_expires = ?2, not_before = NULL, "
+	    "lease_token = lease_token + 1, "
+	    "updated_at = ?3, claim_step = step, claimed_at = ?3, started_at = "
+	    "coalesce(started_at, ?3), error_code = NULL, error_message = NULL, "
+	    "error_grade = NULL WHERE id = ?4 AND state = 'queued'", err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
@@ -759,7 +768,9 @@ store_finish_job(struct store *st, int64_t id, const char *owner,
 	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'done', "
 	    "lease_owner = NULL, lease_expires = NULL, phase = 'done', "
 	    "output_path = coalesce(?1, output_path), error_code = NULL, "
-	    "error_message = NULL, updated_at = ?2, finished_at = ?2 "
+	    "error_message = NULL, error_grade = NULL, updated_at = ?2, "
+	    "finished_at = ?2, failures = 0, run_seconds = run_seconds + "
+	    "max(0, ?2 - coalesce(claimed_at, ?2)) "
 	    "WHERE id = ?3 AND state = 'running' AND lease_owner = ?4", err);
 	if (s == NULL)
 		return err->status;
@@ -770,45 +781,104 @@ store_finish_job(struct store *st, int64_t id, const char *owner,
 	return transition_with_event(st, s, id, "finish", "finished", NULL, err);
 }
 
-enum lq_status
-store_requeue_job(struct store *st, int64_t id, const char *owner,
-    double backoff_seconds, int refund_attempt, const char *code,
+static const char *const requeue_names[] = {
+	[JOB_REQUEUE_CRASH] = "crash",
+	[JOB_REQUEUE_RETRY] = "retry",
+	[JOB_REQUEUE_INTERRUPTED] = "interrupted",
+	[JOB_REQUEUE_HOST] = "host",
+	[JOB_REQUEUE_LEASE_LOST] = "lease_lost",
+};
+
+const char *
+job_requeue_reason_name(enum job_requeue_reason r)
+{
+	if ((size_t)r < LQ_ARRAY_LEN(requeue_names))
+		return requeue_names[r];
+	return "unknown";
+}
+
+/*
+ * The requeue transition inside the caller's transaction (owner NULL: any
+ * running job, for the reaper).  The counting rule of jobs.h is the CASE
+ * on ?6 (counts a failure) and "step > claim_step" (made progress).
+ */
+static enum lq_status
+requeue(struct store *st, int64_t id, const char *owner, double backoff,
+    enum job_requeue_reason reason, const char *code, enum lq_status grade,
     const char *message, enum job_state *new_state, struct lq_error *err)
 {
-	enum lq_status r;
-	double now = util_now();
-	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET "
-	    "attempts = attempts - ?1, "
-	    "state = CASE WHEN attempts - ?1 >= max_attempts THEN 'poisoned' "
-	    "ELSE 'queued' END, "
-	    "finished_at = CASE WHEN attempts - ?1 >= max_attempts THEN ?2 END, "
-	    "not_before = ?2 + ?3, lease_owner = NULL, lease_expires = NULL, "
-	    "error_code = ?4, error_message = ?5, updated_at = ?2 "
-	    "WHERE id = ?6 AND state = 'running' AND lease_owner = ?7", err);
+	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET "
+	    "failures = CASE WHEN step > coalesce(claim_step, 0) THEN ?6 "
+	    "ELSE failures + ?6 END, "
+	    "attempts = attempts - ?7, "
+	    "lease_owner = NULL, lease_expires = NULL, not_before = ?1 + ?2, "
+	    "error_code = ?3, error_message = ?4, error_grade = ?5, "
+	    "updated_at = ?1, run_seconds = run_seconds + "
+	    "max(0, ?1 - coalesce(claimed_at, ?1)) "
+	    "WHERE id = ?8 AND state = 'running' AND (?9 IS NULL OR "
+	    "lease_owner = ?9)", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int(s, 1, refund_attempt ? 1 : 0);
-	sqlite3_bind_double(s, 2, now);
-	sqlite3_bind_double(s, 3, backoff_seconds);
-	store_bind_text(s, 4, code);
-	store_bind_text(s, 5, message);
-	sqlite3_bind_int64(s, 6, id);
-	store_bind_text(s, 7, owner);
-	if ((r = transition(st, s, id, "requeue", err)) != LQ_OK) {
-		store_rollback(st);
+	double now = util_now();
+	sqlite3_bind_double(s, 1, now);
+	sqlite3_bind_double(s, 2, backoff);
+	store_bind_text(s, 3, code);
+	store_bind_text(s, 4, message);
+	store_bind_text(s, 5, grade == LQ_OK ? NULL : error_status_name(grade));
+	sqlite3_bind_int(s, 6, reason == JOB_REQUEUE_CRASH ? 1 : 0);
+	sqlite3_bind_int(s, 7, reason == JOB_REQUEUE_HOST ? 1 : 0);
+	sqlite3_bind_int64(s, 8, id);
+	store_bind_text(s, 9, owner);
+	enum lq_status r = transition(st, s, id, "requeue", err);
+	if (r != LQ_OK)
 		return r;
-	}
+	/* the state follows from the new failure count */
+	s = store_prepare_cached(st, "UPDATE jobs SET state = CASE WHEN "
+	    "failures >= max_attempts THEN 'poisoned' ELSE 'queued' END, "
+	    "finished_at = CASE WHEN failures >= max_attempts THEN ?1 END "
+	    "WHERE id = ?2", err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_double(s, 1, now);
+	sqlite3_bind_int64(s, 2, id);
+	if ((r = store_step_done(st, s, "UPDATE jobs", err)) != LQ_OK)
+		return r;
 	struct store_job j;
-	if ((r = store_get_job(st, id, &j, err)) != LQ_OK) {
-		store_rollback(st);
+	if ((r = store_get_job(st, id, &j, err)) != LQ_OK)
 		return r;
-	}
 	if (new_state != NULL)
 		*new_state = j.state;
-	const char *kind = j.state == JOB_STATE_POISONED ? "poisoned" :
-	    "requeued";
+	cJSON *d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "reason", job_requeue_reason_name(reason));
+	if (code != NULL)
+		cJSON_AddStringToObject(d, "code", code);
+	cJSON_AddNumberToObject(d, "failures", j.failures);
+	cJSON_AddNumberToObject(d, "max_attempts", j.max_attempts);
+	cJSON_AddNumberToObject(d, "step", j.step);
+	cJSON_AddBoolToObject(d, "progress", j.step > j.claim_step);
+	if (backoff > 0 && j.state == JOB_STATE_QUEUED)
+		cJSON_AddNumberToObject(d, "backoff_seconds", backoff);
+	char *detail = cJSON_PrintUnformatted(d);
+	cJSON_Delete(d);
+	r = store_add_event(st, id, j.state == JOB_STATE_POISONED ? "poisoned" :
+	    "requeued", detail, err);
+	cJSON_free(detail);
 	store_job_clear(&j);
-	if ((r = store_add_event(st, id, kind, NULL, err)) != LQ_OK) {
+	return r;
+}
+
+enum lq_status
+store_requeue_job(struct store *st, int64_t id, const char *owner,
+    double backoff_seconds, enum job_requeue_reason reason, const char *code,
+    enum lq_status grade, const char *message, enum job_state *new_state,
+    struct lq_error *err)
+{
+	LQ_ASSERT(owner != NULL);
+	enum lq_status r = store_begin_fenced(st, id, err);
+	if (r != LQ_OK)
+		return r;
+	if ((r = requeue(st, id, owner, backoff_seconds, reason, code, grade,
+	    message, new_state, err)) != LQ_OK) {
 		store_rollback(st);
 		return r;
 	}
@@ -821,9 +891,10 @@ store_fail_job(struct store *st, int64_t id, const char *owner,
 {
 	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
 	    "'poisoned', lease_owner = NULL, lease_expires = NULL, "
-	    "error_code = ?, error_message = ?, updated_at = ?3, "
-	    "finished_at = ?3 WHERE id = ? AND state = 'running' AND "
-	    "lease_owner = ?", err);
+	    "error_code = ?1, error_message = ?2, error_grade = 'failed', "
+	    "updated_at = ?3, finished_at = ?3, run_seconds = run_seconds + "
+	    "max(0, ?3 - coalesce(claimed_at, ?3)) WHERE id = ?4 AND state = "
+	    "'running' AND lease_owner = ?5", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, code);
@@ -839,6 +910,7 @@ store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
 {
 	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
 	    "'cancelled', lease_owner = NULL, lease_expires = NULL, "
+	    "error_code = NULL, error_message = NULL, error_grade = NULL, "
 	    "updated_at = ?1, finished_at = ?1 WHERE id = ?2 AND state IN "
 	    "('queued', 'running')", err);
 	if (s == NULL)
@@ -852,7 +924,8 @@ enum lq_status
 store_retry_job(struct store *st, int64_t id, struct lq_error *err)
 {
 	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'queued', "
-	    "attempts = 0, not_before = NULL, finished_at = NULL, "
+	    "attempts = 0, failures = 0, not_before = NULL, finished_at = NULL, "
+	    "error_code = NULL, error_message = NULL, error_grade = NULL, "
 	    "updated_at = ?1 WHERE id = ?2 AND state IN ('poisoned', "
 	    "'cancelled')", err);
 	if (s == NULL)
@@ -860,6 +933,46 @@ store_retry_job(struct store *st, int64_t id, struct lq_error *err)
 	sqlite3_bind_double(s, 1, util_now());
 	sqlite3_bind_int64(s, 2, id);
 	return transition_with_event(st, s, id, "retry", "retried", NULL, err);
+}
+
+enum lq_status
+store_redo_job(struct store *st, int64_t id, const char *reason,
+    struct lq_error *err)
+{
+	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'queued', "
+	    "failures = 0, not_before = NULL, finished_at = NULL, error_code = "
+	    "NULL, error_message = NULL, error_grade = NULL, updated_at = ?1 "
+	    "WHERE id = ?2 AND state = 'done'", err);
+	if (s == NULL)
+		return err->status;
+	sqlite3_bind_double(s, 1, util_now());
+	sqlite3_bind_int64(s, 2, id);
+	enum lq_status r = transition(st, s, id, "redo", err);
+	if (r == LQ_OK) {
+		sqlite3_stmt *d = store_prepare_cached(st,
+		    "DELETE FROM artifacts WHERE job_id = ?", err);
+		if (d == NULL) {
+			r = err->status;
+		} else {
+			sqlite3_bind_int64(d, 1, id);
+			r = store_step_done(st, d, "DELETE artifacts", err);
+		}
+	}
+	if (r != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "reason", reason);
+	char *detail = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	r = store_add_event(st, id, "redo", detail, err);
+	cJSON_free(detail);
+	if (r != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	return store_commit(st, err);
 }
 
 enum lq_status

@@ -11,23 +11,37 @@
  *   ┌──────────────▶│ queued │──────────────┐    │ rejected │ (terminal)
  *   │               └────────┘              │    └──────────┘
  *   │        store_claim_job │  ▲           ▼
- *   │                        ▼  │ store_requeue_job (crash, signal,
- *   │               ┌─────────┐ │   lease expiry; attempts < max)
- *   │               │ running │─┘
+ *   │                        ▼  │ store_requeue_job (crash, retry, signal,
+ *   │               ┌─────────┐ │   host fault; lease expiry: failures <
+ *   │               │ running │─┘   max_attempts)
  *   │               └─────────┘──────────────┐ store_cancel_job
- *   │  store_finish_job │  │ store_requeue_job (attempts = max)
+ *   │  store_finish_job │  │ store_requeue_job (failures = max)
  *   │                   ▼  │  / store_fail_job       ▼
  *   │             ┌──────┐ │                  ┌───────────┐
  *   │             │ done │ └────────┐         │ cancelled │──┐
- *   │             └──────┘          ▼         └───────────┘  │
+ *   │             └──────┘ store_redo_job (its output is missing or
+ *   │               → queued            changed: rendered again)
+ *   │                               ▼         └───────────┘  │
  *   │                         ┌──────────┐                   │
  *   └─────────────────────────│ poisoned │◀──────────────────┘
  *        store_retry_job      └──────────┘   (retry goes to queued)
  *
+ * Attempts and failures (issue 21): `attempts` counts every claim;
+ * `failures` counts the job's own faults (a crash: a signal or an
+ * unexpected exit of its worker) since it last made progress, and only
+ * failures poison it (failures reaching max_attempts).  Progress is a
+ * checkpoint committed by the attempt (jobs.step beyond claim_step): a
+ * crash after progress restarts the count at 1, anything else after
+ * progress at 0.  A lost lease, an interruption (SIGTERM), a RETRY-graded
+ * error and a host fault never count; a host fault also gives the attempt
+ * back.  Every requeue records a "requeued" (or "poisoned") event whose
+ * detail names the reason (job_requeue_reason_name), the code, the
+ * failures and whether the attempt made progress.
+ *
  * Leases: a claim sets lease_owner and lease_expires; the owner renews it
  * with store_renew_lease.  store_claim_job first returns every running job
  * whose lease expired (or whose owner on this host is provably dead) to
- * queued — or poisoned when its attempts are spent — then claims.
+ * queued, as a JOB_REQUEUE_LEASE_LOST requeue — then claims.
  *
  * Fencing: every claim increments the job's lease_token.  A worker binds
  * its store handle to the claim it renders under with store_hold_lease;
@@ -36,7 +50,8 @@
  * in a transaction that first checks that the job is still running under
  * that owner and token.  A worker whose lease was lost (reaped after its
  * supervisor died or its lease expired, taken over, cancelled) therefore
- * writes nothing: the write fails with LQ-JOB-005 and changes no row.
+ * writes nothing: the write fails with JOB_CODE_LEASE_LOST (LQ-JOB-005)
+ * and changes no row.
  * Ownership passes only through a transaction that changes lease_owner /
  * lease_token, so the row is the one truth; expiry alone does not fence
  * (a lapsed lease that nobody reaped is still the holder's).
@@ -83,7 +98,7 @@ struct store_job_new {
 	const char *config_json;	/* canonical JSON */
 	const char *config_digest;
 	const char *model_digests;	/* JSON or NULL */
-	int priority;
+	int64_t priority;	/* queue order, higher first; |v| <= 2^53 (manifest) */
 	int max_attempts;
 	int total_steps;
 	const char *output_path;	/* may be NULL */
@@ -100,17 +115,26 @@ struct store_job {
 	char *name;
 	enum job_state state;
 	char *config_json, *config_digest, *model_digests;
-	int priority, attempts, max_attempts, step, total_steps;
+	int64_t priority;
+	int attempts, max_attempts, step, total_steps;
 	char *lease_owner;
 	int64_t lease_token;		/* which claim (see Fencing above) */
 	double lease_expires, not_before;	/* 0 when NULL */
 	char *phase, *error_code, *error_message, *output_path;
 	double created_at, updated_at, finished_at;
+	int failures;			/* job faults since the last progress */
+	int claim_step;			/* step when the current attempt began */
+	double claimed_at, started_at;	/* this attempt, the first; 0 if none */
+	double run_seconds;		/* wall time of the ended attempts */
+	char *error_grade;		/* "retry", "failed", "fatal" or NULL */
 	/* from the request */
 	char *manifest_path, *request_json;
 	int request_line;
 };
 void store_job_clear(struct store_job *job);
+
+/* The code of a fenced write refused because the lease is not held. */
+#define JOB_CODE_LEASE_LOST "LQ-JOB-005"
 
 /* One claim of a job: its holder and fencing token (borrowed strings). */
 struct store_lease {
@@ -208,28 +232,58 @@ enum lq_status store_pin_model_digest(struct store *st, int64_t id,
 enum lq_status store_finish_job(struct store *st, int64_t id, const char *owner,
     const char *output_path, struct lq_error *err);
 
+/* Why a running job goes back to the queue (see "Attempts" above). */
+enum job_requeue_reason {
+	JOB_REQUEUE_CRASH,	/* the job's fault: counts a failure */
+	JOB_REQUEUE_RETRY,	/* a RETRY-graded error: backoff, no failure */
+	JOB_REQUEUE_INTERRUPTED,/* SIGTERM / preemption: no failure */
+	JOB_REQUEUE_HOST,	/* this host cannot render: attempt given back */
+	JOB_REQUEUE_LEASE_LOST,	/* its worker vanished (reaped lease) */
+};
+/* "crash", "retry", "interrupted", "host", "lease_lost". */
+const char *job_requeue_reason_name(enum job_requeue_reason r);
+
 /*
- * running → queued (not claimable for backoff_seconds) while attempts <
- * max_attempts, else → poisoned; records code/message as the last error.
- * *new_state (may be NULL) gets the state it went to.  With
- * `refund_attempt` the attempt is not counted (an interruption the job
- * did not cause, such as SIGTERM).
+ * running → queued (not claimable for backoff_seconds), or → poisoned when
+ * the failures reach max_attempts (only JOB_REQUEUE_CRASH counts one);
+ * records code, grade (LQ_OK for none) and message as the last error and
+ * a "requeued"/"poisoned" event naming the reason.  *new_state (may be
+ * NULL) gets the state it went to.  LQ-JOB-002 when `owner` does not hold
+ * the job.
  */
 enum lq_status store_requeue_job(struct store *st, int64_t id,
-    const char *owner, double backoff_seconds, int refund_attempt,
-    const char *code, const char *message, enum job_state *new_state,
-    struct lq_error *err);
+    const char *owner, double backoff_seconds, enum job_requeue_reason reason,
+    const char *code, enum lq_status grade, const char *message,
+    enum job_state *new_state, struct lq_error *err);
+
+/*
+ * Is this lease owner ("host:pid:starttime") a process of this host that
+ * provably no longer exists?  0 for another host's owner (undecidable).
+ */
+int store_lease_owner_dead(const char *owner);
 
 /* running → poisoned at once (an error retrying cannot fix). */
 enum lq_status store_fail_job(struct store *st, int64_t id, const char *owner,
     const char *code, const char *message, struct lq_error *err);
 
-/* queued or running → cancelled.  Other states: LQ-JOB-002. */
+/* queued or running → cancelled, last error cleared.  Else LQ-JOB-002. */
 enum lq_status store_cancel_job(struct store *st, int64_t id,
     struct lq_error *err);
 
-/* poisoned or cancelled → queued with attempts reset.  Else LQ-JOB-002. */
+/*
+ * poisoned or cancelled → queued with attempts, failures and the last
+ * error cleared.  Else LQ-JOB-002.
+ */
 enum lq_status store_retry_job(struct store *st, int64_t id,
+    struct lq_error *err);
+
+/*
+ * done → queued because its recorded output is missing or changed: the
+ * job's artifact rows are forgotten, a "redo" event {reason} recorded, and
+ * its checkpoints kept (a final one makes the render a re-decode).
+ * LQ-JOB-002 for a job that is not done.
+ */
+enum lq_status store_redo_job(struct store *st, int64_t id, const char *reason,
     struct lq_error *err);
 
 /* Appends an event; detail is JSON text or NULL. */

@@ -26,6 +26,12 @@ struct store {
 	} cache[STORE_STMT_CACHE];
 };
 
+/*
+ * "file:PATH?QUERY" with PATH percent-encoded where a URI needs it ('%',
+ * '?', '#'); sqlite3_free() it.  For SQLITE_OPEN_URI opens and ATTACH.
+ */
+char *store_file_uri(const char *path, const char *query);
+
 /* The raw handle, for the files of src/store/. */
 sqlite3 *store_db(struct store *st);
 

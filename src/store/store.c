@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/embed.h"
 #include "core/util.h"
@@ -160,6 +161,18 @@ store_schema_version(struct store *st)
 	return v;
 }
 
+/* LQ-DB-002: the database's schema is newer than this binary's. */
+static enum lq_status
+schema_too_new(struct store *st, int have, struct lq_error *err)
+{
+	error_set(err, LQ_FAILED, "LQ-DB-002",
+	    "queue database %s has schema version %d, newer than this "
+	    "latentq knows (%d)", st->path, have, store_schema_latest());
+	error_set_hint(err, "use a newer latentq, or another database "
+	    "with --db");
+	return LQ_FAILED;
+}
+
 static enum lq_status
 migrate(struct store *st, struct lq_error *err)
 {
@@ -167,14 +180,8 @@ migrate(struct store *st, struct lq_error *err)
 	int latest = store_schema_latest();
 	if (have < 0)
 		return store_sql_error(st, "PRAGMA user_version", err);
-	if (have > latest) {
-		error_set(err, LQ_FAILED, "LQ-DB-002",
-		    "queue database %s has schema version %d, newer than this "
-		    "latentq knows (%d)", st->path, have, latest);
-		error_set_hint(err, "use a newer latentq, or another database "
-		    "with --db");
-		return LQ_FAILED;
-	}
+	if (have > latest)
+		return schema_too_new(st, have, err);
 	for (const struct embed_file *f = store_migrations; f->name; f++) {
 		int version = atoi(f->name);
 		if (version <= have)
@@ -206,8 +213,115 @@ migrate(struct store *st, struct lq_error *err)
 	return LQ_OK;
 }
 
+static enum lq_status open_read_write(const char *path, int check,
+    struct store **out, struct lq_error *err);
+
+char *
+store_file_uri(const char *path, const char *query)
+{
+	struct strbuf sb = {0};
+	strbuf_append(&sb, "file:", 5);
+	for (const char *p = path; *p; p++) {
+		if (*p == '%' || *p == '?' || *p == '#')
+			strbuf_printf(&sb, "%%%02X", (unsigned char)*p);
+		else
+			strbuf_append(&sb, p, 1);
+	}
+	char *s = strbuf_release(&sb);
+	char *uri = sqlite3_mprintf("%s?%s", s, query);
+	free(s);
+	return uri;
+}
+
+/* sqlite3_open_v2 read-only, `immutable` through the URI parameter. */
+static int
+open_ro_handle(const char *path, int immutable, sqlite3 **db)
+{
+	char *uri = store_file_uri(path, immutable ? "mode=ro&immutable=1" :
+	    "mode=ro");
+	int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY |
+	    SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, NULL);
+	sqlite3_free(uri);
+	return rc;
+}
+
+/* Read-only: nothing is created, no pragma writes, no migration. */
+static enum lq_status
+open_readonly(const char *path, struct store **out, struct lq_error *err)
+{
+	struct store *st = xcalloc(1, sizeof(*st));
+	st->path = xstrdup(path);
+	*out = NULL;
+	int rc = open_ro_handle(path, 0, &st->db);
+	if (rc == SQLITE_OK && store_schema_version(st) < 0) {
+		/*
+		 * A WAL database in a read-only folder, with no -shm beside
+		 * it: SQLite cannot create the shared-memory file, so the
+		 * read fails (SQLITE_READONLY_CANTINIT / CANTOPEN).  Nobody
+		 * can be writing it there (a writer needs the -wal and -shm
+		 * files), so it is read as immutable instead.
+		 */
+		int primary = sqlite3_errcode(st->db) & 0xff;
+		if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN) {
+			sqlite3_close_v2(st->db);
+			st->db = NULL;
+			rc = open_ro_handle(path, 1, &st->db);
+		}
+	}
+	if (rc != SQLITE_OK) {
+		error_set(err, LQ_FAILED, "LQ-DB-005",
+		    "cannot open queue database %s read-only: %s", path,
+		    st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+		store_close(st);
+		return LQ_FAILED;
+	}
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	int have = store_schema_version(st);
+	if (have < 0) {
+		enum lq_status s = store_sql_error(st, "PRAGMA user_version", err);
+		store_close(st);
+		return s;
+	}
+	if (have > store_schema_latest()) {
+		schema_too_new(st, have, err);
+		store_close(st);
+		return LQ_FAILED;
+	}
+	if (have < store_schema_latest()) {
+		error_set(err, LQ_FAILED, "LQ-DB-005",
+		    "queue database %s has schema version %d; this latentq "
+		    "reads version %d and cannot migrate a read-only database",
+		    path, have, store_schema_latest());
+		error_set_hint(err, "open it once with write access (latentq "
+		    "submit or run)");
+		store_close(st);
+		return LQ_FAILED;
+	}
+	*out = st;
+	return LQ_OK;
+}
+
+enum lq_status
+store_open_mode(const char *path, enum store_mode mode, struct store **out,
+    struct lq_error *err)
+{
+	if (mode == STORE_READ_ONLY)
+		return open_readonly(path, out, err);
+	return open_read_write(path, mode == STORE_READ_WRITE_CHECKED, out,
+	    err);
+}
+
 enum lq_status
 store_open(const char *path, struct store **out, struct lq_error *err)
+{
+	return open_read_write(path, 0, out, err);
+}
+
+/* store_open; with `check`, PRAGMA quick_check before anything is written
+ * (migrations included). */
+static enum lq_status
+open_read_write(const char *path, int check, struct store **out,
+    struct lq_error *err)
 {
 	struct store *st = xcalloc(1, sizeof(*st));
 	st->path = xstrdup(path);
@@ -238,12 +352,29 @@ store_open(const char *path, struct store **out, struct lq_error *err)
 	     * can without extra I/O. */
 	    (s = store_exec(st, "PRAGMA secure_delete = FAST;", err)) != LQ_OK ||
 	    (s = store_exec(st, "PRAGMA foreign_keys = ON;", err)) != LQ_OK ||
+	    (check && (s = store_check(st, 1, NULL, err)) != LQ_OK) ||
 	    (s = migrate(st, err)) != LQ_OK) {
 		store_close(st);
 		return s;
 	}
 	*out = st;
 	return LQ_OK;
+}
+
+enum lq_status
+store_open_existing(const char *path, struct store **out,
+    struct lq_error *err)
+{
+	struct stat sb;
+	*out = NULL;
+	if (stat(path, &sb) != 0 && errno == ENOENT) {
+		error_set(err, LQ_FAILED, "LQ-DB-NOENT", "no queue database at %s",
+		    path);
+		error_set_hint(err, "`latentq submit` or `latentq render` creates "
+		    "one; or name another with -d or LATENTQ_DB");
+		return LQ_FAILED;
+	}
+	return store_open(path, out, err);
 }
 
 void

@@ -23,7 +23,7 @@
 struct store;
 
 /* Error code of a write that failed because the database's disk is full. */
-#define STORE_CODE_STORAGE "LQ-DB-004"
+#define STORE_CODE_STORAGE "LQ-DB-007"
 
 /*
  * Opens (creating if needed) the database at `path`, turns on WAL, foreign
@@ -34,6 +34,68 @@ struct store;
 enum lq_status store_open(const char *path, struct store **out,
     struct lq_error *err);
 void store_close(struct store *st);
+
+enum store_mode {
+	STORE_READ_WRITE,	/* store_open */
+	/*
+	 * store_open, then PRAGMA quick_check: a database that fails it is
+	 * refused (LQ_FAILED, code LQ-DB-004, the first problems in the
+	 * message) before anything is written.  For workers and submit.
+	 */
+	STORE_READ_WRITE_CHECKED,
+	/*
+	 * SQLITE_OPEN_READONLY: for status, show, list.  Works on a file of
+	 * mode 0444 and in a read-only folder; nothing is created, migrated
+	 * or changed.  A database that does not exist, or whose schema is
+	 * older than this binary's, is refused (LQ-DB-005).
+	 */
+	STORE_READ_ONLY,
+};
+
+/* store_open with a mode; STORE_READ_WRITE is store_open itself. */
+enum lq_status store_open_mode(const char *path, enum store_mode mode,
+    struct store **out, struct lq_error *err);
+
+/*
+ * Runs PRAGMA quick_check (quick = 1: O(N), skips index/table agreement)
+ * or PRAGMA integrity_check (quick = 0) on an open store.  LQ_OK when the
+ * database is sound; LQ_FAILED with code LQ-DB-004 and the first problems
+ * SQLite reports in err otherwise.  *problems (may be NULL) gets a
+ * caller-owned text of every line reported (at most 100), or NULL when
+ * sound.
+ */
+enum lq_status store_check(struct store *st, int quick, char **problems,
+    struct lq_error *err);
+
+/* What store_repair copied, per table. */
+struct store_repair_table {
+	char name[64];
+	int64_t copied;		/* rows written to the new database */
+	int64_t unreadable;	/* rowid ranges skipped after a read error */
+	int64_t dropped;	/* copied rows removed: they named a lost parent */
+};
+
+/*
+ * Copies what is readable of the database at `src` into a NEW database at
+ * `dst` (refused if it exists): the new one gets this binary's schema, then
+ * every table is copied row by row in rowid order, columns the two schemas
+ * share.  A read error (a corrupt page) skips ahead in rowid until rows
+ * read again, so one bad page costs the rows on it, not the rest of the
+ * table.  Rows whose foreign keys name a row that was lost are dropped.
+ * src is opened read-only and never changed.  *tables (caller frees) gets
+ * one entry per table, *n their count.  On failure dst is removed.
+ */
+enum lq_status store_repair(const char *src, const char *dst,
+    struct store_repair_table **tables, size_t *n, struct lq_error *err);
+
+/*
+ * store_open for commands that only read or change an existing queue
+ * (status, show, list, cancel, the worker child): a path that does not
+ * exist is LQ_FAILED with code LQ-DB-NOENT naming it, and nothing is
+ * created; an existing database is opened (and migrated) as store_open.
+ */
+enum lq_status store_open_existing(const char *path, struct store **out,
+    struct lq_error *err);
 
 /* Schema version of the open database, and the newest this binary knows. */
 int store_schema_version(struct store *st);

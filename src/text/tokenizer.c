@@ -5,6 +5,7 @@
  */
 #include "text/tokenizer.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +194,7 @@ read_json(const char *path, bool required, struct lq_error *err, bool *bad)
 	if (text == NULL) {
 		if (required) {
 			error_set(err, LQ_FAILED, "LQ-TOK-004",
-			    "cannot read %s", path);
+			    "cannot read %s: %s", path, util_strerror(errno));
 			error_set_where(err, path, 0, 0);
 			*bad = true;
 		}

@@ -19,7 +19,10 @@
 #include "core/util.h"
 #include "store/jobs.h"
 #include "store/store.h"
+#include "worker/protocol.h"
 #include "worker/supervisor.h"
+#include "worker/webhooks.h"
+#include "store/webhooks.h"
 
 #define TAIL_SIZE 2048
 
@@ -30,17 +33,6 @@ on_signal(int sig)
 {
 	(void)sig;
 	signals_seen++;
-}
-
-static double
-env_seconds(const char *name, double def)
-{
-	const char *v = getenv(name);
-	if (v == NULL || *v == '\0')
-		return def;
-	char *end;
-	double d = strtod(v, &end);
-	return (*end == '\0' && d >= 0) ? d : def;
 }
 
 void
@@ -141,7 +133,7 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		 * signal survives execv.)  If the supervisor died before the
 		 * prctl, getppid() already names another process. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-			_exit(SUPERVISOR_EXIT_LEASE_LOST);
+			_exit(WORKER_EXIT_LEASE_LOST);
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
 		close(fds[1]);
@@ -208,6 +200,7 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 	/* Renew often: a cancel is noticed at the next renewal. */
 	double every = lease / 4 < 2.0 ? lease / 4 : 2.0;
 	double next_renew = util_monotonic() + every;
+	double stop_within = supervisor_stop_seconds(), term_at = 0;
 	int termed = 0, killed = 0, status = 0;
 	int seen = signals_seen;
 	for (;;) {
@@ -219,6 +212,9 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 			if (n > 0) {
 				tail_add(tail, buf, (size_t)n);
 				fwrite(buf, 1, (size_t)n, stderr);
+				/* a progress line drawn by the child stays open until
+				 * its newline: our own messages clear it first */
+				log_partial_line(buf[n - 1] != '\n');
 			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 				close(ch->err_fd);
 				ch->err_fd = -1;
@@ -242,14 +238,26 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 		if (signals_seen != seen) {
 			seen = signals_seen;
 			if (!termed) {
-				log_info("asking job %lld to checkpoint and stop "
-				    "(signal again to stop at once)", (long long)job->id);
+				log_info("asking job %lld to checkpoint and stop within "
+				    "%.0f s (signal again to stop at once)",
+				    (long long)job->id, stop_within);
 				kill(ch->pid, SIGTERM);
 				termed = 1;
+				term_at = util_monotonic();
 			} else if (!killed) {
 				kill(ch->pid, SIGKILL);
 				killed = 1;
 			}
+		}
+		/* The bound of latentq(1): a step slower than it is abandoned;
+		 * the last committed checkpoint is where the job resumes. */
+		if (termed && !killed && signals_seen &&
+		    util_monotonic() - term_at >= stop_within) {
+			log_warn("job %lld did not stop within %.0f s; stopping it "
+			    "now (it resumes from its last committed step)",
+			    (long long)job->id, stop_within);
+			kill(ch->pid, SIGKILL);
+			killed = 1;
 		}
 		if (util_monotonic() >= next_renew) {
 			struct lq_error err;
@@ -274,6 +282,7 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 				*lost_lease = 1;
 				kill(ch->pid, SIGTERM);
 				termed = 1;
+				term_at = util_monotonic();
 			}
 			next_renew = util_monotonic() + every;
 		}
@@ -302,11 +311,17 @@ crash_detail(int status, const struct store_job *after, const struct tail *t)
 	return s;
 }
 
-/* Backoff before attempt n+1: base * 2^(n-1), capped at 10 minutes. */
+double
+supervisor_stop_seconds(void)
+{
+	return util_env_seconds("LATENTQ_STOP_SECONDS", 20.0);
+}
+
+/* Backoff after the n-th retry or failure: base * 2^(n-1), capped at 10 minutes. */
 static double
 backoff_for(int attempts)
 {
-	double base = env_seconds("LATENTQ_RETRY_BACKOFF", 5.0);
+	double base = util_env_seconds("LATENTQ_RETRY_BACKOFF", 5.0);
 	double b = base;
 	for (int i = 1; i < attempts && b < 600; i++)
 		b *= 2;
@@ -323,7 +338,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	memset(res, 0, sizeof(*res));
 	char owner[320];
 	supervisor_owner(owner, sizeof(owner));
-	double lease = env_seconds("LATENTQ_LEASE_SECONDS", 60);
+	double lease = util_env_seconds("LATENTQ_LEASE_SECONDS", 60);
 
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_signal;
@@ -332,7 +347,9 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	sigaction(SIGTERM, &sa, &old_term);
 	signals_seen = 0;
 
-	int claims = 0, interrupted = 0, fatal = 0, storage = 0;
+	int claims = 0, interrupted = 0, fatal = 0, host = 0, storage = 0;
+	/* notifications a previous run left pending */
+	worker_deliver_webhooks(st, 0);
 	while (!signals_seen && (opt->max_jobs == 0 || claims < opt->max_jobs)) {
 		struct lq_error err;
 		error_clear(&err);
@@ -361,6 +378,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			if (at < 0 && opt->mode == SUPERVISOR_ONCE &&
 			    !(opt->only_ids != NULL && running > 0))
 				break;
+			worker_deliver_webhooks(st, 0);
 			/* wait for a backoff to pass, a new job, or a lease to lapse */
 			double wait = at > 0 ? at - util_now() : 1.0;
 			if (wait > 1.0)
@@ -371,20 +389,25 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			continue;
 		}
 		claims++;
+		if (opt->webhook != NULL &&
+		    store_add_job_webhook(st, job.id, opt->webhook, &err) != LQ_OK)
+			error_print(&err, stderr);
 		struct compile_scan scan = {0};
 		store_list_events(st, job.id, scan_event, &scan, &err);
 		int no_cache = scan.compile_crash;
 		if (no_cache)
 			store_add_event(st, job.id, "cache_off_retry", NULL, &err);
-		log_info("job %lld %s: attempt %d/%d", (long long)job.id, job.name,
-		    job.attempts, job.max_attempts);
+		log_info("job %lld %s: attempt %d (failures %d/%d)",
+		    (long long)job.id, job.name, job.attempts, job.failures,
+		    job.max_attempts);
 		struct child ch;
 		if (spawn_child(opt, &job, owner, no_cache, &ch) != 0) {
-			log_error("cannot start a worker process: %s", strerror(errno));
-			store_requeue_job(st, job.id, owner, backoff_for(job.attempts),
-			    1, "LQ-RUN-SPAWN", strerror(errno), NULL, &err);
+			int e = errno;
+			log_error("cannot start a worker process: %s", strerror(e));
+			store_requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
+			    "LQ-RUN-SPAWN", LQ_FATAL, strerror(e), NULL, &err);
 			store_job_clear(&job);
-			fatal = 1;
+			host = 1;
 			break;
 		}
 		struct tail tail = {0};
@@ -397,67 +420,98 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			fatal = 1;
 			break;
 		}
-		int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		if (code == 0 && after.state == JOB_STATE_DONE) {
+		struct worker_report rep;
+		worker_read_report(st, job.id, &rep, &err);
+		enum worker_outcome o = worker_outcome_of(status);
+		const char *phase = after.phase ? after.phase : "start";
+		enum job_state ns = JOB_STATE_QUEUED;
+		enum lq_status rr = LQ_OK;
+		if (o == WORKER_DONE && after.state == JOB_STATE_DONE) {
 			res->done++;
-		} else if (code == 65 && after.state == JOB_STATE_POISONED) {
+		} else if (o == WORKER_FAILED && after.state == JOB_STATE_POISONED) {
 			res->poisoned++;
 			res->failed_data++;
-		} else if (lost || code == SUPERVISOR_EXIT_LEASE_LOST) {
+			log_error("job %lld %s failed: %s", (long long)job.id, job.name,
+			    after.error_message ? after.error_message : "");
+		} else if (lost || o == WORKER_LEASE_LOST) {
 			/* cancelled or taken over: nothing of ours to record */
 			if (!lost)
 				log_warn("job %lld %s was taken over; its worker "
 				    "stopped without writing", (long long)job.id,
 				    job.name);
-		} else if (code == SUPERVISOR_EXIT_STORAGE) {
-			/* a full disk is the host's fault, not the job's: give
-			 * the job back (its checkpoints are kept) and stop */
-			store_requeue_job(st, job.id, owner, 0, 1, "LQ-RUN-STORAGE",
-			    "storage exhausted while rendering (the worker's "
-			    "error is above); resumes from its last checkpoint",
-			    NULL, &err);
+		} else if (o == WORKER_IOERR) {
+			/* a full or failing disk (outputs or database) is the
+			 * host's fault, not the job's: give the job back (its
+			 * checkpoints are kept, so the next run resumes) and stop;
+			 * retrying here would only fill the same disk again */
+			rr = store_requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
+			    rep.present ? rep.code : "LQ-RUN-STORAGE", LQ_RETRY,
+			    rep.present ? rep.message : "the disk of the outputs or "
+			    "of the database failed (the worker's error is above); "
+			    "resumes from its last checkpoint", NULL, &err);
+			log_error("job %lld %s given back: %s; stopping",
+			    (long long)job.id, job.name, rep.present ? rep.message :
+			    "storage failed");
 			storage = 1;
-		} else if (code == 70) {
-			/* the worker cannot render on this host (its error is on
-			 * stderr above): give the job back untouched and stop */
-			store_requeue_job(st, job.id, owner, 0, 1, "LQ-RUN-WORKER",
-			    "the worker could not start rendering on this host",
-			    NULL, &err);
-			fatal = 1;
-		} else if (code == 75 && signals_seen) {
-			/* interrupted at our request: resumable, attempt refunded */
-			store_add_event(st, job.id, "interrupted", NULL, &err);
-			store_requeue_job(st, job.id, owner, 0, 1, "LQ-RUN-INT",
-			    "interrupted; resumes from its last checkpoint", NULL,
+		} else if (o == WORKER_HOST) {
+			/* this host cannot render (its error is on stderr above):
+			 * give the job back untouched and stop */
+			rr = store_requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
+			    rep.present ? rep.code : "LQ-RUN-HOST", rep.present ?
+			    rep.grade : LQ_FATAL, rep.present ? rep.message :
+			    "this host could not start rendering", NULL, &err);
+			log_error("this host cannot render (job %lld %s given back "
+			    "untouched); stopping", (long long)job.id, job.name);
+			host = 1;
+		} else if (signals_seen || (o == WORKER_TEMPFAIL && rep.present &&
+		    strcmp(rep.code, "LQ-RUN-INT") == 0)) {
+			/* interrupted (at our request, or the child's own SIGTERM):
+			 * the lease goes back at once, no failure */
+			char msg[160];
+			snprintf(msg, sizeof(msg), "interrupted at step %d/%d; resumes "
+			    "from there", after.step, after.total_steps);
+			char *detail = crash_detail(status, &after, &tail);
+			store_add_event(st, job.id, "interrupted", detail, &err);
+			free(detail);
+			rr = store_requeue_job(st, job.id, owner, 0,
+			    JOB_REQUEUE_INTERRUPTED, "LQ-RUN-INT", LQ_RETRY, msg, NULL,
 			    &err);
 			interrupted = 1;
 			res->interrupted++;
+		} else if (o == WORKER_TEMPFAIL) {
+			/* a RETRY-graded error: backoff, no failure counted */
+			double b = backoff_for(job.attempts);
+			rr = store_requeue_job(st, job.id, owner, b, JOB_REQUEUE_RETRY,
+			    rep.present ? rep.code : "LQ-RUN-RETRY", LQ_RETRY,
+			    rep.present ? rep.message : "the worker failed in a way "
+			    "that may pass next time", &ns, &err);
+			res->retried++;
+			log_warn("job %lld %s: %s (retry); again in %.0f s",
+			    (long long)job.id, job.name, rep.present ? rep.code :
+			    "LQ-RUN-RETRY", b);
 		} else {
 			char *detail = crash_detail(status, &after, &tail);
 			char msg[512];
 			if (WIFSIGNALED(status))
 				snprintf(msg, sizeof(msg), "worker killed by SIG%s in "
 				    "phase %s (step %d)", sigabbrev_np(WTERMSIG(status)) ?
-				    sigabbrev_np(WTERMSIG(status)) : "?",
-				    after.phase ? after.phase : "start", after.step);
+				    sigabbrev_np(WTERMSIG(status)) : "?", phase,
+				    after.step);
 			else
 				snprintf(msg, sizeof(msg), "worker exited with status %d "
-				    "in phase %s (step %d)", code, after.phase ?
-				    after.phase : "start", after.step);
+				    "in phase %s (step %d)", WEXITSTATUS(status), phase,
+				    after.step);
 			store_add_event(st, job.id, "crashed", detail, &err);
 			free(detail);
-			int compile_crash = after.phase != NULL &&
-			    strcmp(after.phase, "compile") == 0 && !no_cache &&
-			    WIFSIGNALED(status);
-			enum job_state ns = JOB_STATE_QUEUED;
-			if (signals_seen) {
-				store_requeue_job(st, job.id, owner, 0, 1, "LQ-RUN-INT",
-				    msg, &ns, &err);
-				interrupted = 1;
-				res->interrupted++;
-			} else if (store_requeue_job(st, job.id, owner,
-			    compile_crash ? 0 : backoff_for(job.attempts),
-			    compile_crash, "LQ-RUN-CRASH", msg, &ns, &err) == LQ_OK) {
+			/* a driver crash while compiling is retried once without
+			 * the pipeline cache, without counting */
+			int compile_crash = strcmp(phase, "compile") == 0 &&
+			    !no_cache && WIFSIGNALED(status);
+			rr = store_requeue_job(st, job.id, owner, compile_crash ? 0 :
+			    backoff_for(job.failures + 1), compile_crash ?
+			    JOB_REQUEUE_RETRY : JOB_REQUEUE_CRASH, "LQ-RUN-CRASH",
+			    LQ_FAILED, msg, &ns, &err);
+			if (rr == LQ_OK) {
 				res->crashed++;
 				if (ns == JOB_STATE_POISONED) {
 					res->poisoned++;
@@ -465,34 +519,35 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 					    job.name, msg);
 				} else {
 					res->retried++;
-					log_warn("job %lld %s: %s; will retry", (long long)job.id,
-					    job.name, msg);
+					log_warn("job %lld %s: %s; will retry",
+					    (long long)job.id, job.name, msg);
 				}
-			} else {
-				error_print(&err, stderr);
 			}
 		}
-		if (code == 65 && after.state == JOB_STATE_POISONED)
-			log_error("job %lld %s failed: %s", (long long)job.id, job.name,
-			    after.error_message ? after.error_message : "");
+		if (rr != LQ_OK)
+			error_print(&err, stderr);
 		store_job_clear(&after);
 		store_job_clear(&job);
-		if (fatal || storage)
+		if (fatal || host || storage)
 			break;
+		worker_deliver_webhooks(st, 0);
 	}
 	if (signals_seen)
 		interrupted = 1;
+	else if (!fatal)
+		/* the retries of this run's notifications, for a while */
+		worker_deliver_webhooks(st, util_env_seconds("LATENTQ_WEBHOOK_WAIT", 60));
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (fatal)
-		return 1;
-	if (storage)
-		return SUPERVISOR_EXIT_STORAGE;
+	if (host)
+		return EXIT_UNAVAILABLE;
+	if (fatal || storage)
+		return EXIT_IOERR;
 	if (interrupted)
-		return 75;
+		return EXIT_TEMPFAIL;
 	if (res->poisoned > res->failed_data)
-		return 1;
+		return EXIT_RUNTIME;
 	if (res->failed_data > 0)
-		return 65;
-	return 0;
+		return EXIT_DATAERR;
+	return EXIT_OK;
 }

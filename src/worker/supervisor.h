@@ -9,33 +9,25 @@
  *   stderr piped back, relaying it and keeping its tail;
  *   renews the lease every LEASE/4 seconds while the child works, and stops
  *   the child if the lease is lost (the job was cancelled);
- *   when the child ends, records what happened as an event and moves the job:
- *     exit 0   → the child marked it done
- *     exit 65  → the child marked it poisoned (an error retrying cannot fix)
- *     exit 75  → interrupted by a signal to the supervisor: queued again,
- *                the attempt refunded
- *     exit 70  → the worker cannot render on this host (no such device):
- *                queued again, attempt refunded, and the supervisor stops
- *     exit 74  → the disk of the outputs or of the database is full or
- *                failing (ENOSPC, EDQUOT, EIO): queued again, attempt
- *                refunded (the last checkpoint is kept, so the next run
- *                resumes), and the supervisor stops with 74
- *     exit 77  → the child found the job no longer leased to it (taken
- *                over, cancelled, reaped): it wrote nothing, and nothing
- *                is recorded — the job is its new holder's
- *     other exit or a signal → "crashed" event (signal, phase, step, stderr
- *                tail); queued with exponential backoff while attempts
- *                remain, else poisoned.  A crash in the compile phase is
- *                retried once with LATENTQ_NO_PIPELINE_CACHE=1 without
- *                counting the attempt.
+ *   when the child ends, records what happened and moves the job, as the
+ *     worker protocol says (worker/protocol.h: the child's exit statuses
+ *     and its worker_error report), counting attempts and failures as
+ *     store/jobs.h says: a crash counts a failure (a crash in the compile
+ *     phase is first retried once with LATENTQ_NO_PIPELINE_CACHE=1, not
+ *     counted); an interruption, a RETRY error, a lost lease never do; a
+ *     host fault gives the job back untouched and stops the supervisor, and
+ *     so does a full or failing disk (the job resumes from its last
+ *     checkpoint on the next run).
  * The child is the supervisor's alone: it gets PR_SET_PDEATHSIG(SIGKILL)
  * right after fork (and exits at once if the supervisor already died before
  * that), so killing the supervisor kills its render; and every write it
  * makes is fenced by the claim's lease token (store/jobs.h), so even a
  * child that outlived its lease writes nothing.
  * SIGINT/SIGTERM: the child is asked (SIGTERM) to finish its step and
- * checkpoint; a second signal kills it (SIGKILL).  Either way the job stays
- * resumable and the supervisor exits 75.
+ * checkpoint; if it has not ended within supervisor_stop_seconds() (or at a
+ * second signal) it is killed (SIGKILL), so its step in progress is lost
+ * and the job resumes from the step before.  Either way the lease is given
+ * back at once and the supervisor exits 75.
  */
 #ifndef LQ_WORKER_SUPERVISOR_H
 #define LQ_WORKER_SUPERVISOR_H
@@ -44,10 +36,6 @@
 #include <stdint.h>
 
 struct store;
-
-/* exec-job exit statuses with a meaning of their own (see above). */
-#define SUPERVISOR_EXIT_STORAGE 74	/* EX_IOERR */
-#define SUPERVISOR_EXIT_LEASE_LOST 77	/* EX_NOPERM */
 
 enum supervisor_mode {
 	SUPERVISOR_ONCE,	/* until no claimable or backing-off job remains */
@@ -64,6 +52,7 @@ struct supervisor_options {
 	int keep_checkpoints;		/* passed to the child (-1: default) */
 	int resume_anywhere;
 	int verbose;
+	const char *webhook;		/* --webhook: also notify this URL */
 };
 
 struct supervisor_result {
@@ -71,14 +60,24 @@ struct supervisor_result {
 };
 
 /*
- * Runs the loop.  Returns the exit status `latentq run` should end with:
- * 0 every job it ran ended done; 1 some ended poisoned; 65 some ended
- * poisoned because their input was bad (LQ_FAILED data errors);
- * 74 stopped because storage is exhausted (jobs resumable);
- * 75 interrupted (jobs resumable).  res may be NULL.
+ * Runs the loop.  Returns the exit status `latentq run` should end with
+ * (core/exit.def): 0 every job it ran ended done; 1 some ended poisoned
+ * by crashes; 65 some ended poisoned because their input was bad
+ * (LQ_FAILED errors); 69 this host cannot render (the job given back);
+ * 74 the queue database failed, or the disk of the outputs or of the
+ * database is full or failing (jobs resumable); 75 interrupted (jobs
+ * resumable).  res may
+ * be NULL.
  */
 int supervisor_run(struct store *st, const struct supervisor_options *opt,
     struct supervisor_result *res);
+
+/*
+ * Seconds between SIGTERM and the end of `run` at most (plus the time to
+ * record it): $LATENTQ_STOP_SECONDS, default 20 — under the 25-30 s that
+ * Kubernetes, GCE and Slurm grant before SIGKILL.  Stated in latentq(1).
+ */
+double supervisor_stop_seconds(void);
 
 /* This process's lease-owner string "host:pid:starttime" into buf. */
 void supervisor_owner(char *buf, size_t n);

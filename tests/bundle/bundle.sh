@@ -37,10 +37,15 @@ LATENTQ_FAULT="kill@denoise:$k#1" "$LATENTQ" -q -d "$T/a.db" run --max-jobs 1 > 
 expect_eq "$(sqlite3 "$T/a.db" "SELECT state || ' ' || max(c.step) FROM jobs, checkpoints c")" "queued $k" "A: queued with a checkpoint at step $k"
 
 # Export it (zstd, signed) and import it into a fresh queue in another folder.
+# A symlink planted at the old temporary name is never written through.
+echo precious > "$T/victim"
+ln -s "$T/victim" "$T/move.tar.zst.part"
 expect_status 0 "$LATENTQ" -d "$T/a.db" export --checkpoints --sign -o "$T/move.tar.zst" clip
+expect_eq "$(cat "$T/victim")" precious "export wrote nothing through a planted symlink"
+rm "$T/move.tar.zst.part"
 expect_grep "exported 1 clip queued checkpoint at step $k" "$T/out"
 expect_grep 'signed' "$T/out"
-checks=$((checks + 1)); [ ! -e "$T/move.tar.zst.part" ] || fail "export left its .part file"
+expect_eq "$(ls "$T" | grep -c '^move\.tar\.zst\..*\.part$')" 0 "export left no temporary"
 expect_status 0 "$LATENTQ" -d "$T/b.db" import --verify default -C "$T/b" "$T/move.tar.zst"
 expect_grep "imported .* clip queued \\(resumes after step $k\\)" "$T/out"
 expect_eq "$(sqlite3 "$T/b.db" "SELECT state || ' ' || step FROM jobs")" "queued $k" "B: imported queued at step $k"
@@ -72,7 +77,7 @@ cp "$T/ref/videos/clip.sheet.png" "$T/sheet.bak"
 printf 'x' >> "$T/ref/videos/clip.sheet.png"
 expect_status 1 "$LATENTQ" -d "$T/ref.db" export -o "$T/y.tar" clip
 expect_grep 'changed after it was recorded' "$T/err"
-checks=$((checks + 1)); [ ! -e "$T/y.tar" ] && [ ! -e "$T/y.tar.part" ] || fail "a refused export left a file"
+checks=$((checks + 1)); [ ! -e "$T/y.tar" ] && [ "$(ls "$T" | grep -c '^y\.tar\.')" -eq 0 ] || fail "a refused export left a file"
 cp "$T/sheet.bak" "$T/ref/videos/clip.sheet.png"
 
 # verify: the MP4 against the signed record, and against this queue.

@@ -35,7 +35,7 @@ fill "$T/outdisk"
 expect_status 74 "$LATENTQ" run --once
 expect_grep 'No space left on device' "$T/err"
 expect_grep 'LQ-IO-005' "$T/err"
-expect_eq "$(q "SELECT state || ' ' || attempts || ' ' || error_code FROM jobs")" "queued 0 LQ-RUN-STORAGE" "queued again, attempt refunded"
+expect_eq "$(q "SELECT state || ' ' || attempts || ' ' || error_code FROM jobs")" "queued 0 LQ-IO-005" "queued again, attempt refunded, the worker's own code recorded"
 expect_eq "$(q "SELECT max(step) FROM checkpoints")" 3 "the final checkpoint is kept"
 expect_eq "$(q "SELECT count(*) FROM artifacts")" 0 "no artifact recorded"
 expect_eq "$(ls "$T/outdisk/videos")" "" "no partial output or temporary left"
@@ -52,7 +52,7 @@ expect_eq "$(b2 "$T/outdisk/videos/k.mp4")" "$ref_mp4" "MP4 identical to the uni
 # recorded, no "queued" line is printed, and it exits 75 naming the errno.
 db=$T/dbdisk/queue.db
 write_manifest "$T/five.yaml" 3 a:1 b:2 c:3 d:4 e:5
-LATENTQ_DB=$db expect_status 0 "$LATENTQ" status	# creates and migrates it
+LATENTQ_DB=$db expect_status 0 "$LATENTQ" model list	# creates and migrates it (model may create; status never does)
 # Another process keeps the database open, as a running worker would, so
 # its WAL index exists before the disk fills and the write that fails is
 # submit's own transaction (the issue's case: the COMMIT).
@@ -66,7 +66,7 @@ while [ ! -e "$db-shm" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 fill "$T/dbdisk"
 LATENTQ_DB=$db expect_status 75 "$LATENTQ" submit "$T/five.yaml"
 expect_no_grep '^queued' "$T/out"
-expect_grep 'LQ-DB-004' "$T/err"
+expect_grep 'LQ-DB-007' "$T/err"
 expect_grep 'database or disk is full: No space left on device' "$T/err"
 expect_eq "$(sqlite3 "$db" "SELECT count(*) FROM jobs")" 0 "no job recorded"
 exec 9>&-

@@ -36,7 +36,7 @@ expect_status 0 "$LATENTQ" submit --again "$T/m.yaml"
 expect_grep '^3 queued, 0 already' "$T/out"
 
 expect_status 0 "$LATENTQ" status
-expect_grep '^1 +a +queued +0/3 +0/3' "$T/out"
+expect_grep '^1 +a +queued +0/3 +0 +0/3' "$T/out"
 expect_grep '^6 queued, 0 running, 0 done' "$T/out"
 expect_status 0 "$LATENTQ" status --json
 checks=$((checks + 1))
@@ -57,20 +57,20 @@ expect_status 0 "$LATENTQ" show 3
 expect_grep '"seeds":\[7,18446744073709551615\]' "$T/out"
 expect_status 0 "$LATENTQ" show --json 3
 expect_grep '"seeds":\[7,18446744073709551615\]' "$T/out"
-expect_status 2 "$LATENTQ" -d "" status
+expect_status 64 "$LATENTQ" -d "" status
 expect_grep 'needs a database path' "$T/err"
 
 # cancel / retry and their illegal forms.
 expect_status 0 "$LATENTQ" cancel 1
-expect_status 1 "$LATENTQ" cancel 1
+expect_status 65 "$LATENTQ" cancel 1
 expect_grep 'cannot cancel job 1 \(a\): it is cancelled' "$T/err"
 expect_status 0 "$LATENTQ" retry 1
-expect_status 1 "$LATENTQ" retry 1
+expect_status 65 "$LATENTQ" retry 1
 expect_grep 'it is queued' "$T/err"
 expect_status 0 "$LATENTQ" show 1
 expect_grep 'cancelled' "$T/out"
 expect_grep 'retried' "$T/out"
-expect_status 1 "$LATENTQ" show nosuchjob
+expect_status 66 "$LATENTQ" show nosuchjob
 expect_grep 'no job nosuchjob' "$T/err"
 
 expect_status 0 "$LATENTQ" list --state queued
@@ -132,12 +132,12 @@ expect_status 0 "$LATENTQ" show --json "$id"
 expect_grep '"height":[[:space:]]*64' "$T/out"
 expect_grep '"preflight"' "$T/out"
 
-# Usage errors: exit 2 on stderr; --help on stdout with exit 0.
-expect_status 2 "$LATENTQ" submit
+# Usage errors: exit 64 on stderr; --help on stdout with exit 0.
+expect_status 64 "$LATENTQ" submit
 expect_grep '^usage: latentq submit' "$T/err"
-expect_status 2 "$LATENTQ" frobnicate
+expect_status 64 "$LATENTQ" frobnicate
 expect_grep 'unknown command' "$T/err"
-expect_status 2 "$LATENTQ" s
+expect_status 64 "$LATENTQ" s
 expect_grep 'ambiguous command: s, could be: submit status show' "$T/err"
 expect_status 0 "$LATENTQ" submit --help
 expect_grep '^usage: latentq submit' "$T/out"
@@ -146,6 +146,6 @@ expect_grep '^Commands:' "$T/out"
 
 # A database from a newer latentq is refused, untouched.
 sqlite3 "$T/new.db" 'PRAGMA user_version = 999;'
-expect_status 1 "$LATENTQ" -d "$T/new.db" status
+expect_status 65 "$LATENTQ" -d "$T/new.db" status
 expect_grep 'newer than this latentq' "$T/err"
 finish

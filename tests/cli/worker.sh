@@ -34,12 +34,12 @@ expect_eq "$(q "SELECT group_concat(state, ' ') FROM jobs WHERE name != 'bad'")"
 expect_status 0 "$LATENTQ" status
 expect_grep 'bad +poisoned .*SIGABRT in phase load' "$T/out"
 
-# A --device that matches nothing stops the supervisor (exit 1) without
-# spending the job's attempt or poisoning it.
+# A --device that matches nothing is a host fault: the supervisor stops
+# with 69 (EX_UNAVAILABLE) without spending the job's attempt or poisoning it.
 rm -f "$LATENTQ_DB"*
 write_manifest "$T/m6.yaml" 2 dev:1
 "$LATENTQ" submit "$T/m6.yaml" > /dev/null
-expect_status 1 "$LATENTQ" --device no-such-gpu run --once
+expect_status 69 "$LATENTQ" --device no-such-gpu run --once
 expect_grep 'no Vulkan device matches "no-such-gpu"' "$T/err"
 expect_eq "$(q "SELECT state || ' ' || attempts FROM jobs")" "queued 0" "job untouched"
 
@@ -79,7 +79,8 @@ expect_eq "$(q "SELECT count(*) FROM jobs WHERE state = 'done'")" 4 "all done"
 expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'claimed'")" 4 "each job claimed once"
 expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'phase' AND detail LIKE '%load%'")" 4 "each job loaded once"
 
-# SIGTERM: the job checkpoints and stops, resumable; run exits 75.
+# SIGTERM: the job checkpoints and stops, resumable; run exits 75; the
+# attempt is counted, not as a failure.
 rm -f "$LATENTQ_DB"*
 write_manifest "$T/m5.yaml" 8 t:9
 "$LATENTQ" submit "$T/m5.yaml" > /dev/null
@@ -94,7 +95,7 @@ done
 kill -TERM $pid
 wait $pid
 expect_eq $? 75 "run exits 75 after SIGTERM"
-expect_eq "$(q "SELECT state || ' ' || attempts FROM jobs")" "queued 0" "queued again, attempt refunded"
+expect_eq "$(q "SELECT state || ' ' || attempts || ' ' || failures FROM jobs")" "queued 1 0" "queued again, no failure counted"
 step=$(q "SELECT max(step) FROM checkpoints")
 checks=$((checks + 1)); [ -n "$step" ] && [ "$step" -ge 1 ] || fail "no checkpoint after SIGTERM"
 expect_status 0 "$LATENTQ" run --once

@@ -22,5 +22,8 @@ expect_grep 'LQ-GPU-CAPS|name' "$T/err"
 echo '{}' > "$T/empty.json"
 expect_status 65 "$LATENTQ" devices --device-caps "$T/empty.json"
 expect_grep 'LQ-GPU-CAPS' "$T/err"
-expect_status 2 "$LATENTQ" devices extra
+expect_status 64 "$LATENTQ" devices extra
+# No Vulkan driver: this host cannot render (69, EX_UNAVAILABLE).
+VK_ICD_FILENAMES=/nonexistent expect_status 69 "$LATENTQ" devices
+expect_grep "vkCreateInstance" "$T/err"
 finish

@@ -52,19 +52,29 @@ mc_save(void *ud, const char *fp, const void *blob, size_t n)
 	return LQ_OK;
 }
 
-/* Creates a ctx with cache io, records one fill, frees (saving). */
+/*
+ * Creates a ctx with cache io, records one fill, frees (saving).  With
+ * `scribble` the io struct the opts pointed at is overwritten right after
+ * create, as a caller's stack object is once its scope ends (render's
+ * phase_compile): the ctx must have kept its own copy.
+ */
 static int
-cache_session(struct memcache *m, int *loaded, unsigned *created)
+cache_session_io(struct memcache *m, int *loaded, unsigned *created,
+    int scribble)
 {
-	struct gpu_cache_io io = {mc_load, mc_save, m};
-	struct gpu_ctx_opts opts = {.cache = &io};
+	struct gpu_cache_io *io = malloc(sizeof(*io));
+	*io = (struct gpu_cache_io){mc_load, mc_save, m};
+	struct gpu_ctx_opts opts = {.cache = io};
 	struct gpu_ctx *ctx;
 	struct lq_error err;
 	error_clear(&err);
 	if (gpu_ctx_create(&opts, &ctx, &err) != LQ_OK) {
 		error_print(&err, stderr);
+		free(io);
 		return 0;
 	}
+	if (scribble)
+		memset(io, 0, sizeof(*io));
 	struct gpu_buffer *b;
 	struct gpu_cmd *cmd;
 	CHECK_INT(gpu_buffer_create(ctx, 64, &b, &err), LQ_OK);
@@ -81,7 +91,14 @@ cache_session(struct memcache *m, int *loaded, unsigned *created)
 	gpu_cmd_free(cmd);
 	gpu_buffer_free(b);
 	gpu_ctx_free(ctx);
+	free(io);
 	return 1;
+}
+
+static int
+cache_session(struct memcache *m, int *loaded, unsigned *created)
+{
+	return cache_session_io(m, loaded, created, 0);
 }
 
 static void
@@ -123,6 +140,14 @@ test_pipeline_cache(void)
 	m.n = 7;
 	cache_session(&m, &loaded, &created);
 	CHECK_INT(loaded, -1);
+
+	/* the io struct outlived by the ctx (a stack object in render):
+	 * gpu_ctx_free still saves, through the ctx's own copy */
+	int saves0 = m.saves;
+	m.n = 7;
+	cache_session_io(&m, &loaded, &created, 1);
+	CHECK_INT(m.saves, saves0 + 1);
+	CHECK(m.n >= 32);
 
 	/* LATENTQ_NO_PIPELINE_CACHE=1: io is neither read nor written */
 	int loads = m.loads, saves = m.saves;

@@ -558,6 +558,116 @@ test_rejected_where(void)
 	manifest_free(m);
 }
 
+/* A manifest of `n` seeds in one entry (and `extra` more one-job entries). */
+static char *
+seeds_manifest(size_t n, size_t extra)
+{
+	struct strbuf sb = {0};
+	strbuf_printf(&sb, "jobs:\n  - {name: s, prompt: p, seeds: [");
+	for (size_t i = 0; i < n; i++)
+		strbuf_printf(&sb, "%s%zu", i ? "," : "", i);
+	strbuf_printf(&sb, "]}\n");
+	for (size_t i = 0; i < extra; i++)
+		strbuf_printf(&sb, "  - {name: e%zu, prompt: p}\n", i);
+	return strbuf_release(&sb);
+}
+
+/* LQ-MAN-015: every limit of manifest.h, at and past it. */
+static void
+test_limits(void)
+{
+	enum lq_status st;
+	struct lq_error err;
+	struct manifest *m;
+
+	/* seeds: at the limit, one request shared by all the jobs */
+	char *t = seeds_manifest(MANIFEST_MAX_SEEDS, 0);
+	m = load(t, &st, &err);
+	CHECK_INT(st, LQ_OK);
+	CHECK_INT(m->n_jobs, MANIFEST_MAX_SEEDS);
+	CHECK(m->n_jobs > 1 && m->jobs[0].request == m->jobs[1].request &&
+	    m->jobs[0].request == m->jobs[m->n_jobs - 1].request);
+	manifest_free(m);
+	free(t);
+	/* one past: the seeds list is refused, not expanded */
+	t = seeds_manifest(MANIFEST_MAX_SEEDS + 1, 0);
+	m = load(t, &st, &err);
+	CHECK_INT(st, LQ_WARN);
+	CHECK_INT(m->n_jobs, 1);
+	CHECK(m->jobs[0].config == NULL);
+	CHECK_STR(err.code, "LQ-MAN-015");
+	CHECK_STR(err.field, "jobs[0].seeds");
+	CHECK_CONTAINS(err.message, "at most 10000");
+	manifest_free(m);
+	free(t);
+	/* jobs: the seeds and the other entries together */
+	t = seeds_manifest(MANIFEST_MAX_JOBS, 1);
+	m = load(t, &st, &err);
+	CHECK_INT(st, LQ_FAILED);
+	CHECK_INT(m->n_jobs, 0);
+	CHECK_STR(err.code, "LQ-MAN-015");
+	CHECK_STR(err.field, "jobs[1]");
+	CHECK_CONTAINS(err.message, "more than 10000 jobs");
+	manifest_free(m);
+	free(t);
+	/* a string: at the limit it loads, one byte more is refused */
+	for (size_t extra = 0; extra < 2; extra++) {
+		size_t n = MANIFEST_MAX_STRING + extra;
+		char *p = xmalloc(n + 1);
+		memset(p, 'a', n);
+		p[n] = '\0';
+		t = xasprintf("jobs:\n  - {name: a, prompt: %s}\n", p);
+		m = load(t, &st, &err);
+		CHECK_INT(st, extra ? LQ_WARN : LQ_OK);
+		if (extra) {
+			CHECK_STR(err.code, "LQ-MAN-015");
+			CHECK_STR(err.field, "jobs[0].prompt");
+		}
+		manifest_free(m);
+		free(t);
+		free(p);
+	}
+	/* bytes: refused before parsing */
+	size_t big = MANIFEST_MAX_BYTES + 1;
+	char *b = xmalloc(big);
+	memset(b, '#', big);
+	error_clear(&err);
+	st = manifest_load_buffer("mem/big.yaml", b, big, &m, &err);
+	CHECK_INT(st, LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MAN-015");
+	manifest_free(m);
+	free(b);
+}
+
+/* latentq-manifest(5) LIMITS states each limit's value. */
+static void
+test_man_limits(void)
+{
+	char *path = srcpath("man/latentq-manifest.5");
+	char *man = util_read_file(path, NULL);
+	CHECK(man != NULL);
+	const char *lim = man ? strstr(man, "\n.Sh LIMITS\n") : NULL;
+	CHECK(lim != NULL);
+	if (lim != NULL) {
+		char *sec = xstrndup(lim, (size_t)(strstr(lim + 1, "\n.Sh ") -
+		    lim));
+		static const struct { const char *item; unsigned v; } rows[] = {
+			{".It manifest size\n", MANIFEST_MAX_BYTES},
+			{".It jobs\n", MANIFEST_MAX_JOBS},
+			{".It seeds per entry\n", MANIFEST_MAX_SEEDS},
+			{".It string length\n", MANIFEST_MAX_STRING},
+		};
+		for (size_t i = 0; i < LQ_ARRAY_LEN(rows); i++) {
+			char *want = xasprintf("%s%u ", rows[i].item, rows[i].v);
+			CHECK_CONTAINS(sec, want);
+			free(want);
+		}
+		free(sec);
+	}
+	free(man);
+	free(path);
+}
+
 /* latentq-manifest(5) documents every key, and its examples load. */
 static void
 test_man_page(void)
@@ -622,5 +732,7 @@ main(void)
 	test_encodings();
 	test_rejected_where();
 	test_man_page();
+	test_limits();
+	test_man_limits();
 	return test_summary();
 }

@@ -24,11 +24,11 @@ cmp -s "$M/vae/diffusion_pytorch_model.safetensors" "$T/other/vae/diffusion_pyto
 checks=$((checks + 1))
 cmp -s "$M/vae/config.json" "$T/other/vae/config.json" || fail "configs depend on the seed"
 
-expect_status 2 "$LATENTQ" model synth --preset huge "$T/huge"
+expect_status 64 "$LATENTQ" model synth --preset huge "$T/huge"
 expect_grep 'LQ-MODEL-030' "$T/err"
 expect_status 1 "$LATENTQ" model synth --preset tiny "$M"
 expect_grep 'not empty' "$T/err"
-expect_status 2 "$LATENTQ" model frobnicate
+expect_status 64 "$LATENTQ" model frobnicate
 expect_grep 'unknown verb' "$T/err"
 
 # add: validated, hashed; again: all from the cache
@@ -42,7 +42,7 @@ expect_grep '^1 +tiny +ltxv' "$T/out"
 expect_status 0 "$LATENTQ" model show tiny
 expect_grep 'transformer +LTXVideoTransformer3DModel' "$T/out"
 expect_grep 'vae/diffusion_pytorch_model.safetensors' "$T/out"
-expect_status 1 "$LATENTQ" model show nosuch
+expect_status 66 "$LATENTQ" model show nosuch
 expect_grep 'no model named nosuch' "$T/err"
 
 # verify: unchanged, then a changed, an added and a removed file

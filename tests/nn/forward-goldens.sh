@@ -74,7 +74,7 @@ expect_status 65 "$LATENTQ" forward --model "$D/transformer/model" \
     --component transformer --inputs "$D/vae/vae090/decode.inputs.safetensors" \
     --out "$T/x.safetensors"
 expect_grep 'hidden_states' "$T/err"
-expect_status 2 "$LATENTQ" forward --model "$D/transformer/model" \
+expect_status 64 "$LATENTQ" forward --model "$D/transformer/model" \
     --component nope --inputs x --out y
 # A zero-size input is refused, not asserted on.
 "${top_builddir:-.}/tests/render/st-tool" lora "$T/empty.safetensors" m 0 4 2

@@ -43,7 +43,7 @@ expect_grep '"rejected":[[:space:]]*1' "$T/out"
 expect_status 0 "$LATENTQ" preflight --device-caps "$CAPS/caps-2dev.json" "$T/mesh-field-pass.yaml"
 expect_status 65 "$LATENTQ" preflight --device-caps "$CAPS/caps-4dev.json" "$T/mesh-002-product.yaml"
 expect_grep 'LQ-MESH-002' "$T/out"
-expect_status 1 "$LATENTQ" preflight --device-caps "$T/absent.json" "$T/pass.yaml"
+expect_status 66 "$LATENTQ" preflight --device-caps "$T/absent.json" "$T/pass.yaml"
 
 # The live device (lavapipe here) or none: small jobs pass either way.
 expect_status 0 "$LATENTQ" preflight "$T/pass.yaml"
@@ -71,5 +71,5 @@ expect_grep 'LQ-MDL-001: .*"nosuchname" is not a folder nor a registered model n
 # A manifest that does not parse, and misuse.
 printf 'jobs: [\n' > "$T/broken.yaml"
 expect_status 65 "$LATENTQ" preflight --no-device "$T/broken.yaml"
-expect_status 2 "$LATENTQ" preflight
+expect_status 64 "$LATENTQ" preflight
 finish

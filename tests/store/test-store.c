@@ -163,13 +163,13 @@ test_transitions(void)
 	/* Someone else cannot finish it; its owner can requeue it. */
 	CHECK_INT(store_finish_job(st, a, "other", NULL, &err), LQ_FAILED);
 	enum job_state ns;
-	CHECK_INT(store_requeue_job(st, a, "me", 0, 0, "E", "boom", &ns, &err), LQ_OK);
+	CHECK_INT(store_requeue_job(st, a, "me", 0, JOB_REQUEUE_CRASH, "E", LQ_FAILED, "boom", &ns, &err), LQ_OK);
 	CHECK_INT(ns, JOB_STATE_QUEUED);
 	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
 	CHECK_INT(j.attempts, 2);
 	store_job_clear(&j);
 	/* Attempts spent: requeue poisons. */
-	CHECK_INT(store_requeue_job(st, a, "me", 0, 0, "E", "boom", &ns, &err), LQ_OK);
+	CHECK_INT(store_requeue_job(st, a, "me", 0, JOB_REQUEUE_CRASH, "E", LQ_FAILED, "boom", &ns, &err), LQ_OK);
 	CHECK_INT(ns, JOB_STATE_POISONED);
 	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
 	CHECK_INT(claimed, 0);
@@ -202,10 +202,123 @@ test_transitions(void)
 	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
 	CHECK_INT(j.id, b);
 	store_job_clear(&j);
-	CHECK_INT(store_requeue_job(st, b, "me", 3600, 0, "E", "x", &ns, &err), LQ_OK);
+	CHECK_INT(store_requeue_job(st, b, "me", 3600, JOB_REQUEUE_RETRY, "E", LQ_RETRY, "x", &ns, &err), LQ_OK);
 	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err), LQ_OK);
 	CHECK_INT(claimed, 0);
-	/* A refunded attempt (interrupt) does not count. */
+	store_close(st);
+}
+
+/* Claims job id as "me" and returns its row after the claim. */
+static struct store_job
+claim(struct store *st, int64_t id)
+{
+	struct lq_error err;
+	error_clear(&err);
+	struct store_job j;
+	int claimed = 0;
+	CHECK_INT(store_claim_job(st, "me", 60, &id, 1, &j, &claimed, &err), LQ_OK);
+	CHECK_INT(claimed, 1);
+	return j;
+}
+
+static enum job_state
+requeue(struct store *st, int64_t id, enum job_requeue_reason why)
+{
+	struct lq_error err;
+	error_clear(&err);
+	enum job_state ns = JOB_STATE_RUNNING;
+	CHECK_INT(store_requeue_job(st, id, "me", 0, why, "E", LQ_FAILED, "m", &ns,
+	    &err), LQ_OK);
+	return ns;
+}
+
+static int
+failures_of(struct store *st, int64_t id)
+{
+	struct store_job j;
+	struct lq_error err;
+	LQ_ASSERT(store_get_job(st, id, &j, &err) == LQ_OK);
+	int f = j.failures;
+	store_job_clear(&j);
+	return f;
+}
+
+struct reasons {
+	int requeued, poisoned, with_reason;
+};
+
+static int
+count_reasons(double at, const char *kind, const char *detail, void *ud)
+{
+	(void)at;
+	struct reasons *r = ud;
+	r->requeued += strcmp(kind, "requeued") == 0;
+	r->poisoned += strcmp(kind, "poisoned") == 0;
+	r->with_reason += detail != NULL && strstr(detail, "\"reason\":") != NULL;
+	return 0;
+}
+
+/*
+ * Attempts and failures (jobs.h): only crashes count, progress restarts
+ * the count, interruptions / retries / host faults never count, a host
+ * fault gives the attempt back.
+ */
+static void
+test_failures(void)
+{
+	struct store *st = open_db("failures.db");
+	struct lq_error err;
+	error_clear(&err);
+	int64_t a = add_job(st, "a", "fa", 3);
+	struct store_job j;
+	/* Five interruptions, retries and host faults: no failure. */
+	enum job_requeue_reason free_reasons[] = {JOB_REQUEUE_INTERRUPTED,
+	    JOB_REQUEUE_RETRY, JOB_REQUEUE_HOST, JOB_REQUEUE_INTERRUPTED,
+	    JOB_REQUEUE_RETRY};
+	for (int i = 0; i < 5; i++) {
+		j = claim(st, a);
+		store_job_clear(&j);
+		CHECK_INT(requeue(st, a, free_reasons[i]), JOB_STATE_QUEUED);
+	}
+	CHECK_INT(failures_of(st, a), 0);
+	j = claim(st, a);
+	CHECK_INT(j.attempts, 5);	/* 6 claims, the host fault given back */
+	store_job_clear(&j);
+	/* Two crashes without progress count two failures. */
+	CHECK_INT(requeue(st, a, JOB_REQUEUE_CRASH), JOB_STATE_QUEUED);
+	j = claim(st, a);
+	store_job_clear(&j);
+	CHECK_INT(requeue(st, a, JOB_REQUEUE_CRASH), JOB_STATE_QUEUED);
+	CHECK_INT(failures_of(st, a), 2);
+	/* A crash after a committed step restarts the count at 1 ... */
+	j = claim(st, a);
+	store_job_clear(&j);
+	CHECK_INT(store_set_progress(st, a, "denoise", 2, 4, &err), LQ_OK);
+	CHECK_INT(requeue(st, a, JOB_REQUEUE_CRASH), JOB_STATE_QUEUED);
+	CHECK_INT(failures_of(st, a), 1);
+	/* ... an interruption after progress at 0 ... */
+	j = claim(st, a);
+	CHECK_INT(j.claim_step, 2);
+	store_job_clear(&j);
+	CHECK_INT(store_set_progress(st, a, "denoise", 3, 4, &err), LQ_OK);
+	CHECK_INT(requeue(st, a, JOB_REQUEUE_INTERRUPTED), JOB_STATE_QUEUED);
+	CHECK_INT(failures_of(st, a), 0);
+	/* ... and three crashes at the same step poison it. */
+	for (int i = 1; i <= 3; i++) {
+		j = claim(st, a);
+		store_job_clear(&j);
+		CHECK_INT(requeue(st, a, JOB_REQUEUE_CRASH), i < 3 ?
+		    JOB_STATE_QUEUED : JOB_STATE_POISONED);
+	}
+	CHECK_INT(failures_of(st, a), 3);
+	/* Every requeue left an event naming its reason. */
+	struct reasons r = {0};
+	CHECK_INT(store_list_events(st, a, count_reasons, &r, &err), LQ_OK);
+	CHECK_INT(r.requeued, 11);
+	CHECK_INT(r.poisoned, 1);
+	CHECK_INT(r.with_reason, 12);
+	CHECK_INT(store_retry_job(st, a, &err), LQ_OK);
+	CHECK_INT(failures_of(st, a), 0);
 	store_close(st);
 }
 
@@ -243,12 +356,21 @@ test_lease_expiry(void)
 		_exit(0);
 	waitpid(pid, NULL, 0);
 	char *owner = xasprintf("%s:%d:12345", host, (int)pid);
-	CHECK_INT(store_claim_job(st, owner, 3600, &b, 1, &j, &claimed, &err), LQ_OK);
-	CHECK_INT(claimed, 1);
-	store_job_clear(&j);
+	CHECK(store_lease_owner_dead(owner));
+	CHECK(!store_lease_owner_dead("elsewhere:1:1"));
+	/* Five dead owners in a row (preempted hosts) never poison it. */
+	for (int i = 0; i < 5; i++) {
+		CHECK_INT(store_claim_job(st, owner, 3600, &b, 1, &j, &claimed,
+		    &err), LQ_OK);
+		CHECK_INT(claimed, 1);
+		store_job_clear(&j);
+	}
 	free(owner);
 	CHECK_INT(store_claim_job(st, "me", 60, &b, 1, &j, &claimed, &err), LQ_OK);
 	CHECK_INT(claimed, 1);
+	CHECK_INT(j.attempts, 6);
+	CHECK_INT(j.failures, 0);
+	CHECK_INT(j.state, JOB_STATE_RUNNING);
 	store_job_clear(&j);
 	store_close(st);
 }
@@ -326,6 +448,7 @@ main(void)
 	test_migrations();
 	test_legacy_digests();
 	test_transitions();
+	test_failures();
 	test_lease_expiry();
 	test_claim_race();
 	char *cmd = xasprintf("rm -rf %s", dir);

@@ -1,0 +1,44 @@
+# Sanitizer builds (configure --enable-asan --enable-ubsan): every test runs
+# with these options, and a report fails the run.  Reports also go to files
+# under san-reports/ (log_path), which `make check` then refuses to leave
+# behind: a report from a process whose exit status no test checks still
+# fails it.  `make check-sanitizers` builds such a tree beside this one and
+# runs its `make check` (the README, .ci/run).
+EXTRA_DIST += tests/sanitizers/lsan.supp tests/sanitizers/lsan-mesa.sh
+if LQ_ASAN
+check_PROGRAMS += tests/sanitizers/vk-leak
+tests_sanitizers_vk_leak_SOURCES = tests/sanitizers/vk-leak.c
+tests_sanitizers_vk_leak_LDADD = $(VULKAN_LIBS)
+TESTS += tests/sanitizers/lsan-mesa.sh
+AM_TESTS_ENVIRONMENT += \
+	mkdir -p '$(abs_top_builddir)/san-reports'; \
+	ASAN_OPTIONS='detect_leaks=1:log_path=$(abs_top_builddir)/san-reports/asan'; export ASAN_OPTIONS; \
+	LSAN_OPTIONS='suppressions=$(abs_top_srcdir)/tests/sanitizers/lsan.supp:fast_unwind_on_malloc=0'; export LSAN_OPTIONS; \
+	UBSAN_OPTIONS='print_stacktrace=1:halt_on_error=1:log_path=$(abs_top_builddir)/san-reports/ubsan'; export UBSAN_OPTIONS;
+endif
+
+# Reports left by the tests fail the run: `make san-reports-clean check
+# san-reports-verify` (what check-sanitizers does; make check alone still
+# fails each test whose process a sanitizer stopped).
+san-reports-clean:
+	@rm -rf san-reports && mkdir -p san-reports
+san-reports-verify:
+	@if [ -n "$$(ls san-reports 2>/dev/null)" ]; then \
+	    for f in san-reports/*; do echo "== $$f"; cat "$$f"; done; \
+	    echo "$$(ls san-reports | wc -l) sanitizer report(s): the run fails"; \
+	    exit 1; fi
+.PHONY: san-reports-clean san-reports-verify
+
+# A sanitizer build of this source tree in build-san/ (a copy of the files
+# git knows and the untracked ones it does not ignore: the source folder is
+# configured in place, so it cannot host a VPATH build), then its checks.
+check-sanitizers:
+	rm -rf build-san && mkdir build-san
+	cd $(srcdir) && git ls-files -z --cached --others --exclude-standard | \
+	    tar --null -T - -cf - | (cd $(abs_top_builddir)/build-san && tar -xf -)
+	cd build-san && ./autogen.sh && \
+	    ./configure --enable-asan --enable-ubsan && \
+	    $(MAKE) $(AM_MAKEFLAGS) san-reports-clean && \
+	    { $(MAKE) $(AM_MAKEFLAGS) check; rc=$$?; \
+	      $(MAKE) $(AM_MAKEFLAGS) san-reports-verify && exit $$rc; }
+.PHONY: check-sanitizers
