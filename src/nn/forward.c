@@ -2,6 +2,8 @@
  * forward.c — `latentq forward`'s engine (see forward.h): named inputs in,
  * one component run on the device, named outputs (and intermediates) out.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@
 #include "nn/forward_t5.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/weights.h"
 
 int
 nn_component_parse(const char *name, enum nn_component *out)
@@ -199,6 +202,43 @@ report_memory(FILE *fp, const char *what, size_t weights, size_t cap,
 	    (weights + cap + io) / 1048576.0);
 }
 
+/*
+ * `forward -v`: the memory plan of the component next to what the device
+ * held at its peak (gpu_ctx_memory), the pair the plan's tests compare.
+ */
+static void
+report_plan(FILE *fp, struct gpu_ctx *ctx, const char *what,
+    const struct nn_plan_bytes *plan)
+{
+	uint64_t peak;
+
+	if (fp == NULL)
+		return;
+	gpu_ctx_memory(ctx, NULL, &peak);
+	fprintf(fp, "latentq: %s memory plan: device %" PRIu64 " bytes "
+	    "(weights %" PRIu64 ", activations %" PRIu64 ", inputs/outputs %"
+	    PRIu64 "), host %" PRIu64 " bytes; measured peak_device_bytes %"
+	    PRIu64 "\n", what, nn_plan_bytes_device(plan), plan->weights,
+	    plan->activations, plan->io, plan->host, peak);
+}
+
+/* The weights layout of the component folder, from its headers. */
+static void
+plan_weights(struct gpu_ctx *ctx, const char *dir, const char *prefix,
+    const char *block_prefix, struct nn_weights_layout *lay)
+{
+	struct st_set *set = NULL;
+	struct lq_error e;
+
+	memset(lay, 0, sizeof(*lay));
+	error_clear(&e);
+	if (st_set_open(dir, &set, &e) != LQ_OK)
+		return;
+	(void)nn_weights_plan(set, prefix, NULL, gpu_ctx_caps(ctx),
+	    block_prefix, lay);
+	st_set_close(set);
+}
+
 static enum lq_status
 run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
@@ -295,6 +335,15 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		report_memory(report, "transformer", wb, cap, peak,
 		    gpu_buffer_size(b_hs) + gpu_buffer_size(b_ehs) +
 		    gpu_buffer_size(b_out));
+	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+
+		plan_weights(ctx, dir, NULL, "transformer_blocks.", &lay);
+		ltxv_transformer_plan(c, &lay, gpu_ctx_caps(ctx), (int)B,
+		    (int)N, (int)T, NN_WEIGHTS_RESIDENT, NULL, &plan);
+		report_plan(report, ctx, "transformer", &plan);
 	}
 out:
 	gpu_buffer_free(b_hs);
@@ -415,6 +464,16 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		ltxv_vae_memory(v, &wb, &cap, &peak);
 		report_memory(report, "vae decoder", wb, cap, peak,
 		    gpu_buffer_size(b_z) + gpu_buffer_size(b_out));
+	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+
+		plan_weights(ctx, dir, "decoder.", NULL, &lay);
+		ltxv_vae_plan(c, &lay, gpu_ctx_caps(ctx), (int)B,
+		    (int)tz->shape[2], (int)tz->shape[3], (int)tz->shape[4],
+		    NULL, &plan);
+		report_plan(report, ctx, "vae decoder", &plan);
 	}
 out:
 	gpu_buffer_free(b_z);

@@ -253,15 +253,17 @@ ltxv_transformer_load_fused(struct gpu_ctx *ctx, const char *dir,
 	st = load_weights(m, err);
 	if (st != LQ_OK)
 		goto fail;
+	if (m->cfg.num_layers > 0)
+		m->cfg.ff_inner_dim = m->ff_dim;	/* as stored */
 	st = gpu_cmd_create(ctx, &m->cmd, err);
 	if (st != LQ_OK)
 		goto fail;
 	{
-		const char *e = getenv("LATENTQ_NN_UNFUSED_ATTENTION");
+		struct ltxv_attention_opts att;
 
-		m->fused_attention = !(e != NULL && strcmp(e, "1") == 0);
-		e = getenv("LATENTQ_NN_SCORES_BUDGET");
-		m->scores_budget = e && atoll(e) > 0 ? atoll(e) : SCORES_BUDGET;
+		ltxv_attention_opts_from_env(&att);
+		m->fused_attention = att.fused;
+		m->scores_budget = att.scores_budget;
 	}
 	*out = m;
 	return LQ_OK;
@@ -292,36 +294,120 @@ ltxv_transformer_config(const struct ltxv_transformer *m)
 	return &m->cfg;
 }
 
-/* Activation bytes one forward carves from the pool (see forward). */
-static size_t
-pool_bytes(const struct ltxv_transformer *m, int B, int N, int T)
+void
+ltxv_attention_opts_from_env(struct ltxv_attention_opts *o)
 {
-	size_t D = (size_t)m->D, b = (size_t)B, n = (size_t)N, t = (size_t)T;
-	size_t ff = (size_t)m->ff_dim, cc = (size_t)m->cfg.caption_channels;
-	size_t floats = 0;
+	const char *e = getenv("LATENTQ_NN_UNFUSED_ATTENTION");
 
-	(void)cc;
-	floats += 2 * n * D;			/* cos, sin */
-	floats += b * t + b * TPROJ_DIM;	/* key bias, time features */
-	floats += b * n * D;			/* h */
-	floats += 3 * b * D + b * 6 * D + b * 2 * D;	/* t1, emb, silu, temb, final */
-	floats += 2 * b * t * D;		/* caption projection */
-	floats += b * 6 * D;			/* ada */
-	floats += 6 * b * n * D;		/* norm, q, k, v, attn, proj */
-	floats += 2 * b * t * D;		/* cross k, v */
-	floats += b * n * ff;			/* ff hidden */
-	if (!m->fused_attention) {
-		size_t nk = n > t ? n : t, H = (size_t)m->cfg.num_attention_heads;
+	o->fused = !(e != NULL && strcmp(e, "1") == 0);
+	e = getenv("LATENTQ_NN_SCORES_BUDGET");
+	o->scores_budget = e && atoll(e) > 0 ? atoll(e) : SCORES_BUDGET;
+}
 
-		/* unfused attention: q, k, v, o per head, one chunk of
-		 * scores */
-		floats += 2 * b * n * D + 2 * b * nk * D +
-		    (size_t)heads_per_chunk(m->scores_budget, (int64_t)H,
-		    (int64_t)n, (int64_t)nk) * n * nk;
+/*
+ * The tensors one forward carves from the pool, in forward's order
+ * (elements of f32; fills carve[], returns how many), so the pool is
+ * sized from the same list forward allocates.
+ */
+#define POOL_CARVES 32
+static int
+pool_carves(const struct ltxv_transformer_config *c,
+    const struct ltxv_attention_opts *att, int64_t B, int64_t N, int64_t T,
+    int64_t carve[POOL_CARVES])
+{
+	const int64_t D = c->inner_dim, ff = c->ff_inner_dim;
+	int n = 0;
+
+	carve[n++] = N * D;		/* cos */
+	carve[n++] = N * D;		/* sin */
+	carve[n++] = B * T;		/* key bias */
+	carve[n++] = B * TPROJ_DIM;	/* time features */
+	carve[n++] = B * N * D;		/* h */
+	carve[n++] = B * D;		/* t1 */
+	carve[n++] = B * D;		/* emb */
+	carve[n++] = B * D;		/* silu(emb) */
+	carve[n++] = B * 6 * D;		/* temb */
+	carve[n++] = B * T * D;		/* caption linear_1 */
+	carve[n++] = B * T * D;		/* caption projection */
+	carve[n++] = B * 6 * D;		/* ada */
+	for (int i = 0; i < 6; i++)
+		carve[n++] = B * N * D;	/* norm, q, k, v, o, proj */
+	carve[n++] = B * T * D;		/* cross k */
+	carve[n++] = B * T * D;		/* cross v */
+	carve[n++] = B * N * ff;	/* ff hidden */
+	if (!att->fused) {
+		int64_t NK = N > T ? N : T;
+
+		carve[n++] = B * N * D;		/* per-head q */
+		carve[n++] = B * NK * D;	/* k */
+		carve[n++] = B * NK * D;	/* v */
+		carve[n++] = B * N * D;		/* o */
+		carve[n++] = heads_per_chunk(att->scores_budget,
+		    c->num_attention_heads, N, NK) * N * NK;
 	}
-	/* 32 tensors of alignment slack (<= 256 B each on every driver we
-	 * know; minStorageBufferOffsetAlignment is at most 256 by spec). */
-	return floats * sizeof(float) + 32 * 256 + 4096;
+	carve[n++] = B * 2 * D;		/* final shift / scale */
+	LQ_ASSERT(n <= POOL_CARVES);
+	return n;
+}
+
+/* Pool capacity for a forward of (B, N, T); *largest = its largest
+ * tensor in bytes. */
+static uint64_t
+pool_bytes(const struct ltxv_transformer_config *c,
+    const struct ltxv_attention_opts *att, const struct device_caps *caps,
+    int64_t B, int64_t N, int64_t T, uint64_t *largest)
+{
+	int64_t carve[POOL_CARVES];
+	uint64_t bytes[POOL_CARVES], big = 0;
+	int n = pool_carves(c, att, B, N, T, carve);
+
+	for (int i = 0; i < n; i++) {
+		bytes[i] = (uint64_t)carve[i] * sizeof(float);
+		if (bytes[i] > big)
+			big = bytes[i];
+	}
+	if (largest)
+		*largest = big;
+	return gpu_pool_plan(caps, bytes, n);
+}
+
+void
+ltxv_transformer_plan(const struct ltxv_transformer_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int N, int T, enum nn_weight_streaming streaming,
+    const struct ltxv_attention_opts *att, struct nn_plan_bytes *out)
+{
+	struct ltxv_attention_opts env;
+	uint64_t big = 0;
+	const uint64_t D = (uint64_t)c->inner_dim;
+
+	memset(out, 0, sizeof(*out));
+	if (att == NULL) {
+		ltxv_attention_opts_from_env(&env);
+		att = &env;
+	}
+	if (w != NULL)
+		out->weights = streaming == NN_WEIGHTS_STREAMED ?
+		    w->resident_bytes + 2 * w->block_bytes_max : w->device_bytes;
+	out->activations = pool_bytes(c, att, caps, B, N, T, &big);
+	/* hidden_states, encoder_hidden_states and the output, f32, as the
+	 * caller (render.c, nn/forward.c) creates them */
+	out->io = gpu_buffer_plan_size((uint64_t)B * N * c->in_channels * 4) +
+	    gpu_buffer_plan_size((uint64_t)B * T * c->caption_channels * 4) +
+	    gpu_buffer_plan_size((uint64_t)B * N * c->out_channels * 4);
+	/* RoPE tables, mask bias, time features (reserve's host scratch) */
+	out->host = 2 * (uint64_t)N * D * 4 + (uint64_t)B * (T ? T : 1) * 4 +
+	    (uint64_t)B * TPROJ_DIM * 4;
+	out->largest = big;
+	snprintf(out->largest_what, sizeof(out->largest_what),
+	    "the transformer's %s activations",
+	    big == (uint64_t)B * N * c->ff_inner_dim * 4 ? "feed-forward" :
+	    "attention");
+	if (w != NULL && w->largest_tensor > out->largest) {
+		out->largest = w->largest_tensor;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->largest_name);
+	}
 }
 
 enum lq_status
@@ -338,7 +424,15 @@ ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
 		N = N > m->rN ? N : m->rN;
 		T = T > m->rT ? T : m->rT;
 	}
-	need = pool_bytes(m, B, N, T);
+	{
+		struct ltxv_attention_opts att = {
+			.fused = m->fused_attention,
+			.scores_budget = m->scores_budget,
+		};
+
+		need = pool_bytes(&m->cfg, &att, gpu_ctx_caps(m->ctx), B, N, T,
+		    NULL);
+	}
 	gpu_pool_free(m->pool);
 	m->pool = NULL;
 	st = gpu_pool_create(m->ctx, need, &m->pool, err);

@@ -27,6 +27,7 @@
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
 #include "nn/dump.h"
+#include "nn/plan.h"
 
 /* The config is model/diffusers.h's struct ltxv_transformer_config. */
 struct ltxv_transformer;
@@ -99,6 +100,34 @@ struct ltxv_transformer_args {
 enum lq_status ltxv_transformer_forward(struct ltxv_transformer *m,
     const struct ltxv_transformer_args *args, const struct gpu_tensor *output,
     const struct nn_dump *dump, struct lq_error *err);
+
+/*
+ * Attention choices that change the pool: the fused kernel (off with
+ * LATENTQ_NN_UNFUSED_ATTENTION=1) and the unfused path's score budget in
+ * floats (LATENTQ_NN_SCORES_BUDGET, default 64 Mi).  _from_env reads them
+ * as ltxv_transformer_load does.
+ */
+struct ltxv_attention_opts {
+	int fused;
+	int64_t scores_budget;
+};
+void ltxv_attention_opts_from_env(struct ltxv_attention_opts *o);
+
+/*
+ * The memory plan of one transformer forward (see nn/plan.h) for batch
+ * rows B (cond + uncond counted), N video tokens and T text tokens:
+ * weights as `w` packs them (all of them, or with NN_WEIGHTS_STREAMED the
+ * non-block tensors plus two block buffers), the activation pool exactly
+ * as ltxv_transformer_reserve sizes it (the tensors forward carves, on
+ * `caps`' pool chunks), the f32 hidden_states / encoder_hidden_states /
+ * output buffers its caller creates, and reserve's host scratch (RoPE
+ * tables).  `w` NULL leaves weights 0; `att` NULL reads the environment.
+ * Pure: reads no file and no device.
+ */
+void ltxv_transformer_plan(const struct ltxv_transformer_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int N, int T, enum nn_weight_streaming streaming,
+    const struct ltxv_attention_opts *att, struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltxv_transformer_memory(const struct ltxv_transformer *m,

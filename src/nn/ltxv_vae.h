@@ -31,6 +31,7 @@
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
 #include "nn/dump.h"
+#include "nn/plan.h"
 
 struct ltxv_vae;
 
@@ -126,6 +127,20 @@ void ltxv_latents_denormalize(const float *x, const float *latents_mean,
  */
 void ltxv_latents_mix_noise(const float *x, const float *noise,
     const float *decode_noise_scale, int64_t B, int64_t N, float *out);
+
+/*
+ * The memory plan of one decode (see nn/plan.h) of latents
+ * [B, latent_channels, F, H, W]: weights as `w` packs them (decoder.*),
+ * the activation pool exactly as ltxv_vae_reserve sizes it for the
+ * largest latent tile `tiling` gives (nn_vae_tiling_tile; NULL or both
+ * switches off: the whole latent) on `caps`' pool chunks, the caller's z
+ * buffer and decoded sample (the whole video untiled, one tile's decode
+ * tiled), and on the host the video read back as f32.  Pure.
+ */
+void ltxv_vae_plan(const struct ltxv_vae_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int F, int H, int W, const struct nn_vae_tiling *tiling,
+    struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltxv_vae_memory(const struct ltxv_vae *vae, size_t *weights,

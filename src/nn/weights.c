@@ -73,6 +73,156 @@ lora_targets(const struct nn_lora_set *ls, const struct st_tensor *t)
 	return 0;
 }
 
+/*
+ * The packing nn_weights_load uses, shared with nn_weights_plan so the
+ * plan is the allocation: tensors in name order, each aligned to
+ * max(minStorageBufferOffsetAlignment, 256), a new buffer when the next
+ * tensor would pass min(maxMemoryAllocationSize, 1 GiB).
+ */
+struct pack {
+	size_t align, cap, fill;
+	size_t total;		/* bytes of closed buffers */
+	int nbufs;		/* closed buffers */
+};
+
+static void
+pack_init(struct pack *p, const struct device_caps *caps)
+{
+	memset(p, 0, sizeof(*p));
+	p->align = caps ? caps->min_storage_buffer_offset_alignment : 0;
+	if (p->align < 256)
+		p->align = 256;
+	p->cap = caps ? caps->max_memory_allocation_size : 0;
+	if (p->cap == 0 || p->cap > ((size_t)1 << 30))
+		p->cap = (size_t)1 << 30;
+}
+
+/* Places `bytes`; returns its offset, *newbuf = 1 when it opened a new
+ * buffer (the previous one, of *closed bytes, is then final). */
+static size_t
+pack_add(struct pack *p, size_t bytes, int *newbuf, size_t *closed)
+{
+	*newbuf = 0;
+	p->fill = align_up(p->fill, p->align);
+	if (p->fill > 0 && p->fill + bytes > p->cap) {
+		*newbuf = 1;
+		*closed = p->fill;
+		p->total += p->fill;
+		p->nbufs++;
+		p->fill = 0;
+	}
+	size_t off = p->fill;
+	p->fill += bytes;
+	return off;
+}
+
+/* Closes the last buffer; returns the device bytes of all buffers (each
+ * rounded as gpu_buffer_create rounds). */
+static uint64_t
+pack_finish(struct pack *p, size_t *last)
+{
+	*last = p->fill;
+	if (p->fill > 0) {
+		p->total += p->fill;
+		p->nbufs++;
+	}
+	return p->total;
+}
+
+/* Bytes a tensor takes on the device, 0 when it is not uploaded. */
+static size_t
+upload_bytes(const struct st_tensor *t, const struct nn_lora_set *loras,
+    enum gpu_dtype *gd)
+{
+	if (!gpu_dtype_of(t->dtype, gd))
+		return 0;
+	if (lora_targets(loras, t))
+		*gd = GPU_F32;	/* fused in float32 */
+	return (size_t)st_tensor_numel(t) * gpu_dtype_size(*gd);
+}
+
+static uint64_t
+round_buffer(uint64_t n)
+{
+	return (n + 255) & ~(uint64_t)255;
+}
+
+enum lq_status
+nn_weights_plan(const struct st_set *set, const char *prefix,
+    const struct nn_lora_set *loras, const struct device_caps *caps,
+    const char *block_prefix, struct nn_weights_layout *out)
+{
+	size_t plen = prefix ? strlen(prefix) : 0;
+	size_t blen = block_prefix ? strlen(block_prefix) : 0;
+	size_t n = st_set_count(set), last;
+	struct pack all, res, blk;
+	int cur_block = -1, newbuf;
+	uint64_t dev = 0, resdev = 0;
+	size_t closed;
+
+	memset(out, 0, sizeof(*out));
+	pack_init(&all, caps);
+	pack_init(&res, caps);
+	pack_init(&blk, caps);
+	for (size_t i = 0; i < n; i++) {
+		const struct st_tensor *t = st_set_tensor(set, i);
+		enum gpu_dtype gd;
+		size_t bytes;
+
+		if (plen && strncmp(t->name, prefix, plen) != 0)
+			continue;
+		bytes = upload_bytes(t, loras, &gd);
+		if (bytes == 0)
+			continue;
+		if (gd != GPU_F32)
+			out->has_16bit = 1;
+		if (bytes > out->largest_tensor) {
+			out->largest_tensor = bytes;
+			snprintf(out->largest_name, sizeof(out->largest_name),
+			    "%s", t->name);
+		}
+		(void)pack_add(&all, bytes, &newbuf, &closed);
+		if (newbuf)
+			dev += round_buffer(closed);
+		if (blen && strncmp(t->name, block_prefix, blen) == 0 &&
+		    t->name[blen] >= '0' && t->name[blen] <= '9') {
+			int b = atoi(t->name + blen);
+
+			/* names sort as strings: blocks 1, 10, 11, 2... each
+			 * block's tensors are still contiguous */
+			if (b != cur_block) {
+				uint64_t done = pack_finish(&blk, &last);
+
+				if (done > out->block_bytes_max)
+					out->block_bytes_max = done;
+				pack_init(&blk, caps);
+				cur_block = b;
+				if (b + 1 > out->nblocks)
+					out->nblocks = b + 1;
+			}
+			(void)pack_add(&blk, bytes, &newbuf, &closed);
+		} else {
+			(void)pack_add(&res, bytes, &newbuf, &closed);
+			if (newbuf)
+				resdev += round_buffer(closed);
+		}
+	}
+	(void)pack_finish(&all, &last);
+	dev += round_buffer(last);
+	out->device_bytes = dev;
+	out->nbuffers = all.nbufs;
+	(void)pack_finish(&res, &last);
+	out->resident_bytes = resdev + (last ? round_buffer(last) : 0);
+	{
+		uint64_t done = pack_finish(&blk, &last);
+
+		if (done > out->block_bytes_max)
+			out->block_bytes_max = done;
+		out->block_bytes_max = round_buffer(out->block_bytes_max);
+	}
+	return LQ_OK;
+}
+
 enum lq_status
 nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
     const char *prefix, struct nn_lora_set *loras, struct nn_weights **out,
@@ -80,8 +230,9 @@ nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 {
 	const struct device_caps *caps = gpu_ctx_caps(ctx);
 	struct nn_weights *w = xcalloc(1, sizeof(*w));
-	size_t plen = prefix ? strlen(prefix) : 0, n, align, cap;
+	size_t plen = prefix ? strlen(prefix) : 0, n;
 	size_t *offs, *bufidx, *bufsize = NULL, fill = 0;
+	struct pack pk;
 	int nplanned = 0;
 	enum lq_status st;
 
@@ -95,44 +246,33 @@ nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 	w->entries = xcalloc(n ? n : 1, sizeof(*w->entries));
 	offs = xcalloc(n ? n : 1, sizeof(*offs));
 	bufidx = xcalloc(n ? n : 1, sizeof(*bufidx));
-	align = caps->min_storage_buffer_offset_alignment;
-	if (align < 256)
-		align = 256;
-	/* One buffer holds at most this much; a tensor larger than a binding
-	 * may span fails later in the op that binds it. */
-	cap = caps->max_memory_allocation_size;
-	if (cap == 0 || cap > ((size_t)1 << 30))
-		cap = (size_t)1 << 30;
-
-	/* Plan: assign each tensor a buffer and an offset. */
+	/* Plan: assign each tensor a buffer and an offset (the packing
+	 * nn_weights_plan reports).  A tensor larger than a binding may span
+	 * fails later in the op that binds it. */
+	pack_init(&pk, caps);
 	for (size_t i = 0; i < n; i++) {
 		const struct st_tensor *t = st_set_tensor(w->set, i);
 		enum gpu_dtype gd;
-		size_t bytes;
+		size_t bytes, closed;
+		int newbuf;
 
 		if (plen && strncmp(t->name, prefix, plen) != 0)
 			continue;
-		if (!gpu_dtype_of(t->dtype, &gd))
-			continue;
-		if (lora_targets(loras, t))
-			gd = GPU_F32;	/* fused in float32 */
-		bytes = (size_t)st_tensor_numel(t) * gpu_dtype_size(gd);
+		bytes = upload_bytes(t, loras, &gd);
 		if (bytes == 0)
 			continue;
-		fill = align_up(fill, align);
-		if (fill > 0 && fill + bytes > cap) {
+		offs[w->nentries] = pack_add(&pk, bytes, &newbuf, &closed);
+		if (newbuf) {
 			bufsize = xrealloc(bufsize, sizeof(*bufsize) * (size_t)(nplanned + 1));
-			bufsize[nplanned++] = fill;
-			fill = 0;
+			bufsize[nplanned++] = closed;
 		}
-		offs[w->nentries] = fill;
 		bufidx[w->nentries] = (size_t)nplanned;
 		w->entries[w->nentries].name = t->name;
 		w->entries[w->nentries].t.dtype = gd;
 		w->entries[w->nentries].st_index = i;
 		w->nentries++;
-		fill += bytes;
 	}
+	(void)pack_finish(&pk, &fill);
 	if (fill > 0) {
 		bufsize = xrealloc(bufsize, sizeof(*bufsize) * (size_t)(nplanned + 1));
 		bufsize[nplanned++] = fill;

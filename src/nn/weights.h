@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "gpu/gpu.h"
 #include "model/safetensors.h"
+#include "nn/plan.h"
 
 struct nn_weights;
 
@@ -51,6 +52,18 @@ enum lq_status nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 
 enum lq_status nn_weights_load(struct gpu_ctx *ctx, const char *path,
     const char *prefix, struct nn_weights **out, struct lq_error *err);
+
+/*
+ * The device bytes nn_weights_load_fused(ctx, path, prefix, loras) would
+ * allocate for `set` on a device with `caps` (NULL: 256-byte alignment,
+ * 1 GiB buffers), from the headers only: the same packing, the same
+ * dtypes (LoRA targets as F32).  With `block_prefix` (e.g.
+ * "transformer_blocks.") also the per-block sizes weight streaming needs.
+ * Never fails today (LQ_OK); `out` is zeroed first.
+ */
+enum lq_status nn_weights_plan(const struct st_set *set, const char *prefix,
+    const struct nn_lora_set *loras, const struct device_caps *caps,
+    const char *block_prefix, struct nn_weights_layout *out);
 
 /* Frees the device buffers and closes the mapping; NULL is ok. */
 void nn_weights_free(struct nn_weights *w);

@@ -1,0 +1,184 @@
+/*
+ * plan.h — the memory plan: what a render of one job allocates, in bytes,
+ * on the device and on the host, computed from configs, safetensors
+ * headers and a `struct device_caps` only (no device, no weights read), so
+ * preflight, render and `latentq forward -v` ask the same functions.
+ *
+ * Each component's own function lives in the file that allocates its
+ * memory and is the function that file sizes its allocations with:
+ *   nn_weights_plan        nn/weights.c     packed weight buffers
+ *   ltxv_transformer_plan  nn/ltxv_transformer.c  (pool of _reserve)
+ *   ltxv_vae_plan          nn/ltxv_vae.c    (pool of _reserve, tiles)
+ *   t5_encoder_plan        nn/t5.c          (per-tensor buffers, pool)
+ * nn_plan_render (plan.c) puts them together in the order render.c loads
+ * and frees them, chooses VAE tiling and weight streaming, and names the
+ * smallest change that makes a job fit.
+ *
+ * Bytes are what latentq asks Vulkan for (buffer sizes rounded as
+ * gpu_buffer_create rounds them); a driver's own rounding and the few KiB
+ * of the context (a dummy buffer; the 32 MiB staging buffer on devices
+ * whose memory is not host-visible, counted in `staging`) come on top.
+ *
+ * Ownership: every struct here is plain data owned by its declarer; the
+ * plan's strings are fixed arrays.  Functions are pure: same inputs, same
+ * plan, nothing allocated that outlives the call.
+ */
+#ifndef LQ_NN_PLAN_H
+#define LQ_NN_PLAN_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "gpu/caps.h"
+#include "model/diffusers.h"
+
+struct st_set;
+
+/* One component's bytes at the moment it runs. */
+struct nn_plan_bytes {
+	uint64_t weights;	/* device: weight buffers held at once */
+	uint64_t activations;	/* device: the activation pool's capacity */
+	uint64_t io;		/* device: input/output buffers its caller makes */
+	uint64_t host;		/* host heap it allocates (mmapped weights excluded) */
+	uint64_t largest;	/* largest single tensor it binds, bytes */
+	char largest_what[192];	/* which tensor that is */
+};
+
+/* weights + activations + io */
+uint64_t nn_plan_bytes_device(const struct nn_plan_bytes *b);
+
+/*
+ * VAE tiling, under upstream's names (AutoencoderKLLTXVideo in diffusers
+ * models/autoencoders/autoencoder_kl_ltx.py: use_tiling,
+ * use_framewise_decoding, tile_sample_min_* and tile_sample_stride_*, in
+ * pixels / frames).  nn_vae_tiling_default gives upstream's __init__
+ * values (512, 512, 16 / 448, 448, 8) with both switches off.
+ */
+struct nn_vae_tiling {
+	int use_tiling;			/* spatial tiles (tiled_decode) */
+	int use_framewise_decoding;	/* frame ranges (_temporal_tiled_decode) */
+	int tile_sample_min_height, tile_sample_min_width;
+	int tile_sample_min_num_frames;
+	int tile_sample_stride_height, tile_sample_stride_width;
+	int tile_sample_stride_num_frames;
+};
+
+void nn_vae_tiling_default(struct nn_vae_tiling *t);
+
+/*
+ * The latent tile upstream's _decode hands to the decoder for latents of
+ * F x H x W (the largest one; edge tiles are smaller): with
+ * use_framewise_decoding and F > tile_sample_min_num_frames / temporal,
+ * tile_sample_min_num_frames / temporal + 1 frames; with use_tiling and a
+ * side over tile_sample_min_* / spatial, that side.  Fills tile[3] =
+ * {frames, height, width} (never larger than the input).
+ */
+void nn_vae_tiling_tile(const struct nn_vae_tiling *t, int spatial_ratio,
+    int temporal_ratio, int F, int H, int W, int tile[3]);
+
+/* How the transformer's weights are held (issue 12 item 4). */
+enum nn_weight_streaming {
+	NN_WEIGHTS_RESIDENT = 0,	/* all blocks on the device */
+	NN_WEIGHTS_STREAMED = 1,	/* two blocks resident, double-buffered */
+};
+
+/* auto / off / on, as the manifest writes a choice. */
+enum nn_plan_choice {
+	NN_PLAN_AUTO = 0,
+	NN_PLAN_OFF = 1,
+	NN_PLAN_ON = 2,
+};
+
+/*
+ * A component's weights as nn_weights_load packs them, from headers only
+ * (nn_weights_plan).  With a block prefix ("transformer_blocks."), tensors
+ * named <prefix><i>.* are also summed per block: resident_bytes is what the
+ * other tensors take packed alone, block_bytes_max the largest block packed
+ * alone (a streaming buffer).
+ */
+struct nn_weights_layout {
+	uint64_t device_bytes;		/* all tensors, as uploaded */
+	int nbuffers;
+	uint64_t largest_tensor;
+	char largest_name[160];
+	int nblocks;
+	uint64_t resident_bytes;
+	uint64_t block_bytes_max;
+	int has_16bit;			/* F16/BF16 tensors are uploaded */
+};
+
+/* A job, as the plan needs it. */
+struct nn_plan_request {
+	const struct ltxv_transformer_config *transformer;
+	const struct ltxv_vae_config *vae;
+	/* NULL when the job gives prompt_embeds (no text encoder runs) */
+	const struct t5_config *text_encoder;
+	/* weights from headers (nn_weights_plan; "decoder." for the VAE,
+	 * "transformer_blocks." as the transformer's block prefix); NULL
+	 * counts no weights */
+	const struct nn_weights_layout *w_transformer, *w_vae;
+	const struct st_set *text_set;	/* the text encoder's headers */
+	int batch;			/* videos (job_batch) */
+	int guidance;			/* 1: cond + uncond rows (guidance_scale > 1) */
+	int num_frames, height, width;	/* pixels */
+	int max_sequence_length;	/* text tokens T */
+	/* vae_tiling: AUTO = tile only when untiled does not fit; ON uses
+	 * `tiling` as given (its switches set by the caller) */
+	enum nn_plan_choice vae_tiling;
+	struct nn_vae_tiling tiling;
+	enum nn_plan_choice weight_streaming;
+	const struct device_caps *caps;	/* NULL: no budget (everything fits) */
+	double memory_margin;		/* of the heap kept free; <= 0: 0.10 */
+};
+
+enum nn_plan_phase {
+	NN_PHASE_ENCODE_TEXT = 0,
+	NN_PHASE_DENOISE,
+	NN_PHASE_DECODE,
+	NN_PHASE_COUNT,
+};
+
+/* "encode-text", "denoise", "decode" (render's phase names). */
+const char *nn_plan_phase_name(enum nn_plan_phase p);
+
+struct nn_plan {
+	struct nn_plan_bytes text_encoder, transformer, vae;
+	uint64_t phase_device[NN_PHASE_COUNT];	/* device bytes per phase */
+	uint64_t peak_device_bytes;
+	enum nn_plan_phase peak_phase;
+	uint64_t host_bytes;		/* largest host heap of a phase, + latents */
+	uint64_t budget;		/* heap less the margin; 0 = none */
+	int vae_tiled;			/* tiling chosen (tiling below) */
+	struct nn_vae_tiling tiling;
+	int vae_tile[3];		/* latent tile decoded at once */
+	enum nn_weight_streaming streaming;
+	int fits;			/* peak <= budget (1 without caps) */
+	/* when !fits: the smallest change that would fit ("" if none found) */
+	char change_key[32];		/* manifest key: vae_tiling, num_frames... */
+	char change[160];		/* "vae_tiling: auto", "num_frames: 57" */
+};
+
+/*
+ * Plans the job: each component's bytes, the phases in render.c's order
+ * (encode-text: text encoder alone; denoise: transformer; decode: VAE),
+ * the choices for vae_tiling / weight_streaming left AUTO (the cheapest
+ * that fits: untiled and resident first), and when it does not fit, the
+ * smallest change: a choice the job forbids (vae_tiling / weight_streaming
+ * set off), then prompt_embeds when only the text encoder is too large,
+ * then the largest num_frames on the VAE's grid that fits, then height /
+ * width.  Pure; never fails (a config it cannot plan gives zeros).
+ */
+void nn_plan_render(const struct nn_plan_request *req, struct nn_plan *out);
+
+/*
+ * The plan as JSON (latentq preflight --json, the render's "plan"
+ * event): {"peak_device_bytes", "peak_phase", "host_bytes",
+ * "budget_bytes", "fits", "vae_tiling": {"use_tiling", ...} or false,
+ * "weight_streaming": "resident"|"streamed", "phases": {...},
+ * "components": {"transformer": {"weights", "activations", "io", "host",
+ * "largest"}, ...}, "change": "..."}.  Caller frees.
+ */
+cJSON *nn_plan_to_json(const struct nn_plan *p);
+
+#endif
