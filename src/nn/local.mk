@@ -14,10 +14,10 @@ liblatentq_a_SOURCES += \
 # Tests: the CPU float32 islands against the goldens' intermediates, and
 # `latentq forward` against every transformer / VAE golden case.
 check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
-	tests/nn/test-weights-dtype \
+	tests/nn/test-weights-dtype tests/nn/test-plan \
 	tests/nn/st-compare
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
-	tests/nn/test-weights-dtype tests/nn/forward-goldens.sh \
+	tests/nn/test-weights-dtype tests/nn/test-plan tests/nn/forward-goldens.sh \
 	tests/nn/forward-intermediates.sh tests/nn/plan-measured.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
@@ -25,6 +25,8 @@ tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
 tests_nn_test_ltxv_predecode_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_weights_dtype_SOURCES = tests/nn/test-weights-dtype.c
 tests_nn_test_weights_dtype_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_plan_SOURCES = tests/nn/test-plan.c
+tests_nn_test_plan_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \

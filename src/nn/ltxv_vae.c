@@ -21,6 +21,7 @@
 #include "gpu/ops.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_vae.h"
+#include "nn/plan.h"
 #include "nn/weights.h"
 
 #define TPROJ_DIM 256	/* PixArtAlphaCombinedTimestepSizeEmbeddings' Timesteps(256) */
@@ -536,19 +537,30 @@ output_shape(const struct ltxv_vae_config *c, const int64_t z[5],
 }
 
 void
+ltxv_vae_tiling_init(struct ltxv_vae_tiling *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->tile_sample_min_height = 512;
+	t->tile_sample_min_width = 512;
+	t->tile_sample_min_num_frames = 16;
+	t->tile_sample_stride_height = 448;
+	t->tile_sample_stride_width = 448;
+	t->tile_sample_stride_num_frames = 8;
+}
+
+void
 ltxv_vae_plan(const struct ltxv_vae_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
-    int B, int F, int H, int W, const struct nn_vae_tiling *tiling,
+    int B, int F, int H, int W, const struct ltxv_vae_tiling *tiling,
     struct nn_plan_bytes *out)
 {
-	int tile[3] = { F, H, W };
+	int tile[3];
 	int64_t z[5], zt[5], o[5], ot[5];
 	uint64_t video, tile_out, slot;
 
 	memset(out, 0, sizeof(*out));
-	if (tiling != NULL)
-		nn_vae_tiling_tile(tiling, c->spatial_compression_ratio,
-		    c->temporal_compression_ratio, F, H, W, tile);
+	nn_vae_tiling_tile(tiling, c->spatial_compression_ratio,
+	    c->temporal_compression_ratio, F, H, W, tile);
 	if (w != NULL)
 		out->weights = w->device_bytes;
 	out->activations = pool_bytes(c, caps, B, tile[0], tile[1], tile[2]);
@@ -564,13 +576,13 @@ ltxv_vae_plan(const struct ltxv_vae_config *c,
 	output_shape(c, zt, ot);
 	video = (uint64_t)(o[0] * o[1] * o[2] * o[3] * o[4]) * 4;
 	tile_out = (uint64_t)(ot[0] * ot[1] * ot[2] * ot[3] * ot[4]) * 4;
-	/* z and the decoded sample (the whole video, or one tile's that the
-	 * tiled decode blends into the video on the host) */
-	out->io = gpu_buffer_plan_size((uint64_t)(B * c->latent_channels) *
-	    (uint64_t)F * (uint64_t)H * (uint64_t)W * 4) +
-	    gpu_buffer_plan_size(tile_out);
-	/* the video read back (f32), and one noise field of scratch */
-	out->host = video + (uint64_t)o[3] * (uint64_t)o[4] * 4;
+	/* the largest decoder call's latent and decoded sample */
+	out->io = gpu_buffer_plan_size((uint64_t)(zt[0] * zt[1] * zt[2] *
+	    zt[3] * zt[4]) * 4) + gpu_buffer_plan_size(tile_out);
+	/* the video read back as f32 (two temporal tiles of it when decoded
+	 * frame range by frame range), and one noise field of scratch */
+	out->host = (tile[0] < F ? 2 * (uint64_t)(o[0] * o[1] * ot[2] * o[3] *
+	    o[4]) * 4 : video) + (uint64_t)o[3] * (uint64_t)o[4] * 4;
 	slot = (uint64_t)slot_numel(c, B, tile[0], tile[1], tile[2]) * 4;
 	out->largest = slot > tile_out ? slot : tile_out;
 	snprintf(out->largest_what, sizeof(out->largest_what), "%s",

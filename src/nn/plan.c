@@ -21,20 +21,7 @@ nn_plan_bytes_device(const struct nn_plan_bytes *b)
 }
 
 void
-nn_vae_tiling_default(struct nn_vae_tiling *t)
-{
-	/* AutoencoderKLLTXVideo.__init__ (diffusers autoencoder_kl_ltx.py) */
-	memset(t, 0, sizeof(*t));
-	t->tile_sample_min_height = 512;
-	t->tile_sample_min_width = 512;
-	t->tile_sample_min_num_frames = 16;
-	t->tile_sample_stride_height = 448;
-	t->tile_sample_stride_width = 448;
-	t->tile_sample_stride_num_frames = 8;
-}
-
-void
-nn_vae_tiling_tile(const struct nn_vae_tiling *t, int spatial_ratio,
+nn_vae_tiling_tile(const struct ltxv_vae_tiling *t, int spatial_ratio,
     int temporal_ratio, int F, int H, int W, int tile[3])
 {
 	tile[0] = F;
@@ -97,7 +84,7 @@ budget_of(const struct device_caps *caps, double margin)
 /* One plan with the choices fixed. */
 static void
 plan_fixed(const struct nn_plan_request *r, int num_frames, int height,
-    int width, const struct nn_vae_tiling *tiling,
+    int width, const struct ltxv_vae_tiling *tiling,
     enum nn_weight_streaming streaming, struct nn_plan *p)
 {
 	const struct ltxv_vae_config *vc = r->vae;
@@ -125,7 +112,7 @@ plan_fixed(const struct nn_plan_request *r, int num_frames, int height,
 	if (p->vae_tiled)
 		p->tiling = *tiling;
 	else
-		nn_vae_tiling_default(&p->tiling);
+		ltxv_vae_tiling_init(&p->tiling);
 	nn_vae_tiling_tile(p->vae_tiled ? tiling : NULL, sr, tr, F, H, W,
 	    p->vae_tile);
 	p->phase_device[NN_PHASE_ENCODE_TEXT] =
@@ -159,10 +146,10 @@ phase_fits(const struct nn_plan *p, enum nn_plan_phase ph)
 
 /* Tilings AUTO tries, cheapest first (the untiled decode before them). */
 static int
-auto_tilings(struct nn_vae_tiling out[4])
+auto_tilings(struct ltxv_vae_tiling out[4])
 {
 	for (int i = 0; i < 4; i++)
-		nn_vae_tiling_default(&out[i]);
+		ltxv_vae_tiling_init(&out[i]);
 	out[0].use_tiling = 1;
 	out[1].use_tiling = 1;
 	out[1].use_framewise_decoding = 1;
@@ -185,7 +172,7 @@ plan_choose(const struct nn_plan_request *r, enum nn_plan_choice tiling_c,
     enum nn_plan_choice stream_c, int num_frames, int height, int width,
     struct nn_plan *p)
 {
-	struct nn_vae_tiling cand[5], autos[4];
+	struct ltxv_vae_tiling cand[5], autos[4];
 	int nc = 0, na = auto_tilings(autos);
 	enum nn_weight_streaming s;
 	struct nn_plan dec;

@@ -32,6 +32,7 @@
 
 #include "gpu/caps.h"
 #include "model/diffusers.h"
+#include "nn/ltxv_vae.h"
 
 struct st_set;
 
@@ -49,32 +50,15 @@ struct nn_plan_bytes {
 uint64_t nn_plan_bytes_device(const struct nn_plan_bytes *b);
 
 /*
- * VAE tiling, under upstream's names (AutoencoderKLLTXVideo in diffusers
- * models/autoencoders/autoencoder_kl_ltx.py: use_tiling,
- * use_framewise_decoding, tile_sample_min_* and tile_sample_stride_*, in
- * pixels / frames).  nn_vae_tiling_default gives upstream's __init__
- * values (512, 512, 16 / 448, 448, 8) with both switches off.
+ * The latent tile upstream's AutoencoderKLLTXVideo._decode hands to the
+ * decoder at once for latents of F x H x W with tiling `t` (the largest
+ * call; edge tiles are smaller): with use_framewise_decoding and
+ * F > tile_sample_min_num_frames / temporal ratio, that + 1 frames; with
+ * use_tiling and a side over tile_sample_min_* / spatial ratio, that
+ * side.  tile[3] = {frames, height, width}, never larger than the input;
+ * t NULL: the whole latent.
  */
-struct nn_vae_tiling {
-	int use_tiling;			/* spatial tiles (tiled_decode) */
-	int use_framewise_decoding;	/* frame ranges (_temporal_tiled_decode) */
-	int tile_sample_min_height, tile_sample_min_width;
-	int tile_sample_min_num_frames;
-	int tile_sample_stride_height, tile_sample_stride_width;
-	int tile_sample_stride_num_frames;
-};
-
-void nn_vae_tiling_default(struct nn_vae_tiling *t);
-
-/*
- * The latent tile upstream's _decode hands to the decoder for latents of
- * F x H x W (the largest one; edge tiles are smaller): with
- * use_framewise_decoding and F > tile_sample_min_num_frames / temporal,
- * tile_sample_min_num_frames / temporal + 1 frames; with use_tiling and a
- * side over tile_sample_min_* / spatial, that side.  Fills tile[3] =
- * {frames, height, width} (never larger than the input).
- */
-void nn_vae_tiling_tile(const struct nn_vae_tiling *t, int spatial_ratio,
+void nn_vae_tiling_tile(const struct ltxv_vae_tiling *t, int spatial_ratio,
     int temporal_ratio, int F, int H, int W, int tile[3]);
 
 /* How the transformer's weights are held (issue 12 item 4). */
@@ -126,7 +110,7 @@ struct nn_plan_request {
 	/* vae_tiling: AUTO = tile only when untiled does not fit; ON uses
 	 * `tiling` as given (its switches set by the caller) */
 	enum nn_plan_choice vae_tiling;
-	struct nn_vae_tiling tiling;
+	struct ltxv_vae_tiling tiling;
 	enum nn_plan_choice weight_streaming;
 	const struct device_caps *caps;	/* NULL: no budget (everything fits) */
 	double memory_margin;		/* of the heap kept free; <= 0: 0.10 */
@@ -150,7 +134,7 @@ struct nn_plan {
 	uint64_t host_bytes;		/* largest host heap of a phase, + latents */
 	uint64_t budget;		/* heap less the margin; 0 = none */
 	int vae_tiled;			/* tiling chosen (tiling below) */
-	struct nn_vae_tiling tiling;
+	struct ltxv_vae_tiling tiling;
 	int vae_tile[3];		/* latent tile decoded at once */
 	enum nn_weight_streaming streaming;
 	int fits;			/* peak <= budget (1 without caps) */

@@ -17,6 +17,7 @@
 #include "model/diffusers.h"
 #include "model/expected.h"
 #include "model/safetensors.h"
+#include "nn/plan.h"
 #include "preflight/preflight.h"
 
 struct text_tokenizer;
@@ -123,8 +124,8 @@ struct pf_job_state {
 	double per_device_batch;
 	int64_t global_batch;
 	int cfg_on;
-	uint64_t est_weights, est_peak, est_largest;
-	const char *est_phase;		/* the phase of the peak */
+	struct nn_plan plan;		/* pf_check_device's memory plan */
+	int has_plan;
 };
 
 /* Adds a problem at `key` of the job (file:line:column, field path). */
