@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "manifest/job.h"
 #include "manifest/manifest.h"
 #include "model/diffusers.h"
 #include "model/expected.h"
@@ -113,6 +114,7 @@ struct pf_job_state {
 	const struct manifest_job *job;
 	struct pf_list *out;
 	cJSON *config;			/* working copy (snap, mesh) */
+	struct job_config jc;		/* typed view of config (strings borrowed) */
 	int snapped;
 	struct pf_model *pm;		/* NULL when no model could be read */
 	/* resolved values */
@@ -124,6 +126,7 @@ struct pf_job_state {
 	double per_device_batch;
 	int64_t global_batch;
 	int cfg_on;
+	int64_t embeds_T, embeds_B;	/* prompt_embeds file: tokens, batch */
 	struct nn_plan plan;		/* pf_check_device's memory plan */
 	int has_plan;
 };

@@ -84,6 +84,7 @@ struct preflight_job {
 	int has_plan;
 	struct nn_plan plan;
 	int64_t video_tokens;		/* latent F*H*W / patch volume */
+	int64_t batch;			/* videos rendered (job_batch); 0 when unknown */
 };
 
 struct preflight_report {
@@ -123,8 +124,9 @@ void preflight_report_print(const struct preflight_report *r, FILE *fp,
 
 /* JSON form (caller frees with cJSON_Delete):
  *   {"valid": N, "rejected": N, "jobs": [{"manifest", "entry", "index",
- *    "name", "valid", "snapped", "config", "video_tokens",
- *    "plan": nn_plan_to_json (or null),
+ *    "name", "valid", "snapped", "config", "estimates": {"batch",
+ *    "video_tokens"}, "plan": nn_plan_to_json (null when the model or
+ *    geometry could not be read),
  *    "problems": [{"severity", "code", "file", "line", "column", "field",
  *    "message", "hint"}]}]} */
 cJSON *preflight_report_to_json(const struct preflight_report *r);
