@@ -18,7 +18,7 @@ check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/st-compare
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-plan tests/nn/forward-goldens.sh \
-	tests/nn/forward-intermediates.sh tests/nn/plan-measured.sh
+	tests/nn/forward-intermediates.sh tests/nn/plan-measured.sh tests/nn/forward-split.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
@@ -30,5 +30,5 @@ tests_nn_test_plan_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
-	tests/nn/plan-measured.sh \
+	tests/nn/plan-measured.sh tests/nn/forward-split.sh \
 	tests/data/ltxv

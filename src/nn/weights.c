@@ -92,9 +92,8 @@ pack_init(struct pack *p, const struct device_caps *caps)
 	p->align = caps ? caps->min_storage_buffer_offset_alignment : 0;
 	if (p->align < 256)
 		p->align = 256;
-	p->cap = caps ? caps->max_memory_allocation_size : 0;
-	if (p->cap == 0 || p->cap > ((size_t)1 << 30))
-		p->cap = (size_t)1 << 30;
+	p->cap = (size_t)(caps ? device_caps_max_tensor(caps) :
+	    DEVICE_CAPS_MAX_BUFFER);
 }
 
 /* Places `bytes`; returns its offset, *newbuf = 1 when it opened a new
@@ -247,8 +246,9 @@ nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 	offs = xcalloc(n ? n : 1, sizeof(*offs));
 	bufidx = xcalloc(n ? n : 1, sizeof(*bufidx));
 	/* Plan: assign each tensor a buffer and an offset (the packing
-	 * nn_weights_plan reports).  A tensor larger than a binding may span
-	 * fails later in the op that binds it. */
+	 * nn_weights_plan reports).  A tensor larger than a binding is split
+	 * by the ops that bind it (gpu/ops.h); one larger than a buffer
+	 * cannot be held. */
 	pack_init(&pk, caps);
 	for (size_t i = 0; i < n; i++) {
 		const struct st_tensor *t = st_set_tensor(w->set, i);
@@ -261,6 +261,19 @@ nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 		bytes = upload_bytes(t, loras, &gd);
 		if (bytes == 0)
 			continue;
+		if (bytes > pk.cap) {
+			st = error_set(err, LQ_FAILED, "LQ-GPU-RANGE",
+			    "weight %s (%zu bytes, %s) is larger than one "
+			    "buffer of device \"%s\" (%zu bytes: "
+			    "maxMemoryAllocationSize, at most %llu)", t->name,
+			    bytes, gpu_dtype_name(gd), caps->name, pk.cap,
+			    (unsigned long long)DEVICE_CAPS_MAX_BUFFER);
+			error_set_field(err, "%s", t->name);
+			error_set_hint(err, "a device with a larger "
+			    "maxMemoryAllocationSize, or the weight stored "
+			    "as f16/bf16");
+			goto fail;
+		}
 		offs[w->nentries] = pack_add(&pk, bytes, &newbuf, &closed);
 		if (newbuf) {
 			bufsize = xrealloc(bufsize, sizeof(*bufsize) * (size_t)(nplanned + 1));
