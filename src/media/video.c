@@ -26,6 +26,7 @@
 #include <libswscale/swscale.h>
 
 #include "config.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "media/media-int.h"
@@ -68,6 +69,9 @@ av_fail(struct lq_error *err, const char *call, const char *path, int rc)
 {
 	char buf[AV_ERROR_MAX_STRING_SIZE] = "";
 	av_strerror(rc, buf, sizeof(buf));
+	/* a full or failing disk (AVERROR(ENOSPC), ...) is a retry */
+	if (rc < 0 && file_errno_status(AVUNERROR(rc)) == LQ_RETRY)
+		return file_fail(err, "LQ-MEDIA-003", call, path, AVUNERROR(rc));
 	return error_set(err, LQ_FAILED, "LQ-MEDIA-003", "%s failed for %s: %s",
 	    call, path, buf);
 }
@@ -114,7 +118,8 @@ set_tags(AVDictionary **d, const struct media_video_options *opt)
 }
 
 struct mp4_writer {
-	const char *path;	/* the .part file */
+	const char *path;	/* the temporary, for messages */
+	const char *url;	/* what libavformat opens: the temporary's fd */
 	AVFormatContext *fmt;
 	AVCodecContext *enc;
 	AVStream *st;
@@ -177,7 +182,7 @@ encode(struct mp4_writer *w, const struct media_frames *v,
 	if (s != LQ_OK)
 		return s;
 
-	rc = avformat_alloc_output_context2(&w->fmt, NULL, "mp4", w->path);
+	rc = avformat_alloc_output_context2(&w->fmt, NULL, "mp4", w->url);
 	if (rc < 0)
 		return av_fail(err, "avformat_alloc_output_context2(mp4)",
 		    w->path, rc);
@@ -246,7 +251,7 @@ encode(struct mp4_writer *w, const struct media_frames *v,
 	w->fmt->flags |= AVFMT_FLAG_BITEXACT;
 	set_tags(&w->fmt->metadata, opt);
 
-	rc = avio_open(&w->fmt->pb, w->path, AVIO_FLAG_WRITE);
+	rc = avio_open(&w->fmt->pb, w->url, AVIO_FLAG_WRITE);
 	if (rc < 0)
 		return av_fail(err, "avio_open", w->path, rc);
 	AVDictionary *mopts = NULL;
@@ -334,15 +339,23 @@ media_write_mp4(const char *path, const struct media_frames *v,
 	if (s != LQ_OK)
 		return s;
 	media_init_libav();
-	char *tmp = xasprintf("%s.part", path);
-	struct mp4_writer w = { .path = tmp };
+	struct file_temp t;
+	if ((s = file_open_temp(path, ".part", "LQ-MEDIA-006", &t, err)) !=
+	    LQ_OK)
+		return s;
+	/*
+	 * libavformat opens by name (and "faststart" reopens the file by name
+	 * to move the index): /proc/self/fd/N names the very file created
+	 * above, so no path lookup can be redirected by a planted symlink.
+	 */
+	char *url = xasprintf("/proc/self/fd/%d", t.fd);
+	struct mp4_writer w = { .path = t.tmp, .url = url };
 	s = encode(&w, v, opt, err);
 	mp4_writer_free(&w);
+	free(url);
 	if (s == LQ_OK)
-		s = media_commit_file(tmp, path, err);
-	if (s != LQ_OK)
-		unlink(tmp);
-	free(tmp);
+		s = file_commit(opt->commit, &t, "LQ-MEDIA-006", err);
+	file_discard_temp(&t);
 	return s;
 }
 

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "core/digest.h"
 #include "core/fault.h"
+#include "core/file.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -930,8 +931,8 @@ make_parent_dirs(const char *path, struct lq_error *err)
 			continue;
 		*s = '\0';
 		if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-			enum lq_status st = error_set(err, LQ_FAILED, "LQ-IO-004",
-			    "cannot create folder %s: %s", p, strerror(errno));
+			enum lq_status st = file_fail(err, "LQ-IO-004", "mkdir", p,
+			    errno);
 			free(p);
 			return st;
 		}
@@ -939,6 +940,25 @@ make_parent_dirs(const char *path, struct lq_error *err)
 	}
 	free(p);
 	return LQ_OK;
+}
+
+/*
+ * file_commit hook for the job's outputs: each is renamed into place and
+ * recorded as an artifact in one step under the job's lease
+ * (store_commit_artifact), so a worker that lost the job writes nothing.
+ */
+struct artifact_commit {
+	struct render *r;
+	const char *kind;
+};
+
+static enum lq_status
+commit_artifact(void *ud, struct file_temp *t, const char *code,
+    struct lq_error *err)
+{
+	const struct artifact_commit *c = ud;
+	return store_commit_artifact(c->r->st, c->r->job->id, c->kind, t, code,
+	    NULL, err);
 }
 
 static enum lq_status
@@ -961,18 +981,19 @@ phase_encode_video(struct render *r, const float *video_np,
 	for (int b = 0; b < r->B && s == LQ_OK; b++) {
 		char *mp4 = job_output_path(&r->jc, r->base_dir, b, r->B);
 		struct media_frames frames = {F, H, W, video_u8 + b * per_video};
+		struct artifact_commit mp4_c = {r, "mp4"}, sheet_c = {r,
+		    "contact_sheet"};
+		struct file_commit mp4_hook = {commit_artifact, &mp4_c};
+		struct file_commit sheet_hook = {commit_artifact, &sheet_c};
 		struct media_video_options vo = {.fps = r->jc.frame_rate, .crf = -1,
-		    .provenance = &prov};
+		    .provenance = &prov, .commit = &mp4_hook};
+		struct media_sheet_options so = media_sheet_defaults;
+		so.commit = &sheet_hook;
 		char *sheet = job_path_sibling(mp4, ".sheet.png");
-		char digest[DIGEST_HEX_SIZE];
 		if ((s = make_parent_dirs(mp4, err)) == LQ_OK &&
-		    (s = media_write_mp4(mp4, &frames, &vo, err)) == LQ_OK &&
-		    (s = store_add_artifact_file(r->st, r->job->id, "mp4", mp4,
-		    digest, err)) == LQ_OK &&
-		    (s = media_write_contact_sheet(sheet, &frames, NULL, &prov, NULL,
-		    NULL, err)) == LQ_OK)
-			s = store_add_artifact_file(r->st, r->job->id, "contact_sheet",
-			    sheet, digest, err);
+		    (s = media_write_mp4(mp4, &frames, &vo, err)) == LQ_OK)
+			s = media_write_contact_sheet(sheet, &frames, &so, &prov, NULL,
+			    NULL, err);
 		if (s == LQ_OK && r->jc.frames != NULL) {
 			char *d = job_frames_path(&r->jc, r->base_dir, b, r->B);
 			char *probe = xasprintf("%s/x", d);
@@ -1000,11 +1021,10 @@ phase_encode_video(struct render *r, const float *video_np,
 	int64_t vs[5] = {out_shape[0], F, H, W, 3};
 	st_writer_add(w, "video_np", ST_F32, 5, vs, video_np);
 	st_writer_add(w, "video_uint8", ST_U8, 5, vs, video_u8);
-	char digest[DIGEST_HEX_SIZE];
-	if ((s = make_parent_dirs(path, err)) == LQ_OK &&
-	    (s = st_writer_write(w, path, err)) == LQ_OK)
-		s = store_add_artifact_file(r->st, r->job->id, "tensors", path,
-		    digest, err);
+	struct artifact_commit tensors_c = {r, "tensors"};
+	struct file_commit tensors_hook = {commit_artifact, &tensors_c};
+	if ((s = make_parent_dirs(path, err)) == LQ_OK)
+		s = st_writer_write_commit(w, path, &tensors_hook, err);
 	st_writer_free(w);
 	free(path);
 	return s;
