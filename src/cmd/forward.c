@@ -84,7 +84,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 			fo.noise_fallback = &seeded;
 			break;
 		case 'W':
-			if (ltxv_weight_streaming_parse(optarg,
+			if (nn_plan_choice_parse(optarg,
 			    &fo.weight_streaming) != 0) {
 				free(inputs);
 				return cmd_misuse(&cmd_forward_entry,

@@ -47,7 +47,7 @@ struct nn_forward_opts {
 	FILE *report;			/* memory report (-v), may be NULL */
 	/* transformer: stream the blocks' weights (on), never (off), or
 	 * when the resident weights do not fit the device (auto, 0) */
-	enum ltxv_weight_streaming weight_streaming;
+	enum nn_plan_choice weight_streaming;
 	/* VAE decoder: called for EVERY injected-noise draw, in the decoder's
 	 * call order (so it can count draws), before the inputs are looked
 	 * up; a field the inputs hold then replaces what it wrote.  NULL: a

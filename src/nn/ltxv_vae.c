@@ -21,6 +21,7 @@
 #include "gpu/ops.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_vae.h"
+#include "nn/plan.h"
 #include "nn/weights.h"
 
 #define TPROJ_DIM 256	/* PixArtAlphaCombinedTimestepSizeEmbeddings' Timesteps(256) */
@@ -408,50 +409,197 @@ ltxv_vae_output_shape(const struct ltxv_vae *v, const int64_t z[5],
 	out[4] = W * v->cfg.patch_size;
 }
 
-/* Largest activation (elements) of a decode of [B, *, F, H, W], and the
- * total of all noise fields (elements). */
-static void
-plan_sizes(const struct ltxv_vae *v, int64_t B, int64_t F, int64_t H,
-    int64_t W, int64_t *max_numel, int64_t *noise_numel)
+/* Largest activation (elements) of a decode of [B, *, F, H, W]: the size
+ * of each of the five slots. */
+static int64_t
+slot_numel(const struct ltxv_vae_config *c, int64_t B, int64_t F, int64_t H,
+    int64_t W)
 {
-	int64_t mx = B * v->cfg.latent_channels * F * H * W, nz = 0;
-	int64_t C = v->cfg.dec_conv_in_out;
+	int64_t mx = B * c->latent_channels * F * H * W;
 
 #define SEE(ch) do { int64_t n_ = B * (ch) * F * H * W; if (n_ > mx) mx = n_; } while (0)
-	SEE(C);
-	if (v->mid.nres && v->mid.res[0].inject)
-		nz += 2 * v->mid.nres * H * W;
-	for (int i = 0; i < v->nup; i++) {
-		const struct vae_block *b = &v->up[i];
+	SEE(c->dec_conv_in_out);
+	for (int i = 0; i < c->dec_n_up; i++) {
+		const struct ltxv_vae_up_block *u = &c->dec_up[i];
 
-		if (b->has_conv_in) {
-			SEE(b->cout);
-			SEE(b->cin);
-			if (b->conv_in.inject)
-				nz += 2 * H * W;
+		if (u->has_conv_in) {
+			SEE(u->out_channels);
+			SEE(u->in_channels);
 		}
-		if (b->up) {
-			SEE(b->up_out);	/* conv output before depth-to-space */
-			SEE(b->up_in);
+		if (u->spatio_temporal_scale) {
+			SEE(u->upsampler_out);	/* conv output before depth-to-space */
+			SEE(u->upsampler_in);
 			F = 2 * F - 1;
 			H *= 2;
 			W *= 2;
 		}
-		SEE(b->cout);
-		if (b->nres && b->res[0].inject)
-			nz += 2 * b->nres * H * W;
+		SEE(u->out_channels);
 	}
-	SEE(v->cfg.dec_conv_out_out);
+	SEE(c->dec_conv_out_out);
 #undef SEE
-	*max_numel = mx;
-	*noise_numel = nz;
+	return mx;
+}
+
+/* The widest block (channels), which sizes the time-embedding rows. */
+static int
+widest(const struct ltxv_vae_config *c)
+{
+	int cmax = c->dec_conv_in_out;
+
+	for (int i = 0; i < c->dec_n_up; i++) {
+		const struct ltxv_vae_up_block *u = &c->dec_up[i];
+
+		if (u->spatio_temporal_scale && u->upsampler_in > cmax)
+			cmax = u->upsampler_in;
+		if (u->in_channels > cmax)
+			cmax = u->in_channels;
+		if (u->out_channels > cmax)
+			cmax = u->out_channels;
+	}
+	return cmax;
+}
+
+/*
+ * The tensors one decode of [B, *, F, H, W] carves from the pool, in
+ * decode's order (bytes; caller frees): five slots, the time-embedding
+ * features and rows, then every injected noise field in upstream's draw
+ * order (draw_noise).  *largest gets the slot's bytes.
+ */
+static uint64_t *
+pool_carves(const struct ltxv_vae_config *c, int64_t B, int64_t F, int64_t H,
+    int64_t W, int *n)
+{
+	int cap = 16 + 2 * (c->dec_mid_layers + 1), k = 0;
+	int64_t cmax = widest(c), mx = slot_numel(c, B, F, H, W);
+	uint64_t *b;
+
+	for (int i = 0; i < c->dec_n_up; i++)
+		cap += 2 * (c->dec_up[i].num_layers + 1);
+	b = xmalloc(sizeof(*b) * (size_t)cap);
+	for (int i = 0; i < 5; i++)
+		b[k++] = (uint64_t)mx * 4;
+	b[k++] = (uint64_t)B * TPROJ_DIM * 4;
+	for (int i = 0; i < 3; i++)
+		b[k++] = (uint64_t)B * 4 * cmax * 4;	/* thid, temb, ss */
+	if (c->dec_mid_inject_noise)
+		for (int j = 0; j < 2 * c->dec_mid_layers; j++)
+			b[k++] = (uint64_t)H * W * 4;
+	for (int i = 0; i < c->dec_n_up; i++) {
+		const struct ltxv_vae_up_block *u = &c->dec_up[i];
+
+		if (u->has_conv_in && u->inject_noise)
+			for (int j = 0; j < 2; j++)
+				b[k++] = (uint64_t)H * W * 4;
+		if (u->spatio_temporal_scale) {
+			H *= 2;
+			W *= 2;
+		}
+		if (u->inject_noise)
+			for (int j = 0; j < 2 * u->num_layers; j++)
+				b[k++] = (uint64_t)H * W * 4;
+	}
+	LQ_ASSERT(k <= cap);
+	*n = k;
+	return b;
+}
+
+/* Pool capacity for a decode of latents [B, *, F, H, W]. */
+static uint64_t
+pool_bytes(const struct ltxv_vae_config *c, const struct device_caps *caps,
+    int64_t B, int64_t F, int64_t H, int64_t W)
+{
+	int n;
+	uint64_t *b = pool_carves(c, B, F, H, W, &n);
+	uint64_t cap = gpu_pool_plan(caps, b, n);
+
+	free(b);
+	return cap;
+}
+
+/* ltxv_vae_output_shape from the config alone. */
+static void
+output_shape(const struct ltxv_vae_config *c, const int64_t z[5],
+    int64_t out[5])
+{
+	int64_t F = z[2], H = z[3], W = z[4];
+
+	for (int i = 0; i < c->dec_n_up; i++)
+		if (c->dec_up[i].spatio_temporal_scale) {
+			F = 2 * F - 1;
+			H *= 2;
+			W *= 2;
+		}
+	out[0] = z[0];
+	out[1] = c->out_channels;
+	out[2] = F;
+	out[3] = H * c->patch_size;
+	out[4] = W * c->patch_size;
+}
+
+void
+ltxv_vae_tiling_init(struct ltxv_vae_tiling *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->tile_sample_min_height = 512;
+	t->tile_sample_min_width = 512;
+	t->tile_sample_min_num_frames = 16;
+	t->tile_sample_stride_height = 448;
+	t->tile_sample_stride_width = 448;
+	t->tile_sample_stride_num_frames = 8;
+}
+
+void
+ltxv_vae_plan(const struct ltxv_vae_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int F, int H, int W, const struct ltxv_vae_tiling *tiling,
+    struct nn_plan_bytes *out)
+{
+	int tile[3];
+	int64_t z[5], zt[5], o[5], ot[5];
+	uint64_t video, tile_out, slot;
+
+	memset(out, 0, sizeof(*out));
+	nn_vae_tiling_tile(tiling, c->spatial_compression_ratio,
+	    c->temporal_compression_ratio, F, H, W, tile);
+	if (w != NULL)
+		out->weights = w->resident.device;
+	out->activations = pool_bytes(c, caps, B, tile[0], tile[1], tile[2]);
+	z[0] = zt[0] = B;
+	z[1] = zt[1] = c->latent_channels;
+	z[2] = F;
+	z[3] = H;
+	z[4] = W;
+	zt[2] = tile[0];
+	zt[3] = tile[1];
+	zt[4] = tile[2];
+	output_shape(c, z, o);
+	output_shape(c, zt, ot);
+	video = (uint64_t)(o[0] * o[1] * o[2] * o[3] * o[4]) * 4;
+	tile_out = (uint64_t)(ot[0] * ot[1] * ot[2] * ot[3] * ot[4]) * 4;
+	/* the largest decoder call's latent and decoded sample */
+	out->io = gpu_buffer_plan_size((uint64_t)(zt[0] * zt[1] * zt[2] *
+	    zt[3] * zt[4]) * 4) + gpu_buffer_plan_size(tile_out);
+	/* the video read back as f32 (two temporal tiles of it when decoded
+	 * frame range by frame range), and one noise field of scratch */
+	out->host = (tile[0] < F ? 2 * (uint64_t)(o[0] * o[1] * ot[2] * o[3] *
+	    o[4]) * 4 : video) + (uint64_t)o[3] * (uint64_t)o[4] * 4;
+	slot = (uint64_t)slot_numel(c, B, tile[0], tile[1], tile[2]) * 4;
+	out->largest = slot > tile_out ? slot : tile_out;
+	snprintf(out->largest_what, sizeof(out->largest_what), "%s",
+	    slot > tile_out ? "the VAE decoder's largest activation" :
+	    (tile[0] == F && tile[1] == H && tile[2] == W) ?
+	    "the decoded video" : "a decoded tile");
+	if (w != NULL && w->resident.largest > out->largest) {
+		out->largest = w->resident.largest;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->resident.largest_name);
+	}
 }
 
 enum lq_status
 ltxv_vae_reserve(struct ltxv_vae *v, int B, int F, int H, int W,
     struct lq_error *err)
 {
-	int64_t mx, nz, small;
 	size_t bytes;
 	enum lq_status st;
 
@@ -463,11 +611,7 @@ ltxv_vae_reserve(struct ltxv_vae *v, int B, int F, int H, int W,
 		H = H > v->rH ? H : v->rH;
 		W = W > v->rW ? W : v->rW;
 	}
-	plan_sizes(v, B, F, H, W, &mx, &nz);
-	/* features, embedder hidden + output, scale-shift rows */
-	small = (int64_t)B * TPROJ_DIM + 3 * (int64_t)B * 4 * v->cmax;
-	bytes = (size_t)(5 * mx + nz + small) * sizeof(float) +
-	    (size_t)(64 + 2 * 64) * 256;
+	bytes = (size_t)pool_bytes(&v->cfg, gpu_ctx_caps(v->ctx), B, F, H, W);
 	gpu_pool_free(v->pool);
 	v->pool = NULL;
 	st = gpu_pool_create(v->ctx, bytes, &v->pool, err);
@@ -779,7 +923,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	const struct gpu_tensor *z = args->z;
 	struct gpu_cmd *cmd = v->cmd;
 	struct vae_run run;
-	int64_t B, F, H, W, want[5], mx, nz;
+	int64_t B, F, H, W, want[5], mx;
 	int s = 0;
 	size_t mark = 0;
 	char name[96];
@@ -821,7 +965,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	run.cmd = cmd;
 	run.dump = dump;
 	run.B = B;
-	plan_sizes(v, B, F, H, W, &mx, &nz);
+	mx = slot_numel(&v->cfg, B, F, H, W);
 	mark = gpu_pool_mark(v->pool);
 	gpu_cmd_begin(cmd);
 	for (int i = 0; i < 5; i++)

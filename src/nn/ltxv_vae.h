@@ -32,6 +32,10 @@
 #include "model/diffusers.h"
 #include "nn/dump.h"
 
+struct nn_plan_bytes;
+struct nn_weights_layout;
+struct device_caps;
+
 struct ltxv_vae;
 
 /*
@@ -126,6 +130,44 @@ void ltxv_latents_denormalize(const float *x, const float *latents_mean,
  */
 void ltxv_latents_mix_noise(const float *x, const float *noise,
     const float *decode_noise_scale, int64_t B, int64_t N, float *out);
+
+/*
+ * ---- Tiled and frame-wise decoding ----
+ *
+ * AutoencoderKLLTXVideo's tiling attributes (autoencoder_kl_ltx.py,
+ * __init__ / enable_tiling), under upstream's names.  Sizes are in SAMPLE
+ * units (pixels, frames); the latent tile sizes are their floor divisions
+ * by the VAE's spatial_compression_ratio / temporal_compression_ratio.
+ * use_tiling: spatial tiles (tiled_decode); use_framewise_decoding:
+ * temporal tiles (_temporal_tiled_decode), each spatially tiled when
+ * use_tiling is also set.
+ */
+struct ltxv_vae_tiling {
+	int use_tiling;
+	int use_framewise_decoding;
+	int tile_sample_min_height, tile_sample_min_width;
+	int tile_sample_min_num_frames;
+	int tile_sample_stride_height, tile_sample_stride_width;
+	int tile_sample_stride_num_frames;
+};
+
+/* Upstream's __init__ values: both flags off, tiles 512 x 512 x 16,
+ * strides 448 x 448 x 8. */
+void ltxv_vae_tiling_init(struct ltxv_vae_tiling *t);
+
+/*
+ * The memory plan of one decode (see nn/plan.h) of latents
+ * [B, latent_channels, F, H, W]: weights as `w` packs them (decoder.*),
+ * the activation pool exactly as ltxv_vae_reserve sizes it for the
+ * largest decoder call `tiling` makes (nn_vae_tiling_tile; NULL or both
+ * switches off: the whole latent) on `caps`' pool chunks, that call's
+ * latent and decoded-sample buffers, and on the host the video read back
+ * as f32 (two temporal tiles of it with framewise decoding).  Pure.
+ */
+void ltxv_vae_plan(const struct ltxv_vae_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int F, int H, int W, const struct ltxv_vae_tiling *tiling,
+    struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltxv_vae_memory(const struct ltxv_vae *vae, size_t *weights,

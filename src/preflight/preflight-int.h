@@ -18,6 +18,7 @@
 #include "model/diffusers.h"
 #include "model/expected.h"
 #include "model/safetensors.h"
+#include "nn/plan.h"
 #include "preflight/preflight.h"
 #include "sampler/scheduler.h"
 
@@ -121,8 +122,9 @@ struct pf_job_state {
 	double per_device_batch;
 	int64_t global_batch;
 	int cfg_on;
-	uint64_t est_weights, est_peak, est_largest;
-	const char *est_phase;		/* the phase of the peak */
+	int64_t embeds_T, embeds_B;	/* prompt_embeds file: tokens, batch */
+	struct nn_plan plan;		/* pf_check_device's memory plan */
+	int has_plan;
 };
 
 /* Adds a problem at `key` of the job (file:line:column, field path). */

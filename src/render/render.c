@@ -41,6 +41,7 @@
 #include "model/safetensors.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/plan.h"
 #include "nn/t5.h"
 #include "model/hash.h"
 #include "model/lora.h"
@@ -91,6 +92,8 @@ struct render {
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
 	char *name_shown;		/* job name, control characters escaped */
+	struct nn_plan plan;		/* nn/plan.h, for the device in use */
+	struct nn_weights_layout w_transformer;	/* the plan's weight layout */
 };
 
 static void
@@ -471,24 +474,12 @@ load_networks(struct render *r, struct lq_error *err)
 		free(p);
 	}
 	struct nn_lora_set ls = {loras, scales, opened, 0};
-	/* weight_streaming: on / off as asked; auto by the plan (the
-	 * transformer's weights and activations against the device) */
+	/* weight_streaming: as the plan chose (make_plan: on / off as the
+	 * job asks, auto when the resident weights do not fit) */
 	int rows = r->cfg ? 2 * r->B : r->B;
-	enum ltxv_weight_streaming mode = LTXV_STREAM_AUTO;
-	struct ltxv_transformer_plan plan;
-	struct ltxv_transformer_opts topts = {0};
-	memset(&plan, 0, sizeof(plan));
-	if (s == LQ_OK &&
-	    ltxv_weight_streaming_parse(r->jc.weight_streaming, &mode) != 0)
-		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "weight_streaming "
-		    "\"%s\" is not auto, on or off", r->jc.weight_streaming ?
-		    r->jc.weight_streaming : "");
-	if (s == LQ_OK)
-		s = ltxv_transformer_plan(r->dm->transformer.dir,
-		    gpu_ctx_caps(r->gpu), rows, r->S, r->T, &plan, err);
-	if (s == LQ_OK)
-		topts.streaming = ltxv_transformer_choose_streaming(mode, &plan,
-		    0, device_caps_memory_budget(gpu_ctx_caps(r->gpu), 0));
+	struct ltxv_transformer_opts topts = {
+		.streaming = r->plan.streaming == NN_WEIGHTS_STREAMED,
+	};
 	if (s == LQ_OK)
 		s = ltxv_transformer_load_opts(r->gpu, r->dm->transformer.dir,
 		    nl > 0 ? &ls : NULL, &topts, &r->transformer, err);
@@ -507,25 +498,23 @@ load_networks(struct render *r, struct lq_error *err)
 			return s;
 	}
 	{
+		enum nn_plan_choice mode = NN_PLAN_AUTO;
 		char detail[256];
+		(void)nn_plan_choice_parse(r->jc.weight_streaming, &mode);
 		snprintf(detail, sizeof(detail), "{\"mode\":\"%s\","
 		    "\"streaming\":%s,\"resident_weight_bytes\":%zu,"
-		    "\"streamed_weight_bytes\":%zu,\"activation_bytes\":%zu}",
-		    ltxv_weight_streaming_name(mode),
+		    "\"streamed_weight_bytes\":%zu,\"activation_bytes\":%"
+		    PRIu64 "}", nn_plan_choice_name(mode),
 		    ltxv_transformer_streaming(r->transformer, NULL, NULL) ?
-		    "true" : "false", plan.resident.device, plan.streamed.device,
-		    plan.activations);
+		    "true" : "false", r->w_transformer.resident.device,
+		    r->w_transformer.streamed.device,
+		    r->plan.transformer.activations);
 		if ((s = store_add_event(r->st, r->job->id, "weight_streaming",
 		    detail, err)) != LQ_OK)
 			return s;
 	}
-	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
-		return s;
 	if ((s = ltxv_transformer_reserve(r->transformer, rows, r->S, r->T,
 	    err)) != LQ_OK)
-		return s;
-	if ((s = ltxv_vae_reserve(r->vae, r->B, (int)r->shape.frames,
-	    (int)r->shape.height, (int)r->shape.width, err)) != LQ_OK)
 		return s;
 	size_t lat = (size_t)rows * r->S * r->C * sizeof(float);
 	size_t txt = (size_t)rows * r->T * r->Cc * sizeof(float);
@@ -543,13 +532,90 @@ load_networks(struct render *r, struct lq_error *err)
 		r->trajectory = xcalloc((size_t)r->jc.num_inference_steps * n,
 		    sizeof(float));
 	if (log_get_level() >= LOG_LEVEL_INFO && r->opt->progress_tty == 0) {
-		size_t tw, tp, tk, vw, vp, vk;
+		size_t tw, tp, tk;
 		ltxv_transformer_memory(r->transformer, &tw, &tp, &tk);
-		ltxv_vae_memory(r->vae, &vw, &vp, &vk);
-		log_debug("device memory: transformer %zu + %zu, vae %zu + %zu bytes",
-		    tw, tp, vw, vp);
+		log_debug("device memory: transformer %zu + %zu bytes", tw, tp);
 	}
 	return LQ_OK;
+}
+
+/*
+ * The memory plan for this job on this device (nn/plan.h, the functions
+ * preflight asked), recorded as a "plan" event before anything large is
+ * allocated.  The phases follow it: the text encoder, the transformer and
+ * the VAE decoder are each on the device alone.
+ */
+static enum lq_status
+make_plan(struct render *r, struct lq_error *err)
+{
+	const struct device_caps *caps = gpu_ctx_caps(r->gpu);
+	struct nn_weights_layout *wt = &r->w_transformer, wv;
+	struct st_set *set = NULL, *text = NULL;
+	struct lq_error e;
+	enum lq_status s;
+
+	memset(wt, 0, sizeof(*wt));
+	memset(&wv, 0, sizeof(wv));
+	error_clear(&e);
+	/* the loaders lay the weights out with these same functions */
+	if ((s = st_set_open(r->dm->transformer.dir, &set, err)) == LQ_OK)
+		s = ltxv_transformer_weights_layout(set, caps, wt, err);
+	st_set_close(set);
+	set = NULL;
+	if (s == LQ_OK && (s = st_set_open(r->dm->vae.dir, &set, err)) == LQ_OK)
+		s = nn_weights_plan(set, "decoder.", NULL, caps, &wv.resident, err);
+	st_set_close(set);
+	if (s != LQ_OK)
+		return s;
+	int embeds = r->jc.prompt_embeds != NULL;
+	if (!embeds && r->dm->text_encoder.present)
+		(void)st_set_open(r->dm->text_encoder.dir, &text, &e);
+	struct nn_plan_request rq = {
+		.transformer = &r->dm->transformer_config,
+		.vae = &r->dm->vae_config,
+		.text_encoder = !embeds && r->dm->text_encoder.present ?
+		    &r->dm->text_encoder_config : NULL,
+		.w_transformer = wt,
+		.w_vae = &wv,
+		.text_set = text,
+		.batch = r->B,
+		.guidance = r->cfg,
+		.num_frames = r->jc.num_frames,
+		.height = r->jc.height,
+		.width = r->jc.width,
+		.max_sequence_length = r->T,
+		.caps = caps,
+	};
+	ltxv_vae_tiling_init(&rq.tiling);
+	if (nn_plan_choice_parse(r->jc.weight_streaming, &rq.weight_streaming))
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "weight_streaming "
+		    "\"%s\" is not auto, on or off", r->jc.weight_streaming);
+	nn_plan_render(&rq, &r->plan);
+	st_set_close(text);
+	cJSON *j = nn_plan_to_json(&r->plan);
+	char *detail = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	s = store_add_event(r->st, r->job->id, "plan", detail, err);
+	free(detail);
+	return s;
+}
+
+/* The measured high-water mark of device memory (gpu_ctx_memory) as the
+ * job's "peak_device_bytes" event, beside the plan's. */
+static enum lq_status
+record_peak(struct render *r, struct lq_error *err)
+{
+	uint64_t peak = 0;
+	char detail[160];
+
+	if (r->gpu == NULL)
+		return LQ_OK;
+	gpu_ctx_memory(r->gpu, NULL, &peak);
+	snprintf(detail, sizeof(detail), "{\"peak_device_bytes\":%" PRIu64
+	    ",\"planned_peak_device_bytes\":%" PRIu64 "}", peak,
+	    r->plan.peak_device_bytes);
+	return store_add_event(r->st, r->job->id, "peak_device_bytes", detail,
+	    err);
 }
 
 /* Initial latents: a checkpoint, a supplied file, or latentq's noise. */
@@ -800,6 +866,18 @@ phase_decode(struct render *r, float **video_np, uint8_t **video_u8,
 	enum lq_status s;
 	if ((s = enter_phase(r, "decode", r->jc.num_inference_steps, err)) != LQ_OK)
 		return s;
+	/* the transformer is done: the decoder gets the device alone */
+	ltxv_transformer_free(r->transformer);
+	r->transformer = NULL;
+	gpu_buffer_free(r->buf_in);
+	gpu_buffer_free(r->buf_out);
+	gpu_buffer_free(r->buf_text);
+	r->buf_in = r->buf_out = r->buf_text = NULL;
+	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
+		return s;
+	if ((s = ltxv_vae_reserve(r->vae, r->B, (int)r->shape.frames,
+	    (int)r->shape.height, (int)r->shape.width, err)) != LQ_OK)
+		return s;
 	const struct ltxv_vae_config *vc = &r->dm->vae_config;
 	size_t n = latents_numel(&r->shape);
 	float *z = xmalloc(n * sizeof(float));
@@ -1018,16 +1096,22 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	uint8_t *video_u8 = NULL;
 	int64_t out_shape[5];
 	char *output = NULL;
+	/* Phases in the order of the memory plan: the text encoder, then the
+	 * transformer, then the VAE decoder, each alone on the device. */
 	if (s == LQ_OK)
 		s = phase_load(&r, err);
 	if (s == LQ_OK && (s = phase_compile(&r, err)) == LQ_OK)
-		s = load_networks(&r, err);
+		s = make_plan(&r, err);
 	if (s == LQ_OK)
 		s = phase_encode_text(&r, err);
+	if (s == LQ_OK)
+		s = load_networks(&r, err);
 	if (s == LQ_OK)
 		s = phase_denoise(&r, err);
 	if (s == LQ_OK)
 		s = phase_decode(&r, &video_np, &video_u8, out_shape, err);
+	if (s == LQ_OK)
+		s = record_peak(&r, err);
 	if (s == LQ_OK)
 		s = phase_encode_video(&r, video_np, video_u8, out_shape, &output,
 		    err);
