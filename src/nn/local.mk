@@ -13,18 +13,21 @@ liblatentq_a_SOURCES += \
 # Tests: the CPU float32 islands against the goldens' intermediates, and
 # `latentq forward` against every transformer / VAE golden case.
 check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
-	tests/nn/test-weights-dtype \
+	tests/nn/test-weights-dtype tests/nn/test-ltxv-tiling \
 	tests/nn/st-compare
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
-	tests/nn/test-weights-dtype tests/nn/forward-goldens.sh \
-	tests/nn/forward-intermediates.sh
+	tests/nn/test-weights-dtype tests/nn/test-ltxv-tiling \
+	tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
+	tests/nn/forward-tiled.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
 tests_nn_test_ltxv_predecode_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_weights_dtype_SOURCES = tests/nn/test-weights-dtype.c
 tests_nn_test_weights_dtype_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_ltxv_tiling_SOURCES = tests/nn/test-ltxv-tiling.c
+tests_nn_test_ltxv_tiling_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
-	tests/data/ltxv
+	tests/nn/forward-tiled.sh tests/data/ltxv tests/data/ltxv-extra

@@ -127,6 +127,122 @@ void ltxv_latents_denormalize(const float *x, const float *latents_mean,
 void ltxv_latents_mix_noise(const float *x, const float *noise,
     const float *decode_noise_scale, int64_t B, int64_t N, float *out);
 
+/*
+ * ---- Tiled and frame-wise decoding ----
+ *
+ * AutoencoderKLLTXVideo's tiling attributes (autoencoder_kl_ltx.py,
+ * __init__ / enable_tiling), under upstream's names.  Sizes are in SAMPLE
+ * units (pixels, frames); the latent tile sizes are their floor divisions
+ * by the VAE's spatial_compression_ratio / temporal_compression_ratio.
+ * use_tiling: spatial tiles (tiled_decode); use_framewise_decoding:
+ * temporal tiles (_temporal_tiled_decode), each spatially tiled when
+ * use_tiling is also set.
+ */
+struct ltxv_vae_tiling {
+	int use_tiling;
+	int use_framewise_decoding;
+	int tile_sample_min_height, tile_sample_min_width;
+	int tile_sample_min_num_frames;
+	int tile_sample_stride_height, tile_sample_stride_width;
+	int tile_sample_stride_num_frames;
+};
+
+/* Upstream's __init__ values: both flags off, tiles 512 x 512 x 16,
+ * strides 448 x 448 x 8. */
+void ltxv_vae_tiling_init(struct ltxv_vae_tiling *t);
+
+/*
+ * Sets one attribute by its upstream name from text: the two flags take
+ * true/false (or 1/0), the six sizes a positive integer.  Errors:
+ * LQ_FAILED LQ-NN-TILING naming the attribute, the value and the valid
+ * names / range; *t is unchanged then.
+ */
+enum lq_status ltxv_vae_tiling_set(struct ltxv_vae_tiling *t,
+    const char *name, const char *value, struct lq_error *err);
+
+/* The attribute names ltxv_vae_tiling_set accepts, NULL-terminated. */
+extern const char *const ltxv_vae_tiling_names[];
+
+/*
+ * Checks the sizes against a VAE config: every size and stride at least
+ * the compression ratio of its axis (a latent stride of 0 would never
+ * advance) and no stride larger than its tile (upstream would leave
+ * holes).  Errors: LQ_FAILED LQ-NN-TILING with the attribute as field.
+ */
+enum lq_status ltxv_vae_tiling_check(const struct ltxv_vae_config *c,
+    const struct ltxv_vae_tiling *t, struct lq_error *err);
+
+/*
+ * One step smaller for a decode that ran out of device memory: halves
+ * each tile size and stride (rounded down to a multiple of its ratio, at
+ * least the ratio, strides never above their tile) and switches both
+ * flags on.  Returns 0 when nothing could shrink any more.
+ */
+int ltxv_vae_tiling_shrink(const struct ltxv_vae_config *c,
+    struct ltxv_vae_tiling *t);
+
+/* "untiled", or "spatial 512x512/448x448 temporal 16/8" style text. */
+void ltxv_vae_tiling_describe(const struct ltxv_vae_tiling *t, char *buf,
+    size_t n);
+
+/*
+ * Device bytes a decode of latents z [B, C, F, H, W] with `t` (NULL:
+ * untiled) needs besides the decoder's weights: the activation pool
+ * sized for the largest decoder call plus that call's latent and sample
+ * buffers.  *binding (may be NULL) gets the largest single buffer
+ * binding in bytes (one activation slot or the sample).  Pure: from the
+ * config alone.
+ */
+uint64_t ltxv_vae_decode_bytes(const struct ltxv_vae_config *c,
+    const int64_t z[5], const struct ltxv_vae_tiling *t, uint64_t *binding);
+
+/*
+ * `vae_tiling: auto`: the one place that decides whether an untiled decode
+ * fits.  It fits when ltxv_vae_decode_bytes <= budget and its largest
+ * binding <= max_binding.  *out becomes untiled if that fits, else both
+ * flags on with upstream's default sizes, shrunk (ltxv_vae_tiling_shrink)
+ * until it fits.  Returns 1 when the choice fits, 0 when even the
+ * smallest tiles do not (*out is then the smallest).
+ */
+int ltxv_vae_tiling_auto(const struct ltxv_vae_config *c, const int64_t z[5],
+    uint64_t budget, uint64_t max_binding, struct ltxv_vae_tiling *out);
+
+/*
+ * Receives the decoded video in frame order.  `x` points at a host
+ * [B, out_channels, x_frames, H_out, W_out] f32 array (borrowed for the
+ * call); its first `n` frames are output frames f0 .. f0+n-1, final (not
+ * clamped).  Called once with the whole video for an untiled or
+ * spatial-only decode, once per temporal tile with framewise decoding.
+ * A non-OK return aborts the decode with that error.
+ */
+struct ltxv_vae_sink {
+	enum lq_status (*frames)(void *ud, int64_t f0, int64_t n,
+	    const float *x, int64_t x_frames, struct lq_error *err);
+	void *ud;
+};
+
+/*
+ * AutoencoderKLLTXVideo._decode with tiling: z is a HOST [B, C, F, H, W]
+ * f32 array (already denormalised / noise-mixed).  Mirrors upstream's
+ * dispatch (temporal when use_framewise_decoding and
+ * F > tile_sample_min_num_frames // r, else spatial when use_tiling and
+ * W or H exceeds its latent tile, else one decoder call), tile origins and
+ * sizes (temporal tiles of tile_latent_min_num_frames + 1 latent frames,
+ * the last decoded frame of tiles k >= 1 dropped), and blend_v / blend_h /
+ * blend_t in place in upstream's order with weights y/E in float32.  Every
+ * tile is its own decoder call; its injected noise is asked of
+ * args->noise with k counted over the whole call (the tile's call index
+ * c gives fields #2c and #2c+1), as the goldens record them; args->z is
+ * ignored.  Host memory: two temporal tiles with framewise decoding (plus
+ * two rows of spatial tiles); otherwise the whole float video.  Device
+ * memory: ltxv_vae_decode_bytes.  Errors: those of ltxv_vae_decode and
+ * the sink, LQ-NN-TILING for bad sizes; LQ_RETRY on device OOM.
+ */
+enum lq_status ltxv_vae_decode_tiled(struct ltxv_vae *vae,
+    const struct ltxv_vae_decode_args *args, const float *z,
+    const int64_t z_shape[5], const struct ltxv_vae_tiling *t,
+    const struct ltxv_vae_sink *sink, struct lq_error *err);
+
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltxv_vae_memory(const struct ltxv_vae *vae, size_t *weights,
     size_t *pool_capacity, size_t *pool_peak);
