@@ -226,6 +226,28 @@ device_caps_max_binding(const struct device_caps *caps)
 	return m;
 }
 
+uint64_t
+device_caps_heap(const struct device_caps *caps)
+{
+	uint64_t heap = 0;
+	int any_local = 0;
+	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
+		any_local |= caps->heap_device_local[i];
+	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
+		if ((!any_local || caps->heap_device_local[i]) &&
+		    caps->heap_size[i] > heap)
+			heap = caps->heap_size[i];
+	return heap;
+}
+
+uint64_t
+device_caps_memory_budget(const struct device_caps *caps, double margin)
+{
+	if (margin <= 0)
+		margin = DEVICE_CAPS_MEMORY_MARGIN;
+	return (uint64_t)((double)device_caps_heap(caps) * (1.0 - margin));
+}
+
 enum lq_status
 device_caps_check_tensor(const struct device_caps *caps, const char *what,
     uint64_t nbytes, struct lq_error *err)

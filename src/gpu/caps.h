@@ -98,4 +98,17 @@ enum lq_status device_caps_check_tensor(const struct device_caps *caps,
 /* The largest binding in bytes (see device_caps_check_tensor). */
 uint64_t device_caps_max_binding(const struct device_caps *caps);
 
+/* Share of the device heap kept free when planning (preflight's
+ * --memory-margin default). */
+#define DEVICE_CAPS_MEMORY_MARGIN 0.10
+
+/* The largest device-local heap in bytes (any heap when none is
+ * device-local, as on a CPU device); 0 when none is known. */
+uint64_t device_caps_heap(const struct device_caps *caps);
+
+/* device_caps_heap less `margin` (a share; <= 0 for
+ * DEVICE_CAPS_MEMORY_MARGIN): what a job may plan to use. */
+uint64_t device_caps_memory_budget(const struct device_caps *caps,
+    double margin);
+
 #endif

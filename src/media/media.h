@@ -153,6 +153,11 @@ enum lq_status media_read_png(const char *path, uint8_t **rgb, int *height,
  */
 enum lq_status media_write_frames(const char *dir, const struct media_frames *v,
     const struct media_provenance *prov, struct lq_error *err);
+/* The same for a range of a longer clip: v's frames are frames
+ * first .. first + count - 1 of it (named frame_<first + 1> ...). */
+enum lq_status media_write_frames_from(const char *dir,
+    const struct media_frames *v, int first,
+    const struct media_provenance *prov, struct lq_error *err);
 
 struct media_sheet_options {
 	int max_frames;		/* frames shown, evenly spaced incl. first and

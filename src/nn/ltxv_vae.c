@@ -1160,6 +1160,51 @@ ltxv_vae_tiling_shrink(const struct ltxv_vae_config *c,
 	return memcmp(&o, t, sizeof(o)) != 0;
 }
 
+enum lq_status
+ltxv_vae_tiling_from_json(const cJSON *v, enum ltxv_vae_tiling_mode *mode,
+    struct ltxv_vae_tiling *t, struct lq_error *err)
+{
+	const cJSON *e;
+
+	ltxv_vae_tiling_init(t);
+	*mode = LTXV_VAE_TILING_AUTO;
+	if (v == NULL || cJSON_IsNull(v) ||
+	    (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0))
+		return LQ_OK;
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "off") == 0) {
+		*mode = LTXV_VAE_TILING_OFF;
+		return LQ_OK;
+	}
+	if (!cJSON_IsObject(v)) {
+		error_set(err, LQ_FAILED, "LQ-NN-TILING",
+		    "vae_tiling is neither auto, off nor a mapping");
+		error_set_field(err, "vae_tiling");
+		return LQ_FAILED;
+	}
+	*mode = LTXV_VAE_TILING_SET;
+	t->use_tiling = t->use_framewise_decoding = 1;
+	cJSON_ArrayForEach(e, v) {
+		char num[32];
+		enum lq_status st;
+
+		if (cJSON_IsNull(e))
+			continue;
+		if (cJSON_IsBool(e))
+			snprintf(num, sizeof(num), "%s", cJSON_IsTrue(e) ? "true" :
+			    "false");
+		else if (cJSON_IsNumber(e) && e->valuedouble == (double)(long)e->valuedouble)
+			snprintf(num, sizeof(num), "%ld", (long)e->valuedouble);
+		else
+			snprintf(num, sizeof(num), "?");
+		st = ltxv_vae_tiling_set(t, e->string, num, err);
+		if (st != LQ_OK) {
+			error_set_field(err, "vae_tiling.%s", e->string);
+			return st;
+		}
+	}
+	return LQ_OK;
+}
+
 void
 ltxv_vae_tiling_describe(const struct ltxv_vae_tiling *t, char *buf, size_t n)
 {

@@ -181,6 +181,23 @@ enum lq_status ltxv_vae_tiling_check(const struct ltxv_vae_config *c,
 int ltxv_vae_tiling_shrink(const struct ltxv_vae_config *c,
     struct ltxv_vae_tiling *t);
 
+/* A job's `vae_tiling` (latentq-manifest(5)). */
+enum ltxv_vae_tiling_mode {
+	LTXV_VAE_TILING_AUTO,	/* absent or "auto": ltxv_vae_tiling_auto */
+	LTXV_VAE_TILING_OFF,	/* "off": untiled (tiled only after an OOM) */
+	LTXV_VAE_TILING_SET,	/* a mapping of attributes */
+};
+
+/*
+ * Reads a job config's vae_tiling value (NULL: absent).  A mapping starts
+ * from upstream's default sizes with both flags true and sets the
+ * attributes it names (ltxv_vae_tiling_set's names; booleans and
+ * integers).  Errors: LQ_FAILED LQ-NN-TILING naming the attribute.
+ */
+enum lq_status ltxv_vae_tiling_from_json(const cJSON *v,
+    enum ltxv_vae_tiling_mode *mode, struct ltxv_vae_tiling *t,
+    struct lq_error *err);
+
 /* "untiled", or "spatial 512x512/448x448 temporal 16/8" style text. */
 void ltxv_vae_tiling_describe(const struct ltxv_vae_tiling *t, char *buf,
     size_t n);

@@ -23,6 +23,7 @@
 #include "core/util.h"
 #include "gpu/caps.h"
 #include "model/safetensors.h"
+#include "nn/ltxv_vae.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -865,26 +866,39 @@ pf_check_device(struct pf_job_state *s)
 	uint64_t ff = bt * n * (Dff / (uint64_t)s->tensor) * 4;
 	uint64_t tr = bt * n * (6 * D + 2 * (uint64_t)tc->in_channels) * 4 + ff +
 	    bt * T * ((uint64_t)tc->caption_channels + 2 * D) * 4;
-	/* VAE decoder stages (LTXVideoDecoder3d), b videos at once. */
-	uint64_t F = (uint64_t)s->lat_f, H = (uint64_t)s->lat_h, W = (uint64_t)s->lat_w;
-	uint64_t stage = b * (uint64_t)vc->dec_conv_in_out * F * H * W * 4;
-	uint64_t vmax = stage;
-	for (int i = 0; i < vc->dec_n_up; i++) {
-		const struct ltxv_vae_up_block *u = &vc->dec_up[i];
-		if (u->spatio_temporal_scale) {
-			F = 2 * F - 1;
-			H *= 2;
-			W *= 2;
-		}
-		stage = b * (uint64_t)u->out_channels * F * H * W * 4;
-		if (stage > vmax)
-			vmax = stage;
+	/*
+	 * VAE decode: the decoder's own plan (nn/ltxv_vae.h) for the job's
+	 * vae_tiling; `auto` asks the same question the render asks, against
+	 * the device budget less the VAE's weights (the render frees the
+	 * transformer before decoding).
+	 */
+	struct ltxv_vae_tiling tiling;
+	enum ltxv_vae_tiling_mode tmode;
+	struct lq_error terr;
+	int64_t zs[5] = { (int64_t)b, vc->latent_channels, s->lat_f, s->lat_h,
+	    s->lat_w };
+	uint64_t vmax = 0, video = 0;
+	error_clear(&terr);
+	if (ltxv_vae_tiling_from_json(cJSON_GetObjectItemCaseSensitive(s->config,
+	    "vae_tiling"), &tmode, &tiling, &terr) != LQ_OK ||
+	    (tmode == LTXV_VAE_TILING_SET &&
+	    ltxv_vae_tiling_check(vc, &tiling, &terr) != LQ_OK)) {
+		struct lq_error *e = pf_job_add(s, "vae_tiling", LQ_FAILED,
+		    "LQ-CFG-002", "%s", terr.message);
+		if (terr.hint[0])
+			error_set_hint(e, "%s", terr.hint);
+		return;
 	}
-	uint64_t video = b * 3 * (uint64_t)s->num_frames *
-	    (uint64_t)s->height * (uint64_t)s->width * 4;
-	if (video > vmax)
-		vmax = video;
-	uint64_t vae = 3 * vmax;
+	if (tmode == LTXV_VAE_TILING_AUTO) {
+		uint64_t budget = caps ? device_caps_memory_budget(caps,
+		    s->ctx->opt->memory_margin) : UINT64_MAX;
+		uint64_t wvae = s->pm->w_bytes_vae;
+		ltxv_vae_tiling_auto(vc, zs, budget > wvae ? budget - wvae : 0,
+		    caps ? device_caps_max_binding(caps) : UINT64_MAX, &tiling);
+	}
+	uint64_t vae = ltxv_vae_decode_bytes(vc, zs, &tiling, &vmax);
+	if (!tiling.use_tiling && !tiling.use_framewise_decoding)
+		video = vmax;	/* the whole sample is the largest binding */
 	/*
 	 * Phases (LTXPipeline order): encode the prompt (text encoder alone,
 	 * unless prompt_embeds are given), denoise (transformer + VAE resident,
@@ -899,7 +913,7 @@ pf_check_device(struct pf_job_state *s)
 	uint64_t enc = we + bt * T * (uint64_t)(s->pm->dm->text_encoder.present
 	    ? s->pm->dm->text_encoder_config.d_ff : 0) * 4 * 4;
 	uint64_t den = wt + wv + lat + tr;
-	uint64_t dec = wt + wv + lat + vae;
+	uint64_t dec = wv + lat + vae;
 	s->est_weights = wt + wv + we;
 	s->est_peak = enc;
 	s->est_phase = "prompt encoding";
@@ -926,17 +940,10 @@ pf_check_device(struct pf_job_state *s)
 	if (caps == NULL)
 		return;
 
-	uint64_t heap = 0;
-	int any_local = 0;
-	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
-		any_local |= caps->heap_device_local[i];
-	for (int i = 0; i < caps->heap_count && i < DEVICE_CAPS_MAX_HEAPS; i++)
-		if ((!any_local || caps->heap_device_local[i]) &&
-		    caps->heap_size[i] > heap)
-			heap = caps->heap_size[i];
+	uint64_t heap = device_caps_heap(caps);
 	double margin = s->ctx->opt->memory_margin > 0
-	    ? s->ctx->opt->memory_margin : 0.10;
-	double budget = (double)heap * (1.0 - margin);
+	    ? s->ctx->opt->memory_margin : DEVICE_CAPS_MEMORY_MARGIN;
+	double budget = (double)device_caps_memory_budget(caps, margin);
 	if (heap > 0 && (double)s->est_peak > budget) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
 		    "LQ-DEV-001", "estimated peak device memory %s "
