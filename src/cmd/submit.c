@@ -11,6 +11,7 @@
 #include "core/digest.h"
 #include "core/json.h"
 #include "core/util.h"
+#include "manifest/job.h"
 #include "manifest/manifest.h"
 #include "model/hash.h"
 #include "preflight/preflight.h"
@@ -170,16 +171,22 @@ record_job(struct store *st, const struct manifest *m,
 		free(config);
 		return r;
 	}
+	struct job_config jc;
+	if ((r = job_config_from_json(pj->config, &jc, err)) != LQ_OK) {
+		free(config);
+		return r;
+	}
 	struct store_job_new nj = {
 		.request_id = rid, .name = job->name, .state = JOB_STATE_QUEUED,
 		.config_json = config, .config_digest = digest,
 		.model_digests = model_digest[0] ? model_digest : NULL,
-		.priority = (int)manifest_job_int(job, "priority", 0),
-		.max_attempts = (int)manifest_job_int(job, "max_attempts", 3),
-		.total_steps = (int)manifest_job_int(job, "num_inference_steps", 0),
-		.output_path = manifest_job_string(job, "output", NULL),
+		.priority = (int)jc.priority,
+		.max_attempts = (int)jc.max_attempts,
+		.total_steps = (int)jc.num_inference_steps,
+		.output_path = jc.output,
 	};
 	r = store_add_job(st, &nj, &jid, err);
+	job_config_free(&jc);
 	free(config);
 	if (r != LQ_OK)
 		return r;

@@ -7,3 +7,5 @@ liblatentq_a_SOURCES += \
 	src/core/json.c src/core/json.h \
 	src/core/fault.c src/core/fault.h \
 	src/core/half.c src/core/half.h
+# Ed25519 signatures of digests and HMAC-SHA256 (libsodium)
+liblatentq_a_SOURCES += src/core/sign.c src/core/sign.h

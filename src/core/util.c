@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/util.h"
@@ -174,4 +175,31 @@ util_monotonic(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int
+util_mkdir_p(const char *dir, unsigned mode, char **failed)
+{
+	if (failed != NULL)
+		*failed = NULL;
+	char *p = xstrdup(dir);
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (p[0] != '\0' && mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
+			int e = errno;
+			if (failed != NULL)
+				*failed = xstrdup(p);
+			free(p);
+			errno = e;
+			return -1;
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	free(p);
+	return 0;
 }

@@ -57,4 +57,11 @@ double util_now(void);
 /* Monotonic seconds, for measuring durations. */
 double util_monotonic(void);
 
+/*
+ * mkdir -p: creates `dir` and its missing parents with `mode` (umask
+ * applies).  Returns 0, or -1 with errno set (and the failing prefix
+ * in *failed when failed != NULL: caller-owned).
+ */
+int util_mkdir_p(const char *dir, unsigned mode, char **failed);
+
 #endif

@@ -2,7 +2,8 @@
 liblatentq_a_SOURCES += \
 	src/manifest/tree.c src/manifest/tree.h \
 	src/manifest/schema.c src/manifest/schema.h \
-	src/manifest/manifest.c src/manifest/manifest.h
+	src/manifest/manifest.c src/manifest/manifest.h \
+	src/manifest/job.c src/manifest/job.h
 
 check_PROGRAMS += tests/manifest/test-manifest
 TESTS += tests/manifest/test-manifest
@@ -43,3 +44,8 @@ bench_PROGRAMS_LIST += tests/bench/bench-manifest
 tests_bench_bench_manifest_SOURCES = tests/bench/bench-manifest.c
 tests_bench_bench_manifest_LDADD = $(LQ_TEST_LDADD)
 CLEANFILES += tests/bench/bench-manifest
+
+check_PROGRAMS += tests/manifest/test-job
+TESTS += tests/manifest/test-job
+tests_manifest_test_job_SOURCES = tests/manifest/test-job.c
+tests_manifest_test_job_LDADD = $(LQ_TEST_LDADD)

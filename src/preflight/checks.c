@@ -185,20 +185,16 @@ pf_check_config(struct pf_job_state *s)
 	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
 	check_input_file(s, "latents");
 	check_input_file(s, "decode_noise");
-	const cJSON *loras = cJSON_GetObjectItemCaseSensitive(s->config, "loras");
-	const cJSON *l;
-	int i = 0;
-	cJSON_ArrayForEach(l, loras) {
-		double sc = json_get_number(l, "scale", 1.0);
+	for (size_t i = 0; i < s->jc.n_loras; i++) {
+		double sc = s->jc.loras[i].scale;
 		if (!(fabs(sc) <= 100)) {
 			char key[48], t[64];
-			snprintf(key, sizeof(key), "loras[%d].scale", i);
+			snprintf(key, sizeof(key), "loras[%zu].scale", i);
 			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
 			    "LQ-CFG-002", "%s is out of range: |scale| <= 100",
 			    pf_job_text(s, key, t, sizeof(t)));
 			error_set_hint(e, "1.0 applies the LoRA as trained");
 		}
-		i++;
 	}
 }
 
@@ -383,10 +379,24 @@ pf_check_geometry(struct pf_job_state *s)
 	}
 	if (!ok || s->pm == NULL || s->pm->dm == NULL)
 		return;
-	s->lat_f = (s->num_frames - 1) / tp + 1;
-	s->lat_h = s->height / sp;
-	s->lat_w = s->width / sp;
-	s->tokens = (s->lat_f / patch_t) * (s->lat_h / patch) * (s->lat_w / patch);
+	s->jc.height = s->height;
+	s->jc.width = s->width;
+	s->jc.num_frames = s->num_frames;
+	struct job_latent_shape ls;
+	if (job_latent_shape(&s->jc, (int)sp, (int)tp, (int)patch, (int)patch_t,
+	    &ls) != 0) {
+		struct lq_error *e = pf_job_add(s, "num_frames", LQ_FAILED,
+		    "LQ-GEOM-003", "%" PRId64 " frames give latent frames the "
+		    "transformer's patch_t %" PRId64 " does not divide",
+		    s->num_frames, patch_t);
+		error_set_hint(e, "a frame count whose latent frames patch_t "
+		    "divides");
+		return;
+	}
+	s->lat_f = ls.frames;
+	s->lat_h = ls.height;
+	s->lat_w = ls.width;
+	s->tokens = ls.tokens;
 	s->geometry_ok = 1;
 
 	/*
@@ -395,7 +405,7 @@ pf_check_geometry(struct pf_job_state *s)
 	 * 20 and base_height/width 2048: past 1 the rotary frequencies leave the
 	 * range the model was built for.
 	 */
-	double fr = num(s, "frame_rate", 25);
+	double fr = s->jc.frame_rate;
 	double cf = fr > 0 ? (double)((s->lat_f - 1) * tp) / fr / RAW_ROPE_BASE_FRAMES : 0;
 	if (s->height > RAW_ROPE_BASE_SIZE || s->width > RAW_ROPE_BASE_SIZE) {
 		const char *key = s->height > RAW_ROPE_BASE_SIZE ? "height" : "width";
@@ -464,7 +474,7 @@ void
 pf_check_sampling(struct pf_job_state *s)
 {
 	char t[64];
-	int64_t steps = json_get_int(s->config, "num_inference_steps", 50);
+	int64_t steps = s->jc.num_inference_steps;
 	if (steps < 1 || steps > MAX_STEPS) {
 		struct lq_error *e = pf_job_add(s, "num_inference_steps",
 		    LQ_FAILED, "LQ-SAMP-001", "%s steps: the schedule needs "
@@ -522,7 +532,7 @@ pf_check_sampling(struct pf_job_state *s)
 		free(sig);
 	}
 	/* diffusers: do_classifier_free_guidance = guidance_scale > 1. */
-	double g = num(s, "guidance_scale", 3.0);
+	double g = s->jc.guidance_scale;
 	s->cfg_on = g > 1.0;
 	if (g < 1.0) {
 		struct lq_error *e = pf_job_add(s, "guidance_scale", LQ_FAILED,
@@ -531,7 +541,7 @@ pf_check_sampling(struct pf_job_state *s)
 		    pf_job_text(s, "guidance_scale", t, sizeof(t)));
 		error_set_hint(e, "nearest valid: 1 (no guidance), or 3 (LTX-Video's default)");
 	}
-	double r = num(s, "guidance_rescale", 0.0);
+	double r = s->jc.guidance_rescale;
 	if (r < 0.0 || r > 1.0) {
 		struct lq_error *e = pf_job_add(s, "guidance_rescale", LQ_FAILED,
 		    "LQ-SAMP-004", "%s is outside [0, 1]",
@@ -566,7 +576,7 @@ check_prompt_text(struct pf_job_state *s, struct text_tokenizer *tok,
 		return;
 	}
 	if (tt.num_dropped > 0) {
-		if (json_get_bool(s->config, "truncate", 0)) {
+		if (s->jc.truncate) {
 			struct lq_error *e = pf_job_add(s, key, LQ_WARN,
 			    "LQ-PROMPT-002", "%d tokens (end of text included) "
 			    "truncated to max_sequence_length %" PRId64 "; "
@@ -603,7 +613,7 @@ pf_check_prompt(struct pf_job_state *s)
 	if (s->pm == NULL || s->pm->dm == NULL)
 		return;
 	const struct diffusers_model *dm = s->pm->dm;
-	int64_t maxlen = json_get_int(s->config, "max_sequence_length", 128);
+	int64_t maxlen = s->jc.max_sequence_length;
 	if (has_p) {
 		if (!dm->text_encoder.present) {
 			struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
@@ -640,7 +650,7 @@ pf_check_prompt(struct pf_job_state *s)
 		    "LQ-PROMPT-006", "guidance_scale %g needs "
 		    "negative_prompt_embeds in %s: the model has no text "
 		    "encoder for the negative prompt",
-		    num(s, "guidance_scale", 3), path);
+		    s->jc.guidance_scale, path);
 		error_set_hint(e, "add negative_prompt_embeds (the empty "
 		    "prompt's), or guidance_scale: 1");
 	}
@@ -732,19 +742,22 @@ pf_check_mesh(struct pf_job_state *s)
 		ok = 0;
 	}
 
-	/* per_device_batch_size × devices must be a positive integer. */
-	s->per_device_batch = num(s, "per_device_batch_size", 1.0);
-	double gb = s->per_device_batch * (double)(s->devices > 0 ? s->devices : 1);
-	int64_t gbi = (int64_t)llround(gb);
-	if (!(s->per_device_batch > 0) || gbi < 1 || fabs(gb - (double)gbi) > 1e-9) {
+	/* The batch (job_batch: per_device_batch_size × mesh.data) must be a
+	 * positive whole number of videos. */
+	s->jc.mesh.data = ok ? ax[0] : 1;
+	s->per_device_batch = s->jc.per_device_batch_size;
+	double gb;
+	int64_t gbi = job_batch(&s->jc, &gb);
+	if (gbi == 0) {
+		int64_t data = s->jc.mesh.data;
 		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
-		    LQ_FAILED, "LQ-MESH-001", "%s × %" PRId64 " device%s = %g "
+		    LQ_FAILED, "LQ-MESH-001", "%s × data %" PRId64 " = %g "
 		    "is not a positive whole batch",
 		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)),
-		    s->devices, s->devices == 1 ? "" : "s", gb);
-		int64_t up = gbi < 1 ? 1 : gbi;
+		    data, gb);
+		int64_t up = llround(gb) < 1 ? 1 : llround(gb);
 		error_set_hint(e, "per_device_batch_size: %g (batch %" PRId64 ")",
-		    (double)up / (double)(s->devices > 0 ? s->devices : 1), up);
+		    (double)up / (double)data, up);
 		ok = 0;
 	}
 	s->global_batch = gbi;
@@ -766,10 +779,10 @@ pf_check_mesh(struct pf_job_state *s)
 	if (s->global_batch % s->data != 0) {
 		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
 		    LQ_FAILED, "LQ-MESH-006", "batch %" PRId64 " (%s per device "
-		    "× %" PRId64 ") does not split across data %" PRId64,
+		    "× data %" PRId64 ") does not split across data %" PRId64,
 		    s->global_batch,
 		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)),
-		    s->devices, s->data);
+		    s->data, s->data);
 		error_set_hint(e, "a batch that is a multiple of %" PRId64, s->data);
 	}
 	if (s->pm && s->pm->dm) {
@@ -862,7 +875,7 @@ pf_check_device(struct pf_job_state *s)
 	uint64_t bt = b * (s->cfg_on ? 2 : 1);
 	uint64_t n = (uint64_t)(s->tokens / s->context);
 	uint64_t D = (uint64_t)tc->inner_dim, Dff = (uint64_t)tc->ff_inner_dim;
-	uint64_t T = (uint64_t)json_get_int(s->config, "max_sequence_length", 128);
+	uint64_t T = (uint64_t)s->jc.max_sequence_length;
 	uint64_t ff = bt * n * (Dff / (uint64_t)s->tensor) * 4;
 	uint64_t tr = bt * n * (6 * D + 2 * (uint64_t)tc->in_channels) * 4 + ff +
 	    bt * T * ((uint64_t)tc->caption_channels + 2 * D) * 4;
@@ -879,8 +892,8 @@ pf_check_device(struct pf_job_state *s)
 	    s->lat_w };
 	uint64_t vmax = 0, video = 0;
 	error_clear(&terr);
-	if (ltxv_vae_tiling_from_json(cJSON_GetObjectItemCaseSensitive(s->config,
-	    "vae_tiling"), &tmode, &tiling, &terr) != LQ_OK ||
+	if (ltxv_vae_tiling_from_json(s->jc.vae_tiling, &tmode, &tiling,
+	    &terr) != LQ_OK ||
 	    (tmode == LTXV_VAE_TILING_SET &&
 	    ltxv_vae_tiling_check(vc, &tiling, &terr) != LQ_OK)) {
 		struct lq_error *e = pf_job_add(s, "vae_tiling", LQ_FAILED,

@@ -49,7 +49,7 @@ static const struct preflight_code codes[] = {
 	  "guidance needs negative_prompt_embeds or a text encoder" },
 	/* batch and mesh */
 	{ "LQ-MESH-001", "error",
-	  "per_device_batch_size x devices is a positive integer" },
+	  "per_device_batch_size x mesh.data is a positive integer" },
 	{ "LQ-MESH-002", "error",
 	  "data x context x tensor == devices, at most one axis -1" },
 	{ "LQ-MESH-003", "error", "an inferred (-1) axis is a positive integer" },

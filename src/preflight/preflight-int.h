@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "manifest/job.h"
 #include "manifest/manifest.h"
 #include "model/diffusers.h"
 #include "model/expected.h"
@@ -112,6 +113,7 @@ struct pf_job_state {
 	const struct manifest_job *job;
 	struct pf_list *out;
 	cJSON *config;			/* working copy (snap, mesh) */
+	struct job_config jc;		/* typed view of config (strings borrowed) */
 	int snapped;
 	struct pf_model *pm;		/* NULL when no model could be read */
 	/* resolved values */

@@ -102,6 +102,12 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 				.ctx = &ctx, .m = m, .job = job, .out = &lists[k],
 				.config = cJSON_Duplicate(job->config, 1),
 			};
+			struct lq_error jerr;
+			error_clear(&jerr);
+			if (job_config_from_json(s.config, &s.jc, &jerr) != LQ_OK) {
+				/* the manifest checked every type: a bug */
+				LQ_ASSERT(!"manifest config has a mistyped key");
+			}
 			pf_check_config(&s);
 			pf_check_model(&s);
 			pf_check_geometry(&s);
@@ -115,6 +121,7 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 			for (int i = 0; i < 3; i++)
 				if (p[i] != NULL)
 					paths[n_paths++] = (struct out_path){ p[i], k, i };
+			job_config_free(&s.jc);
 			pj->config = s.config;
 			pj->snapped = s.snapped;
 			pj->est_weight_bytes = s.est_weights;
@@ -122,6 +129,7 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 			pj->est_largest_buffer = s.est_largest;
 			pj->est_peak_phase = s.est_phase ? s.est_phase : "";
 			pj->video_tokens = s.tokens;
+			pj->batch = s.global_batch;
 		}
 	}
 
@@ -294,6 +302,7 @@ preflight_report_to_json(const struct preflight_report *r)
 		cJSON_AddItemToObject(o, "config", pj->config
 		    ? cJSON_Duplicate(pj->config, 1) : cJSON_CreateNull());
 		cJSON *est = cJSON_AddObjectToObject(o, "estimates");
+		cJSON_AddNumberToObject(est, "batch", (double)pj->batch);
 		cJSON_AddNumberToObject(est, "video_tokens", (double)pj->video_tokens);
 		cJSON_AddNumberToObject(est, "weight_bytes", (double)pj->est_weight_bytes);
 		cJSON_AddNumberToObject(est, "peak_bytes", (double)pj->est_peak_bytes);

@@ -84,6 +84,7 @@ struct preflight_job {
 	uint64_t est_largest_buffer;	/* largest single device buffer */
 	const char *est_peak_phase;	/* "denoising", "VAE decoding", ...; static */
 	int64_t video_tokens;		/* latent F*H*W / patch volume */
+	int64_t batch;			/* videos rendered (job_batch); 0 when unknown */
 };
 
 struct preflight_report {
@@ -123,7 +124,9 @@ void preflight_report_print(const struct preflight_report *r, FILE *fp,
 
 /* JSON form (caller frees with cJSON_Delete):
  *   {"valid": N, "rejected": N, "jobs": [{"manifest", "entry", "index",
- *    "name", "valid", "snapped", "config", "estimates": {...},
+ *    "name", "valid", "snapped", "config", "estimates": {"batch",
+ *    "video_tokens", "weight_bytes", "peak_bytes", "peak_phase",
+ *    "largest_buffer_bytes"},
  *    "problems": [{"severity", "code", "file", "line", "column", "field",
  *    "message", "hint"}]}]} */
 cJSON *preflight_report_to_json(const struct preflight_report *r);

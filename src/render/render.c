@@ -34,6 +34,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "gpu/gpu.h"
+#include "manifest/job.h"
 #include "media/media.h"
 #include "model/diffusers.h"
 #include "model/safetensors.h"
@@ -55,61 +56,6 @@
 #include "text/tokenizer.h"
 
 volatile sig_atomic_t render_interrupted;
-
-/* The job's config, typed (keys as in latentq-manifest(5)). */
-struct job_config {
-	const char *model, *prompt, *negative_prompt, *prompt_embeds;
-	const char *transformer, *vae, *text_encoder, *scheduler;
-	const char *latents, *decode_noise, *output, *frames, *save_tensors;
-	int height, width, num_frames, num_inference_steps;
-	int max_sequence_length, truncate, batch;
-	double frame_rate, guidance_scale, guidance_rescale;
-	double decode_timestep, decode_noise_scale;
-	uint64_t seed;
-};
-
-static enum lq_status
-parse_config(const cJSON *c, struct job_config *jc, struct lq_error *err)
-{
-	memset(jc, 0, sizeof(*jc));
-	jc->model = json_get_string(c, "model", NULL);
-	jc->prompt = json_get_string(c, "prompt", "");
-	jc->negative_prompt = json_get_string(c, "negative_prompt", "");
-	jc->prompt_embeds = json_get_string(c, "prompt_embeds", NULL);
-	jc->transformer = json_get_string(c, "transformer", NULL);
-	jc->vae = json_get_string(c, "vae", NULL);
-	jc->text_encoder = json_get_string(c, "text_encoder", NULL);
-	jc->scheduler = json_get_string(c, "scheduler", NULL);
-	jc->latents = json_get_string(c, "latents", NULL);
-	jc->decode_noise = json_get_string(c, "decode_noise", NULL);
-	jc->output = json_get_string(c, "output", NULL);
-	jc->frames = json_get_string(c, "frames", NULL);
-	jc->save_tensors = json_get_string(c, "save_tensors", NULL);
-	jc->height = (int)json_get_int(c, "height", 0);
-	jc->width = (int)json_get_int(c, "width", 0);
-	jc->num_frames = (int)json_get_int(c, "num_frames", 0);
-	jc->num_inference_steps = (int)json_get_int(c, "num_inference_steps", 0);
-	jc->max_sequence_length = (int)json_get_int(c, "max_sequence_length", 128);
-	jc->truncate = json_get_bool(c, "truncate", 0);
-	jc->frame_rate = json_get_number(c, "frame_rate", 25);
-	jc->guidance_scale = json_get_number(c, "guidance_scale", 3);
-	jc->guidance_rescale = json_get_number(c, "guidance_rescale", 0);
-	jc->decode_timestep = json_get_number(c, "decode_timestep", 0);
-	jc->decode_noise_scale = json_get_number(c, "decode_noise_scale",
-	    jc->decode_timestep);
-	const char *seed = json_get_string(c, "seed", "0");
-	jc->seed = strtoull(seed, NULL, 10);
-	/* videos per job: per_device_batch_size × data-parallel devices */
-	double pdb = json_get_number(c, "per_device_batch_size", 1);
-	const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(c, "mesh");
-	int64_t data = json_get_int(mesh, "data", 1);
-	jc->batch = (int)lround(pdb * (double)(data > 0 ? data : 1));
-	if (jc->model == NULL)
-		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job has no model");
-	if (jc->batch < 1)
-		jc->batch = 1;
-	return LQ_OK;
-}
 
 /* Everything one render holds; released by render_free. */
 struct render {
@@ -164,6 +110,7 @@ render_free(struct render *r)
 	free(r->timesteps);
 	free(r->trajectory);
 	free(r->base_dir);
+	job_config_free(&r->jc);
 	cJSON_Delete(r->config);
 }
 
@@ -189,19 +136,9 @@ enter_phase(struct render *r, const char *phase, int step,
 
 /* Resolves a path of the job against the manifest's folder. */
 static char *
-path_in(const char *base_dir, const char *p)
-{
-	if (p == NULL)
-		return NULL;
-	if (p[0] == '/')
-		return xstrdup(p);
-	return xasprintf("%s/%s", base_dir, p);
-}
-
-static char *
 job_path(const struct render *r, const char *p)
 {
-	return path_in(r->base_dir, p);
+	return job_resolve_path(r->base_dir, p);
 }
 
 /* The pipeline cache lives in the queue database. */
@@ -298,12 +235,12 @@ open_model(struct store *st, const struct job_config *jc, const char *base_dir,
 		model = xstrdup(sm.path);
 		store_model_clear(&sm);
 	} else {
-		model = path_in(base_dir, jc->model);
+		model = job_resolve_path(base_dir, jc->model);
 	}
-	char *tr = path_in(base_dir, jc->transformer);
-	char *vae = path_in(base_dir, jc->vae);
-	char *te = path_in(base_dir, jc->text_encoder);
-	char *sc = path_in(base_dir, jc->scheduler);
+	char *tr = job_resolve_path(base_dir, jc->transformer);
+	char *vae = job_resolve_path(base_dir, jc->vae);
+	char *te = job_resolve_path(base_dir, jc->text_encoder);
+	char *sc = job_resolve_path(base_dir, jc->scheduler);
 	struct diffusers_overrides ov = {.transformer = tr, .vae = vae,
 	    .text_encoder = te, .scheduler = sc};
 	s = diffusers_open(model, &ov, dm, err);
@@ -327,9 +264,12 @@ render_model_digest(struct store *st, const char *config_json,
 	char *base = xstrdup(dirname(mp));
 	free(mp);
 	struct diffusers_model *dm = NULL;
-	enum lq_status s = parse_config(c, &jc, err);
+	enum lq_status s = job_config_from_json(c, &jc, err);
+	if (s == LQ_OK && jc.model == NULL)
+		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job has no model");
 	if (s == LQ_OK)
 		s = open_model(st, &jc, base, &dm, err);
+	job_config_free(&jc);
 	if (s == LQ_OK)
 		s = compute_model_digest(st, dm, out, err);
 	diffusers_free(dm);
@@ -373,23 +313,27 @@ phase_load(struct render *r, struct lq_error *err)
 
 	const struct ltxv_transformer_config *tc = &r->dm->transformer_config;
 	const struct ltxv_vae_config *vc = &r->dm->vae_config;
-	if (jc->height % vc->spatial_compression_ratio != 0 ||
-	    jc->width % vc->spatial_compression_ratio != 0 ||
-	    (jc->num_frames - 1) % vc->temporal_compression_ratio != 0 ||
-	    jc->num_frames < 1)
-		return error_set(err, LQ_FAILED, "LQ-RUN-GEOM", "%dx%d with %d "
-		    "frames does not fit the VAE (spatial %d, temporal %d)",
+	struct job_latent_shape ls;
+	if (job_latent_shape(jc, vc->spatial_compression_ratio,
+	    vc->temporal_compression_ratio, tc->patch_size, tc->patch_size_t,
+	    &ls) != 0)
+		return error_set(err, LQ_FAILED, "LQ-RUN-GEOM", "%" PRId64 "x%"
+		    PRId64 " with %" PRId64 " frames does not fit the model "
+		    "(VAE spatial %d, temporal %d; patch %d, patch_t %d)",
 		    jc->height, jc->width, jc->num_frames,
-		    vc->spatial_compression_ratio, vc->temporal_compression_ratio);
+		    vc->spatial_compression_ratio, vc->temporal_compression_ratio,
+		    tc->patch_size, tc->patch_size_t);
+	if (ls.batch < 1)
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "per_device_batch_"
+		    "size %g × mesh.data %" PRId64 " is not a whole batch",
+		    jc->per_device_batch_size, jc->mesh.data);
 	r->shape = (struct latents_shape){
-		.batch = jc->batch, .channels = tc->in_channels,
-		.frames = (jc->num_frames - 1) / vc->temporal_compression_ratio + 1,
-		.height = jc->height / vc->spatial_compression_ratio,
-		.width = jc->width / vc->spatial_compression_ratio,
+		.batch = ls.batch, .channels = tc->in_channels,
+		.frames = ls.frames, .height = ls.height, .width = ls.width,
 		.patch_size = tc->patch_size, .patch_size_t = tc->patch_size_t,
 	};
-	r->B = jc->batch;
-	r->T = jc->max_sequence_length;
+	r->B = (int)ls.batch;
+	r->T = (int)jc->max_sequence_length;
 	if (jc->prompt_embeds != NULL) {
 		/* the embeddings file decides the batch and the text length */
 		char *p = job_path(r, jc->prompt_embeds);
@@ -414,8 +358,8 @@ phase_load(struct render *r, struct lq_error *err)
 	r->Cc = tc->caption_channels;
 	/* diffusers: do_classifier_free_guidance = guidance_scale > 1 */
 	r->cfg = jc->guidance_scale > 1.0;
-	return scheduler_set_timesteps(&r->sched_cfg, jc->num_inference_steps,
-	    r->S, &r->sched, err);
+	return scheduler_set_timesteps(&r->sched_cfg,
+	    (int)jc->num_inference_steps, r->S, &r->sched, err);
 }
 
 static enum lq_status
@@ -581,16 +525,14 @@ load_networks(struct render *r, struct lq_error *err)
 {
 	enum lq_status s;
 	/* loras: [{path, scale}] fused into the transformer at load */
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(r->config, "loras");
-	size_t nl = (size_t)cJSON_GetArraySize(list);
+	size_t nl = r->jc.n_loras;
 	struct lora **loras = xcalloc(nl + 1, sizeof(*loras));
 	double *scales = xcalloc(nl + 1, sizeof(*scales));
 	size_t opened = 0;
 	s = LQ_OK;
 	for (size_t i = 0; i < nl && s == LQ_OK; i++) {
-		const cJSON *e = cJSON_GetArrayItem(list, (int)i);
-		char *p = job_path(r, json_get_string(e, "path", ""));
-		scales[i] = json_get_number(e, "scale", 1.0);
+		char *p = job_path(r, r->jc.loras[i].path);
+		scales[i] = r->jc.loras[i].scale;
 		if ((s = lora_open(p, &loras[i], err)) == LQ_OK)
 			opened++;
 		free(p);
@@ -682,7 +624,7 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		store_add_event(r->st, r->job->id, "resumed", detail, err);
 		log_info("job %lld %s: resuming after step %d/%d",
 		    (long long)r->job->id, r->job->name, cp.step,
-		    r->jc.num_inference_steps);
+		    (int)r->jc.num_inference_steps);
 		int step = cp.step;
 		store_checkpoint_clear(&cp);
 		if (r->trajectory == NULL)
@@ -908,16 +850,6 @@ struct video_out {
 	int64_t done;			/* frames received */
 };
 
-/* "dir/name.mp4" → "dir/name<suffix>" */
-static char *
-sibling(const char *path, const char *suffix)
-{
-	const char *dot = strrchr(path, '.');
-	const char *slash = strrchr(path, '/');
-	size_t stem = (dot != NULL && (slash == NULL || dot > slash)) ?
-	    (size_t)(dot - path) : strlen(path);
-	return xasprintf("%.*s%s", (int)stem, path, suffix);
-}
 
 static enum lq_status make_parent_dirs(const char *path, struct lq_error *err);
 
@@ -968,20 +900,14 @@ video_out_init(struct video_out *vo, struct render *r, const int64_t shape[5])
 	};
 	vo->mp4 = xcalloc((size_t)B, sizeof(*vo->mp4));
 	vo->mp4_path = xcalloc((size_t)B, sizeof(*vo->mp4_path));
-	char *base = job_path(r, r->jc.output ? r->jc.output : "{name}.mp4");
-	for (int64_t b = 0; b < B; b++) {
-		char suffix[32];
-		snprintf(suffix, sizeof(suffix), "-%d.mp4", (int)b);
-		vo->mp4_path[b] = B > 1 ? sibling(base, suffix) : xstrdup(base);
-	}
-	free(base);
+	for (int64_t b = 0; b < B; b++)
+		vo->mp4_path[b] = job_output_path(&r->jc, r->base_dir, (int)b,
+		    (int)B);
 	if (r->jc.frames != NULL) {
-		char *dir = job_path(r, r->jc.frames);
 		vo->frames_dir = xcalloc((size_t)B, sizeof(*vo->frames_dir));
 		for (int64_t b = 0; b < B; b++)
-			vo->frames_dir[b] = B > 1 ? xasprintf("%s/%d", dir, (int)b) :
-			    xstrdup(dir);
-		free(dir);
+			vo->frames_dir[b] = job_frames_path(&r->jc, r->base_dir,
+			    (int)b, (int)B);
 	}
 	vo->npick = media_sheet_pick((int)shape[2], 16, vo->pick);
 	vo->sheet = xmalloc((size_t)B * vo->npick * shape[3] * shape[4] * 3);
@@ -1108,8 +1034,8 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 	struct ltxv_vae_tiling tiling;
 	enum ltxv_vae_tiling_mode mode;
 	int fits = 1;
-	if ((s = ltxv_vae_tiling_from_json(cJSON_GetObjectItemCaseSensitive(
-	    r->config, "vae_tiling"), &mode, &tiling, err)) != LQ_OK)
+	if ((s = ltxv_vae_tiling_from_json(r->jc.vae_tiling, &mode, &tiling,
+	    err)) != LQ_OK)
 		return s;
 	uint64_t budget = decode_budget(r);
 	if (mode == LTXV_VAE_TILING_AUTO)
@@ -1256,7 +1182,7 @@ phase_encode_video(struct render *r, struct video_out *vo,
 		    vo->sheet + (size_t)b * vo->npick * fb};
 		/* the sheet's own pick of <= 16 frames from the npick kept
 		 * is all of them, in order: the sheet of the whole video */
-		char *sheet = sibling(mp4, ".sheet.png");
+		char *sheet = job_path_sibling(mp4, ".sheet.png");
 		char digest[DIGEST_HEX_SIZE];
 		s = media_mp4_close(vo->mp4[b], err);
 		vo->mp4[b] = NULL;
@@ -1312,7 +1238,16 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	char *mp = xstrdup(job->manifest_path ? job->manifest_path : ".");
 	r.base_dir = xstrdup(dirname(mp));
 	free(mp);
-	enum lq_status s = parse_config(r.config, &r.jc, err);
+	enum lq_status s = job_config_from_json(r.config, &r.jc, err);
+	if (s == LQ_OK && r.jc.model == NULL)
+		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has no "
+		    "model", (long long)job->id);
+	if (s == LQ_OK && r.jc.output == NULL)
+		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has no "
+		    "output path", (long long)job->id);
+	if (s == LQ_OK && r.jc.prompt == NULL && r.jc.prompt_embeds == NULL)
+		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has "
+		    "neither prompt nor prompt_embeds", (long long)job->id);
 	struct video_out vo;
 	int64_t out_shape[5];
 	memset(&vo, 0, sizeof(vo));

@@ -293,8 +293,8 @@ store_load_checkpoint(struct store *st, int64_t job_id,
     const struct store_resume_key *key, struct store_checkpoint *out,
     int *found, int *skipped, struct lq_error *err)
 {
-	LQ_ASSERT(key->config_digest && key->model_digest &&
-	    key->device_fingerprint);
+	LQ_ASSERT(key == NULL || (key->config_digest && key->model_digest &&
+	    key->device_fingerprint));
 	memset(out, 0, sizeof(*out));
 	*found = 0;
 	if (skipped != NULL)
@@ -340,7 +340,7 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 	sqlite3_finalize(s);
 
 	int anywhere = 0;
-	if (r == LQ_OK && *found)
+	if (r == LQ_OK && *found && key != NULL)
 		r = check_match(out, key, &anywhere, err);
 	/* Record what was skipped and any explicit choice, in one transaction. */
 	if (r == LQ_OK && (n_bad > 0 || anywhere)) {

@@ -96,6 +96,8 @@ struct store_resume_key {
  *                            "resume_anywhere" event {step, checkpoint_device,
  *                            device} is recorded
  * (older checkpoints are not tried: they come from the same run).
+ * With key NULL (export) the newest intact checkpoint is returned
+ * whatever it was computed with.
  *
  * On success *found is 1 and out holds the checkpoint (latent included),
  * or *found is 0 when the job has no intact checkpoint (start from step 0);

@@ -12,6 +12,7 @@
  *   error CODE FIELD     this error is reported at FIELD
  *   warning CODE FIELD   this warning is reported at FIELD
  *   config JOB KEY VALUE the validated config of job JOB has KEY == VALUE
+ *   batch JOB N          job JOB renders N videos (job_batch, as render does)
  *   message TEXT         some problem's message or hint contains TEXT
  *
  * The set of error codes reported must equal the set listed (each failing
@@ -168,6 +169,10 @@ run_case(const char *name)
 					snprintf(buf, sizeof(buf), "%g", v->valuedouble);
 				CHECK_STR(buf, val);
 			}
+		} else if (sscanf(line, "batch %zu %63s", &job, val) == 2) {
+			CHECK(job < r->n_jobs);
+			if (job < r->n_jobs)
+				CHECK_INT(r->jobs[job].batch, strtoll(val, NULL, 10));
 		} else if (strncmp(line, "message ", 8) == 0) {
 			int found = 0;
 			for (size_t i = 0; i < r->n_jobs; i++)

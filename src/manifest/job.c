@@ -1,0 +1,334 @@
+/*
+ * job.c — the typed job config and its derived values (see job.h).  The
+ * defaults are the key table's (schema.c): this file holds no default of
+ * its own.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "manifest/job.h"
+#include "manifest/schema.h"
+
+/* Reads keys of one object (the config, its mesh, a LoRA) with defaults. */
+struct reader {
+	const cJSON *obj;
+	const struct manifest_key *parent;	/* NULL: top level; else MESH/LORAS */
+	struct lq_error *err;
+	int failed;
+};
+
+/*
+ * The table's defaults, parsed on first use and kept for the life of the
+ * program (strings of a job_config may point into them).  Keyed
+ * "<parent>.<key>" for sub-keys.
+ */
+static cJSON *table_defaults;
+
+static const struct manifest_key *
+row(const struct reader *r, const char *key)
+{
+	const struct manifest_key *k = r->parent
+	    ? manifest_key_field(r->parent, key) : manifest_key_find(key);
+	LQ_ASSERT(k != NULL);	/* a field without a table row is a bug */
+	return k;
+}
+
+/* The value of `key`: as written, else the table's default; NULL: none. */
+static const cJSON *
+value(struct reader *r, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->obj, key);
+	if (v != NULL && !cJSON_IsNull(v))
+		return v;
+	const struct manifest_key *k = row(r, key);
+	/* A template's default is expanded by the manifest, per job: a config
+	 * without the key has no value for it. */
+	if (k->def == NULL || k->type == MANIFEST_TEMPLATE)
+		return NULL;
+	if (table_defaults == NULL)
+		table_defaults = cJSON_CreateObject();
+	char name[96];
+	snprintf(name, sizeof(name), "%s%s%s", r->parent ? r->parent->name : "",
+	    r->parent ? "." : "", key);
+	cJSON *d = cJSON_GetObjectItemCaseSensitive(table_defaults, name);
+	if (d == NULL) {
+		d = cJSON_Parse(k->def);
+		LQ_ASSERT(d != NULL);	/* the table's JSON is ours */
+		cJSON_AddItemToObject(table_defaults, name, d);
+	}
+	return cJSON_IsNull(d) ? NULL : d;
+}
+
+static void
+bad(struct reader *r, const char *key, const char *what)
+{
+	if (r->failed++)
+		return;
+	error_set(r->err, LQ_FAILED, "LQ-RUN-CFG", "job config: %s%s%s is not "
+	    "%s", r->parent ? r->parent->name : "", r->parent ? "." : "", key,
+	    what);
+	error_set_field(r->err, "%s%s%s", r->parent ? r->parent->name : "",
+	    r->parent ? "." : "", key);
+}
+
+static const char *
+get_string(struct reader *r, const char *key)
+{
+	const cJSON *v = value(r, key);
+	if (v == NULL)
+		return NULL;
+	if (!cJSON_IsString(v)) {
+		bad(r, key, "a string");
+		return NULL;
+	}
+	return v->valuestring;
+}
+
+static double
+get_number(struct reader *r, const char *key)
+{
+	const cJSON *v = value(r, key);
+	if (v == NULL)
+		return 0;
+	if (!cJSON_IsNumber(v)) {
+		bad(r, key, "a number");
+		return 0;
+	}
+	return v->valuedouble;
+}
+
+static int64_t
+get_int(struct reader *r, const char *key)
+{
+	double d = get_number(r, key);
+	if (d != floor(d) || fabs(d) > 9007199254740992.0) {
+		bad(r, key, "an integer");
+		return 0;
+	}
+	return (int64_t)d;
+}
+
+static int
+get_bool(struct reader *r, const char *key)
+{
+	const cJSON *v = value(r, key);
+	if (v == NULL)
+		return 0;
+	if (!cJSON_IsBool(v)) {
+		bad(r, key, "true or false");
+		return 0;
+	}
+	return cJSON_IsTrue(v);
+}
+
+/* u64 keys are decimal strings in a config (a double cannot hold them). */
+static uint64_t
+get_u64(struct reader *r, const char *key)
+{
+	const cJSON *v = value(r, key);
+	if (v == NULL)
+		return 0;
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+	    v->valuedouble == floor(v->valuedouble) &&
+	    v->valuedouble <= 9007199254740992.0)
+		return (uint64_t)v->valuedouble;
+	const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+	char *end = NULL;
+	errno = 0;
+	unsigned long long u = s && s[0] >= '0' && s[0] <= '9'
+	    ? strtoull(s, &end, 10) : 0;
+	if (s == NULL || end == NULL || *end != '\0' || errno == ERANGE) {
+		bad(r, key, "an unsigned 64-bit integer");
+		return 0;
+	}
+	return (uint64_t)u;
+}
+
+enum lq_status
+job_config_from_json(const cJSON *config, struct job_config *jc,
+    struct lq_error *err)
+{
+	memset(jc, 0, sizeof(*jc));
+	if (!cJSON_IsObject(config))
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job config is "
+		    "not a JSON object");
+	struct reader r = { .obj = config, .err = err };
+	jc->name = get_string(&r, "name");
+	jc->prompt = get_string(&r, "prompt");
+	jc->negative_prompt = get_string(&r, "negative_prompt");
+	jc->prompt_embeds = get_string(&r, "prompt_embeds");
+	jc->height = get_int(&r, "height");
+	jc->width = get_int(&r, "width");
+	jc->num_frames = get_int(&r, "num_frames");
+	jc->frame_rate = get_number(&r, "frame_rate");
+	jc->num_inference_steps = get_int(&r, "num_inference_steps");
+	jc->guidance_scale = get_number(&r, "guidance_scale");
+	jc->guidance_rescale = get_number(&r, "guidance_rescale");
+	jc->decode_timestep = get_number(&r, "decode_timestep");
+	/* diffusers: decode_noise_scale None means decode_timestep */
+	jc->decode_noise_scale = value(&r, "decode_noise_scale")
+	    ? get_number(&r, "decode_noise_scale") : jc->decode_timestep;
+	jc->seed = get_u64(&r, "seed");
+	jc->latents = get_string(&r, "latents");
+	jc->decode_noise = get_string(&r, "decode_noise");
+	jc->model = get_string(&r, "model");
+	jc->transformer = get_string(&r, "transformer");
+	jc->vae = get_string(&r, "vae");
+	jc->text_encoder = get_string(&r, "text_encoder");
+	jc->scheduler = get_string(&r, "scheduler");
+	jc->model_digest = get_string(&r, "model_digest");
+	jc->max_sequence_length = get_int(&r, "max_sequence_length");
+	jc->truncate = get_bool(&r, "truncate");
+	jc->per_device_batch_size = get_number(&r, "per_device_batch_size");
+	jc->output = get_string(&r, "output");
+	jc->frames = get_string(&r, "frames");
+	jc->save_tensors = get_string(&r, "save_tensors");
+	jc->max_attempts = get_int(&r, "max_attempts");
+	jc->priority = get_int(&r, "priority");
+
+	const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(config, "mesh");
+	if (mesh != NULL && !cJSON_IsNull(mesh) && !cJSON_IsObject(mesh))
+		bad(&r, "mesh", "a mapping");
+	struct reader m = { .obj = cJSON_IsObject(mesh) ? mesh : NULL,
+	    .parent = manifest_key_find("mesh"), .err = err,
+	    .failed = r.failed };
+	jc->mesh.devices = get_int(&m, "devices");
+	jc->mesh.data = get_int(&m, "data");
+	jc->mesh.context = get_int(&m, "context");
+	jc->mesh.tensor = get_int(&m, "tensor");
+	r.failed = m.failed;
+
+	/* vae_tiling: kept as written; the VAE decoder reads it
+	 * (ltxv_vae_tiling_from_json owns its defaults and rules) */
+	const cJSON *vt = cJSON_GetObjectItemCaseSensitive(config, "vae_tiling");
+	if (vt != NULL && !cJSON_IsNull(vt) && !cJSON_IsObject(vt) &&
+	    !cJSON_IsString(vt))
+		bad(&r, "vae_tiling", "auto, off or a mapping");
+	jc->vae_tiling = vt != NULL && !cJSON_IsNull(vt) ? vt : NULL;
+
+	const cJSON *loras = cJSON_GetObjectItemCaseSensitive(config, "loras");
+	if (loras != NULL && !cJSON_IsNull(loras) && !cJSON_IsArray(loras))
+		bad(&r, "loras", "a list");
+	if (cJSON_IsArray(loras) && cJSON_GetArraySize(loras) > 0) {
+		jc->n_loras = (size_t)cJSON_GetArraySize(loras);
+		jc->loras = xcalloc(jc->n_loras, sizeof(*jc->loras));
+		size_t i = 0;
+		const cJSON *l;
+		cJSON_ArrayForEach(l, loras) {
+			struct reader lr = { .obj = l,
+			    .parent = manifest_key_find("loras"), .err = err,
+			    .failed = r.failed };
+			if (!cJSON_IsObject(l))
+				bad(&lr, "[]", "a {path, scale} mapping");
+			jc->loras[i].path = get_string(&lr, "path");
+			jc->loras[i].scale = get_number(&lr, "scale");
+			if (jc->loras[i].path == NULL)
+				bad(&lr, "path", "given");
+			r.failed = lr.failed;
+			i++;
+		}
+	}
+	if (r.failed) {
+		job_config_free(jc);
+		return LQ_FAILED;
+	}
+	return LQ_OK;
+}
+
+void
+job_config_free(struct job_config *jc)
+{
+	free(jc->loras);
+	memset(jc, 0, sizeof(*jc));
+}
+
+int64_t
+job_batch(const struct job_config *jc, double *exact)
+{
+	double data = jc->mesh.data >= 1 ? (double)jc->mesh.data : 1.0;
+	double b = jc->per_device_batch_size * data;
+	if (exact != NULL)
+		*exact = b;
+	int64_t bi = (int64_t)llround(b);
+	if (!(jc->per_device_batch_size > 0) || bi < 1 ||
+	    fabs(b - (double)bi) > 1e-9)
+		return 0;
+	return bi;
+}
+
+int
+job_latent_shape(const struct job_config *jc, int spatial, int temporal,
+    int patch, int patch_t, struct job_latent_shape *out)
+{
+	memset(out, 0, sizeof(*out));
+	LQ_ASSERT(spatial >= 1 && temporal >= 1 && patch >= 1 && patch_t >= 1);
+	int64_t grid = (int64_t)spatial * patch;
+	if (jc->height < 1 || jc->width < 1 || jc->num_frames < 1 ||
+	    jc->height % grid != 0 || jc->width % grid != 0 ||
+	    (jc->num_frames - 1) % temporal != 0)
+		return -1;
+	int64_t f = (jc->num_frames - 1) / temporal + 1;
+	if (f % patch_t != 0)
+		return -1;
+	out->batch = job_batch(jc, NULL);
+	out->frames = f;
+	out->height = jc->height / spatial;
+	out->width = jc->width / spatial;
+	out->tokens = (f / patch_t) * (out->height / patch) *
+	    (out->width / patch);
+	return 0;
+}
+
+char *
+job_resolve_path(const char *base_dir, const char *p)
+{
+	if (p == NULL)
+		return NULL;
+	if (p[0] == '/' || base_dir == NULL)
+		return xstrdup(p);
+	return xasprintf("%s/%s", base_dir, p);
+}
+
+char *
+job_path_sibling(const char *path, const char *suffix)
+{
+	const char *dot = strrchr(path, '.');
+	const char *slash = strrchr(path, '/');
+	size_t stem = (dot != NULL && (slash == NULL || dot > slash)) ?
+	    (size_t)(dot - path) : strlen(path);
+	return xasprintf("%.*s%s", (int)stem, path, suffix);
+}
+
+char *
+job_output_path(const struct job_config *jc, const char *base_dir, int video,
+    int n_videos)
+{
+	if (jc->output == NULL)
+		return NULL;
+	char *p = job_resolve_path(base_dir, jc->output);
+	if (n_videos <= 1)
+		return p;
+	char suffix[32];
+	snprintf(suffix, sizeof(suffix), "-%d.mp4", video);
+	char *r = job_path_sibling(p, suffix);
+	free(p);
+	return r;
+}
+
+char *
+job_frames_path(const struct job_config *jc, const char *base_dir, int video,
+    int n_videos)
+{
+	if (jc->frames == NULL)
+		return NULL;
+	char *dir = job_resolve_path(base_dir, jc->frames);
+	if (n_videos <= 1)
+		return dir;
+	char *r = xasprintf("%s/%d", dir, video);
+	free(dir);
+	return r;
+}

@@ -1,0 +1,135 @@
+/*
+ * job.h — a job's config, typed: `struct job_config`, built once from the
+ * validated config JSON (manifest.h's job->config, or the jobs table's
+ * config_json) by job_config_from_json, and the values derived from it,
+ * each computed by exactly one function here (job_batch, job_latent_shape,
+ * the output paths).  Preflight, submit, render and the worker read a job
+ * through this struct; cJSON stays at the edges.
+ *
+ * Defaults: a key absent from the JSON gets the default of its row in the
+ * manifest key table (manifest/schema.c) and nowhere else.  Adding a key is
+ * one row there, one field here (filled in job_config_from_json) and one
+ * line in latentq-manifest(5).
+ *
+ * Ownership: the strings of a struct job_config are BORROWED from the JSON
+ * it was built from (which must outlive it); the `loras` array is owned and
+ * released by job_config_free.  Paths returned by the job_*_path functions
+ * are caller-owned (free()).
+ */
+#ifndef LQ_MANIFEST_JOB_H
+#define LQ_MANIFEST_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
+
+struct job_lora {
+	const char *path;	/* LoRA safetensors, resolved by the manifest */
+	double scale;		/* strength it is fused with */
+};
+
+/* The device mesh (DESIGN "Devices and meshes"): devices = data × context
+ * × tensor once preflight has resolved a -1 axis. */
+struct job_mesh {
+	int64_t devices, data, context, tensor;
+};
+
+/* One field per key of the table (latentq-manifest(5) names them). */
+struct job_config {
+	const char *name;			/* NULL: not written */
+	const char *prompt, *negative_prompt;	/* prompt: "" when absent */
+	const char *prompt_embeds;
+	int64_t height, width, num_frames;	/* pixels, pixels, frames */
+	double frame_rate;			/* frames per second */
+	int64_t num_inference_steps;
+	double guidance_scale, guidance_rescale;
+	double decode_timestep, decode_noise_scale;
+	uint64_t seed;
+	const char *latents, *decode_noise;
+	const char *model;			/* a folder or a registered name */
+	const char *transformer, *vae, *text_encoder, *scheduler;
+	const char *model_digest;		/* NULL: not pinned */
+	struct job_lora *loras;			/* owned */
+	size_t n_loras;
+	int64_t max_sequence_length;		/* tokens */
+	int truncate;
+	struct job_mesh mesh;
+	double per_device_batch_size;
+	const char *output, *frames, *save_tensors;	/* templates, expanded */
+	const cJSON *vae_tiling;		/* borrowed; NULL: auto (see
+						   ltxv_vae_tiling_from_json) */
+	int64_t max_attempts, priority;
+};
+
+/*
+ * Fills *jc from a validated config object.  Absent keys (and a null
+ * decode_noise_scale, which means decode_timestep as in diffusers) take the
+ * key table's default.  A present key of the wrong type fails with
+ * LQ_FAILED, code LQ-RUN-CFG, err's field = the key; *jc is then zeroed
+ * (nothing to free).  On success free with job_config_free.
+ */
+enum lq_status job_config_from_json(const cJSON *config, struct job_config *jc,
+    struct lq_error *err);
+
+/* Releases what job_config_from_json allocated and zeroes *jc. */
+void job_config_free(struct job_config *jc);
+
+/*
+ * Videos the job renders: per_device_batch_size × mesh.data.  Data
+ * parallelism splits the batch over the data axis; context parallelism
+ * splits each video's tokens and tensor parallelism its weights, so neither
+ * adds videos (DESIGN "Devices and meshes"; issue 16: {devices 2, context
+ * 2} renders what one device renders).  *exact (may be NULL) gets the
+ * product before rounding.  Returns the product when it is a positive whole
+ * number (within 1e-9), else 0: preflight refuses such a job (LQ-MESH-001).
+ * A mesh axis below 1 (unresolved -1) counts as 1.
+ */
+int64_t job_batch(const struct job_config *jc, double *exact);
+
+/*
+ * Latent geometry of the job's video, as LTXPipeline.prepare_latents sizes
+ * it (pipelines/ltx/pipeline_ltx.py): frames = (num_frames - 1) / temporal
+ * + 1, height / spatial, width / spatial (VAE compression ratios), and the
+ * packed token count (frames / patch_t)(height / patch)(width / patch)
+ * (_pack_latents).  batch = job_batch().
+ */
+struct job_latent_shape {
+	int64_t batch, frames, height, width, tokens;
+};
+
+/*
+ * Returns 0 and fills *out when the geometry is on the model's grid (every
+ * size positive, height/width divisible by spatial × patch, num_frames - 1
+ * by temporal and the latent frames by patch_t); -1 otherwise (*out
+ * zeroed).  The ratios and patches are >= 1.
+ */
+int job_latent_shape(const struct job_config *jc, int spatial, int temporal,
+    int patch, int patch_t, struct job_latent_shape *out);
+
+/*
+ * `p` (a path of the job) against base_dir (the manifest's folder): an
+ * absolute path as is, else "<base_dir>/<p>".  NULL for a NULL p.
+ */
+char *job_resolve_path(const char *base_dir, const char *p);
+
+/*
+ * The MP4 of video `video` (0-based) of `n_videos`: `output` resolved
+ * against base_dir; when n_videos > 1 its extension replaced by
+ * "-<video>.mp4" ("out/a.mp4" → "out/a-1.mp4").  The template was expanded by the
+ * manifest and is not expanded again.  NULL when the config has no output.
+ */
+char *job_output_path(const struct job_config *jc, const char *base_dir,
+    int video, int n_videos);
+
+/* The PNG frames folder of video `video`: `frames` resolved, with
+ * "/<video>" appended when n_videos > 1; NULL without `frames`. */
+char *job_frames_path(const struct job_config *jc, const char *base_dir,
+    int video, int n_videos);
+
+/* "dir/name.mp4" → "dir/name<suffix>" (the extension, if any, replaced). */
+char *job_path_sibling(const char *path, const char *suffix);
+
+#endif
