@@ -25,6 +25,7 @@
 #include "model/diffusers.h"
 #include "model/expected.h"
 #include "model/hash.h"
+#include "model/ref.h"
 #include "model/safetensors.h"
 #include "model/synth.h"
 #include "store/models.h"
@@ -159,18 +160,28 @@ verb_add(const struct cmd_globals *g, int argc, char **argv)
 		store_close(st);
 		return cmd_exit_for(err.status);
 	}
+	/* the identity (model/ref.h): the files just hashed come from the cache */
+	char identity[DIGEST_HEX_SIZE];
+	struct model_ref ref = {.root = d.root};
+	if (model_ref_digest(&ref, &cache, identity, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		free(config_json);
+		model_digest_clear(&d);
+		store_close(st);
+		return cmd_exit_for(err.status);
+	}
 	struct store_model sm = {0};
 	sm.name = (char *)name;
 	sm.path = d.root;
 	sm.family = "ltxv";
 	sm.config_json = config_json;
-	sm.digest = d.digest;
+	sm.digest = identity;
 	to_store_files(&d, &sm);
 	int64_t id;
 	enum lq_status r = store_put_model(st, &sm, &id, &err);
 	if (r == LQ_OK) {
 		printf("model %" PRId64 " %s: %s\n", id, name ? name : "(unnamed)", d.root);
-		printf("  digest %s\n", d.digest);
+		printf("  digest %s\n", identity);
 		printf("  %zu files, %zu hashed, %zu from cache (%.2f s)\n", d.n, d.n_hashed,
 		    d.n_cached, util_monotonic() - t0);
 	} else {
@@ -327,25 +338,36 @@ verb_verify(const struct cmd_globals *g, int argc, char **argv)
 			j++;
 		}
 	}
+	char identity[DIGEST_HEX_SIZE];
+	struct model_ref ref = {.root = d.root};
+	if (model_ref_digest(&ref, &cache, identity, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		model_digest_clear(&d);
+		store_model_clear(&m);
+		store_close(st);
+		return 1;
+	}
+	/* a digest recorded before schema 0002 is not the identity */
+	int stale = strcmp(m.digest, identity) != 0;
 	int rc = 0;
 	if (changes == 0) {
-		printf("ok: %zu files match, digest %s\n", d.n, d.digest);
+		printf("ok: %zu files match, digest %s\n", d.n, identity);
 	} else {
 		printf("%d file%s changed since the model was added; digest now %s\n", changes,
-		    changes == 1 ? "" : "s", d.digest);
+		    changes == 1 ? "" : "s", identity);
 		rc = 1;
-		if (update) {
-			struct store_model sm = {0};
-			to_store_files(&d, &sm);
-			if (store_update_model_files(st, m.id, d.digest, sm.files, sm.nfiles, &err) !=
-			    LQ_OK) {
-				error_print(&err, stderr);
-			} else {
-				printf("recorded the new state\n");
-				rc = 0;
-			}
-			free(sm.files);
+	}
+	if ((changes != 0 || stale) && update) {
+		struct store_model sm = {0};
+		to_store_files(&d, &sm);
+		if (store_update_model_files(st, m.id, identity, sm.files, sm.nfiles, &err) !=
+		    LQ_OK) {
+			error_print(&err, stderr);
+		} else {
+			printf("recorded the new state\n");
+			rc = 0;
 		}
+		free(sm.files);
 	}
 	model_digest_clear(&d);
 	store_model_clear(&m);

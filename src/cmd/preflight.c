@@ -49,20 +49,7 @@ static char *
 db_resolve_model(void *ctx, const char *name)
 {
 	struct store *st = db_store(ctx);
-	if (st == NULL)
-		return NULL;
-	struct store_model sm;
-	memset(&sm, 0, sizeof(sm));
-	int found = 0;
-	struct lq_error err;
-	error_clear(&err);
-	if (store_find_model(st, name, &sm, &found, &err) != LQ_OK || !found) {
-		store_model_clear(&sm);
-		return NULL;
-	}
-	char *p = xstrdup(sm.path);
-	store_model_clear(&sm);
-	return p;
+	return st ? store_model_path_resolve(st, name) : NULL;
 }
 
 static int

@@ -14,8 +14,8 @@
 #include "manifest/job.h"
 #include "manifest/manifest.h"
 #include "model/hash.h"
+#include "model/ref.h"
 #include "preflight/preflight.h"
-#include "render/render.h"
 #include "store/jobs.h"
 #include "store/models.h"
 #include "store/store.h"
@@ -28,22 +28,6 @@ request_text(const struct manifest_job *job)
 	char *r = xstrdup(s);
 	cJSON_free(s);
 	return r;
-}
-
-/* Registered model names (`latentq model add --name`) for preflight. */
-static char *
-resolve_model(void *ctx, const char *name)
-{
-	struct store_model sm;
-	memset(&sm, 0, sizeof(sm));
-	int found = 0;
-	struct lq_error err;
-	error_clear(&err);
-	char *p = NULL;
-	if (store_find_model(ctx, name, &sm, &found, &err) == LQ_OK && found)
-		p = xstrdup(sm.path);
-	store_model_clear(&sm);
-	return p;
 }
 
 /*
@@ -69,7 +53,7 @@ model_key(const cJSON *config)
 
 /* Pins the digest of the model files the job will render with. */
 static enum lq_status
-pin_digest(struct store *st, const struct manifest *m, const char *config,
+pin_digest(struct store *st, const struct manifest *m,
     const cJSON *config_json, struct digest_memo *memo,
     char out[DIGEST_HEX_SIZE], struct lq_error *err)
 {
@@ -81,7 +65,20 @@ pin_digest(struct store *st, const struct manifest *m, const char *config,
 			return LQ_OK;
 		}
 	}
-	enum lq_status r = render_model_digest(st, config, m->path, out, err);
+	struct job_config jc;
+	enum lq_status r = job_config_from_json(config_json, &jc, err);
+	struct model_ref ref;
+	memset(&ref, 0, sizeof(ref));
+	struct model_ref_resolver res = {st, store_model_path_resolve};
+	struct model_hash_cache cache = {st, store_file_hash_lookup,
+	    store_file_hash_record};
+	if (r == LQ_OK)
+		r = model_ref_resolve(jc.model, jc.transformer, jc.vae,
+		    jc.text_encoder, jc.scheduler, m->dir, &res, &ref, err);
+	if (r == LQ_OK)
+		r = model_ref_digest(&ref, &cache, out, err);
+	model_ref_clear(&ref);
+	job_config_free(&jc);
 	if (r != LQ_OK) {
 		free(key);
 		return r;
@@ -160,7 +157,7 @@ record_job(struct store *st, const struct manifest *m,
 		return LQ_OK;
 	}
 	char model_digest[DIGEST_HEX_SIZE] = "";
-	if ((r = pin_digest(st, m, config, pj->config, memo, model_digest,
+	if ((r = pin_digest(st, m, pj->config, memo, model_digest,
 	    err)) == LQ_FAILED) {
 		/* preflight opened the model; if hashing fails now, render
 		 * pins the digest instead */
@@ -232,7 +229,7 @@ submit_manifest(struct store *st, const char *path,
 	    store_file_hash_record };
 	struct preflight_options po = {
 		.snap = opt->snap, .caps = opt->caps,
-		.resolve_model = resolve_model, .resolve_ctx = st,
+		.resolve_model = store_model_path_resolve, .resolve_ctx = st,
 		.hash_cache = &cache,
 	};
 	struct preflight_report *rep = NULL;
@@ -249,11 +246,9 @@ submit_manifest(struct store *st, const char *path,
 	for (size_t i = 0; i < m->n_jobs; i++) {
 		if (rep->jobs[i].config == NULL)
 			continue;
-		char *config = json_canonical(rep->jobs[i].config);
 		char d[DIGEST_HEX_SIZE];
 		error_clear(&err);
-		pin_digest(st, m, config, rep->jobs[i].config, &memo, d, &err);
-		free(config);
+		pin_digest(st, m, rep->jobs[i].config, &memo, d, &err);
 	}
 	error_clear(&err);
 	if ((r = store_begin(st, &err)) != LQ_OK) {

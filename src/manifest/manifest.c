@@ -19,6 +19,7 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "manifest/manifest.h"
+#include "model/ref.h"
 #include "manifest/tree.h"
 
 #define MAX_EXACT_INT 9007199254740992.0	/* 2^53 */
@@ -111,13 +112,6 @@ resolve_path(const struct manifest *m, const char *p)
 	if (strcmp(m->dir, ".") == 0)
 		return xstrdup(p);
 	return xasprintf("%s/%s", m->dir, p);
-}
-
-/* A model value is a path when it looks like one; else a registered name. */
-static int
-model_is_path(const char *s)
-{
-	return strchr(s, '/') != NULL || s[0] == '.' || s[0] == '~';
 }
 
 /*
@@ -256,7 +250,7 @@ check_value(struct ctx *c, const struct manifest_key *k,
 				return 0;
 			}
 			*out = cJSON_CreateString(v->text);
-		} else if (k->type == MANIFEST_MODEL && !model_is_path(v->text)) {
+		} else if (k->type == MANIFEST_MODEL && !model_ref_is_path(v->text)) {
 			*out = cJSON_CreateString(v->text);
 		} else {
 			char *p = resolve_path(c->m, v->text);

@@ -18,7 +18,7 @@
 enum manifest_type {
 	MANIFEST_STRING,	/* any scalar, kept as its text */
 	MANIFEST_PATH,		/* non-empty text; relative: against the manifest's folder */
-	MANIFEST_MODEL,		/* a path (has a '/', or starts with '.' or '~') or a model name */
+	MANIFEST_MODEL,		/* a path or a model name, as model_ref_is_path (model/ref.h) tells */
 	MANIFEST_TEMPLATE,	/* output path with {name} {seed} {index}; not resolved */
 	MANIFEST_INT,		/* integer, |v| <= 2^53 (a JSON number holds it exactly) */
 	MANIFEST_NUMBER,	/* finite integer or decimal */

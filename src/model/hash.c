@@ -110,6 +110,14 @@ enum lq_status
 model_hash_folder(const char *dir, const struct model_hash_cache *cache, int force,
     struct model_digest *out, struct lq_error *err)
 {
+	return model_hash_files(dir, NULL, cache, force, out, err);
+}
+
+enum lq_status
+model_hash_files(const char *dir, int (*keep)(const char *relpath),
+    const struct model_hash_cache *cache, int force, struct model_digest *out,
+    struct lq_error *err)
+{
 	memset(out, 0, sizeof(*out));
 	char real[PATH_MAX];
 	if (realpath(dir, real) == NULL) {
@@ -124,6 +132,16 @@ model_hash_folder(const char *dir, const struct model_hash_cache *cache, int for
 			free(l.v[i]);
 		free(l.v);
 		return LQ_FAILED;
+	}
+	if (keep != NULL) {
+		size_t k = 0;
+		for (size_t i = 0; i < l.n; i++) {
+			if (keep(l.v[i]))
+				l.v[k++] = l.v[i];
+			else
+				free(l.v[i]);
+		}
+		l.n = k;
 	}
 	qsort(l.v, l.n, sizeof(char *), cmp_str);
 	out->root = xstrdup(real);

@@ -59,6 +59,14 @@ struct model_digest {
  */
 enum lq_status model_hash_folder(const char *dir, const struct model_hash_cache *cache,
     int force, struct model_digest *out, struct lq_error *err);
+/*
+ * The same over only the files `keep` accepts (it gets each relpath, e.g.
+ * "config.json" or "sub/x.bin", and returns 1 to keep it); NULL keeps all.
+ * The digest is then over the kept files alone.
+ */
+enum lq_status model_hash_files(const char *dir, int (*keep)(const char *relpath),
+    const struct model_hash_cache *cache, int force, struct model_digest *out,
+    struct lq_error *err);
 void model_digest_clear(struct model_digest *d);
 
 /*

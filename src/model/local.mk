@@ -4,7 +4,8 @@ liblatentq_a_SOURCES += \
 	src/model/diffusers.c src/model/diffusers.h \
 	src/model/expected.c src/model/expected.h \
 	src/model/lora.c src/model/lora.h \
-	src/model/load.c src/model/load.h
+	src/model/load.c src/model/load.h \
+	src/model/ref.c src/model/ref.h
 
 check_PROGRAMS += tests/model/test-safetensors
 TESTS += tests/model/test-safetensors
@@ -77,3 +78,8 @@ check_PROGRAMS += tests/model/test-synth
 TESTS += tests/model/test-synth
 tests_model_test_synth_SOURCES = tests/model/test-synth.c
 tests_model_test_synth_LDADD = $(LQ_TEST_LDADD)
+
+# One model identity across model list, the job's pin, the MP4 and
+# model_digest: (src/model/ref.h).
+TESTS += tests/model/identity.sh
+EXTRA_DIST += tests/model/identity.sh

@@ -7,11 +7,11 @@
  * judge (no model: no token count).
  *
  * Model math mirrors diffusers 0.40 (58eb52c): pipelines/ltx/pipeline_ltx.py
- * (LTXPipeline.check_inputs, __call__, calculate_shift),
- * schedulers/scheduling_flow_match_euler_discrete.py (set_timesteps,
- * time_shift, stretch_shift_to_terminal), models/transformers/
+ * (LTXPipeline.check_inputs, __call__), models/transformers/
  * transformer_ltx.py (LTXVideoRotaryPosEmbed: base_num_frames 20,
- * base_height 2048, base_width 2048).
+ * base_height 2048, base_width 2048).  The sigma schedule is not computed
+ * here: preflight asks the sampler (scheduler_set_timesteps), as the
+ * render does.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/caps.h"
+#include "model/ref.h"
 #include "model/safetensors.h"
 #include "nn/ltxv_vae.h"
 #include "preflight/preflight-int.h"
@@ -203,32 +204,30 @@ pf_check_config(struct pf_job_state *s)
 void
 pf_check_model(struct pf_job_state *s)
 {
-	const char *model = json_get_string(s->config, "model", NULL);
-	if (model == NULL)
+	if (s->jc.model == NULL)
 		return;
-	char *dir = NULL;
-	/* The loader resolves paths; a bare word is a registered name. */
-	if (strchr(model, '/') == NULL && s->ctx->opt->resolve_model)
-		dir = s->ctx->opt->resolve_model(s->ctx->opt->resolve_ctx, model);
-	if (dir == NULL && strchr(model, '/') == NULL) {
+	/* The loader resolved paths; model/ref.h says what is a name. */
+	struct model_ref_resolver res = {s->ctx->opt->resolve_ctx,
+	    s->ctx->opt->resolve_model};
+	struct model_ref ref;
+	struct lq_error rerr;
+	error_clear(&rerr);
+	if (model_ref_resolve(s->jc.model, s->jc.transformer, s->jc.vae,
+	    s->jc.text_encoder, s->jc.scheduler, NULL, &res, &ref,
+	    &rerr) != LQ_OK) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
 		    "LQ-MDL-001", "\"%s\" is not a folder nor a registered "
-		    "model name", model);
+		    "model name", s->jc.model);
 		error_set_hint(e, "write a path (./%s) or register it with "
-		    "`latentq model add`", model);
+		    "`latentq model add`", s->jc.model);
 		return;
 	}
-	struct diffusers_overrides ov = {
-		.transformer = json_get_string(s->config, "transformer", NULL),
-		.vae = json_get_string(s->config, "vae", NULL),
-		.text_encoder = json_get_string(s->config, "text_encoder", NULL),
-		.scheduler = json_get_string(s->config, "scheduler", NULL),
-	};
-	s->pm = pf_model_get(s->ctx, dir ? dir : model, &ov);
-	free(dir);
+	struct diffusers_overrides ov = model_ref_overrides(&ref);
+	s->pm = pf_model_get(s->ctx, ref.root, &ov);
+	model_ref_clear(&ref);
 	pf_job_copy(s, &s->pm->problems, "model");
 
-	const char *pin = json_get_string(s->config, "model_digest", NULL);
+	const char *pin = s->jc.model_digest;
 	if (pin != NULL && s->pm->dm != NULL) {
 		const char *want = pin;
 		if (strncmp(want, "blake2b:", 8) == 0)
@@ -432,44 +431,6 @@ pf_check_geometry(struct pf_job_state *s)
 
 /* ---- sampling -------------------------------------------------------- */
 
-int
-pf_schedule(const struct pf_scheduler *sc, int64_t steps, int64_t tokens,
-    double *sig, int *bad)
-{
-	*bad = -1;
-	if (steps < 1)
-		return -1;
-	int n = (int)steps;
-	/* LTXPipeline: np.linspace(1.0, 1 / steps, steps) */
-	for (int i = 0; i < n; i++)
-		sig[i] = n == 1 ? 1.0 : 1.0 + (1.0 / n - 1.0) * i / (n - 1);
-	if (sc->use_dynamic_shifting) {
-		double m = (sc->max_shift - sc->base_shift) /
-		    (sc->max_image_seq_len - sc->base_image_seq_len);
-		double mu = (double)tokens * m + sc->base_shift - m * sc->base_image_seq_len;
-		for (int i = 0; i < n; i++)
-			sig[i] = sc->exponential
-			    ? exp(mu) / (exp(mu) + (1.0 / sig[i] - 1.0))
-			    : mu / (mu + (1.0 / sig[i] - 1.0));
-	} else {
-		for (int i = 0; i < n; i++)
-			sig[i] = sc->shift * sig[i] / (1 + (sc->shift - 1) * sig[i]);
-	}
-	if (sc->shift_terminal != 0) {
-		double scale = (1.0 - sig[n - 1]) / (1.0 - sc->shift_terminal);
-		for (int i = 0; i < n; i++)
-			sig[i] = 1.0 - (1.0 - sig[i]) / scale;
-	}
-	for (int i = 0; i < n; i++) {
-		if (!isfinite(sig[i]) || sig[i] <= 0 || sig[i] > 1.0 + 1e-9 ||
-		    (i > 0 && !(sig[i] < sig[i - 1]))) {
-			*bad = i;
-			break;
-		}
-	}
-	return n;
-}
-
 void
 pf_check_sampling(struct pf_job_state *s)
 {
@@ -481,55 +442,46 @@ pf_check_sampling(struct pf_job_state *s)
 		    "1 to %d steps (linspace(1, 1/steps, steps))",
 		    pf_job_text(s, "num_inference_steps", t, sizeof(t)), MAX_STEPS);
 		error_set_hint(e, "nearest valid: %d", steps < 1 ? 1 : MAX_STEPS);
-	} else if (s->pm && s->pm->sched.present) {
-		/* Without a token count (geometry rejected), the shift of the
-		 * base sequence length shows the same 0/0 cases. */
-		double *sig = xmalloc((size_t)MAX_STEPS * sizeof(double));
-		int bad;
-		const struct pf_scheduler *sc = &s->pm->sched;
-		int64_t tok = s->geometry_ok ? s->tokens
-		    : (int64_t)sc->base_image_seq_len;
-		pf_schedule(sc, steps, tok, sig, &bad);
-		if (bad >= 0) {
-			char sigtext[32], why[160] = "";
-			if (isnan(sig[bad]))
-				snprintf(sigtext, sizeof(sigtext), "NaN (0/0)");
-			else
-				snprintf(sigtext, sizeof(sigtext), "%g", sig[bad]);
-			double mu = 0;
-			if (sc->use_dynamic_shifting) {
-				double m = (sc->max_shift - sc->base_shift) /
-				    (sc->max_image_seq_len - sc->base_image_seq_len);
-				mu = (double)tok * m + sc->base_shift -
-				    m * sc->base_image_seq_len;
-				snprintf(why, sizeof(why), "dynamic shift mu %.3g "
-				    "for %" PRId64 " video tokens", mu, tok);
-			} else {
-				snprintf(why, sizeof(why), "shift %g", sc->shift);
-			}
+	} else if (s->pm && s->pm->sched_ok) {
+		/*
+		 * The render's own schedule (scheduler_set_timesteps) for this
+		 * step count at this token count.  Without a token count
+		 * (geometry rejected) the base sequence length shows the same
+		 * failures of the step count alone.
+		 */
+		const struct scheduler_config *sc = &s->pm->sched;
+		int64_t tok = s->geometry_ok ? s->tokens : sc->base_image_seq_len;
+		struct scheduler_schedule sch;
+		struct lq_error serr;
+		error_clear(&serr);
+		if (scheduler_set_timesteps(sc, (int)steps, tok, &sch, &serr) ==
+		    LQ_OK) {
+			scheduler_schedule_free(&sch);
+		} else {
 			struct lq_error *e = pf_job_add(s, "num_inference_steps",
 			    LQ_FAILED, "LQ-SAMP-002", "with %" PRId64 " step%s "
-			    "the scheduler's sigmas are not well defined: "
-			    "sigma[%d] = %s (shift_terminal %g, %s)",
-			    steps, steps == 1 ? "" : "s", bad, sigtext,
-			    sc->shift_terminal, why);
+			    "at %" PRId64 " video tokens the sampler refuses the "
+			    "schedule: %s (%s)", steps, steps == 1 ? "" : "s",
+			    tok, serr.message, serr.code);
 			/* More steps, when some count works at this size. */
 			int64_t ok = 0;
-			for (int64_t k = steps + 1; k <= MAX_STEPS && k <= steps + 64 && !ok; k++) {
-				int b2;
-				pf_schedule(sc, k, tok, sig, &b2);
-				if (b2 < 0)
+			for (int64_t k = steps + 1; k <= MAX_STEPS &&
+			    k <= steps + 64 && !ok; k++) {
+				error_clear(&serr);
+				if (scheduler_set_timesteps(sc, (int)k, tok, &sch,
+				    &serr) == LQ_OK) {
+					scheduler_schedule_free(&sch);
 					ok = k;
+				}
 			}
 			if (ok)
 				error_set_hint(e, "nearest valid: %" PRId64, ok);
 			else
-				error_set_hint(e, "the shift saturates every sigma "
-				    "to 1 at this size: fewer video tokens (smaller "
+				error_set_hint(e, "the shift saturates the sigmas "
+				    "at this size: fewer video tokens (smaller "
 				    "size or fewer frames), or a scheduler config "
 				    "without dynamic shifting");
 		}
-		free(sig);
 	}
 	/* diffusers: do_classifier_free_guidance = guidance_scale > 1. */
 	double g = s->jc.guidance_scale;

@@ -29,12 +29,18 @@ static const struct preflight_code codes[] = {
 	/* sampling */
 	{ "LQ-SAMP-001", "error", "num_inference_steps >= 1" },
 	{ "LQ-SAMP-002", "error",
-	  "the sigma schedule is finite, in (0, 1] and decreasing" },
+	  "the sampler accepts the schedule (scheduler_set_timesteps)" },
 	{ "LQ-SAMP-003", "error",
 	  "guidance_scale >= 1 (1 disables classifier-free guidance)" },
 	{ "LQ-SAMP-004", "error", "guidance_rescale is in [0, 1]" },
 	{ "LQ-SAMP-005", "warning",
 	  "guidance_rescale has no effect without guidance" },
+	/* the scheduler config, as the sampler parses it (sampler/scheduler.h) */
+	{ "LQ-SCHED-001", "error", "scheduler_config.json keys have their types" },
+	{ "LQ-SCHED-002", "error", "scheduler_config.json values are in range" },
+	{ "LQ-SCHED-004", "error",
+	  "no unimplemented scheduler option (Karras, exponential, beta sigmas, "
+	  "stochastic sampling, inverted sigmas) is on" },
 	/* prompt */
 	{ "LQ-PROMPT-001", "error",
 	  "the prompt fits max_sequence_length (or truncate: true)" },

@@ -20,6 +20,7 @@
 #include "model/expected.h"
 #include "model/hash.h"
 #include "model/lora.h"
+#include "model/ref.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -176,28 +177,31 @@ open_weights(struct pf_model *pm, const char *key, const char *what,
 	return s;
 }
 
+/*
+ * The scheduler config, parsed by the sampler's own parser
+ * (scheduler_config_load), so every config the render would refuse
+ * (use_karras_sigmas, invert_sigmas, num_train_timesteps 0, another class)
+ * is refused here with the sampler's code (LQ-SCHED-001..005).
+ */
 static void
-read_scheduler(struct pf_model *pm)
+read_scheduler(struct pf_model *pm, const struct diffusers_overrides *ov)
 {
-	struct pf_scheduler *sc = &pm->sched;
-	cJSON *j = NULL;
 	struct lq_error err;
 	error_clear(&err);
-	if (pm->dm->scheduler.config_path == NULL ||
-	    diffusers_load_json(pm->dm->scheduler.config_path, &j, &err) != LQ_OK)
+	if (pm->dm->scheduler.config_path == NULL)
 		return;
-	sc->present = 1;
-	sc->shift = json_get_number(j, "shift", 1.0);
-	sc->base_shift = json_get_number(j, "base_shift", 0.5);
-	sc->max_shift = json_get_number(j, "max_shift", 1.15);
-	sc->base_image_seq_len = json_get_number(j, "base_image_seq_len", 256);
-	sc->max_image_seq_len = json_get_number(j, "max_image_seq_len", 4096);
-	sc->shift_terminal = json_get_number(j, "shift_terminal", 0.0);
-	sc->use_dynamic_shifting = json_get_bool(j, "use_dynamic_shifting", 0);
-	sc->invert_sigmas = json_get_bool(j, "invert_sigmas", 0);
-	const char *tst = json_get_string(j, "time_shift_type", "exponential");
-	sc->exponential = strcmp(tst, "linear") != 0;
-	cJSON_Delete(j);
+	if (scheduler_config_load(pm->dm->scheduler.config_path, &pm->sched,
+	    &err) == LQ_OK) {
+		pm->sched_ok = 1;
+		return;
+	}
+	struct lq_error *e = pf_list_add(&pm->problems, LQ_FAILED, err.code,
+	    "%s: %s", rel(pm, err.file[0] ? err.file
+	    : pm->dm->scheduler.config_path), err.message);
+	snprintf(e->field, sizeof(e->field), "%s",
+	    ov->scheduler ? "scheduler" : "model");
+	error_set_hint(e, "%s", err.hint[0] ? err.hint : "use the scheduler "
+	    "config LTX-Video ships (FlowMatchEulerDiscreteScheduler)");
 }
 
 /*
@@ -393,7 +397,7 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 		error_set_hint(e, "use the text encoder the transformer was "
 		    "trained with (d_model %d)", tc->caption_channels);
 	}
-	read_scheduler(pm);
+	read_scheduler(pm, ov);
 	check_extras(pm);
 }
 
@@ -459,9 +463,9 @@ pf_model_tokenizer(struct pf_model *pm)
 }
 
 /*
- * The model digest as `latentq model add` records it (model/hash.h
- * model_hash_folder: BLAKE2b-256 over "<relpath>\t<blake2b>\n" of every
- * file).  Computed once per folder, and only when a job pins one.
+ * The model identity (model/ref.h), as `latentq model list` shows it, the
+ * job pins it and the MP4 carries it.  Computed once per folder and
+ * override set, and only when a job pins one.
  */
 const char *
 pf_model_digest(struct pf_model *pm, const struct model_hash_cache *cache,
@@ -469,12 +473,10 @@ pf_model_digest(struct pf_model *pm, const struct model_hash_cache *cache,
 {
 	if (!pm->digest_tried) {
 		pm->digest_tried = 1;
-		struct model_digest d;
-		memset(&d, 0, sizeof(d));
 		pm->digest[0] = '\0';
-		if (model_hash_folder(pm->dir, cache, 0, &d, &pm->digest_err) == LQ_OK)
-			snprintf(pm->digest, sizeof(pm->digest), "%s", d.digest);
-		model_digest_clear(&d);
+		if (pm->dm != NULL && model_ref_identity(pm->dm, cache, pm->digest,
+		    &pm->digest_err) != LQ_OK)
+			pm->digest[0] = '\0';
 	}
 	if (pm->digest[0] == '\0') {
 		if (err)

@@ -19,6 +19,7 @@
 #include "model/expected.h"
 #include "model/safetensors.h"
 #include "preflight/preflight.h"
+#include "sampler/scheduler.h"
 
 struct text_tokenizer;
 
@@ -31,15 +32,6 @@ struct pf_list {
 struct lq_error *pf_list_add(struct pf_list *l, enum lq_status status,
     const char *code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void pf_list_free(struct pf_list *l);
-
-/* The scheduler_config.json values that shape the sigma schedule. */
-struct pf_scheduler {
-	int present;
-	double shift, base_shift, max_shift, shift_terminal;
-	double base_image_seq_len, max_image_seq_len;
-	int use_dynamic_shifting, exponential;	/* time_shift_type */
-	int invert_sigmas;
-};
 
 /* A latent upsampler (or other extra component) named in model_index.json. */
 struct pf_extra {
@@ -58,7 +50,11 @@ struct pf_model {
 	uint64_t largest_weight;
 	char largest_weight_name[160];
 	int has_16bit;			/* any F16/BF16 weight */
-	struct pf_scheduler sched;
+	/* scheduler_config.json as the render's sampler parses it
+	 * (sampler/scheduler.h); sched_ok 0 when absent or refused (the
+	 * refusal, with the sampler's code, is in problems). */
+	int sched_ok;
+	struct scheduler_config sched;
 	int have_table;			/* table: the transformer's, for LoRAs */
 	struct tensor_table table;
 	/* tokenizer, loaded on first use */
@@ -151,10 +147,5 @@ void pf_check_device(struct pf_job_state *s);
 /* Output paths of one job: prefix and containment (collisions are
  * compared across jobs in preflight.c).  Returns normalized paths. */
 void pf_check_output(struct pf_job_state *s, char *paths[3]);
-
-/* Sigma schedule of LTXPipeline for `steps` at `tokens` (see checks.c);
- * returns the number of sigmas (steps) or -1; *bad = first bad index. */
-int pf_schedule(const struct pf_scheduler *sc, int64_t steps, int64_t tokens,
-    double *sigmas, int *bad);
 
 #endif

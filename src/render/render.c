@@ -43,6 +43,7 @@
 #include "nn/t5.h"
 #include "model/hash.h"
 #include "model/lora.h"
+#include "model/ref.h"
 #include "nn/weights.h"
 #include "store/models.h"
 #include "render/render.h"
@@ -178,103 +179,20 @@ folder_digest(struct store *st, const char *dir, char hex[DIGEST_HEX_SIZE],
 }
 
 /*
- * The model's identity, pinned to the job and to every checkpoint:
- * BLAKE2b-256 over "<component>\t<folder digest>\n" of each component the
- * render reads (model/hash.h digests a folder's files).
+ * Opens the job's model (model/ref.h): a registered name or a folder, with
+ * component overrides, relative paths against the manifest's folder.
  */
 static enum lq_status
-compute_model_digest(struct store *st, const struct diffusers_model *dm,
-    char out[DIGEST_HEX_SIZE], struct lq_error *err)
+open_model(struct render *r, struct lq_error *err)
 {
-	const struct { const char *name; const struct diffusers_component *c; }
-	    parts[] = {
-		{"transformer", &dm->transformer}, {"vae", &dm->vae},
-		{"text_encoder", &dm->text_encoder},
-		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
-	};
-	struct strbuf sb = {0};
-	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
-		if (!parts[i].c->present || parts[i].c->dir == NULL)
-			continue;
-		char hex[DIGEST_HEX_SIZE];
-		enum lq_status s = folder_digest(st, parts[i].c->dir, hex, err);
-		if (s != LQ_OK) {
-			free(sb.buf);
-			return s;
-		}
-		strbuf_printf(&sb, "%s\t%s\n", parts[i].name, hex);
-	}
-	digest_hex(sb.buf ? sb.buf : "", sb.len, out);
-	free(sb.buf);
-	return LQ_OK;
-}
-
-/*
- * Opens the job's model: a registered name or a folder, with component
- * overrides, all relative to base_dir.
- */
-static enum lq_status
-open_model(struct store *st, const struct job_config *jc, const char *base_dir,
-    struct diffusers_model **dm, struct lq_error *err)
-{
-	enum lq_status s;
-	char *model;
-	if (strchr(jc->model, '/') == NULL) {
-		/* a name given to `latentq model add` */
-		struct store_model sm;
-		int found = 0;
-		if ((s = store_find_model(st, jc->model, &sm, &found, err)) != LQ_OK)
-			return s;
-		if (!found) {
-			error_set(err, LQ_FAILED, "LQ-RUN-MODEL", "no model named %s "
-			    "in the queue database", jc->model);
-			error_set_hint(err, "add it with `latentq model add DIR "
-			    "--name %s`, or give the folder's path", jc->model);
-			return LQ_FAILED;
-		}
-		model = xstrdup(sm.path);
-		store_model_clear(&sm);
-	} else {
-		model = job_resolve_path(base_dir, jc->model);
-	}
-	char *tr = job_resolve_path(base_dir, jc->transformer);
-	char *vae = job_resolve_path(base_dir, jc->vae);
-	char *te = job_resolve_path(base_dir, jc->text_encoder);
-	char *sc = job_resolve_path(base_dir, jc->scheduler);
-	struct diffusers_overrides ov = {.transformer = tr, .vae = vae,
-	    .text_encoder = te, .scheduler = sc};
-	s = diffusers_open(model, &ov, dm, err);
-	free(model);
-	free(tr);
-	free(vae);
-	free(te);
-	free(sc);
-	return s;
-}
-
-enum lq_status
-render_model_digest(struct store *st, const char *config_json,
-    const char *manifest_path, char out[DIGEST_HEX_SIZE], struct lq_error *err)
-{
-	cJSON *c = cJSON_Parse(config_json);
-	if (c == NULL)
-		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "not a job config");
-	struct job_config jc;
-	char *mp = xstrdup(manifest_path ? manifest_path : ".");
-	char *base = xstrdup(dirname(mp));
-	free(mp);
-	struct diffusers_model *dm = NULL;
-	enum lq_status s = job_config_from_json(c, &jc, err);
-	if (s == LQ_OK && jc.model == NULL)
-		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job has no model");
+	const struct job_config *jc = &r->jc;
+	struct model_ref_resolver res = {r->st, store_model_path_resolve};
+	struct model_ref ref;
+	enum lq_status s = model_ref_resolve(jc->model, jc->transformer, jc->vae,
+	    jc->text_encoder, jc->scheduler, r->base_dir, &res, &ref, err);
 	if (s == LQ_OK)
-		s = open_model(st, &jc, base, &dm, err);
-	job_config_free(&jc);
-	if (s == LQ_OK)
-		s = compute_model_digest(st, dm, out, err);
-	diffusers_free(dm);
-	free(base);
-	cJSON_Delete(c);
+		s = model_ref_open(&ref, &r->dm, err);
+	model_ref_clear(&ref);
 	return s;
 }
 
@@ -285,17 +203,29 @@ phase_load(struct render *r, struct lq_error *err)
 	if ((s = enter_phase(r, "load", -1, err)) != LQ_OK)
 		return s;
 	struct job_config *jc = &r->jc;
-	if ((s = open_model(r->st, jc, r->base_dir, &r->dm, err)) != LQ_OK)
+	if ((s = open_model(r, err)) != LQ_OK)
 		return s;
 	if (!r->dm->transformer.present || !r->dm->vae.present ||
 	    !r->dm->scheduler.present)
 		return error_set(err, LQ_FAILED, "LQ-RUN-MODEL", "model %s lacks a "
 		    "transformer, vae or scheduler", r->dm->root);
-	if ((s = compute_model_digest(r->st, r->dm, r->model_digest, err)) !=
+	struct model_hash_cache cache = {r->st, store_file_hash_lookup,
+	    store_file_hash_record};
+	if ((s = model_ref_identity(r->dm, &cache, r->model_digest, err)) !=
 	    LQ_OK)
 		return s;
-	if (r->job->model_digests != NULL && r->job->model_digests[0] != '\0' &&
-	    strcmp(r->job->model_digests, r->model_digest) != 0) {
+	const char *pin = r->job->model_digests;
+	if (pin != NULL && strncmp(pin, STORE_LEGACY_DIGEST_PREFIX,
+	    strlen(STORE_LEGACY_DIGEST_PREFIX)) == 0) {
+		/* pinned before schema 0002's identity: trust it once */
+		log_warn("job %lld: model digest pinned by an older latentq; "
+		    "re-pinned as %.16s…", (long long)r->job->id, r->model_digest);
+		if ((s = store_repin_legacy_model_digest(r->st, r->job->id, pin,
+		    r->model_digest, err)) != LQ_OK)
+			return s;
+		pin = r->model_digest;
+	}
+	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
 		error_set(err, LQ_FAILED, "LQ-RUN-MODEL-CHANGED", "the files of "
 		    "model %s changed since the job was submitted (digest %.16s…, "
 		    "now %.16s…)", r->dm->root, r->job->model_digests,

@@ -43,14 +43,4 @@ enum lq_status render_job(struct store *st, const struct store_job *job,
     const char *owner, const struct render_options *opt,
     struct lq_error *err);
 
-/*
- * The digest of the model files a job's config names (model folder or
- * registered name, component overrides, paths relative to the manifest's
- * folder): BLAKE2b-256 over each component folder's digest
- * (model/hash.h, through the store's file-hash cache).  Submit pins it to
- * the job; render and resume refuse files that no longer match.
- */
-enum lq_status render_model_digest(struct store *st, const char *config_json,
-    const char *manifest_path, char out[65], struct lq_error *err);
-
 #endif

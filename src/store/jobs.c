@@ -584,6 +584,38 @@ store_pin_model_digest(struct store *st, int64_t id, const char *digest,
 	return store_step_done(st, s, "UPDATE jobs", err);
 }
 
+enum lq_status
+store_repin_legacy_model_digest(struct store *st, int64_t id,
+    const char *legacy, const char *digest, struct lq_error *err)
+{
+	LQ_ASSERT(strncmp(legacy, STORE_LEGACY_DIGEST_PREFIX,
+	    strlen(STORE_LEGACY_DIGEST_PREFIX)) == 0);
+	static const char *const sql[2] = {
+		"UPDATE checkpoints SET model_digest = ?1 WHERE job_id = ?2 "
+		"AND model_digest = ?3",
+		"UPDATE jobs SET model_digests = ?1 WHERE id = ?2 AND "
+		"model_digests = ?3",
+	};
+	enum lq_status r;
+	if ((r = store_begin(st, err)) != LQ_OK)
+		return r;
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *s = store_prepare_cached(st, sql[i], err);
+		if (s == NULL) {
+			store_rollback(st);
+			return err->status;
+		}
+		store_bind_text(s, 1, digest);
+		sqlite3_bind_int64(s, 2, id);
+		store_bind_text(s, 3, legacy);
+		if ((r = store_step_done(st, s, sql[i], err)) != LQ_OK) {
+			store_rollback(st);
+			return r;
+		}
+	}
+	return store_commit(st, err);
+}
+
 /*
  * Opens a write transaction and prepares the transition's UPDATE in it;
  * on failure nothing is left open and err says why.

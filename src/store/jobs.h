@@ -159,6 +159,18 @@ enum lq_status store_set_output(struct store *st, int64_t id,
     const char *output_path, struct lq_error *err);
 
 /*
+ * Digests pinned before the model identity of model/ref.h (schema 0002)
+ * carry this prefix in jobs.model_digests, checkpoints.model_digest and
+ * models.digest: they were computed another way and can be compared with
+ * nothing.  store_repin_legacy_model_digest replaces a job's legacy pin,
+ * and the same value on its checkpoints, by `digest` in one transaction
+ * (so a job queued before the upgrade renders, and resumes, once).
+ */
+#define STORE_LEGACY_DIGEST_PREFIX "legacy:"
+enum lq_status store_repin_legacy_model_digest(struct store *st, int64_t id,
+    const char *legacy, const char *digest, struct lq_error *err);
+
+/*
  * Pins the digest of the model files a job renders with, the first time
  * (when none is pinned yet); later renders and resumes compare with it.
  */

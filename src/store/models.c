@@ -71,6 +71,23 @@ store_file_hash_lookup(void *st, const char *path, int64_t size, int64_t mtime_n
 	return found;
 }
 
+char *
+store_model_path_resolve(void *st, const char *name)
+{
+	struct store_model sm;
+	memset(&sm, 0, sizeof(sm));
+	int found = 0;
+	struct lq_error err;
+	error_clear(&err);
+	char *p = NULL;
+	if (store_find_model(st, name, &sm, &found, &err) != LQ_OK)
+		log_warn("model %s: %s", name, err.message);
+	else if (found)
+		p = xstrdup(sm.path);
+	store_model_clear(&sm);
+	return p;
+}
+
 void
 store_file_hash_record(void *st, const char *path, int64_t size, int64_t mtime_ns,
     int64_t inode, const char *hex)

@@ -40,6 +40,13 @@ int store_file_hash_lookup(void *st, const char *path, int64_t size, int64_t mti
 void store_file_hash_record(void *st, const char *path, int64_t size, int64_t mtime_ns,
     int64_t inode, const char *hex);
 
+/*
+ * A registered model's folder by name, as model/ref.h's resolver callback
+ * takes it (ctx = the struct store *): caller-owned path, or NULL when no
+ * model has that name (a database error is logged and counts as unknown).
+ */
+char *store_model_path_resolve(void *st, const char *name);
+
 struct store_model_file {
 	char *relpath;
 	int64_t size, mtime_ns, inode;

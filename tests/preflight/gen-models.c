@@ -324,6 +324,29 @@ gen_embeds(const char *name, int C, int negative)
 	free(p);
 }
 
+/*
+ * A scheduler folder (for `scheduler:` overrides): the demo's config with
+ * `extra` keys, each one a config the sampler refuses.
+ */
+static void
+gen_scheduler(const char *name, const char *extra)
+{
+	char *p = xasprintf("%s/%s", tmp, name);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/%s/scheduler_config.json", tmp, name);
+	char *text = xasprintf("{\"_class_name\": "
+	    "\"FlowMatchEulerDiscreteScheduler\", "
+	    "\"base_image_seq_len\": 1024, \"base_shift\": 0.95, "
+	    "\"max_image_seq_len\": 4096, \"max_shift\": 2.05, "
+	    "\"shift\": 1.0, \"shift_terminal\": 0.1, "
+	    "\"time_shift_type\": \"exponential\", "
+	    "\"use_dynamic_shifting\": true, %s}", extra);
+	write_text(p, text);
+	free(text);
+	free(p);
+}
+
 void
 pfgen_generate(const char *dir, const char *top_srcdir)
 {
@@ -343,6 +366,15 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	g = good; g.te_dmodel = 32; gen_model("te-mismatch", &g);
 	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
 	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
+	gen_scheduler("sched-karras", "\"use_karras_sigmas\": true");
+	gen_scheduler("sched-exponential", "\"use_exponential_sigmas\": true");
+	gen_scheduler("sched-beta", "\"use_beta_sigmas\": true");
+	gen_scheduler("sched-stochastic", "\"stochastic_sampling\": true");
+	gen_scheduler("sched-invert", "\"invert_sigmas\": true");
+	gen_scheduler("sched-timesteps0", "\"num_train_timesteps\": 0");
+	gen_scheduler("sched-type", "\"num_train_timesteps\": \"1000\"");
+	gen_scheduler("sched-false", "\"use_karras_sigmas\": false, "
+	    "\"invert_sigmas\": false, \"num_train_timesteps\": 1000");
 	gen_lora("lora-good.safetensors", LORA_GOOD);
 	gen_lora("lora-unpaired.safetensors", LORA_UNPAIRED);
 	gen_lora("lora-rank.safetensors", LORA_RANK);

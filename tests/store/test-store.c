@@ -93,6 +93,49 @@ test_migrations(void)
 	free(path);
 }
 
+/*
+ * Schema 0002 (one model identity): digests pinned before it are marked
+ * legacy, and store_repin_legacy_model_digest replaces a job's legacy pin
+ * once.
+ */
+static void
+test_legacy_digests(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	store_set_migration_limit(1);
+	struct store *st = open_db("legacy.db");
+	struct store_request req = {"m.yaml", "d", 0, 1, "{}"};
+	int64_t rid = 0, jid = 0;
+	CHECK_INT(store_add_request(st, &req, &rid, &err), LQ_OK);
+	struct store_job_new nj = {
+		.request_id = rid, .name = "old", .state = JOB_STATE_QUEUED,
+		.config_json = "{}", .config_digest = "c", .max_attempts = 3,
+		.total_steps = 4, .model_digests = "abc123",
+	};
+	CHECK_INT(store_add_job(st, &nj, &jid, &err), LQ_OK);
+	store_close(st);
+	store_set_migration_limit(-1);
+	st = open_db("legacy.db");
+	CHECK(store_schema_version(st) >= 2);
+	struct store_job j;
+	CHECK_INT(store_get_job(st, jid, &j, &err), LQ_OK);
+	CHECK_STR(j.model_digests, STORE_LEGACY_DIGEST_PREFIX "abc123");
+	store_job_clear(&j);
+	/* a pin that is not the legacy one is left alone */
+	CHECK_INT(store_repin_legacy_model_digest(st, jid, "legacy:other", "new",
+	    &err), LQ_OK);
+	CHECK_INT(store_get_job(st, jid, &j, &err), LQ_OK);
+	CHECK_STR(j.model_digests, "legacy:abc123");
+	store_job_clear(&j);
+	CHECK_INT(store_repin_legacy_model_digest(st, jid, "legacy:abc123",
+	    "new", &err), LQ_OK);
+	CHECK_INT(store_get_job(st, jid, &j, &err), LQ_OK);
+	CHECK_STR(j.model_digests, "new");
+	store_job_clear(&j);
+	store_close(st);
+}
+
 static void
 test_transitions(void)
 {
@@ -281,6 +324,7 @@ main(void)
 	if (mkdtemp(dir) == NULL)
 		return 99;
 	test_migrations();
+	test_legacy_digests();
 	test_transitions();
 	test_lease_expiry();
 	test_claim_race();

@@ -1,0 +1,148 @@
+/*
+ * ref.c — model references and the model identity (see ref.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "model/hash.h"
+#include "model/ref.h"
+
+int
+model_ref_is_path(const char *model)
+{
+	return strchr(model, '/') != NULL || model[0] == '.' || model[0] == '~';
+}
+
+static char *
+in_base(const char *base_dir, const char *p)
+{
+	if (p == NULL)
+		return NULL;
+	if (p[0] == '/' || base_dir == NULL || strcmp(base_dir, ".") == 0)
+		return xstrdup(p);
+	return xasprintf("%s/%s", base_dir, p);
+}
+
+void
+model_ref_clear(struct model_ref *ref)
+{
+	free(ref->root);
+	free(ref->name);
+	free(ref->transformer);
+	free(ref->vae);
+	free(ref->text_encoder);
+	free(ref->scheduler);
+	memset(ref, 0, sizeof(*ref));
+}
+
+enum lq_status
+model_ref_resolve(const char *model, const char *transformer, const char *vae,
+    const char *text_encoder, const char *scheduler, const char *base_dir,
+    const struct model_ref_resolver *res, struct model_ref *out,
+    struct lq_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (model == NULL || model[0] == '\0') {
+		error_set(err, LQ_FAILED, "LQ-MODEL-040", "no model given");
+		error_set_field(err, "model");
+		return LQ_FAILED;
+	}
+	if (model_ref_is_path(model)) {
+		out->root = in_base(base_dir, model);
+	} else {
+		char *dir = res && res->resolve ? res->resolve(res->ctx, model)
+		    : NULL;
+		if (dir == NULL) {
+			error_set(err, LQ_FAILED, "LQ-MODEL-040", "no model named "
+			    "%s in the queue database", model);
+			error_set_field(err, "model");
+			error_set_hint(err, "add it with `latentq model add DIR "
+			    "--name %s`, or give the folder's path (./%s)", model,
+			    model);
+			return LQ_FAILED;
+		}
+		out->root = dir;
+		out->name = xstrdup(model);
+	}
+	out->transformer = in_base(base_dir, transformer);
+	out->vae = in_base(base_dir, vae);
+	out->text_encoder = in_base(base_dir, text_encoder);
+	out->scheduler = in_base(base_dir, scheduler);
+	return LQ_OK;
+}
+
+struct diffusers_overrides
+model_ref_overrides(const struct model_ref *ref)
+{
+	return (struct diffusers_overrides){ .transformer = ref->transformer,
+	    .vae = ref->vae, .text_encoder = ref->text_encoder,
+	    .scheduler = ref->scheduler };
+}
+
+enum lq_status
+model_ref_open(const struct model_ref *ref, struct diffusers_model **out,
+    struct lq_error *err)
+{
+	struct diffusers_overrides ov = model_ref_overrides(ref);
+	return diffusers_open(ref->root, &ov, out, err);
+}
+
+static int
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+int
+model_ref_reads_file(const char *relpath)
+{
+	/* configs and shard indexes, weights, SentencePiece models */
+	return strchr(relpath, '/') == NULL && (ends_with(relpath, ".json") ||
+	    ends_with(relpath, ".safetensors") || ends_with(relpath, ".model"));
+}
+
+enum lq_status
+model_ref_identity(const struct diffusers_model *dm,
+    const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
+    struct lq_error *err)
+{
+	const struct { const char *name; const struct diffusers_component *c; }
+	    parts[] = {
+		{"transformer", &dm->transformer}, {"vae", &dm->vae},
+		{"text_encoder", &dm->text_encoder},
+		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
+	};
+	struct digest_state st;
+	digest_begin(&st);
+	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
+		if (!parts[i].c->present || parts[i].c->dir == NULL)
+			continue;
+		struct model_digest d;
+		if (model_hash_files(parts[i].c->dir, model_ref_reads_file, cache,
+		    0, &d, err) != LQ_OK)
+			return LQ_FAILED;
+		char line[160];
+		int n = snprintf(line, sizeof(line), "%s\t%s\n", parts[i].name,
+		    d.digest);
+		digest_update(&st, line, (size_t)n);
+		model_digest_clear(&d);
+	}
+	digest_end(&st, out);
+	return LQ_OK;
+}
+
+enum lq_status
+model_ref_digest(const struct model_ref *ref,
+    const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
+    struct lq_error *err)
+{
+	struct diffusers_model *dm = NULL;
+	enum lq_status s = model_ref_open(ref, &dm, err);
+	if (s == LQ_OK)
+		s = model_ref_identity(dm, cache, out, err);
+	diffusers_free(dm);
+	return s;
+}
