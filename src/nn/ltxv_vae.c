@@ -1331,6 +1331,8 @@ ltxv_vae_tiling_auto(const struct ltxv_vae_config *c, const int64_t z[5],
 struct piece {
 	float *x;
 	int64_t B, C, F, H, W;
+	int64_t Fs;		/* frames stored per (b, c): F, or more after
+				   the last frames were dropped in place */
 	size_t cap;		/* floats allocated */
 };
 
@@ -1347,7 +1349,7 @@ piece_shape(struct piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
 	}
 	p->B = B;
 	p->C = C;
-	p->F = F;
+	p->F = p->Fs = F;
 	p->H = H;
 	p->W = W;
 }
@@ -1356,7 +1358,7 @@ static float *
 at(const struct piece *p, int64_t b, int64_t c, int64_t f, int64_t h,
     int64_t w)
 {
-	return p->x + ((((b * p->C + c) * p->F + f) * p->H + h) * p->W + w);
+	return p->x + ((((b * p->C + c) * p->Fs + f) * p->H + h) * p->W + w);
 }
 
 /*
@@ -1602,7 +1604,7 @@ emit(struct tiled *td, const struct ltxv_vae_sink *sink, int64_t f0,
 	n = min64(n, td->out_frames - f0);
 	if (n <= 0)
 		return LQ_OK;
-	return sink->frames(sink->ud, f0, n, x->x, x->F, err);
+	return sink->frames(sink->ud, f0, n, x->x, x->Fs, err);
 }
 
 enum lq_status
@@ -1676,20 +1678,9 @@ ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *arg
 			if (st != LQ_OK)
 				goto out;
 			if (i > 0) {
-				/* decoded[:, :, :-1]: the piece keeps its
-				 * layout, so copy to a piece of F - 1 frames */
-				struct piece d = { 0 };
-
-				piece_shape(&d, cur->B, cur->C, cur->F - 1, cur->H,
-				    cur->W);
-				for (int64_t n = 0; n < cur->B; n++)
-					for (int64_t c = 0; c < cur->C; c++)
-						memcpy(at(&d, n, c, 0, 0, 0),
-						    at(cur, n, c, 0, 0, 0),
-						    sizeof(float) * (size_t)(d.F *
-						    d.H * d.W));
-				free(cur->x);
-				*cur = d;
+				/* decoded[:, :, :-1], in place: the frame
+				 * stride stays Fs */
+				cur->F--;
 				blend_t(prev, cur, td.p.blend_f);
 				keep = min64(td.p.str_f, cur->F);
 			} else {

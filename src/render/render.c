@@ -887,7 +887,8 @@ video_out_frames(void *ud, int64_t f0, int64_t n, const float *x,
 		free(vo->np);
 		free(vo->u8);
 		vo->raw = xmalloc((size_t)(B * C * n * hw) * sizeof(float));
-		vo->np = xmalloc((size_t)(B * n) * fb * sizeof(float));
+		vo->np = vo->all_np != NULL ?
+		    xmalloc((size_t)(B * n) * fb * sizeof(float)) : NULL;
 		vo->u8 = xmalloc((size_t)(B * n) * fb);
 		vo->range_cap = (size_t)n;
 	}
@@ -896,7 +897,9 @@ video_out_frames(void *ud, int64_t f0, int64_t n, const float *x,
 			memcpy(vo->raw + ((b * C + c) * n) * hw,
 			    x + ((b * C + c) * xf) * hw,
 			    (size_t)(n * hw) * sizeof(float));
-	latents_postprocess_video(vo->raw, B, n, H, W, vo->np, vo->u8);
+	/* video_np only when save_tensors keeps it */
+	latents_postprocess_video(vo->raw, B, n, H, W,
+	    vo->all_np != NULL ? vo->np : NULL, vo->u8);
 	for (int64_t b = 0; b < B && s == LQ_OK; b++) {
 		const uint8_t *u8 = vo->u8 + (size_t)(b * n) * fb;
 		struct media_frames fr = {(int)n, (int)H, (int)W, u8};
