@@ -7,7 +7,9 @@
  * workgroup's channel block are the same for all its lanes.  With -DTEX x
  * and w are read through single-channel texel buffers (R32F x; R32F, R16F
  * or R16UI=bf16 w), otherwise from storage buffers.  Sums run over ci, kt,
- * kh, kw in ascending order.
+ * kh, kw in ascending order; with CONV_ACCUMULATE they start from y, so a
+ * convolution split into blocks of input channels (ops.c, for tensors
+ * larger than one binding) adds in exactly the same order.
  */
 #version 450
 #define KERNEL_CONV3D
@@ -17,7 +19,7 @@
 #define PW uint(CONV_PW)
 
 layout(local_size_x = 64) in;
-layout(binding = 0) writeonly buffer Y { uint d[]; } y;
+layout(binding = 0) buffer Y { uint d[]; } y;
 #ifdef TEX
 layout(binding = 1) uniform samplerBuffer tx;
 #if WT == 2
@@ -56,11 +58,17 @@ void main()
 	uint HW = p.H * p.W;
 	uint wbase[CB];
 	[[unroll]] for (uint r = 0u; r < CB; r++)
-		wbase[r] = p.off_w + min(co0 + r, p.Co - 1u) * p.Ci * ksz;
+		wbase[r] = p.off_w + min(co0 + r, p.Co - 1u) * p.w_sco;
+	uint HWo = p.Ho * p.Wo;
+	bool accum = (p.flags & CONV_ACCUMULATE) != 0u;
 	float acc[CB][PW];
-	[[unroll]] for (uint r = 0u; r < CB; r++)
+	[[unroll]] for (uint r = 0u; r < CB; r++) {
+		uint yb = p.off_y + ((b * p.Co + min(co0 + r, p.Co - 1u)) * p.Fo +
+		    fo) * HWo + ho * p.Wo;
 		[[unroll]] for (uint q = 0u; q < PW; q++)
-			acc[r][q] = 0.0;
+			acc[r][q] = accum && wo0 + q < p.Wo ?
+			    LDF(y.d, yb + wo0 + q) : 0.0;
+	}
 	for (uint ci = 0u; ci < p.Ci; ci++) {
 		uint xc = p.off_x + (b * p.Ci + ci) * p.F * HW;
 		for (uint dt = 0u; dt < p.kt; dt++) {
@@ -99,7 +107,6 @@ void main()
 			}
 		}
 	}
-	uint HWo = p.Ho * p.Wo;
 	[[unroll]] for (uint r = 0u; r < CB; r++) {
 		uint co = co0 + r;
 		if (co >= p.Co)

@@ -109,7 +109,7 @@ void main()
 		[[unroll]] for (uint i = 0u; i < TM; i++) {
 			uint m = m0 + i;
 			if (m < p.M)
-				STF(c.d, cbase + m * p.N + n,
+				STF(c.d, cbase + m * p.ldc + n,
 				    lq_act(p.alpha * acc[i][j] + bb, act));
 		}
 	}

@@ -95,7 +95,7 @@ void main()
 		[[unroll]] for (uint i = 0u; i < TM; i++) {
 			uint gm = m0 + ty + 8u * i;
 			if (gm < p.M)
-				STF(c.d, cbase + gm * p.N + gn,
+				STF(c.d, cbase + gm * p.ldc + gn,
 				    lq_act(p.alpha * acc[i][j] + bb, act));
 		}
 	}

@@ -43,6 +43,7 @@ PUSH(matmul_push, {
 	uint sc_batch;
 	uint sa_batch;
 	uint sb_batch;
+	uint ldc;	/* row stride of c (N, or more for a column block) */
 })
 #endif
 
@@ -60,18 +61,29 @@ PUSH(norm_push, {
 })
 #endif
 
-/* normc.comp — norm over C of x [B, C, S] per (b, s). */
+/* normc.comp — norm over C of x [B, C, S] per (b, s).  A tensor larger
+ * than one binding runs as blocks of S positions (channel stride cs) and,
+ * within them, channel blocks [c0, c0 + C) of Ctot channels:
+ * phase 1 adds the block to the running sums in stats[S] (mean pass of
+ * LayerNorm), phase 2 to stats[S + s] (squares), phase 3 writes y; phase 0
+ * is the whole norm in one dispatch.  `first` starts the sums at zero. */
+#define NORMC_PHASE_SHIFT 10
+#define NORMC_FIRST (1u << 12)
 #if defined(LQ_PUSH_ALL) || defined(KERNEL_NORMC)
 PUSH(normc_push, {
 	uint B;
 	uint C;
 	uint S;
-	uint flags;	/* mode | has_w<<4 | has_b<<5 | dtw<<6 | dtb<<8 */
+	uint flags;	/* mode | has_w<<4 | has_b<<5 | dtw<<6 | dtb<<8 | phase<<10 | first<<12 */
 	float eps;
 	uint off_y;
 	uint off_x;
 	uint off_w;
 	uint off_b;
+	uint Ctot;	/* channels the statistics are over */
+	uint off_s;	/* stats [2, S] */
+	uint cs;	/* stride between channels of x and y (S, or more for
+			 * a block of positions) */
 })
 #endif
 
@@ -159,13 +171,18 @@ PUSH(conv3d_push, {
 	int pt;
 	int ph;
 	int pw;
-	uint flags;	/* t_mode | s_mode<<1 | has_bias<<2 | dtw<<4 | dtb<<6 */
+	uint flags;	/* t_mode | s_mode<<1 | has_bias<<2 | dtw<<4 | dtb<<6 | accumulate<<8 */
 	uint pos_chunks;	/* workgroup z = b * pos_chunks + chunk of x groups */
 	uint off_y;
 	uint off_x;
 	uint off_w;
 	uint off_b;
+	uint w_sco;	/* w's stride between output channels (Ci·kt·kh·kw, or
+			 * more for a block of input channels) */
 })
+/* conv3d flag: the sums start from y (a block of input channels after the
+ * previous block wrote its partial sums there, in the same order). */
+#define CONV_ACCUMULATE (1u << 8)
 #endif
 
 /* d2s.comp — depth-to-space / space-to-depth on [B, C, F, H, W]. */

@@ -227,6 +227,16 @@ device_caps_max_binding(const struct device_caps *caps)
 }
 
 uint64_t
+device_caps_max_tensor(const struct device_caps *caps)
+{
+	uint64_t m = DEVICE_CAPS_MAX_BUFFER;
+	if (caps->max_memory_allocation_size != 0 &&
+	    caps->max_memory_allocation_size < m)
+		m = caps->max_memory_allocation_size;
+	return m;
+}
+
+uint64_t
 device_caps_heap(const struct device_caps *caps)
 {
 	uint64_t heap = 0;
@@ -252,13 +262,15 @@ enum lq_status
 device_caps_check_tensor(const struct device_caps *caps, const char *what,
     uint64_t nbytes, struct lq_error *err)
 {
-	uint64_t m = device_caps_max_binding(caps);
+	uint64_t m = device_caps_max_tensor(caps);
 	if (nbytes <= m)
 		return LQ_OK;
 	error_set(err, LQ_FAILED, "LQ-GPU-RANGE",
-	    "%s needs %llu bytes in one binding but device \"%s\" allows at "
-	    "most %llu (maxStorageBufferRange)", what ? what : "tensor",
-	    (unsigned long long)nbytes, caps->name, (unsigned long long)m);
+	    "%s needs %llu bytes in one buffer but device \"%s\" allocates "
+	    "at most %llu (maxMemoryAllocationSize, and latentq's buffers of "
+	    "at most %llu)", what ? what : "tensor",
+	    (unsigned long long)nbytes, caps->name, (unsigned long long)m,
+	    (unsigned long long)DEVICE_CAPS_MAX_BUFFER);
 	error_set_hint(err, "reduce the resolution, frame count or batch size");
 	return LQ_FAILED;
 }

@@ -86,16 +86,32 @@ enum lq_status device_caps_save(const char *path,
     const struct device_caps *caps, struct lq_error *err);
 
 /*
- * Answers preflight's question "can a tensor of `nbytes` be bound on this
- * device?": a single kernel binding may span at most
- * min(max_storage_buffer_range, max_memory_allocation_size) bytes, and
- * latentq does not split tensors.  LQ_OK when it fits, else LQ_FAILED
- * (LQ-GPU-RANGE) with a message naming `what`, the size and the limit.
+ * latentq's device buffers (weights packs, activation pool chunks) are at
+ * most this many bytes, so no single allocation is a large share of a heap.
+ */
+#define DEVICE_CAPS_MAX_BUFFER ((uint64_t)1 << 30)
+
+/*
+ * The largest tensor latentq can hold: it lives in one buffer, so
+ * min(max_memory_allocation_size, DEVICE_CAPS_MAX_BUFFER) bytes.  Ops split
+ * a tensor larger than one binding (device_caps_max_binding) into several
+ * dispatches (gpu/ops.h), so the binding range no longer bounds a tensor.
+ */
+uint64_t device_caps_max_tensor(const struct device_caps *caps);
+
+/*
+ * Answers preflight's question "can a tensor of `nbytes` be held on this
+ * device?" against device_caps_max_tensor.  LQ_OK when it fits, else
+ * LQ_FAILED (LQ-GPU-RANGE) with a message naming `what`, the size and the
+ * limit.
  */
 enum lq_status device_caps_check_tensor(const struct device_caps *caps,
     const char *what, uint64_t nbytes, struct lq_error *err);
 
-/* The largest binding in bytes (see device_caps_check_tensor). */
+/*
+ * The largest binding in bytes, min(max_storage_buffer_range,
+ * max_memory_allocation_size): what one dispatch may bind of a tensor.
+ */
 uint64_t device_caps_max_binding(const struct device_caps *caps);
 
 /* Share of the device heap kept free when planning (preflight's

@@ -94,6 +94,9 @@ struct gpu_cmd {
 	int nreads, nwrites, capreads, capwrites;
 	VkBufferView *views;		/* destroyed at the next begin */
 	int nviews, capviews;
+	struct gpu_buffer *scratch;	/* split state (gpu_cmd_scratch) */
+	struct gpu_buffer **retired;	/* outgrown scratch, freed at begin */
+	int nretired;
 };
 
 static const VkFormat texfmt_vk[GPU_TEX_COUNT] = {
@@ -316,6 +319,18 @@ caps_fill(VkPhysicalDevice pd, int index, int count, struct device_caps *c)
 		.pNext = &m3 };
 	vkGetPhysicalDeviceProperties2(pd, &p4);
 	c->max_memory_allocation_size = m3.maxMemoryAllocationSize;
+	/* LATENTQ_GPU_MAX_BINDING=BYTES (tests) lowers maxStorageBufferRange,
+	 * so the split paths of the ops run on small tensors. */
+	const char *mb = getenv("LATENTQ_GPU_MAX_BINDING");
+	if (mb != NULL && *mb != '\0') {
+		char *end;
+		unsigned long long v = strtoull(mb, &end, 10);
+		if (*end != '\0' || v < 256)
+			log_warn("LATENTQ_GPU_MAX_BINDING=%s ignored: not a "
+			    "number of bytes >= 256", mb);
+		else if (v < c->max_storage_buffer_range)
+			c->max_storage_buffer_range = v / 16 * 16;
+	}
 
 	VkPhysicalDeviceVulkan12Features f12 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES };
@@ -1367,9 +1382,7 @@ gpu_pool_create(struct gpu_ctx *ctx, size_t bytes, struct gpu_pool **out,
 	*out = NULL;
 	struct gpu_pool *p = xcalloc(1, sizeof(*p));
 	p->ctx = ctx;
-	size_t chunk = ctx->caps.max_memory_allocation_size;
-	if (chunk == 0 || chunk > ((size_t)1 << 30))
-		chunk = (size_t)1 << 30;
+	size_t chunk = (size_t)device_caps_max_tensor(&ctx->caps);
 	size_t left = bytes ? bytes : 1;
 	while (left > 0) {
 		size_t k = left < chunk ? left : chunk;
@@ -1514,6 +1527,10 @@ gpu_cmd_free(struct gpu_cmd *cmd)
 	for (int i = 0; i < cmd->nviews; i++)
 		vkDestroyBufferView(dev, cmd->views[i], NULL);
 	free(cmd->views);
+	for (int i = 0; i < cmd->nretired; i++)
+		buffer_destroy(cmd->retired[i]);
+	free(cmd->retired);
+	buffer_destroy(cmd->scratch);
 	free(cmd->reads);
 	free(cmd->writes);
 	free(cmd);
@@ -1531,6 +1548,9 @@ gpu_cmd_begin(struct gpu_cmd *cmd)
 	for (int i = 0; i < cmd->nviews; i++)
 		vkDestroyBufferView(dev, cmd->views[i], NULL);
 	cmd->nviews = 0;
+	for (int i = 0; i < cmd->nretired; i++)
+		buffer_destroy(cmd->retired[i]);
+	cmd->nretired = 0;
 	for (int i = 0; i < cmd->ndpools; i++) {
 		VkResult r = vkResetDescriptorPool(dev, cmd->dpools[i], 0);
 		if (r != VK_SUCCESS) {
@@ -1623,6 +1643,61 @@ bind_align(const struct gpu_ctx *ctx)
 	if (ctx->min_texel_align > a)
 		a = ctx->min_texel_align;
 	return a < 16 ? 16 : a;
+}
+
+uint64_t
+gpu_cmd_max_binding(const struct gpu_cmd *cmd)
+{
+	return device_caps_max_binding(&cmd->ctx->caps);
+}
+
+static void tensor_extent(const struct gpu_tensor *t, VkDeviceSize *lo,
+    VkDeviceSize *hi);
+
+uint64_t
+gpu_bind_span(const struct gpu_cmd *cmd, const struct gpu_tensor *t)
+{
+	if (t == NULL)
+		return 0;
+	VkDeviceSize a = bind_align(cmd->ctx), lo, hi;
+	tensor_extent(t, &lo, &hi);
+	return (uint64_t)(((hi + 3) & ~(VkDeviceSize)3) - lo / a * a);
+}
+
+int
+gpu_bind_fits(const struct gpu_cmd *cmd, const struct gpu_tensor *t)
+{
+	return gpu_bind_span(cmd, t) <= gpu_cmd_max_binding(cmd);
+}
+
+enum lq_status
+gpu_cmd_scratch(struct gpu_cmd *cmd, size_t bytes, struct gpu_buffer **out)
+{
+	*out = NULL;
+	if (cmd->error.status != LQ_OK)
+		return cmd->error.status;
+	if (cmd->scratch == NULL || cmd->scratch->size < bytes) {
+		struct gpu_buffer *b;
+		enum lq_status st = buffer_create(cmd->ctx, bytes ? bytes : 16,
+		    0, &b, &cmd->error);
+		if (st != LQ_OK)
+			return st;
+		if (cmd->scratch != NULL) {
+			/* still referenced by what was recorded so far */
+			cmd->retired = xrealloc(cmd->retired,
+			    (size_t)(cmd->nretired + 1) * sizeof(*cmd->retired));
+			cmd->retired[cmd->nretired++] = cmd->scratch;
+		}
+		cmd->scratch = b;
+	}
+	*out = cmd->scratch;
+	return LQ_OK;
+}
+
+size_t
+gpu_cmd_scratch_bytes(const struct gpu_cmd *cmd)
+{
+	return cmd->scratch ? cmd->scratch->alloc : 0;
 }
 
 uint32_t

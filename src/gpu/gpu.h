@@ -35,8 +35,10 @@
  * arguments.  VK_ERROR_DEVICE_LOST and VK_ERROR_OUT_OF_DEVICE_MEMORY /
  * OUT_OF_HOST_MEMORY come back as LQ_RETRY (code LQ-GPU-LOST / LQ-GPU-OOM);
  * other Vulkan failures are LQ_FAILED (LQ-GPU-VK); misuse such as a shape
- * mismatch is LQ_FAILED (LQ-GPU-SHAPE); a binding over the device's
- * maxStorageBufferRange is LQ_FAILED (LQ-GPU-RANGE).
+ * mismatch is LQ_FAILED (LQ-GPU-SHAPE).  A tensor may be larger than the
+ * device's maxStorageBufferRange: ops split it (ops.h); a tensor larger
+ * than one buffer (device_caps_max_tensor), or a part an op cannot split
+ * further, is LQ_FAILED (LQ-GPU-RANGE) naming the tensor and the limit.
  *
  * Environment:
  *   LATENTQ_DEVICE=N|NAME      device by index or case-insensitive name
@@ -51,6 +53,9 @@
  *                              preflight and vae_tiling: auto plan with)
  *   LATENTQ_GPU_FORCE_STAGING=1  (tests) treat device memory as not
  *                              host-visible, so transfers use staging
+ *   LATENTQ_GPU_MAX_BINDING=BYTES  (tests) lower the device's
+ *                              maxStorageBufferRange to BYTES (>= 256) in
+ *                              its caps, so ops split smaller tensors
  *
  * Threads: a ctx and everything made from it are used by one thread.
  *
@@ -249,7 +254,8 @@ float gpu_bf16_to_f32(uint16_t h);
  * order (aligned to minStorageBufferOffsetAlignment) and released together
  * by resetting to a mark, so a model step allocates nothing.  Capacity is
  * fixed at creation; internally it may span several buffers (each at most
- * maxMemoryAllocationSize); a single tensor never spans two.
+ * device_caps_max_tensor bytes); a single tensor never spans two, but may
+ * be larger than one binding (ops split it).
  */
 enum lq_status gpu_pool_create(struct gpu_ctx *ctx, size_t bytes,
     struct gpu_pool **out, struct lq_error *err);
@@ -257,7 +263,8 @@ void gpu_pool_free(struct gpu_pool *pool);
 /*
  * Carves a contiguous tensor.  LQ_FAILED (LQ-GPU-POOL) when the pool is
  * full (message gives the pool size and the bytes asked), LQ-GPU-RANGE when
- * the tensor exceeds the largest binding; *out is then zeroed.
+ * the tensor exceeds one buffer (device_caps_max_tensor); *out is then
+ * zeroed.
  */
 enum lq_status gpu_pool_tensor(struct gpu_pool *pool, enum gpu_dtype dtype,
     int ndim, const int64_t *shape, struct gpu_tensor *out,

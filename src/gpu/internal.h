@@ -17,13 +17,13 @@ typedef uint32_t uint;
 #undef PUSH
 
 _Static_assert(sizeof(struct ew_push) == 128, "ew push");
-_Static_assert(sizeof(struct matmul_push) == 52, "matmul push");
+_Static_assert(sizeof(struct matmul_push) == 56, "matmul push");
 _Static_assert(sizeof(struct norm_push) == 32, "norm push");
-_Static_assert(sizeof(struct normc_push) == 36, "normc push");
+_Static_assert(sizeof(struct normc_push) == 48, "normc push");
 _Static_assert(sizeof(struct gnorm_push) == 40, "gnorm push");
 _Static_assert(sizeof(struct attn_push) == 84, "attn push");
 _Static_assert(sizeof(struct rope_push) == 36, "rope push");
-_Static_assert(sizeof(struct conv3d_push) == 96, "conv3d push");
+_Static_assert(sizeof(struct conv3d_push) == 100, "conv3d push");
 _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
 
 /*
@@ -42,7 +42,7 @@ _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
 	X(LINEAR_TEX_F16, "linear_tex_f16.spv", 4, struct matmul_push, 0x6) \
 	X(LINEAR_TEX_BF16, "linear_tex_bf16.spv", 4, struct matmul_push, 0x6) \
 	X(NORM, "norm.spv", 4, struct norm_push, 0) \
-	X(NORMC, "normc.spv", 4, struct normc_push, 0) \
+	X(NORMC, "normc.spv", 5, struct normc_push, 0) \
 	X(GNORM, "gnorm.spv", 4, struct gnorm_push, 0) \
 	X(ATTN32, "attn32.spv", 6, struct attn_push, 0) \
 	X(ATTN64, "attn64.spv", 6, struct attn_push, 0) \
@@ -75,6 +75,31 @@ extern const struct embed_file gpu_spirv[];
  * t->offset rounded down to minStorageBufferOffsetAlignment.  NULL -> 0.
  */
 uint32_t gpu_bind_offset(const struct gpu_cmd *cmd, const struct gpu_tensor *t);
+
+/*
+ * Splitting (ops.c): an op whose tensors are larger than one binding runs
+ * as several dispatches over views that each fit.  gpu_cmd_max_binding is
+ * the device's largest binding (device_caps_max_binding, lowered by
+ * LATENTQ_GPU_MAX_BINDING); gpu_bind_span the bytes a view's binding takes
+ * (from its offset rounded down to the binding alignment to its last
+ * element, rounded up to 4; 0 for NULL); gpu_bind_fits compares the two.
+ */
+uint64_t gpu_cmd_max_binding(const struct gpu_cmd *cmd);
+uint64_t gpu_bind_span(const struct gpu_cmd *cmd, const struct gpu_tensor *t);
+int gpu_bind_fits(const struct gpu_cmd *cmd, const struct gpu_tensor *t);
+
+/*
+ * A device buffer of at least `bytes` owned by the command, for state that
+ * split ops carry between their dispatches (for example per-position
+ * sums of a channel norm split over channels).  Every call returns the
+ * same buffer while it is large enough, so dispatches that use it are
+ * ordered by the automatic barriers; an outgrown buffer lives until the
+ * next gpu_cmd_begin.  Failure sets the sticky error (LQ-GPU-OOM).
+ */
+enum lq_status gpu_cmd_scratch(struct gpu_cmd *cmd, size_t bytes,
+    struct gpu_buffer **out);
+/* Bytes of the command's scratch buffer (0 if none was needed). */
+size_t gpu_cmd_scratch_bytes(const struct gpu_cmd *cmd);
 
 /*
  * Records one dispatch of kernel k with the given bindings (NULL = an unused

@@ -84,14 +84,17 @@ src/gpu/spirv.c: $(GPU_SPV) embed$(EXEEXT)
 liblatentq_a_SOURCES += src/cmd/devices.c
 
 # tests
-check_PROGRAMS += tests/gpu/test-ops tests/gpu/test-runtime
-TESTS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/validate.sh \
+check_PROGRAMS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/test-split
+TESTS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/test-split \
+	tests/gpu/validate.sh \
 	tests/gpu/devices.sh
 EXTRA_DIST += tests/gpu/validate.sh tests/gpu/devices.sh tests/gpu/ref.h
 tests_gpu_test_ops_SOURCES = tests/gpu/test-ops.c tests/gpu/ref.h
 tests_gpu_test_ops_LDADD = $(LQ_TEST_LDADD)
 tests_gpu_test_runtime_SOURCES = tests/gpu/test-runtime.c
 tests_gpu_test_runtime_LDADD = $(LQ_TEST_LDADD)
+tests_gpu_test_split_SOURCES = tests/gpu/test-split.c
+tests_gpu_test_split_LDADD = $(LQ_TEST_LDADD)
 
 # benchmarks (make bench)
 EXTRA_PROGRAMS += tests/bench/bench-gpu

@@ -73,6 +73,61 @@ extent(const struct gpu_tensor *t)
 	return (uint64_t)last + 1;
 }
 
+/* ---- splitting (tensors larger than one binding) ---- */
+
+/*
+ * The largest c in [0, left] such that every t[i] (NULL: skipped) sliced
+ * to [start·mul[i], (start + c)·mul[i]) along dim[i] fits one binding
+ * (mul NULL: 1).  Spans grow with c, so a binary search finds it.
+ */
+static int64_t
+fit_len(const struct gpu_cmd *cmd, int n, const struct gpu_tensor *const *t,
+    const int *dim, const int64_t *mul, int64_t start, int64_t left)
+{
+	int64_t lo = 0, hi = left;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo + 1) / 2, ok = 1;
+		for (int i = 0; i < n && ok; i++) {
+			if (t[i] == NULL)
+				continue;
+			int64_t m = mul ? mul[i] : 1;
+			struct gpu_tensor v = gpu_tensor_slice(t[i], dim[i],
+			    start * m, mid * m);
+			ok = gpu_bind_fits(cmd, &v);
+		}
+		if (ok)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* 1 when every non-NULL t[i] fits one binding. */
+static int
+all_fit(const struct gpu_cmd *cmd, int n, const struct gpu_tensor *const *t)
+{
+	for (int i = 0; i < n; i++)
+		if (t[i] != NULL && !gpu_bind_fits(cmd, t[i]))
+			return 0;
+	return 1;
+}
+
+/* The error of a tensor that no split of `op` brings under one binding. */
+static enum lq_status
+split_fail(struct gpu_cmd *cmd, const char *op, const char *name,
+    const struct gpu_tensor *t, const char *unit)
+{
+	const struct device_caps *c = gpu_ctx_caps(gpu_cmd_ctx(cmd));
+	return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-RANGE",
+	    "%s: %s %s (%" PRIu64 " bytes) does not split to fit one binding: "
+	    "one %s is more than device \"%s\" binds (%" PRIu64 " bytes, "
+	    "maxStorageBufferRange)", op, name, DESC(t),
+	    gpu_bind_span(cmd, t), unit, c->name, gpu_cmd_max_binding(cmd));
+}
+
+#define SL(t, d, a, n) gpu_tensor_slice((t), (d), (a), (n))
+
 /* ---- elementwise ---- */
 
 /* numpy broadcast of t to y's shape into *out; 0 if incompatible. */
@@ -89,6 +144,10 @@ bcast(const struct gpu_tensor *t, const struct gpu_tensor *y,
 	*out = gpu_tensor_broadcast(t, y->ndim, y->shape);
 	return 1;
 }
+
+static enum lq_status ew_split(struct gpu_cmd *cmd, const char *op,
+    unsigned code, const struct gpu_tensor *const *bind, int nd, int d0,
+    float alpha, float beta);
 
 static enum lq_status
 ew_record(struct gpu_cmd *cmd, const char *op, unsigned code,
@@ -137,6 +196,27 @@ ew_record(struct gpu_cmd *cmd, const char *op, unsigned code,
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: y %s needs %d dims after merging (at most 5)", op,
 		    DESC(y), nd);
+	/* the merged views: what the kernel sees, and what a split slices */
+	struct gpu_tensor mv[4];
+	for (int i = 0; i < 4; i++) {
+		mv[i] = v[i];
+		mv[i].ndim = nd > 0 ? nd : 1;
+		for (int k = 0; k < GPU_MAX_DIMS; k++) {
+			mv[i].shape[k] = k < nd ? shape[k] : 1;
+			mv[i].stride[k] = k < nd ? st[i][k] : 0;
+		}
+	}
+	const struct gpu_tensor *bind[4] = {&mv[0], a ? &mv[1] : NULL,
+	    b ? &mv[2] : NULL, c ? &mv[3] : NULL};
+	return ew_split(cmd, op, code, bind, nd, 0, alpha, beta);
+}
+
+/* One ew dispatch over merged views (bind[0] = y; NULL = absent). */
+static enum lq_status
+ew_emit(struct gpu_cmd *cmd, const char *op, unsigned code,
+    const struct gpu_tensor *const *bind, int nd, float alpha, float beta)
+{
+	const struct gpu_tensor *y = bind[0];
 	int64_t n = gpu_tensor_numel(y);
 	if (n > UINT32_MAX)
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-RANGE",
@@ -145,27 +225,66 @@ ew_record(struct gpu_cmd *cmd, const char *op, unsigned code,
 	memset(&pc, 0, sizeof(pc));
 	int pad = 5 - nd;
 	for (int k = 0; k < 5; k++) {
-		pc.shape[k] = k < pad ? 1 : (uint32_t)shape[k - pad];
-		pc.sy[k] = k < pad ? 0 : (uint32_t)st[0][k - pad];
-		pc.sa[k] = k < pad ? 0 : (uint32_t)st[1][k - pad];
-		pc.sb[k] = k < pad ? 0 : (uint32_t)st[2][k - pad];
-		pc.sc[k] = k < pad ? 0 : (uint32_t)st[3][k - pad];
+		int j = k - pad;
+		pc.shape[k] = k < pad ? 1 : (uint32_t)y->shape[j];
+		pc.sy[k] = k < pad ? 0 : (uint32_t)y->stride[j];
+		pc.sa[k] = k < pad || !bind[1] ? 0 : (uint32_t)bind[1]->stride[j];
+		pc.sb[k] = k < pad || !bind[2] ? 0 : (uint32_t)bind[2]->stride[j];
+		pc.sc[k] = k < pad || !bind[3] ? 0 : (uint32_t)bind[3]->stride[j];
 	}
 	pc.flags = code | (uint32_t)nd << 8 |
-	    (a ? (uint32_t)a->dtype << 12 : 0) |
-	    (b ? (uint32_t)b->dtype << 14 : 0) |
-	    (c ? (uint32_t)c->dtype << 16 : 0) |
-	    (b ? 1u << 18 : 0) | (c ? 1u << 19 : 0);
+	    (bind[1] ? (uint32_t)bind[1]->dtype << 12 : 0) |
+	    (bind[2] ? (uint32_t)bind[2]->dtype << 14 : 0) |
+	    (bind[3] ? (uint32_t)bind[3]->dtype << 16 : 0) |
+	    (bind[2] ? 1u << 18 : 0) | (bind[3] ? 1u << 19 : 0);
 	pc.alpha = alpha;
 	pc.beta = beta;
-	const struct gpu_tensor *bind[4] = {&v[0], a ? &v[1] : NULL,
-	    b ? &v[2] : NULL, c ? &v[3] : NULL};
 	for (int i = 0; i < 4; i++)
 		pc.off[i] = gpu_bind_offset(cmd, bind[i]);
 	static const unsigned char w[4] = {1, 0, 0, 0};
 	uint32_t gx, gy;
 	gpu_cmd_grid(cmd, ((uint64_t)n + 127) / 128, &gx, &gy);
 	return gpu_cmd_dispatch(cmd, GPU_K_EW, bind, w, &pc, gx, gy, 1, op);
+}
+
+/*
+ * Elementwise work has no reductions, so any split gives the same bits:
+ * the outermost dim (from `d0`) that is not 1 is cut into runs whose
+ * views all fit; where a single index does not fit, the next dim is cut.
+ */
+static enum lq_status
+ew_split(struct gpu_cmd *cmd, const char *op, unsigned code,
+    const struct gpu_tensor *const *bind, int nd, int d0, float alpha,
+    float beta)
+{
+	if (all_fit(cmd, 4, bind))
+		return ew_emit(cmd, op, code, bind, nd, alpha, beta);
+	int k = d0;
+	while (k < bind[0]->ndim && bind[0]->shape[k] == 1)
+		k++;
+	if (k >= bind[0]->ndim) {
+		for (int i = 0; i < 4; i++)
+			if (bind[i] != NULL && !gpu_bind_fits(cmd, bind[i]))
+				return split_fail(cmd, op, i ? "input" : "y",
+				    bind[i], "element");
+		return gpu_cmd_status(cmd, NULL);
+	}
+	int dim[4] = {k, k, k, k};
+	int64_t len = bind[0]->shape[k];
+	for (int64_t at = 0; at < len;) {
+		int64_t c = fit_len(cmd, 4, bind, dim, NULL, at, len - at);
+		struct gpu_tensor sv[4];
+		const struct gpu_tensor *sb[4];
+		for (int i = 0; i < 4; i++) {
+			if (bind[i] != NULL)
+				sv[i] = SL(bind[i], k, at, c ? c : 1);
+			sb[i] = bind[i] ? &sv[i] : NULL;
+		}
+		TRY(c ? ew_emit(cmd, op, code, sb, nd, alpha, beta) :
+		    ew_split(cmd, op, code, sb, nd, k + 1, alpha, beta));
+		at += c ? c : 1;
+	}
+	return LQ_OK;
 }
 
 enum lq_status
@@ -441,7 +560,7 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
     const struct gpu_tensor *a, const struct gpu_tensor *b,
     const struct gpu_tensor *bias, int64_t batch, int64_t M, int64_t N,
     int64_t K, int trans_b, enum ops_act act, float alpha, int64_t sc,
-    int64_t sa, int64_t sb)
+    int64_t sa, int64_t sb, int64_t ldc)
 {
 	if (M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-RANGE",
@@ -458,7 +577,7 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		.off_b = gpu_bind_offset(cmd, b),
 		.off_bias = gpu_bind_offset(cmd, bias),
 		.sc_batch = (uint32_t)sc, .sa_batch = (uint32_t)sa,
-		.sb_batch = (uint32_t)sb,
+		.sb_batch = (uint32_t)sb, .ldc = (uint32_t)ldc,
 	};
 	const struct gpu_tensor *bind[4] = {c, a, b, bias};
 	static const unsigned char w[4] = {1, 0, 0, 0};
@@ -516,8 +635,43 @@ ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	    !gpu_tensor_is_contiguous(b)))
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: bias %s must be [%" PRId64 "]", op, DESC(b), N);
-	return matmul_record(cmd, op, y, x, w, b, 1, M, N, K, 1, act, 1.0f, 0, 0,
-	    0);
+	struct gpu_tensor x2 = gpu_tensor_reshape(x, 2, (int64_t[]){M, K});
+	struct gpu_tensor y2 = gpu_tensor_reshape(y, 2, (int64_t[]){M, N});
+	const struct gpu_tensor *all[4] = {&y2, &x2, w, b};
+	if (all_fit(cmd, 4, all))
+		return matmul_record(cmd, op, y, x, w, b, 1, M, N, K, 1, act,
+		    1.0f, 0, 0, 0, N);
+	/* Split: blocks of output columns (rows of w and b), each in blocks
+	 * of rows of x and y.  Every output is still the same sum over k in
+	 * the same order, so the bits do not change. */
+	for (int64_t n0 = 0; n0 < N;) {
+		const struct gpu_tensor *wb[2] = {w, b};
+		int64_t nc = fit_len(cmd, 2, wb, (int[]){0, 0}, NULL, n0, N - n0);
+		if (nc == 0)
+			return split_fail(cmd, op, "w", w, "row");
+		struct gpu_tensor wc = SL(w, 0, n0, nc), bc;
+		if (b != NULL)
+			bc = SL(b, 0, n0, nc);
+		struct gpu_tensor yc = SL(&y2, 1, n0, nc);
+		for (int64_t m0 = 0; m0 < M;) {
+			const struct gpu_tensor *xy[2] = {&x2, &yc};
+			int64_t mc = fit_len(cmd, 2, xy, (int[]){0, 0}, NULL, m0,
+			    M - m0);
+			if (mc == 0) {
+				struct gpu_tensor x1 = SL(&x2, 0, m0, 1);
+				int xbad = !gpu_bind_fits(cmd, &x1);
+				return split_fail(cmd, op, xbad ? "x" : "y",
+				    xbad ? x : y, "row");
+			}
+			struct gpu_tensor xm = SL(&x2, 0, m0, mc);
+			struct gpu_tensor ym = SL(&yc, 0, m0, mc);
+			TRY(matmul_record(cmd, op, &ym, &xm, &wc, b ? &bc : NULL,
+			    1, mc, nc, K, 1, act, 1.0f, 0, 0, 0, N));
+			m0 += mc;
+		}
+		n0 += nc;
+	}
+	return LQ_OK;
 }
 
 enum lq_status
@@ -550,9 +704,59 @@ ops_matmul(struct gpu_cmd *cmd, const struct gpu_tensor *c,
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: shapes a %s, b %s%s, c %s do not match", op, DESC(a),
 		    DESC(b), trans_b ? " (transposed)" : "", DESC(c));
-	return matmul_record(cmd, op, c, a, b, NULL, batch, M, N, K, trans_b,
-	    OPS_ACT_NONE, alpha, M * N, ab == 1 ? 0 : M * K,
-	    bb == 1 ? 0 : K * N);
+	const struct gpu_tensor *all[3] = {c, a, b};
+	if (all_fit(cmd, 3, all))
+		return matmul_record(cmd, op, c, a, b, NULL, batch, M, N, K,
+		    trans_b, OPS_ACT_NONE, alpha, M * N, ab == 1 ? 0 : M * K,
+		    bb == 1 ? 0 : K * N, N);
+	/* Split: runs of whole batches, else row blocks of one batch (each
+	 * output's sum is unchanged). */
+	struct gpu_tensor a3 = gpu_tensor_reshape(a, 3, (int64_t[]){ab, M, K});
+	struct gpu_tensor b3 = gpu_tensor_reshape(b, 3, (int64_t[]){bb,
+	    b->shape[b->ndim - 2], b->shape[b->ndim - 1]});
+	struct gpu_tensor c3 = gpu_tensor_reshape(c, 3, (int64_t[]){cb, M, N});
+	for (int64_t z0 = 0; z0 < batch;) {
+		const struct gpu_tensor *zs[3] = {&c3, ab > 1 ? &a3 : NULL,
+		    bb > 1 ? &b3 : NULL};
+		int64_t zc = fit_len(cmd, 3, zs, (int[]){0, 0, 0}, NULL, z0,
+		    batch - z0);
+		int64_t zn = zc ? zc : 1;
+		struct gpu_tensor cz = SL(&c3, 0, z0, zn);
+		struct gpu_tensor az = ab > 1 ? SL(&a3, 0, z0, zn) : a3;
+		struct gpu_tensor bz = bb > 1 ? SL(&b3, 0, z0, zn) : b3;
+		if (!gpu_bind_fits(cmd, &bz))
+			return split_fail(cmd, op, "b", b, "matrix");
+		if (zc == 0 || !gpu_bind_fits(cmd, &az)) {
+			/* one batch (or a shared a) too large: blocks of rows */
+			for (int64_t z = z0; z < z0 + zn; z++) {
+				struct gpu_tensor c1 = SL(&c3, 0, z, 1);
+				struct gpu_tensor a1 = ab > 1 ? SL(&a3, 0, z, 1) : a3;
+				struct gpu_tensor b1 = bb > 1 ? SL(&b3, 0, z, 1) : b3;
+				for (int64_t m0 = 0; m0 < M;) {
+					const struct gpu_tensor *ca[2] = {&c1, &a1};
+					int64_t mc = fit_len(cmd, 2, ca,
+					    (int[]){1, 1}, NULL, m0, M - m0);
+					if (mc == 0)
+						return split_fail(cmd, op, "a or c",
+						    c, "row");
+					struct gpu_tensor cm = SL(&c1, 1, m0, mc);
+					struct gpu_tensor am = SL(&a1, 1, m0, mc);
+					TRY(matmul_record(cmd, op, &cm, &am, &b1,
+					    NULL, 1, mc, N, K, trans_b,
+					    OPS_ACT_NONE, alpha, M * N,
+					    ab == 1 ? 0 : M * K,
+					    bb == 1 ? 0 : K * N, N));
+					m0 += mc;
+				}
+			}
+		} else {
+			TRY(matmul_record(cmd, op, &cz, &az, &bz, NULL, zn, M, N,
+			    K, trans_b, OPS_ACT_NONE, alpha, M * N,
+			    ab == 1 ? 0 : M * K, bb == 1 ? 0 : K * N, N));
+		}
+		z0 += zn;
+	}
+	return LQ_OK;
 }
 
 /* ---- norms ---- */
@@ -584,21 +788,37 @@ norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
 	TRY(param_vec(cmd, op, "weight", weight, D));
 	TRY(param_vec(cmd, op, "bias", bias, D));
 	int64_t rows = gpu_tensor_numel(x) / D;
-	struct norm_push pc = {
-		.rows = (uint32_t)rows, .D = (uint32_t)D,
-		.flags = mode | (weight ? 1u << 4 : 0) | (bias ? 1u << 5 : 0) |
-		    (weight ? (uint32_t)weight->dtype << 6 : 0) |
-		    (bias ? (uint32_t)bias->dtype << 8 : 0),
-		.eps = eps,
-		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
-		.off_w = gpu_bind_offset(cmd, weight),
-		.off_b = gpu_bind_offset(cmd, bias),
-	};
-	const struct gpu_tensor *bind[4] = {y, x, weight, bias};
-	static const unsigned char w[4] = {1, 0, 0, 0};
-	uint32_t gx, gy;
-	gpu_cmd_grid(cmd, (uint64_t)rows, &gx, &gy);
-	return gpu_cmd_dispatch(cmd, GPU_K_NORM, bind, w, &pc, gx, gy, 1, op);
+	struct gpu_tensor x2 = gpu_tensor_reshape(x, 2, (int64_t[]){rows, D});
+	struct gpu_tensor y2 = gpu_tensor_reshape(y, 2, (int64_t[]){rows, D});
+	/* Rows are independent: blocks of rows that fit one binding. */
+	for (int64_t r0 = 0; r0 < rows;) {
+		const struct gpu_tensor *xy[2] = {&x2, &y2};
+		int64_t rc = fit_len(cmd, 2, xy, (int[]){0, 0}, NULL, r0,
+		    rows - r0);
+		if (rc == 0)
+			return split_fail(cmd, op, "x", x, "row");
+		struct gpu_tensor xr = SL(&x2, 0, r0, rc), yr = SL(&y2, 0, r0, rc);
+		struct norm_push pc = {
+			.rows = (uint32_t)rc, .D = (uint32_t)D,
+			.flags = mode | (weight ? 1u << 4 : 0) |
+			    (bias ? 1u << 5 : 0) |
+			    (weight ? (uint32_t)weight->dtype << 6 : 0) |
+			    (bias ? (uint32_t)bias->dtype << 8 : 0),
+			.eps = eps,
+			.off_y = gpu_bind_offset(cmd, &yr),
+			.off_x = gpu_bind_offset(cmd, &xr),
+			.off_w = gpu_bind_offset(cmd, weight),
+			.off_b = gpu_bind_offset(cmd, bias),
+		};
+		const struct gpu_tensor *bind[4] = {&yr, &xr, weight, bias};
+		static const unsigned char w[4] = {1, 0, 0, 0};
+		uint32_t gx, gy;
+		gpu_cmd_grid(cmd, (uint64_t)rc, &gx, &gy);
+		TRY(gpu_cmd_dispatch(cmd, GPU_K_NORM, bind, w, &pc, gx, gy, 1,
+		    op));
+		r0 += rc;
+	}
+	return LQ_OK;
 }
 
 enum lq_status
@@ -623,6 +843,56 @@ ops_softmax(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	return norm_rows(cmd, "ops_softmax", 2, y, x, NULL, NULL, 0);
 }
 
+/*
+ * One normc / gnorm dispatch on x, y [B, C, S] views (channel blocks are
+ * slices of dim 1).  `phase` is normc's phase and first flag (0: whole),
+ * Ctot the channels its statistics cover, stats its [2, S] sums.
+ */
+static enum lq_status
+chan_emit(struct gpu_cmd *cmd, const char *op, enum gpu_kernel k,
+    unsigned mode, int groups, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *weight,
+    const struct gpu_tensor *bias, float eps, unsigned phase, int64_t Ctot,
+    const struct gpu_tensor *stats)
+{
+	int64_t B = x->shape[0], C = x->shape[1], S = x->shape[2];
+	uint32_t flags = mode | (weight ? 1u << 4 : 0) | (bias ? 1u << 5 : 0) |
+	    (weight ? (uint32_t)weight->dtype << 6 : 0) |
+	    (bias ? (uint32_t)bias->dtype << 8 : 0);
+	uint32_t gx, gy;
+	if (k == GPU_K_NORMC) {
+		const struct gpu_tensor *bind[5] = {y, x, weight, bias, stats};
+		unsigned char w[5] = {1, 0, 0, 0, 0};
+		unsigned ph = (phase >> NORMC_PHASE_SHIFT) & 3u;
+		w[4] = ph == 1 || ph == 2;
+		struct normc_push pc = {
+			.B = (uint32_t)B, .C = (uint32_t)C, .S = (uint32_t)S,
+			.flags = flags | phase, .eps = eps,
+			.off_y = gpu_bind_offset(cmd, y),
+			.off_x = gpu_bind_offset(cmd, x),
+			.off_w = gpu_bind_offset(cmd, weight),
+			.off_b = gpu_bind_offset(cmd, bias),
+			.Ctot = (uint32_t)Ctot,
+			.off_s = gpu_bind_offset(cmd, stats),
+			.cs = (uint32_t)x->stride[1],
+		};
+		gpu_cmd_grid(cmd, ((uint64_t)(B * S) + 127) / 128, &gx, &gy);
+		return gpu_cmd_dispatch(cmd, k, bind, w, &pc, gx, gy, 1, op);
+	}
+	const struct gpu_tensor *bind[4] = {y, x, weight, bias};
+	static const unsigned char w[4] = {1, 0, 0, 0};
+	struct gnorm_push pc = {
+		.B = (uint32_t)B, .C = (uint32_t)C, .S = (uint32_t)S,
+		.G = (uint32_t)groups, .flags = flags, .eps = eps,
+		.off_y = gpu_bind_offset(cmd, y),
+		.off_x = gpu_bind_offset(cmd, x),
+		.off_w = gpu_bind_offset(cmd, weight),
+		.off_b = gpu_bind_offset(cmd, bias),
+	};
+	gpu_cmd_grid(cmd, (uint64_t)(B * groups), &gx, &gy);
+	return gpu_cmd_dispatch(cmd, k, bind, w, &pc, gx, gy, 1, op);
+}
+
 static enum lq_status
 norm_chan(struct gpu_cmd *cmd, const char *op, enum gpu_kernel k,
     unsigned mode, int groups, const struct gpu_tensor *y,
@@ -638,42 +908,96 @@ norm_chan(struct gpu_cmd *cmd, const char *op, enum gpu_kernel k,
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: x %s and y %s must both be [B, C, ...]", op, DESC(x),
 		    DESC(y));
-	struct gpu_tensor x3 = as_bcs(x);
+	struct gpu_tensor x3 = as_bcs(x), y3 = as_bcs(y);
 	int64_t B = x3.shape[0], C = x3.shape[1], S = x3.shape[2];
 	TRY(param_vec(cmd, op, "weight", weight, C));
 	TRY(param_vec(cmd, op, "bias", bias, C));
-	uint32_t flags = mode | (weight ? 1u << 4 : 0) | (bias ? 1u << 5 : 0) |
-	    (weight ? (uint32_t)weight->dtype << 6 : 0) |
-	    (bias ? (uint32_t)bias->dtype << 8 : 0);
-	const struct gpu_tensor *bind[4] = {y, x, weight, bias};
-	static const unsigned char w[4] = {1, 0, 0, 0};
-	uint32_t gx, gy;
-	if (k == GPU_K_NORMC) {
-		struct normc_push pc = {
-			.B = (uint32_t)B, .C = (uint32_t)C, .S = (uint32_t)S,
-			.flags = flags, .eps = eps,
-			.off_y = gpu_bind_offset(cmd, y),
-			.off_x = gpu_bind_offset(cmd, x),
-			.off_w = gpu_bind_offset(cmd, weight),
-			.off_b = gpu_bind_offset(cmd, bias),
-		};
-		gpu_cmd_grid(cmd, ((uint64_t)(B * S) + 127) / 128, &gx, &gy);
-		return gpu_cmd_dispatch(cmd, k, bind, w, &pc, gx, gy, 1, op);
-	}
-	if (groups < 1 || C % groups != 0)
+	if (k == GPU_K_GNORM && (groups < 1 || C % groups != 0))
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: %" PRId64 " channels do not split into %d groups", op,
 		    C, groups);
-	struct gnorm_push pc = {
-		.B = (uint32_t)B, .C = (uint32_t)C, .S = (uint32_t)S,
-		.G = (uint32_t)groups, .flags = flags, .eps = eps,
-		.off_y = gpu_bind_offset(cmd, y),
-		.off_x = gpu_bind_offset(cmd, x),
-		.off_w = gpu_bind_offset(cmd, weight),
-		.off_b = gpu_bind_offset(cmd, bias),
-	};
-	gpu_cmd_grid(cmd, (uint64_t)(B * groups), &gx, &gy);
-	return gpu_cmd_dispatch(cmd, k, bind, w, &pc, gx, gy, 1, op);
+	const struct gpu_tensor *xy[2] = {&x3, &y3};
+	if (all_fit(cmd, 2, xy))
+		return chan_emit(cmd, op, k, mode, groups, &y3, &x3, weight,
+		    bias, eps, 0, C, NULL);
+	/* Split, one sample at a time. */
+	for (int64_t b = 0; b < B; b++) {
+		struct gpu_tensor xb = SL(&x3, 0, b, 1), yb = SL(&y3, 0, b, 1);
+		const struct gpu_tensor *xyb[2] = {&xb, &yb};
+		if (all_fit(cmd, 2, xyb)) {
+			TRY(chan_emit(cmd, op, k, mode, groups, &yb, &xb, weight,
+			    bias, eps, 0, C, NULL));
+			continue;
+		}
+		if (k == GPU_K_GNORM) {
+			/* groups are independent: blocks of whole groups */
+			int64_t cg = C / groups, mul[2] = {cg, cg};
+			for (int64_t g0 = 0; g0 < groups;) {
+				int64_t gc = fit_len(cmd, 2, xyb, (int[]){1, 1},
+				    mul, g0, groups - g0);
+				if (gc == 0)
+					return split_fail(cmd, op, "x", x,
+					    "group");
+				struct gpu_tensor xg = SL(&xb, 1, g0 * cg, gc * cg);
+				struct gpu_tensor yg = SL(&yb, 1, g0 * cg, gc * cg);
+				struct gpu_tensor wg, bg;
+				if (weight)
+					wg = SL(weight, 0, g0 * cg, gc * cg);
+				if (bias)
+					bg = SL(bias, 0, g0 * cg, gc * cg);
+				TRY(chan_emit(cmd, op, k, mode, (int)gc, &yg, &xg,
+				    weight ? &wg : NULL, bias ? &bg : NULL, eps, 0,
+				    gc * cg, NULL));
+				g0 += gc;
+			}
+			continue;
+		}
+		/* Channel norm: blocks of positions, each in blocks of
+		 * channels, the per-position sums carried in a stats buffer
+		 * [2, positions] between dispatches (normc.comp phases 1-3,
+		 * the same order of additions). */
+		struct gpu_buffer *sbuf;
+		struct gpu_tensor x1 = SL(&xb, 1, 0, 1), y1 = SL(&yb, 1, 0, 1);
+		const struct gpu_tensor *xy1[2] = {&x1, &y1};
+		int64_t pc = fit_len(cmd, 2, xy1, (int[]){2, 2}, NULL, 0,
+		    S);		/* one channel's run of positions */
+		if (pc > (int64_t)(gpu_cmd_max_binding(cmd) / 8))
+			pc = (int64_t)(gpu_cmd_max_binding(cmd) / 8);
+		if (pc == 0)
+			return split_fail(cmd, op, "x", x, "position");
+		TRY(gpu_cmd_scratch(cmd, (size_t)(2 * pc) * sizeof(float), &sbuf));
+		for (int64_t s0 = 0; s0 < S; s0 += pc) {
+			int64_t sc = S - s0 < pc ? S - s0 : pc;
+			struct gpu_tensor xs = SL(&xb, 2, s0, sc);
+			struct gpu_tensor ys = SL(&yb, 2, s0, sc);
+			const struct gpu_tensor *xys[2] = {&xs, &ys};
+			struct gpu_tensor stats = gpu_tensor_make(sbuf, 0, GPU_F32,
+			    1, (int64_t[]){2 * sc});
+			for (unsigned ph = mode == 0 ? 1 : 2; ph <= 3; ph++)
+				for (int64_t c0 = 0; c0 < C;) {
+					int64_t cc = fit_len(cmd, 2, xys,
+					    (int[]){1, 1}, NULL, c0, C - c0);
+					if (cc == 0)
+						return split_fail(cmd, op, "x", x,
+						    "channel");
+					struct gpu_tensor xc = SL(&xs, 1, c0, cc);
+					struct gpu_tensor yc = SL(&ys, 1, c0, cc);
+					struct gpu_tensor wc, bc;
+					if (weight)
+						wc = SL(weight, 0, c0, cc);
+					if (bias)
+						bc = SL(bias, 0, c0, cc);
+					TRY(chan_emit(cmd, op, k, mode, 0, &yc,
+					    &xc, weight ? &wc : NULL,
+					    bias ? &bc : NULL, eps,
+					    ph << NORMC_PHASE_SHIFT |
+					    (c0 == 0 ? NORMC_FIRST : 0), C,
+					    &stats));
+					c0 += cc;
+				}
+		}
+	}
+	return LQ_OK;
 }
 
 enum lq_status
@@ -704,69 +1028,25 @@ ops_group_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 
 /* ---- attention ---- */
 
-enum lq_status
-ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
+/* One attention dispatch (shapes checked by ops_attention; `out` may be a
+ * block of query rows of a contiguous output). */
+static enum lq_status
+attn_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *out,
     const struct gpu_tensor *q, const struct gpu_tensor *k,
-    const struct gpu_tensor *v, const struct ops_attention_args *args)
+    const struct gpu_tensor *v, const struct ops_attention_args *args,
+    const struct gpu_tensor *kb, const struct gpu_tensor *bias)
 {
-	const char *op = "ops_attention";
-	OP_BEGIN(cmd);
-	TRY(need_f32(cmd, op, "q", q));
-	TRY(need_f32(cmd, op, "k", k));
-	TRY(need_f32(cmd, op, "v", v));
-	TRY(need_f32(cmd, op, "out", out));
-	TRY(need_contig(cmd, op, "out", out));
 	int64_t H = args->heads;
-	if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || out->ndim != 3 ||
-	    H < 1)
-		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: q %s, k %s, v %s, out %s must be [B, N, H*D], heads "
-		    "%d", op, DESC(q), DESC(k), DESC(v), DESC(out),
-		    args->heads);
 	int64_t B = q->shape[0], Nq = q->shape[1], Nk = k->shape[1];
 	int64_t Dh = q->shape[2] / H, Dv = v->shape[2] / H;
-	if (q->shape[2] % H || v->shape[2] % H || k->shape[2] != q->shape[2] ||
-	    k->shape[0] != B || v->shape[0] != B || v->shape[1] != Nk ||
-	    out->shape[0] != B || out->shape[1] != Nq ||
-	    out->shape[2] != v->shape[2] || q->stride[2] != 1 ||
-	    k->stride[2] != 1 || v->stride[2] != 1)
-		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: q %s, k %s, v %s, out %s do not match for %d heads "
-		    "(inner stride must be 1)", op, DESC(q), DESC(k), DESC(v),
-		    DESC(out), args->heads);
 	int64_t D = Dh > Dv ? Dh : Dv;
-	if (D > 256)
-		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: head_dim %" PRId64 " exceeds 256", op, D);
 	enum gpu_kernel kern = D <= 32 ? GPU_K_ATTN32 : D <= 64 ? GPU_K_ATTN64 :
 	    D <= 128 ? GPU_K_ATTN128 : GPU_K_ATTN256;
-	const struct gpu_tensor *kb = args->key_bias, *bias = args->bias;
 	uint32_t kb_sb = 0;
-	if (kb != NULL) {
-		int64_t kbn = kb->shape[kb->ndim - 1];
-		int64_t kbb = kb->ndim == 2 ? kb->shape[0] : 1;
-		if (kb->ndim > 2 || kbn != Nk || (kbb != 1 && kbb != B) ||
-		    (Nk > 1 && kb->stride[kb->ndim - 1] != 1))
-			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-			    "%s: key_bias %s must be [%" PRId64 ", %" PRId64
-			    "] or [%" PRId64 "]", op, DESC(kb), B, Nk, Nk);
-		kb_sb = kbb == 1 ? 0 : (uint32_t)kb->stride[0];
-	}
-	int bias_b = 0;
-	if (bias != NULL) {
-		int ok = gpu_tensor_is_contiguous(bias) &&
-		    ((bias->ndim == 3 && bias->shape[0] == H &&
-		    bias->shape[1] == Nq && bias->shape[2] == Nk) ||
-		    (bias->ndim == 4 && bias->shape[0] == B &&
-		    bias->shape[1] == H && bias->shape[2] == Nq &&
-		    bias->shape[3] == Nk));
-		if (!ok)
-			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-			    "%s: bias %s must be [H, Nq, Nk] or [B, H, Nq, Nk] "
-			    "= [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-			    "]", op, DESC(bias), B, H, Nq, Nk);
-		bias_b = bias->ndim == 4;
-	}
+	if (kb != NULL)
+		kb_sb = kb->ndim == 2 && kb->shape[0] > 1 ?
+		    (uint32_t)kb->stride[0] : 0;
+	int bias_b = bias != NULL && bias->ndim == 4;
 	struct attn_push pc = {
 		.B = (uint32_t)B, .Nq = (uint32_t)Nq, .Nk = (uint32_t)Nk,
 		.H = (uint32_t)H, .Dh = (uint32_t)Dh, .Dv = (uint32_t)Dv,
@@ -807,6 +1087,131 @@ ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 }
 
 enum lq_status
+ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, const struct ops_attention_args *args)
+{
+	const char *op = "ops_attention";
+	OP_BEGIN(cmd);
+	TRY(need_f32(cmd, op, "q", q));
+	TRY(need_f32(cmd, op, "k", k));
+	TRY(need_f32(cmd, op, "v", v));
+	TRY(need_f32(cmd, op, "out", out));
+	TRY(need_contig(cmd, op, "out", out));
+	int64_t H = args->heads;
+	if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || out->ndim != 3 ||
+	    H < 1)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: q %s, k %s, v %s, out %s must be [B, N, H*D], heads "
+		    "%d", op, DESC(q), DESC(k), DESC(v), DESC(out),
+		    args->heads);
+	int64_t B = q->shape[0], Nq = q->shape[1], Nk = k->shape[1];
+	int64_t Dh = q->shape[2] / H, Dv = v->shape[2] / H;
+	if (q->shape[2] % H || v->shape[2] % H || k->shape[2] != q->shape[2] ||
+	    k->shape[0] != B || v->shape[0] != B || v->shape[1] != Nk ||
+	    out->shape[0] != B || out->shape[1] != Nq ||
+	    out->shape[2] != v->shape[2] || q->stride[2] != 1 ||
+	    k->stride[2] != 1 || v->stride[2] != 1)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: q %s, k %s, v %s, out %s do not match for %d heads "
+		    "(inner stride must be 1)", op, DESC(q), DESC(k), DESC(v),
+		    DESC(out), args->heads);
+	int64_t D = Dh > Dv ? Dh : Dv;
+	if (D > 256)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: head_dim %" PRId64 " exceeds 256", op, D);
+	const struct gpu_tensor *kb = args->key_bias, *bias = args->bias;
+	if (kb != NULL) {
+		int64_t kbn = kb->shape[kb->ndim - 1];
+		int64_t kbb = kb->ndim == 2 ? kb->shape[0] : 1;
+		if (kb->ndim > 2 || kbn != Nk || (kbb != 1 && kbb != B) ||
+		    (Nk > 1 && kb->stride[kb->ndim - 1] != 1))
+			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+			    "%s: key_bias %s must be [%" PRId64 ", %" PRId64
+			    "] or [%" PRId64 "]", op, DESC(kb), B, Nk, Nk);
+	}
+	if (bias != NULL) {
+		int ok = gpu_tensor_is_contiguous(bias) &&
+		    ((bias->ndim == 3 && bias->shape[0] == H &&
+		    bias->shape[1] == Nq && bias->shape[2] == Nk) ||
+		    (bias->ndim == 4 && bias->shape[0] == B &&
+		    bias->shape[1] == H && bias->shape[2] == Nq &&
+		    bias->shape[3] == Nk));
+		if (!ok)
+			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+			    "%s: bias %s must be [H, Nq, Nk] or [B, H, Nq, Nk] "
+			    "= [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+			    "]", op, DESC(bias), B, H, Nq, Nk);
+	}
+	const struct gpu_tensor *all[6] = {out, q, k, v, kb, bias};
+	if (all_fit(cmd, 6, all))
+		return attn_emit(cmd, op, out, q, k, v, args, kb, bias);
+	/* Split: one sample at a time, then blocks of query rows (each
+	 * query row's online softmax runs over all keys, as unsplit).  A
+	 * sample's keys and values must each fit one binding. */
+	for (int64_t b = 0; b < B; b++) {
+		struct gpu_tensor ob = SL(out, 0, b, 1), qb = SL(q, 0, b, 1);
+		struct gpu_tensor kk = SL(k, 0, b, 1), vb = SL(v, 0, b, 1);
+		struct gpu_tensor kbb, bb;
+		if (kb != NULL)
+			kbb = kb->ndim == 2 && kb->shape[0] > 1 ?
+			    SL(kb, 0, b, 1) : *kb;
+		if (bias != NULL)
+			bb = bias->ndim == 4 ? SL(bias, 0, b, 1) : *bias;
+		const struct gpu_tensor *kbp = kb ? &kbb : NULL;
+		const struct gpu_tensor *bp = bias ? &bb : NULL;
+		if (!gpu_bind_fits(cmd, &kk))
+			return split_fail(cmd, op, "k", k, "sample's keys");
+		if (!gpu_bind_fits(cmd, &vb))
+			return split_fail(cmd, op, "v", v, "sample's values");
+		if (kbp && !gpu_bind_fits(cmd, kbp))
+			return split_fail(cmd, op, "key_bias", kb, "sample's bias");
+		const struct gpu_tensor *qo[2] = {&qb, &ob};
+		if (bp != NULL) {
+			/* the kernel reads bias rows as [H, Nq, Nk]: no
+			 * query blocks, a whole sample must fit */
+			if (!gpu_bind_fits(cmd, bp) || !all_fit(cmd, 2, qo))
+				return split_fail(cmd, op, "bias", bias,
+				    "sample's bias");
+			TRY(attn_emit(cmd, op, &ob, &qb, &kk, &vb, args, kbp, bp));
+			continue;
+		}
+		for (int64_t i0 = 0; i0 < Nq;) {
+			int64_t ic = fit_len(cmd, 2, qo, (int[]){1, 1}, NULL, i0,
+			    Nq - i0);
+			if (ic == 0)
+				return split_fail(cmd, op, "q", q, "query row");
+			struct gpu_tensor qi = SL(&qb, 1, i0, ic);
+			struct gpu_tensor oi = SL(&ob, 1, i0, ic);
+			TRY(attn_emit(cmd, op, &oi, &qi, &kk, &vb, args, kbp, NULL));
+			i0 += ic;
+		}
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+rope_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin)
+{
+	int64_t B = x->shape[0], N = x->shape[1], D = x->shape[2];
+	struct rope_push pc = {
+		.B = (uint32_t)B, .N = (uint32_t)N, .D = (uint32_t)D,
+		.cs_sb = cos->shape[0] == 1 ? 0 : (uint32_t)(N * D),
+		.flags = (uint32_t)cos->dtype | (uint32_t)sin->dtype << 2,
+		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
+		.off_cos = gpu_bind_offset(cmd, cos),
+		.off_sin = gpu_bind_offset(cmd, sin),
+	};
+	const struct gpu_tensor *bind[4] = {y, x, cos, sin};
+	static const unsigned char w[4] = {1, 0, 0, 0};
+	uint32_t gx, gy;
+	gpu_cmd_grid(cmd, ((uint64_t)(B * N * D / 2) + 127) / 128, &gx, &gy);
+	return gpu_cmd_dispatch(cmd, GPU_K_ROPE, bind, w, &pc, gx, gy, 1, op);
+}
+
+enum lq_status
 ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *cos,
     const struct gpu_tensor *sin)
@@ -827,23 +1232,90 @@ ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    "%s: x %s, y %s must be [B, N, D] (D even) and cos %s, sin "
 		    "%s [B or 1, N, D]", op, DESC(x), DESC(y), DESC(cos),
 		    DESC(sin));
-	int64_t B = x->shape[0], N = x->shape[1], D = x->shape[2];
-	struct rope_push pc = {
-		.B = (uint32_t)B, .N = (uint32_t)N, .D = (uint32_t)D,
-		.cs_sb = cos->shape[0] == 1 ? 0 : (uint32_t)(N * D),
-		.flags = (uint32_t)cos->dtype | (uint32_t)sin->dtype << 2,
-		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
-		.off_cos = gpu_bind_offset(cmd, cos),
-		.off_sin = gpu_bind_offset(cmd, sin),
-	};
-	const struct gpu_tensor *bind[4] = {y, x, cos, sin};
-	static const unsigned char w[4] = {1, 0, 0, 0};
-	uint32_t gx, gy;
-	gpu_cmd_grid(cmd, ((uint64_t)(B * N * D / 2) + 127) / 128, &gx, &gy);
-	return gpu_cmd_dispatch(cmd, GPU_K_ROPE, bind, w, &pc, gx, gy, 1, op);
+	const struct gpu_tensor *all[4] = {y, x, cos, sin};
+	if (all_fit(cmd, 4, all))
+		return rope_emit(cmd, op, y, x, cos, sin);
+	/* Split: per sample, blocks of tokens (elementwise per token). */
+	int64_t B = x->shape[0], N = x->shape[1];
+	for (int64_t b = 0; b < B; b++) {
+		struct gpu_tensor yb = SL(y, 0, b, 1), xb = SL(x, 0, b, 1);
+		int64_t cb = cos->shape[0] == 1 ? 0 : b;
+		struct gpu_tensor cs = SL(cos, 0, cb, 1), sn = SL(sin, 0, cb, 1);
+		const struct gpu_tensor *v4[4] = {&yb, &xb, &cs, &sn};
+		for (int64_t n0 = 0; n0 < N;) {
+			int64_t nc = fit_len(cmd, 4, v4, (int[]){1, 1, 1, 1},
+			    NULL, n0, N - n0);
+			if (nc == 0)
+				return split_fail(cmd, op, "x", x, "token");
+			struct gpu_tensor v[4];
+			for (int i = 0; i < 4; i++)
+				v[i] = SL(v4[i], 1, n0, nc);
+			TRY(rope_emit(cmd, op, &v[0], &v[1], &v[2], &v[3]));
+			n0 += nc;
+		}
+	}
+	return LQ_OK;
 }
 
 /* ---- conv3d and resampling ---- */
+
+/* Geometry of a checked conv3d (ops_conv3d). */
+struct conv_geom {
+	int st[3], kk[3], pad0[3], out[3];
+	uint32_t tflags;	/* t_mode | s_mode<<1 */
+	int64_t w_sco;		/* w's stride between output channels */
+};
+
+/* One conv3d dispatch: y [B, Co', ...] for w [Co', Ci', ...] over x
+ * [B, Ci', ...] (blocks of channels are views of dim 1). */
+static enum lq_status
+conv_emit(struct gpu_cmd *cmd, const char *op, const struct conv_geom *g,
+    const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *w, const struct gpu_tensor *b, int accumulate)
+{
+	int64_t B = x->shape[0], Co = w->shape[0];
+	const int *out = g->out;
+	uint64_t npos = (uint64_t)out[0] * out[1] *
+	    (((uint64_t)out[2] + CONV_PW - 1) / CONV_PW);
+	uint64_t groups = (npos + 63) / 64;
+	uint32_t gx, chunks;
+	gpu_cmd_grid(cmd, groups, &gx, &chunks);
+	struct conv3d_push pc = {
+		.B = (uint32_t)B, .Ci = (uint32_t)x->shape[1],
+		.F = (uint32_t)x->shape[2], .H = (uint32_t)x->shape[3],
+		.W = (uint32_t)x->shape[4], .Co = (uint32_t)Co,
+		.Fo = (uint32_t)out[0], .Ho = (uint32_t)out[1],
+		.Wo = (uint32_t)out[2], .kt = (uint32_t)g->kk[0],
+		.kh = (uint32_t)g->kk[1], .kw = (uint32_t)g->kk[2],
+		.st = (uint32_t)g->st[0], .sh = (uint32_t)g->st[1],
+		.sw = (uint32_t)g->st[2], .pt = g->pad0[0], .ph = g->pad0[1],
+		.pw = g->pad0[2],
+		.flags = g->tflags | (b ? 4u : 0) |
+		    (uint32_t)w->dtype << 4 | (b ? (uint32_t)b->dtype << 6 : 0) |
+		    (accumulate ? CONV_ACCUMULATE : 0),
+		.pos_chunks = chunks,
+		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
+		.off_w = gpu_bind_offset(cmd, w), .off_b = gpu_bind_offset(cmd, b),
+		.w_sco = (uint32_t)g->w_sco,
+	};
+	const struct gpu_tensor *bind[4] = {y, x, w, b};
+	static const unsigned char wr[4] = {1, 0, 0, 0};
+	enum gpu_texfmt tf[4] = {GPU_TEX_NONE, GPU_TEX_R32F,
+	    w->dtype == GPU_F16 ? GPU_TEX_R16F :
+	    w->dtype == GPU_BF16 ? GPU_TEX_R16UI : GPU_TEX_R32F, GPU_TEX_NONE};
+	if (gpu_cmd_texel_ok(cmd, tf[1], extent(x) + 4) &&
+	    gpu_cmd_texel_ok(cmd, tf[2], extent(w) + 4)) {
+		enum gpu_kernel k = w->dtype == GPU_F16 ? GPU_K_CONV3D_TEX_F16 :
+		    w->dtype == GPU_BF16 ? GPU_K_CONV3D_TEX_BF16 :
+		    GPU_K_CONV3D_TEX_F32;
+		return gpu_cmd_dispatch_tex(cmd, k, bind, wr, tf, &pc, gx,
+		    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
+		    op);
+	}
+	return gpu_cmd_dispatch(cmd, GPU_K_CONV3D, bind, wr, &pc, gx,
+	    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
+	    op);
+}
 
 enum lq_status
 ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
@@ -883,45 +1355,88 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    "%s: y %s must be [%" PRId64 ", %" PRId64 ", %d, %d, %d]",
 		    op, DESC(y), B, Co, out[0], out[1], out[2]);
 	TRY(param_vec(cmd, op, "bias", b, Co));
-	uint64_t npos = (uint64_t)out[0] * out[1] *
-	    (((uint64_t)out[2] + CONV_PW - 1) / CONV_PW);
-	uint64_t groups = (npos + 63) / 64;
-	uint32_t gx, chunks;
-	gpu_cmd_grid(cmd, groups, &gx, &chunks);
-	struct conv3d_push pc = {
-		.B = (uint32_t)B, .Ci = (uint32_t)x->shape[1],
-		.F = (uint32_t)x->shape[2], .H = (uint32_t)x->shape[3],
-		.W = (uint32_t)x->shape[4], .Co = (uint32_t)Co,
-		.Fo = (uint32_t)out[0], .Ho = (uint32_t)out[1],
-		.Wo = (uint32_t)out[2], .kt = (uint32_t)kk[0],
-		.kh = (uint32_t)kk[1], .kw = (uint32_t)kk[2],
-		.st = (uint32_t)st[0], .sh = (uint32_t)st[1],
-		.sw = (uint32_t)st[2], .pt = pad0[0], .ph = pad0[1],
-		.pw = pad0[2],
-		.flags = (p->t_mode == OPS_PAD_REPLICATE ? 1u : 0) |
-		    (p->s_mode == OPS_PAD_REPLICATE ? 2u : 0) | (b ? 4u : 0) |
-		    (uint32_t)w->dtype << 4 | (b ? (uint32_t)b->dtype << 6 : 0),
-		.pos_chunks = chunks,
-		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
-		.off_w = gpu_bind_offset(cmd, w), .off_b = gpu_bind_offset(cmd, b),
-	};
-	const struct gpu_tensor *bind[4] = {y, x, w, b};
-	static const unsigned char wr[4] = {1, 0, 0, 0};
-	enum gpu_texfmt tf[4] = {GPU_TEX_NONE, GPU_TEX_R32F,
-	    w->dtype == GPU_F16 ? GPU_TEX_R16F :
-	    w->dtype == GPU_BF16 ? GPU_TEX_R16UI : GPU_TEX_R32F, GPU_TEX_NONE};
-	if (gpu_cmd_texel_ok(cmd, tf[1], (uint64_t)gpu_tensor_numel(x) + 4) &&
-	    gpu_cmd_texel_ok(cmd, tf[2], (uint64_t)gpu_tensor_numel(w) + 4)) {
-		enum gpu_kernel k = w->dtype == GPU_F16 ? GPU_K_CONV3D_TEX_F16 :
-		    w->dtype == GPU_BF16 ? GPU_K_CONV3D_TEX_BF16 :
-		    GPU_K_CONV3D_TEX_F32;
-		return gpu_cmd_dispatch_tex(cmd, k, bind, wr, tf, &pc, gx,
-		    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
-		    op);
+	struct conv_geom g;
+	for (int i = 0; i < 3; i++) {
+		g.st[i] = st[i];
+		g.kk[i] = kk[i];
+		g.pad0[i] = pad0[i];
+		g.out[i] = out[i];
 	}
-	return gpu_cmd_dispatch(cmd, GPU_K_CONV3D, bind, wr, &pc, gx,
-	    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
-		    op);
+	g.tflags = (p->t_mode == OPS_PAD_REPLICATE ? 1u : 0) |
+	    (p->s_mode == OPS_PAD_REPLICATE ? 2u : 0);
+	g.w_sco = w->stride[0];
+	int64_t Ci = x->shape[1];
+	const struct gpu_tensor *all[4] = {y, x, w, b};
+	if (all_fit(cmd, 4, all))
+		return conv_emit(cmd, op, &g, y, x, w, b, 0);
+	/*
+	 * Split, one sample at a time: blocks of output channels (rows of w
+	 * and y), and where a sample's input does not fit, blocks of input
+	 * channels whose partial sums pass through y (CONV_ACCUMULATE): the
+	 * sum over ci, kt, kh, kw keeps its order, so the bits do not
+	 * change; the bias is added once, by the last block.
+	 */
+	for (int64_t bi = 0; bi < B; bi++) {
+		struct gpu_tensor xb = SL(x, 0, bi, 1), yb = SL(y, 0, bi, 1);
+		for (int64_t o0 = 0; o0 < Co;) {
+			const struct gpu_tensor *yw[3] = {&yb, w, b};
+			int64_t oc = fit_len(cmd, 3, yw, (int[]){1, 0, 0}, NULL, o0,
+			    Co - o0);
+			if (oc == 0) {
+				struct gpu_tensor w1 = SL(w, 0, o0, 1);
+				int wbad = !gpu_bind_fits(cmd, &w1);
+				return split_fail(cmd, op, wbad ? "w" : "y",
+				    wbad ? w : y, "output channel");
+			}
+			struct gpu_tensor yo = SL(&yb, 1, o0, oc), wo = SL(w, 0, o0, oc);
+			struct gpu_tensor bo;
+			if (b != NULL)
+				bo = SL(b, 0, o0, oc);
+			const struct gpu_tensor *bp = b ? &bo : NULL;
+			if (gpu_bind_fits(cmd, &xb)) {
+				TRY(conv_emit(cmd, op, &g, &yo, &xb, &wo, bp, 0));
+				o0 += oc;
+				continue;
+			}
+			for (int64_t c0 = 0; c0 < Ci;) {
+				const struct gpu_tensor *xw[2] = {&xb, &wo};
+				int64_t cc = fit_len(cmd, 2, xw, (int[]){1, 1}, NULL,
+				    c0, Ci - c0);
+				if (cc == 0)
+					return split_fail(cmd, op, "x", x,
+					    "input channel");
+				struct gpu_tensor xc = SL(&xb, 1, c0, cc);
+				struct gpu_tensor wc = SL(&wo, 1, c0, cc);
+				int last = c0 + cc == Ci;
+				TRY(conv_emit(cmd, op, &g, &yo, &xc, &wc,
+				    last ? bp : NULL, c0 > 0));
+				c0 += cc;
+			}
+			o0 += oc;
+		}
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+d2s_emit(struct gpu_cmd *cmd, const char *op, int to_depth,
+    const struct gpu_tensor *space, const struct gpu_tensor *depth,
+    const struct gpu_tensor *y, const struct gpu_tensor *x, int ft, int fh,
+    int fw, int hw_swapped)
+{
+	struct d2s_push pc = {
+		.B = (uint32_t)space->shape[0], .C = (uint32_t)space->shape[1],
+		.F = (uint32_t)depth->shape[2], .H = (uint32_t)depth->shape[3],
+		.W = (uint32_t)depth->shape[4],
+		.ft = (uint32_t)ft, .fh = (uint32_t)fh, .fw = (uint32_t)fw,
+		.flags = (to_depth ? 1u : 0) | (hw_swapped ? 2u : 0),
+		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
+	};
+	const struct gpu_tensor *bind[2] = {y, x};
+	static const unsigned char w[2] = {1, 0};
+	uint32_t gx, gy;
+	gpu_cmd_grid(cmd, ((uint64_t)gpu_tensor_numel(y) + 127) / 128, &gx, &gy);
+	return gpu_cmd_dispatch(cmd, GPU_K_D2S, bind, w, &pc, gx, gy, 1, op);
 }
 
 static enum lq_status
@@ -947,19 +1462,30 @@ d2s_record(struct gpu_cmd *cmd, const char *op, int to_depth,
 		    "%s: y %s and x %s do not match factors (%d, %d, %d)%s", op,
 		    DESC(y), DESC(x), ft, fh, fw,
 		    hw_swapped ? " with hw_swapped (needs fh == fw)" : "");
-	struct d2s_push pc = {
-		.B = (uint32_t)space->shape[0], .C = (uint32_t)space->shape[1],
-		.F = (uint32_t)depth->shape[2], .H = (uint32_t)depth->shape[3],
-		.W = (uint32_t)depth->shape[4],
-		.ft = (uint32_t)ft, .fh = (uint32_t)fh, .fw = (uint32_t)fw,
-		.flags = (to_depth ? 1u : 0) | (hw_swapped ? 2u : 0),
-		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
-	};
-	const struct gpu_tensor *bind[2] = {y, x};
-	static const unsigned char w[2] = {1, 0};
-	uint32_t gx, gy;
-	gpu_cmd_grid(cmd, ((uint64_t)gpu_tensor_numel(y) + 127) / 128, &gx, &gy);
-	return gpu_cmd_dispatch(cmd, GPU_K_D2S, bind, w, &pc, gx, gy, 1, op);
+	const struct gpu_tensor *all[2] = {y, x};
+	if (all_fit(cmd, 2, all))
+		return d2s_emit(cmd, op, to_depth, space, depth, y, x, ft, fh, fw,
+		    hw_swapped);
+	/* Split: per sample, blocks of space channels c and their depth
+	 * channels [c·f, (c+1)·f) (a permutation, no arithmetic). */
+	int64_t B = space->shape[0], C = space->shape[1];
+	for (int64_t b = 0; b < B; b++) {
+		struct gpu_tensor sb = SL(space, 0, b, 1), db = SL(depth, 0, b, 1);
+		const struct gpu_tensor *sd[2] = {&sb, &db};
+		for (int64_t c0 = 0; c0 < C;) {
+			int64_t cc = fit_len(cmd, 2, sd, (int[]){1, 1},
+			    (int64_t[]){1, f}, c0, C - c0);
+			if (cc == 0)
+				return split_fail(cmd, op, "y", y, "channel");
+			struct gpu_tensor sc = SL(&sb, 1, c0, cc);
+			struct gpu_tensor dc = SL(&db, 1, c0 * f, cc * f);
+			TRY(d2s_emit(cmd, op, to_depth, &sc, &dc,
+			    to_depth ? &dc : &sc, to_depth ? &sc : &dc, ft, fh,
+			    fw, hw_swapped));
+			c0 += cc;
+		}
+	}
+	return LQ_OK;
 }
 
 enum lq_status

@@ -12,8 +12,32 @@
  *   accepts strided views, every tensor must be contiguous.  Ops marked
  *   "strided" accept any strides, including 0 (gpu_tensor_broadcast).
  * - The output must not overlap an input unless the op says "in place ok".
- * - Each binding (tensor extent in bytes) must fit the device's
- *   maxStorageBufferRange (caps); larger fails with LQ-GPU-RANGE.
+ * - Splitting: a tensor may be larger than one binding (the device's
+ *   maxStorageBufferRange, device_caps_max_binding).  The op then records
+ *   several dispatches over views that each fit, cut where the kernel's
+ *   arithmetic per output is unchanged, so the bits equal an unsplit run
+ *   on a device that binds the whole tensor (tests/gpu/test-split):
+ *     elementwise ops (and modulate, gated_add, channel_affine, noise):
+ *       runs of the outermost dims, down to single elements;
+ *     ops_linear: blocks of rows of x / y and of output columns (rows of
+ *       w, so a weight larger than a binding works);
+ *     ops_matmul: runs of batches, then blocks of rows (b of one batch
+ *       must fit);
+ *     row norms / softmax: blocks of rows;
+ *     channel norms: samples, then blocks of channels with the
+ *       per-position sums carried between dispatches in a scratch buffer
+ *       of 2·S floats (gpu_cmd_scratch);
+ *     group norm: samples, then blocks of whole groups;
+ *     ops_attention: samples, then blocks of query rows (one sample's k, v
+ *       and key_bias must fit; with `bias`, one sample's whole bias);
+ *     ops_rope: samples, then blocks of tokens;
+ *     ops_conv3d: samples, blocks of output channels, and blocks of input
+ *       channels whose partial sums pass through y in the same order (one
+ *       channel plane of x and of y must fit);
+ *     depth/space: samples, then blocks of channels.
+ *   What cannot be cut further (one row, one channel plane, ...) fails
+ *   with LQ-GPU-RANGE naming the op, the tensor, its bytes, the unit that
+ *   does not fit and the device's limit.
  * - Return value: LQ_OK, or the error (LQ_FAILED, LQ-GPU-SHAPE naming the op
  *   and the shapes) which is also stored as the command's sticky error; once
  *   a command has an error, further ops return it and record nothing.

@@ -754,8 +754,10 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	}
 	st = gpu_cmd_submit(cmd, err);
 out:
-	if (st != LQ_OK)
-		(void)gpu_cmd_status(cmd, NULL);
+	/* an op's failure is the command's sticky error: report it (an
+	 * error left empty here was how a too-large tensor used to fail) */
+	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
+		(void)gpu_cmd_status(cmd, err);
 	gpu_pool_reset(m->pool, mark);
 	return st;
 }

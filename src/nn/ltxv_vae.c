@@ -977,6 +977,11 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	}
 	st = gpu_cmd_submit(cmd, err);
 out:
+	/* an op's failure is the command's sticky error: report it (the f32
+	 * LTX-0.9 upsampler's 226 MB weight used to fail here with an empty
+	 * message) */
+	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
+		(void)gpu_cmd_status(cmd, err);
 	free(tf);
 	gpu_pool_reset(v->pool, mark);
 	return st;

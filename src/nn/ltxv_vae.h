@@ -216,7 +216,8 @@ uint64_t ltxv_vae_decode_bytes(const struct ltxv_vae_config *c,
 /*
  * `vae_tiling: auto`: the one place that decides whether an untiled decode
  * fits.  It fits when ltxv_vae_decode_bytes <= budget and its largest
- * binding <= max_binding.  *out becomes untiled if that fits, else both
+ * buffer <= max_binding (the largest buffer the device holds,
+ * device_caps_max_tensor: ops split a larger binding into dispatches).  *out becomes untiled if that fits, else both
  * flags on with upstream's default sizes, shrunk (ltxv_vae_tiling_shrink)
  * until it fits.  Returns 1 when the choice fits, 0 when even the
  * smallest tiles do not (*out is then the smallest).

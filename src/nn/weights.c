@@ -99,10 +99,8 @@ nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 	if (align < 256)
 		align = 256;
 	/* One buffer holds at most this much; a tensor larger than a binding
-	 * may span fails later in the op that binds it. */
-	cap = caps->max_memory_allocation_size;
-	if (cap == 0 || cap > ((size_t)1 << 30))
-		cap = (size_t)1 << 30;
+	 * is split by the ops that bind it (gpu/ops.h). */
+	cap = (size_t)device_caps_max_tensor(caps);
 
 	/* Plan: assign each tensor a buffer and an offset. */
 	for (size_t i = 0; i < n; i++) {
@@ -119,6 +117,19 @@ nn_weights_load_fused(struct gpu_ctx *ctx, const char *path,
 		bytes = (size_t)st_tensor_numel(t) * gpu_dtype_size(gd);
 		if (bytes == 0)
 			continue;
+		if (bytes > cap) {
+			st = error_set(err, LQ_FAILED, "LQ-GPU-RANGE",
+			    "weight %s (%zu bytes, %s) is larger than one "
+			    "buffer of device \"%s\" (%zu bytes: "
+			    "maxMemoryAllocationSize, at most %llu)", t->name,
+			    bytes, gpu_dtype_name(gd), caps->name, cap,
+			    (unsigned long long)DEVICE_CAPS_MAX_BUFFER);
+			error_set_field(err, "%s", t->name);
+			error_set_hint(err, "a device with a larger "
+			    "maxMemoryAllocationSize, or the weight stored "
+			    "as f16/bf16");
+			goto fail;
+		}
 		fill = align_up(fill, align);
 		if (fill > 0 && fill + bytes > cap) {
 			bufsize = xrealloc(bufsize, sizeof(*bufsize) * (size_t)(nplanned + 1));

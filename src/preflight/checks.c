@@ -859,7 +859,7 @@ pf_check_device(struct pf_job_state *s)
 		    s->ctx->opt->memory_margin) : UINT64_MAX;
 		uint64_t wvae = s->pm->w_bytes_vae;
 		ltxv_vae_tiling_auto(vc, zs, budget > wvae ? budget - wvae : 0,
-		    caps ? device_caps_max_binding(caps) : UINT64_MAX, &tiling);
+		    caps ? device_caps_max_tensor(caps) : UINT64_MAX, &tiling);
 	}
 	uint64_t vae = ltxv_vae_decode_bytes(vc, zs, &tiling, &vmax);
 	if (!tiling.use_tiling && !tiling.use_framewise_decoding)
@@ -922,11 +922,13 @@ pf_check_device(struct pf_job_state *s)
 		error_set_hint(e, "a smaller size or fewer frames, a larger "
 		    "mesh.context, or a device with more memory");
 	}
-	uint64_t maxb = device_caps_max_binding(caps);
+	/* ops split a tensor larger than one binding (gpu/ops.h), so what
+	 * bounds a tensor is one buffer */
+	uint64_t maxb = device_caps_max_tensor(caps);
 	if (maxb > 0 && s->est_largest > maxb) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
-		    "LQ-DEV-002", "%s needs one %s buffer but %s binds "
-		    "at most %s (maxStorageBufferRange)", largest,
+		    "LQ-DEV-002", "%s needs one %s buffer but %s allocates "
+		    "at most %s in one buffer (maxMemoryAllocationSize)", largest,
 		    size_text((double)s->est_largest), caps->name,
 		    size_text((double)maxb));
 		error_set_hint(e, "a smaller size or fewer frames, or a larger "

@@ -91,7 +91,7 @@ static const struct preflight_code codes[] = {
 	{ "LQ-DEV-001", "error",
 	  "estimated peak device memory fits the heap with a margin" },
 	{ "LQ-DEV-002", "error",
-	  "no single buffer exceeds the device's largest binding" },
+	  "no single tensor exceeds the device's largest buffer" },
 	{ "LQ-DEV-003", "error", "the device has the features the job needs" },
 	/* output */
 	{ "LQ-OUT-001", "error", "output paths stay inside the output folder" },

@@ -973,7 +973,7 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 	uint64_t budget = decode_budget(r);
 	if (mode == LTXV_VAE_TILING_AUTO)
 		fits = ltxv_vae_tiling_auto(vc, zs, budget,
-		    device_caps_max_binding(gpu_ctx_caps(r->gpu)), &tiling);
+		    device_caps_max_tensor(gpu_ctx_caps(r->gpu)), &tiling);
 	{
 		char what[96], detail[320];
 		ltxv_vae_tiling_describe(&tiling, what, sizeof(what));

@@ -165,12 +165,16 @@ test_caps_json(const struct device_caps *live)
 	CHECK_STR(back.name, live->name);
 	FILE *fp = fopen(path, "w");
 	fputs("{\"devices\": [{\"name\": \"a\"}, {\"name\": \"b\", "
-	    "\"max_storage_buffer_range\": 1000}]}", fp);
+	    "\"max_storage_buffer_range\": 1000, "
+	    "\"max_memory_allocation_size\": 5000}]}", fp);
 	fclose(fp);
 	CHECK_INT(device_caps_load(path, 1, &back, &err), LQ_OK);
 	CHECK_STR(back.name, "b");
-	CHECK_INT(device_caps_check_tensor(&back, "x", 1000, &err), LQ_OK);
-	CHECK_INT(device_caps_check_tensor(&back, "x", 1001, &err), LQ_FAILED);
+	/* a tensor is bounded by one buffer, not by one binding */
+	CHECK(device_caps_max_binding(&back) == 1000);
+	CHECK(device_caps_max_tensor(&back) == 5000);
+	CHECK_INT(device_caps_check_tensor(&back, "x", 5000, &err), LQ_OK);
+	CHECK_INT(device_caps_check_tensor(&back, "x", 5001, &err), LQ_FAILED);
 	error_clear(&err);
 	CHECK_INT(device_caps_load(path, 5, &back, &err), LQ_FAILED);
 	CHECK_STR(err.code, "LQ-GPU-CAPS");
