@@ -104,7 +104,7 @@ static enum lq_status
 record_job(struct store *st, const struct manifest *m,
     const struct manifest_job *job, const struct preflight_job *pj,
     const struct submit_options *opt, struct digest_memo *memo,
-    struct submit_result *res, struct lq_error *err)
+    struct submit_result *res, struct strbuf *lines, struct lq_error *err)
 {
 	char *req_json = request_text(job);
 	struct store_request req = {
@@ -133,7 +133,8 @@ record_job(struct store *st, const struct manifest *m,
 			return r;
 		res->rejected++;
 		if (!opt->quiet)
-			printf("rejected  %-6lld %s\n", (long long)jid, job->name);
+			strbuf_printf(lines, "rejected  %-6lld %s\n",
+			    (long long)jid, job->name);
 		return LQ_OK;
 	}
 
@@ -151,8 +152,9 @@ record_job(struct store *st, const struct manifest *m,
 		res->job_ids[res->n_jobs++] = existing;
 		res->existing++;
 		if (!opt->quiet)
-			printf("already   %-6lld %s (%s; --again queues it anew)\n",
-			    (long long)existing, job->name, job_state_name(state));
+			strbuf_printf(lines, "already   %-6lld %s (%s; --again "
+			    "queues it anew)\n", (long long)existing, job->name,
+			    job_state_name(state));
 		free(config);
 		return LQ_OK;
 	}
@@ -202,7 +204,8 @@ record_job(struct store *st, const struct manifest *m,
 	res->job_ids[res->n_jobs++] = jid;
 	res->queued++;
 	if (!opt->quiet)
-		printf("queued    %-6lld %s\n", (long long)jid, job->name);
+		strbuf_printf(lines, "queued    %-6lld %s\n", (long long)jid,
+		    job->name);
 	return LQ_OK;
 }
 
@@ -258,9 +261,13 @@ submit_manifest(struct store *st, const char *path,
 		manifest_free(m);
 		return r;
 	}
+	/* Each job's line waits for the COMMIT: a "queued" line is a promise
+	 * that the job is in the database. */
+	struct strbuf lines = {0};
 	for (size_t i = 0; i < m->n_jobs; i++) {
 		if ((r = record_job(st, m, &m->jobs[i], &rep->jobs[i], opt, &memo,
-		    res, &err)) != LQ_OK) {
+		    res, &lines, &err)) != LQ_OK) {
+			free(lines.buf);
 			store_rollback(st);
 			error_print(&err, stderr);
 			digest_memo_free(&memo);
@@ -276,7 +283,11 @@ submit_manifest(struct store *st, const char *path,
 		error_print(&err, stderr);
 		res->n_jobs = 0;
 		res->queued = res->existing = res->rejected = 0;
+	} else if (lines.len > 0) {
+		fputs(lines.buf, stdout);
+		fflush(stdout);
 	}
+	free(lines.buf);
 	preflight_report_free(rep);
 	manifest_free(m);
 	return r;

@@ -38,7 +38,9 @@ struct submit_result {
 
 /*
  * Loads, checks and records the manifest at `path`.  Prints one line per
- * job to stdout (unless quiet) and each error to stderr.  Returns LQ_OK
+ * job to stdout (unless quiet) once the transaction has committed — none
+ * when it fails (a full disk: LQ_RETRY naming errno) — and each error to
+ * stderr.  Returns LQ_OK
  * when the manifest was recorded (res->rejected may be > 0), LQ_FAILED
  * when it is unusable as a whole (nothing queued), LQ_RETRY when the
  * database stayed busy.  res is always initialised.

@@ -6,6 +6,7 @@ liblatentq_a_SOURCES += \
 	src/core/digest.c src/core/digest.h \
 	src/core/json.c src/core/json.h \
 	src/core/fault.c src/core/fault.h \
-	src/core/half.c src/core/half.h
+	src/core/half.c src/core/half.h \
+	src/core/file.c src/core/file.h
 # Ed25519 signatures of digests and HMAC-SHA256 (libsodium)
 liblatentq_a_SOURCES += src/core/sign.c src/core/sign.h

@@ -1,6 +1,6 @@
 /*
- * common.c — what the media writers share: provenance tags and putting a
- * finished file in place durably.
+ * common.c — what the media writers share: provenance tags and folders
+ * (temporaries and durable renames are core/file.h's).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,39 +36,6 @@ media_provenance_tags(const struct media_provenance *p, struct media_tag *tags,
 #undef TAG
 	LQ_ASSERT(n <= MEDIA_PROVENANCE_TAGS);
 	return n;
-}
-
-static enum lq_status
-sys_fail(struct lq_error *err, const char *call, const char *path)
-{
-	return error_set(err, LQ_FAILED, "LQ-MEDIA-006", "%s(%s) failed: %s",
-	    call, path, strerror(errno));
-}
-
-enum lq_status
-media_commit_file(const char *tmp, const char *path, struct lq_error *err)
-{
-	int fd = open(tmp, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sys_fail(err, "open", tmp);
-	if (fsync(fd) != 0) {
-		sys_fail(err, "fsync", tmp);
-		close(fd);
-		return LQ_FAILED;
-	}
-	close(fd);
-	if (rename(tmp, path) != 0)
-		return sys_fail(err, "rename", path);
-	char *copy = xstrdup(path);
-	const char *dir = dirname(copy);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	enum lq_status s = LQ_OK;
-	if (fd < 0 || fsync(fd) != 0)
-		s = sys_fail(err, fd < 0 ? "open" : "fsync", dir);
-	if (fd >= 0)
-		close(fd);
-	free(copy);
-	return s;
 }
 
 enum lq_status

@@ -20,14 +20,6 @@ void media_init_libav(void);
 size_t media_provenance_tags(const struct media_provenance *p,
     struct media_tag *tags, char seed_buf[24]);
 
-/*
- * Makes a finished temporary file durable and puts it in place: fsync(tmp),
- * rename(tmp, path), fsync of path's directory.  LQ-MEDIA-006 naming the
- * call on failure (tmp is left for the caller to remove).
- */
-enum lq_status media_commit_file(const char *tmp, const char *path,
-    struct lq_error *err);
-
 /* mkdir -p dir; LQ-MEDIA-006 naming the directory on failure. */
 enum lq_status media_make_dirs(const char *dir, struct lq_error *err);
 /* Creates the directory that will hold path (and its parents). */

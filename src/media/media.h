@@ -10,13 +10,20 @@
  * write identical files.
  *
  * Ownership: inputs are borrowed for the call.  Every file is written to
- * "PATH.part", made durable (fsync) and renamed onto PATH once complete, so
- * PATH is either absent, the previous file, or the whole new one; on error
- * the .part file is removed.  Missing parent directories are created.
+ * a fresh temporary "PATH.XXXXXX.part" beside it (core/file.h: created
+ * O_EXCL, so a planted file or symlink is never followed and two writers
+ * never share one), made durable (fsync) and renamed onto PATH once
+ * complete, so PATH is either absent, the previous file, or the whole new
+ * one; on error the temporary is removed.  Writers that take a
+ * `struct file_commit` hand the finished temporary to it instead of
+ * renaming it themselves (render records the artifact under the job's
+ * lease that way).  Missing parent directories are created.
  * Structs filled by media_read_* own their memory; release them with the
  * matching *_clear.  Every failing function fills the caller's
  * struct lq_error (the message names the library call and the path) and
- * returns LQ_FAILED (bad input, unwritable path) — never LQ_RETRY.
+ * returns LQ_FAILED (bad input, unwritable path), or LQ_RETRY with code
+ * LQ-IO-005 when the disk is full or failing (ENOSPC, EDQUOT, EIO: see
+ * file_errno_status), naming the errno.
  */
 #ifndef LQ_MEDIA_MEDIA_H
 #define LQ_MEDIA_MEDIA_H
@@ -25,6 +32,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/file.h"
 
 /* A borrowed clip: count frames of height × width RGB24, [F, H, W, 3]. */
 struct media_frames {
@@ -74,6 +82,7 @@ struct media_video_options {
 	const struct media_provenance *provenance;	/* may be NULL */
 	const struct media_tag *tags;	/* extra container tags, may be NULL */
 	size_t n_tags;
+	const struct file_commit *commit;	/* NULL: plain rename */
 };
 
 /*
@@ -167,7 +176,11 @@ struct media_sheet_options {
 				   most this width, aspect kept; <= 0 = 256 */
 	int gap;		/* pixels between and around thumbnails; < 0 = 4 */
 	uint8_t background[3];	/* gap colour */
+	const struct file_commit *commit;	/* NULL: plain rename */
 };
+
+/* What a NULL `opt` means: 16 frames, 256 px, gap 4, background 32,32,32. */
+extern const struct media_sheet_options media_sheet_defaults;
 
 /*
  * Indices of the frames a contact sheet shows: round(i·(count−1)/(n−1))

@@ -17,12 +17,15 @@
 #include <libswscale/swscale.h>
 #include <png.h>
 
+#include "core/file.h"
 #include "core/util.h"
 #include "media/media-int.h"
 #include "media/media.h"
 
 struct png_ctx {
 	const char *path;
+	FILE *fp;		/* written through png_write_data */
+	int write_errno;	/* why a write failed (a full disk), else 0 */
 	char message[256];
 };
 
@@ -32,6 +35,27 @@ png_on_error(png_structp png, png_const_charp msg)
 	struct png_ctx *ctx = png_get_error_ptr(png);
 	snprintf(ctx->message, sizeof(ctx->message), "%s", msg);
 	png_longjmp(png, 1);
+}
+
+/* libpng's own writer says only "Write Error": keep the errno too. */
+static void
+png_write_data(png_structp png, png_bytep data, size_t n)
+{
+	struct png_ctx *ctx = png_get_io_ptr(png);
+	if (fwrite(data, 1, n, ctx->fp) != n) {
+		ctx->write_errno = errno ? errno : EIO;
+		png_error(png, "Write Error");
+	}
+}
+
+static void
+png_flush_data(png_structp png)
+{
+	struct png_ctx *ctx = png_get_io_ptr(png);
+	if (fflush(ctx->fp) != 0) {
+		ctx->write_errno = errno ? errno : EIO;
+		png_error(png, "Write Error");
+	}
 }
 
 static void
@@ -72,7 +96,8 @@ png_write_fp(FILE *fp, struct png_ctx *ctx, const uint8_t *rgb, int height,
 	}
 	if (info == NULL)
 		png_error(png, "png_create_info_struct failed");
-	png_init_io(png, fp);
+	ctx->fp = fp;
+	png_set_write_fn(png, ctx, png_write_data, png_flush_data);
 	png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8,
 	    PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
 	    PNG_FILTER_TYPE_DEFAULT);
@@ -87,9 +112,11 @@ png_write_fp(FILE *fp, struct png_ctx *ctx, const uint8_t *rgb, int height,
 	return 0;
 }
 
-enum lq_status
-media_write_png(const char *path, const uint8_t *rgb, int height, int width,
-    const struct media_provenance *prov, struct lq_error *err)
+/* media_write_png, putting the file in place through `commit`. */
+static enum lq_status
+write_png(const char *path, const uint8_t *rgb, int height, int width,
+    const struct media_provenance *prov, const struct file_commit *commit,
+    struct lq_error *err)
 {
 	LQ_ASSERT(rgb != NULL);
 	if (height < 1 || width < 1)
@@ -102,27 +129,41 @@ media_write_png(const char *path, const uint8_t *rgb, int height, int width,
 	enum lq_status s = media_make_parent(path, err);
 	if (s != LQ_OK)
 		return s;
-	char *tmp = xasprintf("%s.part", path);
+	struct file_temp t;
+	if ((s = file_open_temp(path, ".part", "LQ-MEDIA-006", &t, err)) !=
+	    LQ_OK)
+		return s;
 	struct png_ctx ctx = { .path = path };
-	FILE *fp = fopen(tmp, "wb");
+	int fd = dup(t.fd);
+	FILE *fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (fp == NULL) {
-		s = error_set(err, LQ_FAILED, "LQ-MEDIA-006",
-		    "fopen(%s) failed: %s", tmp, strerror(errno));
-		free(tmp);
+		s = file_fail(err, "LQ-MEDIA-006", "fdopen", t.tmp, errno);
+		if (fd >= 0)
+			close(fd);
+		file_discard_temp(&t);
 		return s;
 	}
-	if (png_write_fp(fp, &ctx, rgb, height, width, tags, n_tags) != 0)
-		s = error_set(err, LQ_FAILED, "LQ-MEDIA-007",
-		    "libpng failed writing %s: %s", path, ctx.message);
+	if (png_write_fp(fp, &ctx, rgb, height, width, tags, n_tags) != 0) {
+		if (ctx.write_errno != 0)	/* the disk, not libpng */
+			s = file_fail(err, "LQ-MEDIA-007", "write", t.tmp,
+			    ctx.write_errno);
+		else
+			s = error_set(err, LQ_FAILED, "LQ-MEDIA-007",
+			    "libpng failed writing %s: %s", path, ctx.message);
+	}
 	if (fclose(fp) != 0 && s == LQ_OK)
-		s = error_set(err, LQ_FAILED, "LQ-MEDIA-006",
-		    "fclose(%s) failed: %s", tmp, strerror(errno));
+		s = file_fail(err, "LQ-MEDIA-006", "fclose", t.tmp, errno);
 	if (s == LQ_OK)
-		s = media_commit_file(tmp, path, err);
-	if (s != LQ_OK)
-		unlink(tmp);
-	free(tmp);
+		s = file_commit(commit, &t, "LQ-MEDIA-006", err);
+	file_discard_temp(&t);
 	return s;
+}
+
+enum lq_status
+media_write_png(const char *path, const uint8_t *rgb, int height, int width,
+    const struct media_provenance *prov, struct lq_error *err)
+{
+	return write_png(path, rgb, height, width, prov, NULL, err);
 }
 
 /* Reads from an open FILE; 0 on success, -1 with ctx->message set. */
@@ -217,6 +258,11 @@ media_write_frames_from(const char *dir, const struct media_frames *v,
 	return s;
 }
 
+const struct media_sheet_options media_sheet_defaults = {
+	.max_frames = 16, .max_thumb_width = 256, .gap = 4,
+	.background = { 32, 32, 32 },
+};
+
 int
 media_sheet_pick(int count, int max_frames, int *idx)
 {
@@ -233,12 +279,8 @@ media_write_contact_sheet(const char *path, const struct media_frames *v,
     const struct media_sheet_options *opt, const struct media_provenance *prov,
     int *sheet_w, int *sheet_h, struct lq_error *err)
 {
-	static const struct media_sheet_options defaults = {
-		.max_frames = 16, .max_thumb_width = 256, .gap = 4,
-		.background = { 32, 32, 32 },
-	};
 	if (opt == NULL)
-		opt = &defaults;
+		opt = &media_sheet_defaults;
 	if (v->count < 1 || v->width < 1 || v->height < 1)
 		return error_set(err, LQ_FAILED, "LQ-MEDIA-002",
 		    "cannot write contact sheet %s: %d frames of %dx%d", path,
@@ -305,7 +347,8 @@ media_write_contact_sheet(const char *path, const struct media_frames *v,
 			    src + (size_t)y * stride, (size_t)tw * 3);
 	}
 	if (s == LQ_OK)
-		s = media_write_png(path, sheet, sh, sw, prov, err);
+		s = write_png(path, sheet, sh, sw, prov, opt ? opt->commit : NULL,
+		    err);
 	if (s == LQ_OK) {
 		if (sheet_w != NULL)
 			*sheet_w = sw;

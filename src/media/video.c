@@ -26,6 +26,7 @@
 #include <libswscale/swscale.h>
 
 #include "config.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "media/media-int.h"
@@ -68,6 +69,9 @@ av_fail(struct lq_error *err, const char *call, const char *path, int rc)
 {
 	char buf[AV_ERROR_MAX_STRING_SIZE] = "";
 	av_strerror(rc, buf, sizeof(buf));
+	/* a full or failing disk (AVERROR(ENOSPC), ...) is a retry */
+	if (rc < 0 && file_errno_status(AVUNERROR(rc)) == LQ_RETRY)
+		return file_fail(err, "LQ-MEDIA-003", call, path, AVUNERROR(rc));
 	return error_set(err, LQ_FAILED, "LQ-MEDIA-003", "%s failed for %s: %s",
 	    call, path, buf);
 }
@@ -114,7 +118,8 @@ set_tags(AVDictionary **d, const struct media_video_options *opt)
 }
 
 struct mp4_writer {
-	const char *path;	/* the .part file */
+	const char *path;	/* the temporary, for messages */
+	const char *url;	/* what libavformat opens: the temporary's fd */
 	int width, height;
 	int frames;		/* encoded so far */
 	AVFormatContext *fmt;
@@ -181,7 +186,7 @@ encode_open(struct mp4_writer *w, int width, int height,
 	if (s != LQ_OK)
 		return s;
 
-	rc = avformat_alloc_output_context2(&w->fmt, NULL, "mp4", w->path);
+	rc = avformat_alloc_output_context2(&w->fmt, NULL, "mp4", w->url);
 	if (rc < 0)
 		return av_fail(err, "avformat_alloc_output_context2(mp4)",
 		    w->path, rc);
@@ -252,7 +257,7 @@ encode_open(struct mp4_writer *w, int width, int height,
 	w->fmt->flags |= AVFMT_FLAG_BITEXACT;
 	set_tags(&w->fmt->metadata, opt);
 
-	rc = avio_open(&w->fmt->pb, w->path, AVIO_FLAG_WRITE);
+	rc = avio_open(&w->fmt->pb, w->url, AVIO_FLAG_WRITE);
 	if (rc < 0)
 		return av_fail(err, "avio_open", w->path, rc);
 	AVDictionary *mopts = NULL;
@@ -371,7 +376,9 @@ media_write_mp4(const char *path, const struct media_frames *v,
 }
 
 struct media_mp4 {
-	char *path, *tmp;
+	struct file_temp t;
+	char *url;
+	const struct file_commit *commit;	/* from the options */
 	struct mp4_writer w;
 };
 
@@ -395,9 +402,20 @@ media_mp4_open(const char *path, int width, int height,
 		return s;
 	media_init_libav();
 	struct media_mp4 *m = xcalloc(1, sizeof(*m));
-	m->path = xstrdup(path);
-	m->tmp = xasprintf("%s.part", path);
-	m->w.path = m->tmp;
+	if ((s = file_open_temp(path, ".part", "LQ-MEDIA-006", &m->t, err)) !=
+	    LQ_OK) {
+		free(m);
+		return s;
+	}
+	/*
+	 * libavformat opens by name (and "faststart" reopens the file by name
+	 * to move the index): /proc/self/fd/N names the very file created
+	 * above, so no path lookup can be redirected by a planted symlink.
+	 */
+	m->url = xasprintf("/proc/self/fd/%d", m->t.fd);
+	m->w.path = m->t.tmp;
+	m->w.url = m->url;
+	m->commit = opt->commit;
 	if ((s = encode_open(&m->w, width, height, opt, err)) != LQ_OK) {
 		media_mp4_abort(m);
 		return s;
@@ -419,9 +437,8 @@ media_mp4_abort(struct media_mp4 *m)
 	if (m == NULL)
 		return;
 	mp4_writer_free(&m->w);
-	unlink(m->tmp);
-	free(m->tmp);
-	free(m->path);
+	file_discard_temp(&m->t);
+	free(m->url);
 	free(m);
 }
 
@@ -432,7 +449,7 @@ media_mp4_close(struct media_mp4 *m, struct lq_error *err)
 	if (m->w.frames < 1) {
 		s = error_set(err, LQ_FAILED, "LQ-MEDIA-002",
 		    "cannot write %s: no frames; H.264 needs at least one",
-		    m->path);
+		    m->t.path);
 		media_mp4_abort(m);
 		return s;
 	}
@@ -440,12 +457,12 @@ media_mp4_close(struct media_mp4 *m, struct lq_error *err)
 	mp4_writer_free(&m->w);
 	memset(&m->w, 0, sizeof(m->w));
 	if (s == LQ_OK)
-		s = media_commit_file(m->tmp, m->path, err);
-	if (s != LQ_OK)
-		unlink(m->tmp);
-	free(m->tmp);
-	free(m->path);
+		s = file_commit(m->commit, &m->t, "LQ-MEDIA-006", err);
+	file_discard_temp(&m->t);
+	free(m->url);
 	free(m);
+	return s;
+}
 	return s;
 }
 

@@ -677,6 +677,13 @@ json_string(struct strbuf *sb, const char *s)
 enum lq_status
 st_writer_write(struct st_writer *w, const char *path, struct lq_error *err)
 {
+	return st_writer_write_commit(w, path, NULL, err);
+}
+
+enum lq_status
+st_writer_write_commit(struct st_writer *w, const char *path,
+    const struct file_commit *commit, struct lq_error *err)
+{
 	struct strbuf sb = {0};
 	strbuf_append(&sb, "{", 1);
 	int first = 1;
@@ -724,12 +731,18 @@ st_writer_write(struct st_writer *w, const char *path, struct lq_error *err)
 	strbuf_append(&sb, "}", 1);
 	while (sb.len % 8)
 		strbuf_append(&sb, " ", 1);
-	char *tmp = xasprintf("%s.tmp", path);
-	FILE *fp = fopen(tmp, "wb");
+	struct file_temp tf;
+	FILE *fp = NULL;
 	enum lq_status rc = LQ_OK;
-	if (fp == NULL) {
-		rc = fail(err, path, NULL, "LQ-ST-015", "cannot create %s: %s", tmp,
-		    strerror(errno));
+	if ((rc = file_open_temp(path, ".tmp", "LQ-ST-015", &tf, err)) !=
+	    LQ_OK)
+		goto out;
+	int dfd = dup(tf.fd);
+	if (dfd < 0 || (fp = fdopen(dfd, "wb")) == NULL) {
+		rc = file_fail(err, "LQ-ST-015", "fdopen", tf.tmp, errno);
+		if (dfd >= 0)
+			close(dfd);
+		file_discard_temp(&tf);
 		goto out;
 	}
 	unsigned char lenb[8];
@@ -747,16 +760,16 @@ st_writer_write(struct st_writer *w, const char *path, struct lq_error *err)
 		ok = 0;
 		e = errno;
 	}
-	if (!ok || rename(tmp, path) != 0) {
-		if (ok)
-			e = errno;
-		unlink(tmp);
-		rc = fail(err, path, NULL, "LQ-ST-015", "cannot write: %s", strerror(e));
-	}
+	if (!ok)
+		rc = file_fail(err, "LQ-ST-015", "write", tf.tmp, e);
+	else
+		rc = file_commit(commit, &tf, "LQ-ST-015", err);
+	if (rc != LQ_OK && err != NULL && err->file[0] == '\0')
+		error_set_where(err, path, 0, 0);
+	file_discard_temp(&tf);
 out:
 	free(order);
 	free(offs);
-	free(tmp);
 	free(sb.buf);
 	return rc;
 }

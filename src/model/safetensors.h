@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/file.h"
 
 /* Largest header accepted, in bytes (the Rust reference uses 100 MB). */
 #define ST_HEADER_MAX (100u << 20)
@@ -107,8 +108,11 @@ uint16_t st_f32_to_bf16(float f);
  * Writer: collects tensors (data copied at add) and metadata, writes a file
  * with the header padded by spaces to a multiple of 8, tensors in add order.
  * st_writer_add asserts on a bad dtype/ndim or a duplicate name (bugs).
- * st_writer_write writes PATH.tmp then renames it over PATH; on failure err
- * names the path and errno, and nothing is left at PATH.
+ * st_writer_write writes a fresh temporary PATH.XXXXXX.tmp (core/file.h:
+ * never a planted file or symlink) then renames it over PATH; on failure
+ * err names the path and errno (LQ-ST-015, or LQ_RETRY LQ-IO-005 for a
+ * full disk), and nothing is left at PATH.  st_writer_write_commit hands
+ * the finished temporary to `commit` instead of renaming it.
  */
 struct st_writer;
 struct st_writer *st_writer_new(void);
@@ -119,6 +123,8 @@ void st_writer_add_f32(struct st_writer *w, const char *name, enum st_dtype dtyp
     const int64_t *shape, const float *data);
 void st_writer_set_metadata(struct st_writer *w, const char *key, const char *value);
 enum lq_status st_writer_write(struct st_writer *w, const char *path, struct lq_error *err);
+enum lq_status st_writer_write_commit(struct st_writer *w, const char *path,
+    const struct file_commit *commit, struct lq_error *err);
 void st_writer_free(struct st_writer *w);
 
 /*

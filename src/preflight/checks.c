@@ -13,11 +13,14 @@
  * here: preflight asks the sampler (scheduler_set_timesteps), as the
  * render does.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/json.h"
 #include "core/util.h"
@@ -990,6 +993,67 @@ normalize(const char *p)
 	return out;
 }
 
+/*
+ * Containment after resolving symlinks: the deepest existing folder on the
+ * way to `path` (path itself when it names a folder) must resolve inside
+ * `root`.  Returns 1 when it does (or when nothing can be resolved: the
+ * render creates the folders, inside root); 0 when a symlink leads out,
+ * with *link (the existing name) and *target (where it resolves) set,
+ * caller-owned.
+ */
+static int
+resolves_inside(const char *root, const char *path, int is_folder,
+    char **link, char **target)
+{
+	*link = *target = NULL;
+	char *real_root = realpath(root, NULL);
+	if (real_root == NULL)
+		return 1;
+	char *p = xstrdup(path);
+	size_t root_len = strlen(root);
+	if (!is_folder) {
+		char *slash = strrchr(p, '/');
+		if (slash != NULL && (size_t)(slash - p) >= root_len)
+			*slash = '\0';
+	}
+	int inside = 1;
+	for (;;) {
+		char *r = realpath(p, NULL);
+		struct stat sb;
+		if (r == NULL && errno == ENOENT && lstat(p, &sb) == 0) {
+			/* a dangling symlink: where it points is not ours to
+			 * judge, and mkdir would not follow it anyway */
+			char buf[4096];
+			ssize_t n = readlink(p, buf, sizeof(buf) - 1);
+			buf[n > 0 ? n : 0] = '\0';
+			*link = xstrdup(p);
+			*target = xstrdup(buf);
+			inside = 0;
+			break;
+		}
+		if (r != NULL) {
+			size_t n = strlen(real_root);
+			if (!(strncmp(r, real_root, n) == 0 && (r[n] == '\0' ||
+			    r[n] == '/' || strcmp(real_root, "/") == 0))) {
+				*link = xstrdup(p);
+				*target = r;
+				inside = 0;
+			} else {
+				free(r);
+			}
+			break;
+		}
+		char *slash = strrchr(p, '/');
+		if (errno != ENOENT || slash == NULL ||
+		    (size_t)(slash - p) < root_len)
+			break;	/* nothing more to resolve below root */
+		*slash = '\0';
+	}
+	free(p);
+	free(real_root);
+	return inside;
+}
+
 void
 pf_check_output(struct pf_job_state *s, char *paths[3])
 {
@@ -1043,5 +1107,19 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 		}
 		paths[i] = xasprintf("%s/%s", root, nm);
 		free(nm);
+		char *link, *target;
+		if (!resolves_inside(root, paths[i], i == 1, &link, &target)) {
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    "LQ-OUT-005", "\"%s\" leaves the output folder %s "
+			    "through a symbolic link: %s resolves to %s", p, root,
+			    link, target);
+			error_set_hint(e, "make %s a real folder inside %s (or "
+			    "give the target's absolute path and allow absolute "
+			    "paths)", link, root);
+			free(link);
+			free(target);
+			free(paths[i]);
+			paths[i] = NULL;
+		}
 	}
 }

@@ -99,6 +99,8 @@ static const struct preflight_code codes[] = {
 	{ "LQ-OUT-003", "error", "no two jobs write the same file" },
 	{ "LQ-OUT-004", "error",
 	  "output and save_tensors name files, not folders" },
+	{ "LQ-OUT-005", "error",
+	  "output folders stay inside the output folder once symlinks are resolved" },
 };
 
 size_t

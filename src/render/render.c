@@ -30,6 +30,7 @@
 #include "config.h"
 #include "core/digest.h"
 #include "core/fault.h"
+#include "core/file.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -756,6 +757,25 @@ fill_noise(void *ud, const char *module, int k, int height, int width,
 }
 
 /*
+ * file_commit hook for the job's outputs: each is renamed into place and
+ * recorded as an artifact in one step under the job's lease
+ * (store_commit_artifact), so a worker that lost the job writes nothing.
+ */
+struct artifact_commit {
+	struct render *r;
+	const char *kind;
+};
+
+static enum lq_status
+commit_artifact(void *ud, struct file_temp *t, const char *code,
+    struct lq_error *err)
+{
+	const struct artifact_commit *c = ud;
+	return store_commit_artifact(c->r->st, c->r->job->id, c->kind, t, code,
+	    NULL, err);
+}
+
+/*
  * Where the decoded frames go while the VAE decodes (ltxv_vae_sink): each
  * frame range is post-processed (VideoProcessor.postprocess_video) and
  * handed to one streaming MP4 writer per video, to the PNG frames folder,
@@ -775,6 +795,8 @@ struct video_out {
 	size_t range_cap;		/* frames the range buffers hold */
 	int pick[16], npick;		/* contact sheet frames */
 	uint8_t *sheet;			/* [B, npick, H, W, 3] */
+	struct artifact_commit mp4_c;	/* each MP4 is committed through */
+	struct file_commit mp4_hook;	/* mp4_hook: store_commit_artifact */
 	float *all_np;			/* save_tensors: [B, F, H, W, 3] */
 	uint8_t *all_u8;
 	int64_t done;			/* frames received */
@@ -822,6 +844,8 @@ video_out_init(struct video_out *vo, struct render *r, const int64_t shape[5])
 	memset(vo, 0, sizeof(*vo));
 	vo->r = r;
 	memcpy(vo->shape, shape, sizeof(vo->shape));
+	vo->mp4_c = (struct artifact_commit){r, "mp4"};
+	vo->mp4_hook = (struct file_commit){commit_artifact, &vo->mp4_c};
 	vo->prov = (struct media_provenance){
 		.job = r->job->name, .prompt = r->jc.prompt,
 		.negative_prompt = r->jc.negative_prompt, .has_seed = 1,
@@ -853,7 +877,7 @@ static enum lq_status
 video_out_begin(struct video_out *vo, int try_no, struct lq_error *err)
 {
 	struct media_video_options opt = {.fps = vo->r->jc.frame_rate, .crf = -1,
-	    .provenance = &vo->prov};
+	    .provenance = &vo->prov, .commit = &vo->mp4_hook};
 	enum lq_status s = LQ_OK;
 	vo->try_no = try_no;
 	vo->done = 0;
@@ -1082,8 +1106,8 @@ make_parent_dirs(const char *path, struct lq_error *err)
 			continue;
 		*s = '\0';
 		if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-			enum lq_status st = error_set(err, LQ_FAILED, "LQ-IO-004",
-			    "cannot create folder %s: %s", p, strerror(errno));
+			enum lq_status st = file_fail(err, "LQ-IO-004", "mkdir", p,
+			    errno);
 			free(p);
 			return st;
 		}
@@ -1092,6 +1116,7 @@ make_parent_dirs(const char *path, struct lq_error *err)
 	free(p);
 	return LQ_OK;
 }
+
 
 /*
  * Finishes the streamed outputs: closes each MP4 (flush, trailer, rename)
@@ -1113,19 +1138,20 @@ phase_encode_video(struct render *r, struct video_out *vo,
 		const char *mp4 = vo->mp4_path[b];
 		struct media_frames sheet_frames = {vo->npick, H, W,
 		    vo->sheet + (size_t)b * vo->npick * fb};
+		struct artifact_commit sheet_c = {r, "contact_sheet"};
+		struct file_commit sheet_hook = {commit_artifact, &sheet_c};
 		/* the sheet's own pick of <= 16 frames from the npick kept
 		 * is all of them, in order: the sheet of the whole video */
+		struct media_sheet_options so = media_sheet_defaults;
+		so.commit = &sheet_hook;
 		char *sheet = job_path_sibling(mp4, ".sheet.png");
-		char digest[DIGEST_HEX_SIZE];
+		/* closing commits the MP4 through vo->mp4_hook: renamed and
+		 * recorded under the job's lease */
 		s = media_mp4_close(vo->mp4[b], err);
 		vo->mp4[b] = NULL;
-		if (s == LQ_OK &&
-		    (s = store_add_artifact_file(r->st, r->job->id, "mp4", mp4,
-		    digest, err)) == LQ_OK &&
-		    (s = media_write_contact_sheet(sheet, &sheet_frames, NULL,
-		    &vo->prov, NULL, NULL, err)) == LQ_OK)
-			s = store_add_artifact_file(r->st, r->job->id, "contact_sheet",
-			    sheet, digest, err);
+		if (s == LQ_OK)
+			s = media_write_contact_sheet(sheet, &sheet_frames, &so,
+			    &vo->prov, NULL, NULL, err);
 		if (s == LQ_OK) {
 			log_info("job %lld %s: wrote %s and %s", (long long)r->job->id,
 			    r->job->name, mp4, sheet);
@@ -1144,11 +1170,10 @@ phase_encode_video(struct render *r, struct video_out *vo,
 	int64_t vs[5] = {out_shape[0], F, H, W, 3};
 	st_writer_add(w, "video_np", ST_F32, 5, vs, vo->all_np);
 	st_writer_add(w, "video_uint8", ST_U8, 5, vs, vo->all_u8);
-	char digest[DIGEST_HEX_SIZE];
-	if ((s = make_parent_dirs(path, err)) == LQ_OK &&
-	    (s = st_writer_write(w, path, err)) == LQ_OK)
-		s = store_add_artifact_file(r->st, r->job->id, "tensors", path,
-		    digest, err);
+	struct artifact_commit tensors_c = {r, "tensors"};
+	struct file_commit tensors_hook = {commit_artifact, &tensors_c};
+	if ((s = make_parent_dirs(path, err)) == LQ_OK)
+		s = st_writer_write_commit(w, path, &tensors_hook, err);
 	st_writer_free(w);
 	free(path);
 	return s;

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
+#include "core/file.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "store/checkpoints.h"
@@ -120,7 +120,7 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 	digest_hex(cp->latent, cp->size, digest);
 	char *shape = shape_json(cp->ndim, cp->shape);
 
-	if ((r = store_begin(st, err)) != LQ_OK) {
+	if ((r = store_begin_fenced(st, cp->job_id, err)) != LQ_OK) {
 		free(shape);
 		return r;
 	}
@@ -344,7 +344,7 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 		r = check_match(out, key, &anywhere, err);
 	/* Record what was skipped and any explicit choice, in one transaction. */
 	if (r == LQ_OK && (n_bad > 0 || anywhere)) {
-		if ((r = store_begin(st, err)) == LQ_OK) {
+		if ((r = store_begin_fenced(st, job_id, err)) == LQ_OK) {
 			for (size_t i = 0; r == LQ_OK && i < n_bad; i++) {
 				cJSON *d = cJSON_CreateObject();
 				cJSON_AddNumberToObject(d, "step", bad[i].step);
@@ -410,12 +410,21 @@ enum lq_status
 store_delete_checkpoints(struct store *st, int64_t job_id,
     struct lq_error *err)
 {
+	enum lq_status r = store_begin_fenced(st, job_id, err);
+	if (r != LQ_OK)
+		return r;
 	sqlite3_stmt *s = store_prepare(st,
 	    "DELETE FROM checkpoints WHERE job_id = ?", err);
-	if (s == NULL)
+	if (s == NULL) {
+		store_rollback(st);
 		return err->status;
+	}
 	sqlite3_bind_int64(s, 1, job_id);
-	return step_done(st, s, "DELETE checkpoints", err);
+	if ((r = step_done(st, s, "DELETE checkpoints", err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	return store_commit(st, err);
 }
 
 /* ---- artifacts ---- */
@@ -428,58 +437,80 @@ store_artifact_clear(struct store_artifact *a)
 	memset(a, 0, sizeof(*a));
 }
 
-enum lq_status
-store_add_artifact(struct store *st, int64_t job_id, const char *kind,
+/* DELETE + INSERT of the artifact row, inside the caller's transaction. */
+static enum lq_status
+put_artifact(struct store *st, int64_t job_id, const char *kind,
     const char *path, int64_t size, const char *digest, struct lq_error *err)
 {
-	LQ_ASSERT(kind && path && digest);
-	enum lq_status r = store_begin(st, err);
-	if (r != LQ_OK)
-		return r;
+	enum lq_status r;
 	sqlite3_stmt *s = store_prepare(st,
 	    "DELETE FROM artifacts WHERE job_id = ? AND path = ?", err);
 	if (s == NULL)
-		goto fail;
+		return err->status;
 	sqlite3_bind_int64(s, 1, job_id);
 	store_bind_text(s, 2, path);
 	if ((r = step_done(st, s, "DELETE artifacts", err)) != LQ_OK)
-		goto fail;
+		return r;
 	s = store_prepare(st,
 	    "INSERT INTO artifacts(job_id, kind, path, size, digest, "
 	    "created_at) VALUES (?, ?, ?, ?, ?, ?)", err);
 	if (s == NULL)
-		goto fail;
+		return err->status;
 	sqlite3_bind_int64(s, 1, job_id);
 	store_bind_text(s, 2, kind);
 	store_bind_text(s, 3, path);
 	sqlite3_bind_int64(s, 4, size);
 	store_bind_text(s, 5, digest);
 	sqlite3_bind_double(s, 6, util_now());
-	if ((r = step_done(st, s, "INSERT artifacts", err)) != LQ_OK)
-		goto fail;
-	return store_commit(st, err);
-fail:
-	store_rollback(st);
-	return err->status;
+	return step_done(st, s, "INSERT artifacts", err);
 }
 
 enum lq_status
-store_add_artifact_file(struct store *st, int64_t job_id, const char *kind,
-    const char *path, char digest_out[DIGEST_HEX_SIZE], struct lq_error *err)
+store_add_artifact(struct store *st, int64_t job_id, const char *kind,
+    const char *path, int64_t size, const char *digest, struct lq_error *err)
 {
-	struct stat sb;
-	if (stat(path, &sb) != 0)
-		return error_set(err, LQ_FAILED, "LQ-CKPT-006",
-		    "stat(%s) failed: %s", path, strerror(errno));
-	char digest[DIGEST_HEX_SIZE];
-	enum lq_status r = digest_file(path, digest, err);
+	LQ_ASSERT(kind && path && digest);
+	enum lq_status r = store_begin_fenced(st, job_id, err);
 	if (r != LQ_OK)
 		return r;
-	r = store_add_artifact(st, job_id, kind, path, (int64_t)sb.st_size,
-	    digest, err);
-	if (r == LQ_OK && digest_out != NULL)
+	if ((r = put_artifact(st, job_id, kind, path, size, digest, err)) !=
+	    LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	return store_commit(st, err);
+}
+
+enum lq_status
+store_commit_artifact(struct store *st, int64_t job_id, const char *kind,
+    struct file_temp *t, const char *code, char digest_out[DIGEST_HEX_SIZE],
+    struct lq_error *err)
+{
+	LQ_ASSERT(kind && t->fd >= 0 && t->tmp && t->path);
+	/* Size and digest of the very inode that is renamed, read before the
+	 * write lock is taken (hashing under it would stall other workers). */
+	int64_t size;
+	char digest[DIGEST_HEX_SIZE];
+	enum lq_status r = file_digest_fd(t->fd, t->tmp, &size, digest, err);
+	if (r == LQ_OK)
+		r = file_sync_temp(t, code, err);
+	if (r != LQ_OK)
+		return r;
+	if ((r = store_begin_fenced(st, job_id, err)) != LQ_OK)
+		return r;
+	/* Renamed while holding the write lock after the lease check: no
+	 * claim by another worker can come between the check and the file. */
+	if ((r = file_rename_temp(t, code, err)) != LQ_OK ||
+	    (r = put_artifact(st, job_id, kind, t->path, size, digest, err)) !=
+	    LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	if ((r = store_commit(st, err)) != LQ_OK)
+		return r;
+	if (digest_out != NULL)
 		memcpy(digest_out, digest, DIGEST_HEX_SIZE);
-	return r;
+	return LQ_OK;
 }
 
 enum lq_status

@@ -29,6 +29,7 @@
 
 #include "core/digest.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "store/store.h"
 
 #define STORE_CHECKPOINT_MAX_DIMS 8
@@ -49,7 +50,9 @@ struct store_checkpoint_new {
 
 /*
  * Saves a checkpoint and prunes the job's older ones to the newest `keep`
- * (0 keeps all; the issue's default is 2), all in one transaction.
+ * (0 keeps all; the issue's default is 2), all in one transaction, fenced
+ * by the handle's lease (jobs.h: LQ-JOB-005 and nothing saved once the
+ * lease is lost).
  * digest_out (may be NULL) gets the blob's BLAKE2b-256 hex.  For the known
  * float dtypes (F64, F32, F16, BF16) size must equal the shape's element
  * count times the element size (LQ-CKPT-005 otherwise).
@@ -132,19 +135,29 @@ void store_artifact_clear(struct store_artifact *a);
 
 /*
  * Records an output file of a job; a row with the same job and path is
- * replaced (a retried job rewrites its files).
+ * replaced (a retried job rewrites its files).  Fenced by the handle's
+ * lease (jobs.h).
  */
 enum lq_status store_add_artifact(struct store *st, int64_t job_id,
     const char *kind, const char *path, int64_t size, const char *digest,
     struct lq_error *err);
 
 /*
- * Same, taking size and BLAKE2b-256 from the file itself (LQ_FAILED naming
- * the path if it cannot be read).  digest_out may be NULL.
+ * Puts a finished temporary output in place and records it, as one step
+ * under the job's lease: size and BLAKE2b-256 are read from t->fd (the
+ * inode that is renamed, so they are the final file's), the data is
+ * fsynced, then in one transaction the lease is checked (jobs.h,
+ * Fencing), t->tmp is renamed onto t->path and the artifact row written.
+ * A worker that lost its lease renames nothing (LQ-JOB-005).  Errors of
+ * the file calls carry `code` (or LQ-IO-005, LQ_RETRY, for a full disk);
+ * on error the temporary stays for the caller to discard, except after a
+ * failed COMMIT, when the file is in place but not recorded (the next
+ * attempt writes and records it again).  digest_out may be NULL.  Fits
+ * struct file_commit through a small adapter (render.c).
  */
-enum lq_status store_add_artifact_file(struct store *st, int64_t job_id,
-    const char *kind, const char *path, char digest_out[DIGEST_HEX_SIZE],
-    struct lq_error *err);
+enum lq_status store_commit_artifact(struct store *st, int64_t job_id,
+    const char *kind, struct file_temp *t, const char *code,
+    char digest_out[DIGEST_HEX_SIZE], struct lq_error *err);
 
 /* Calls fn for each artifact of the job in the order recorded. */
 enum lq_status store_list_artifacts(struct store *st, int64_t job_id,

@@ -43,6 +43,80 @@ job_state_parse(const char *name, enum job_state *out)
 	return -1;
 }
 
+/*
+ * Ends the transaction a single write opened with store_begin_fenced:
+ * commits after `r` == LQ_OK, else rolls back.  Returns the outcome.
+ */
+static enum lq_status
+finish_write(struct store *st, enum lq_status r, struct lq_error *err)
+{
+	if (r != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	return store_commit(st, err);
+}
+
+void
+store_hold_lease(struct store *st, const struct store_lease *lease)
+{
+	free(st->lease_owner);
+	st->lease_owner = NULL;
+	st->lease_job = 0;
+	st->lease_token = 0;
+	if (lease == NULL)
+		return;
+	LQ_ASSERT(lease->job_id > 0 && lease->owner != NULL);
+	st->lease_job = lease->job_id;
+	st->lease_owner = xstrdup(lease->owner);
+	st->lease_token = lease->token;
+}
+
+enum lq_status
+store_begin_fenced(struct store *st, int64_t job_id, struct lq_error *err)
+{
+	enum lq_status r = store_begin(st, err);
+	/* Once checked, the write lock keeps the lease as it was until the
+	 * transaction ends (a transition of our own may then change it). */
+	if (r != LQ_OK || st->lease_job == 0 || st->lease_job != job_id ||
+	    st->lease_checked)
+		return r;
+	sqlite3_stmt *s = store_prepare_cached(st, "SELECT state, lease_owner, "
+	    "lease_token FROM jobs WHERE id = ?", err);
+	if (s == NULL) {
+		store_rollback(st);
+		return err->status;
+	}
+	sqlite3_bind_int64(s, 1, job_id);
+	int rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		r = store_sql_error(st, "SELECT jobs (lease check)", err);
+		store_done(s);
+		store_rollback(st);
+		return r;
+	}
+	const char *state = rc == SQLITE_ROW ?
+	    (const char *)sqlite3_column_text(s, 0) : NULL;
+	const char *owner = rc == SQLITE_ROW ?
+	    (const char *)sqlite3_column_text(s, 1) : NULL;
+	int64_t token = rc == SQLITE_ROW ? sqlite3_column_int64(s, 2) : -1;
+	if (state != NULL && strcmp(state, "running") == 0 && owner != NULL &&
+	    strcmp(owner, st->lease_owner) == 0 && token == st->lease_token) {
+		store_done(s);
+		st->lease_checked = 1;
+		return LQ_OK;
+	}
+	error_set(err, LQ_FAILED, "LQ-JOB-005", "job %lld is no longer leased "
+	    "to %s (claim %lld): it is %s%s%s (claim %lld); this worker stops "
+	    "and writes nothing more", (long long)job_id, st->lease_owner,
+	    (long long)st->lease_token, state ? state : "gone",
+	    owner ? ", leased to " : "", owner ? owner : "", (long long)token);
+	error_set_hint(err, "nothing to do: the job's current holder (or the "
+	    "next claim) carries on from the last checkpoint");
+	store_done(s);
+	store_rollback(st);
+	return LQ_FAILED;
+}
 
 enum lq_status
 store_add_request(struct store *st, const struct store_request *req,
@@ -69,16 +143,22 @@ enum lq_status
 store_add_event(struct store *st, int64_t job_id, const char *kind,
     const char *detail, struct lq_error *err)
 {
+	enum lq_status r = store_begin_fenced(st, job_id, err);
+	if (r != LQ_OK)
+		return r;
 	sqlite3_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO events(job_id, at, kind, detail) VALUES (?, ?, ?, ?)",
 	    err);
-	if (s == NULL)
+	if (s == NULL) {
+		store_rollback(st);
 		return err->status;
+	}
 	sqlite3_bind_int64(s, 1, job_id);
 	sqlite3_bind_double(s, 2, util_now());
 	store_bind_text(s, 3, kind);
 	store_bind_text(s, 4, detail);
-	return store_step_done(st, s, "INSERT events", err);
+	return finish_write(st, store_step_done(st, s, "INSERT events", err),
+	    err);
 }
 
 enum lq_status
@@ -153,7 +233,8 @@ store_job_clear(struct store_job *job)
 	"j.model_digests, j.priority, j.attempts, j.max_attempts, j.step, " \
 	"j.total_steps, j.lease_owner, j.lease_expires, j.not_before, j.phase, " \
 	"j.error_code, j.error_message, j.output_path, j.created_at, " \
-	"j.updated_at, j.finished_at, r.manifest_path, r.request_json, r.line " \
+	"j.updated_at, j.finished_at, r.manifest_path, r.request_json, r.line, " \
+	"j.lease_token " \
 	"FROM jobs j JOIN requests r ON r.id = j.request_id "
 
 static void
@@ -187,6 +268,7 @@ read_job(sqlite3_stmt *s, struct store_job *j)
 	j->manifest_path = store_column_text(s, 22);
 	j->request_json = store_column_text(s, 23);
 	j->request_line = sqlite3_column_int(s, 24);
+	j->lease_token = sqlite3_column_int64(s, 25);
 }
 
 static enum lq_status
@@ -434,7 +516,8 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 		return store_commit(st, err);	/* commits the reaping */
 	s = store_prepare_cached(st, "UPDATE jobs SET state = 'running', attempts = "
 	    "attempts + 1, lease_owner = ?, lease_expires = ?, not_before = NULL, "
-	    "updated_at = ? WHERE id = ? AND state = 'queued'", err);
+	    "lease_token = lease_token + 1, updated_at = ? WHERE id = ? AND "
+	    "state = 'queued'", err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
@@ -443,11 +526,17 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 	sqlite3_bind_double(s, 2, now + lease_seconds);
 	sqlite3_bind_double(s, 3, now);
 	sqlite3_bind_int64(s, 4, id);
-	char *detail = xasprintf("{\"owner\":\"%s\"}", owner);
+	char *detail = NULL;
 	if ((r = store_step_done(st, s, "UPDATE jobs", err)) != LQ_OK ||
-	    (r = store_add_event(st, id, "claimed", detail, err)) != LQ_OK ||
 	    (r = store_get_job(st, id, out, err)) != LQ_OK) {
+		store_rollback(st);
+		return r;
+	}
+	detail = xasprintf("{\"owner\":\"%s\",\"lease_token\":%lld}", owner,
+	    (long long)out->lease_token);
+	if ((r = store_add_event(st, id, "claimed", detail, err)) != LQ_OK) {
 		free(detail);
+		store_job_clear(out);
 		store_rollback(st);
 		return r;
 	}
@@ -543,45 +632,60 @@ enum lq_status
 store_set_progress(struct store *st, int64_t id, const char *phase, int step,
     int total_steps, struct lq_error *err)
 {
+	enum lq_status r = store_begin_fenced(st, id, err);
+	if (r != LQ_OK)
+		return r;
 	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET phase = "
 	    "coalesce(?1, phase), step = CASE WHEN ?2 < 0 THEN step ELSE ?2 END, "
 	    "total_steps = ?3, updated_at = ?4 WHERE id = ?5", err);
-	if (s == NULL)
+	if (s == NULL) {
+		store_rollback(st);
 		return err->status;
+	}
 	store_bind_text(s, 1, phase);
 	sqlite3_bind_int(s, 2, step);
 	sqlite3_bind_int(s, 3, total_steps);
 	sqlite3_bind_double(s, 4, util_now());
 	sqlite3_bind_int64(s, 5, id);
-	return store_step_done(st, s, "UPDATE jobs", err);
+	return finish_write(st, store_step_done(st, s, "UPDATE jobs", err), err);
 }
 
 enum lq_status
 store_set_output(struct store *st, int64_t id, const char *output_path,
     struct lq_error *err)
 {
+	enum lq_status r = store_begin_fenced(st, id, err);
+	if (r != LQ_OK)
+		return r;
 	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET output_path = "
 	    "?, updated_at = ? WHERE id = ?", err);
-	if (s == NULL)
+	if (s == NULL) {
+		store_rollback(st);
 		return err->status;
+	}
 	store_bind_text(s, 1, output_path);
 	sqlite3_bind_double(s, 2, util_now());
 	sqlite3_bind_int64(s, 3, id);
-	return store_step_done(st, s, "UPDATE jobs", err);
+	return finish_write(st, store_step_done(st, s, "UPDATE jobs", err), err);
 }
 
 enum lq_status
 store_pin_model_digest(struct store *st, int64_t id, const char *digest,
     struct lq_error *err)
 {
+	enum lq_status r = store_begin_fenced(st, id, err);
+	if (r != LQ_OK)
+		return r;
 	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET model_digests "
 	    "= ? WHERE id = ? AND (model_digests IS NULL OR model_digests = '')",
 	    err);
-	if (s == NULL)
+	if (s == NULL) {
+		store_rollback(st);
 		return err->status;
+	}
 	store_bind_text(s, 1, digest);
 	sqlite3_bind_int64(s, 2, id);
-	return store_step_done(st, s, "UPDATE jobs", err);
+	return finish_write(st, store_step_done(st, s, "UPDATE jobs", err), err);
 }
 
 enum lq_status
@@ -617,13 +721,15 @@ store_repin_legacy_model_digest(struct store *st, int64_t id,
 }
 
 /*
- * Opens a write transaction and prepares the transition's UPDATE in it;
- * on failure nothing is left open and err says why.
+ * Opens a write transaction for job id (fenced: store_begin_fenced) and
+ * prepares the transition's UPDATE in it; on failure nothing is left open
+ * and err says why.
  */
 static sqlite3_stmt *
-begin_update(struct store *st, const char *sql, struct lq_error *err)
+begin_update(struct store *st, int64_t id, const char *sql,
+    struct lq_error *err)
 {
-	if (store_begin(st, err) != LQ_OK)
+	if (store_begin_fenced(st, id, err) != LQ_OK)
 		return NULL;
 	sqlite3_stmt *s = store_prepare_cached(st, sql, err);
 	if (s == NULL)
@@ -650,7 +756,7 @@ enum lq_status
 store_finish_job(struct store *st, int64_t id, const char *owner,
     const char *output_path, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = 'done', "
+	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'done', "
 	    "lease_owner = NULL, lease_expires = NULL, phase = 'done', "
 	    "output_path = coalesce(?1, output_path), error_code = NULL, "
 	    "error_message = NULL, updated_at = ?2, finished_at = ?2 "
@@ -671,7 +777,7 @@ store_requeue_job(struct store *st, int64_t id, const char *owner,
 {
 	enum lq_status r;
 	double now = util_now();
-	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET "
+	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET "
 	    "attempts = attempts - ?1, "
 	    "state = CASE WHEN attempts - ?1 >= max_attempts THEN 'poisoned' "
 	    "ELSE 'queued' END, "
@@ -713,7 +819,7 @@ enum lq_status
 store_fail_job(struct store *st, int64_t id, const char *owner,
     const char *code, const char *message, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = "
+	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
 	    "'poisoned', lease_owner = NULL, lease_expires = NULL, "
 	    "error_code = ?, error_message = ?, updated_at = ?3, "
 	    "finished_at = ?3 WHERE id = ? AND state = 'running' AND "
@@ -731,7 +837,7 @@ store_fail_job(struct store *st, int64_t id, const char *owner,
 enum lq_status
 store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = "
+	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
 	    "'cancelled', lease_owner = NULL, lease_expires = NULL, "
 	    "updated_at = ?1, finished_at = ?1 WHERE id = ?2 AND state IN "
 	    "('queued', 'running')", err);
@@ -745,7 +851,7 @@ store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
 enum lq_status
 store_retry_job(struct store *st, int64_t id, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, "UPDATE jobs SET state = 'queued', "
+	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'queued', "
 	    "attempts = 0, not_before = NULL, finished_at = NULL, "
 	    "updated_at = ?1 WHERE id = ?2 AND state IN ('poisoned', "
 	    "'cancelled')", err);

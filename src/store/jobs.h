@@ -29,6 +29,18 @@
  * whose lease expired (or whose owner on this host is provably dead) to
  * queued — or poisoned when its attempts are spent — then claims.
  *
+ * Fencing: every claim increments the job's lease_token.  A worker binds
+ * its store handle to the claim it renders under with store_hold_lease;
+ * from then on each write of that job's records on the handle (checkpoint,
+ * artifact, progress, event, model pin, output path, done, poisoned) runs
+ * in a transaction that first checks that the job is still running under
+ * that owner and token.  A worker whose lease was lost (reaped after its
+ * supervisor died or its lease expired, taken over, cancelled) therefore
+ * writes nothing: the write fails with LQ-JOB-005 and changes no row.
+ * Ownership passes only through a transaction that changes lease_owner /
+ * lease_token, so the row is the one truth; expiry alone does not fence
+ * (a lapsed lease that nobody reaped is still the holder's).
+ *
  * Ownership: struct store_job owns its strings; store_job_clear frees them.
  */
 #ifndef LQ_STORE_JOBS_H
@@ -90,6 +102,7 @@ struct store_job {
 	char *config_json, *config_digest, *model_digests;
 	int priority, attempts, max_attempts, step, total_steps;
 	char *lease_owner;
+	int64_t lease_token;		/* which claim (see Fencing above) */
 	double lease_expires, not_before;	/* 0 when NULL */
 	char *phase, *error_code, *error_message, *output_path;
 	double created_at, updated_at, finished_at;
@@ -98,6 +111,20 @@ struct store_job {
 	int request_line;
 };
 void store_job_clear(struct store_job *job);
+
+/* One claim of a job: its holder and fencing token (borrowed strings). */
+struct store_lease {
+	int64_t job_id;
+	const char *owner;		/* "host:pid:starttime" of the supervisor */
+	int64_t token;			/* jobs.lease_token the claim set */
+};
+
+/*
+ * Binds this store handle to `lease` (copied; NULL unbinds): later writes
+ * of lease->job_id's records through this handle are fenced (see Fencing
+ * above) and fail with LQ-JOB-005 once the lease is no longer this one.
+ */
+void store_hold_lease(struct store *st, const struct store_lease *lease);
 
 /* Loads job `id`; LQ_FAILED (LQ-JOB-001) if there is none. */
 enum lq_status store_get_job(struct store *st, int64_t id,
@@ -177,7 +204,7 @@ enum lq_status store_repin_legacy_model_digest(struct store *st, int64_t id,
 enum lq_status store_pin_model_digest(struct store *st, int64_t id,
     const char *digest, struct lq_error *err);
 
-/* running → done, by the lease owner. */
+/* running → done, by the lease owner (fenced when a lease is held). */
 enum lq_status store_finish_job(struct store *st, int64_t id, const char *owner,
     const char *output_path, struct lq_error *err);
 

@@ -1,5 +1,6 @@
 # The queue database.  Migrations are embedded from schema/ in order.
-SCHEMA_FILES = schema/0001_init.sql schema/0002_model_identity.sql
+SCHEMA_FILES = schema/0001_init.sql schema/0002_model_identity.sql \
+	schema/0003_lease_token.sql
 EXTRA_DIST += $(SCHEMA_FILES)
 liblatentq_a_SOURCES += \
 	src/store/store.c src/store/store.h src/store/store-int.h \

@@ -15,6 +15,10 @@ struct store {
 	sqlite3 *db;
 	char *path;
 	int txn_depth;
+	/* the lease this handle writes under (store_hold_lease); job 0: none */
+	int64_t lease_job, lease_token;
+	char *lease_owner;
+	int lease_checked;	/* checked in the open transaction */
 	/* prepared statements reused across calls, keyed by their SQL text */
 	struct {
 		const char *sql;
@@ -52,6 +56,16 @@ void store_done(sqlite3_stmt *s);
  */
 enum lq_status store_step_done(struct store *st, sqlite3_stmt *s,
     const char *what, struct lq_error *err);
+
+/*
+ * Opens a write transaction (store_begin) for a write to job_id's records
+ * and, when this handle holds a lease on that job (store_hold_lease),
+ * checks in the same transaction that the lease is still this one: state
+ * running, same owner, same lease_token.  If it is not, nothing is left
+ * open and err is LQ-JOB-005 (LQ_FAILED): the caller writes nothing.
+ */
+enum lq_status store_begin_fenced(struct store *st, int64_t job_id,
+    struct lq_error *err);
 
 /* Executes SQL text without results. */
 enum lq_status store_exec(struct store *st, const char *sql,

@@ -7,6 +7,7 @@
  * in its own transaction with the user_version bump, so a crash mid-upgrade
  * leaves the previous version intact.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,19 @@ store_sql_error(struct store *st, const char *call, struct lq_error *err)
 {
 	int code = sqlite3_extended_errcode(st->db);
 	int primary = code & 0xff;
+	if (primary == SQLITE_FULL || primary == SQLITE_IOERR) {
+		/* A full or failing disk is not bad input: RETRY, naming errno
+		 * (nothing of the failed transaction was committed). */
+		int e = sqlite3_system_errno(st->db);
+		if (e == 0 && primary == SQLITE_FULL)
+			e = ENOSPC;	/* SQLite's unix VFS clears errno for FULL */
+		error_set(err, LQ_RETRY, STORE_CODE_STORAGE, "%s failed on %s: %s"
+		    "%s%s", call, st->path, sqlite3_errmsg(st->db),
+		    e ? ": " : "", e ? strerror(e) : "");
+		error_set_hint(err, "free space on the database's file system; "
+		    "what was committed before is kept");
+		return LQ_RETRY;
+	}
 	enum lq_status status = (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
 	    ? LQ_RETRY : LQ_FAILED;
 	return error_set(err, status, "LQ-DB-001", "%s failed on %s: %s", call,
@@ -240,6 +254,7 @@ store_close(struct store *st)
 	for (size_t i = 0; i < STORE_STMT_CACHE; i++)
 		sqlite3_finalize(st->cache[i].stmt);
 	sqlite3_close_v2(st->db);
+	free(st->lease_owner);
 	free(st->path);
 	free(st);
 }
@@ -261,6 +276,7 @@ store_commit(struct store *st, struct lq_error *err)
 	LQ_ASSERT(st->txn_depth > 0);
 	if (--st->txn_depth > 0)
 		return LQ_OK;
+	st->lease_checked = 0;
 	enum lq_status s = store_exec(st, "COMMIT", err);
 	if (s != LQ_OK) {
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
@@ -274,6 +290,7 @@ store_rollback(struct store *st)
 	if (st->txn_depth == 0)
 		return;
 	st->txn_depth = 0;
+	st->lease_checked = 0;
 	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 }
 

@@ -7,8 +7,10 @@
  * filled by store_* getters own their strings; release them with the
  * matching *_clear function.  Every function that can fail takes a
  * caller-owned `struct lq_error` and returns its status: LQ_RETRY when the
- * database stayed busy past the busy timeout, LQ_FAILED otherwise.  A
- * failed call leaves the database as it was (each call is one transaction).
+ * database stayed busy past the busy timeout (LQ-DB-001) or its disk is
+ * full or failing (SQLITE_FULL, SQLITE_IOERR: STORE_CODE_STORAGE, the
+ * message naming errno), LQ_FAILED otherwise.  A failed call leaves the
+ * database as it was (each call is one transaction).
  */
 #ifndef LQ_STORE_STORE_H
 #define LQ_STORE_STORE_H
@@ -19,6 +21,9 @@
 #include "core/error.h"
 
 struct store;
+
+/* Error code of a write that failed because the database's disk is full. */
+#define STORE_CODE_STORAGE "LQ-DB-004"
 
 /*
  * Opens (creating if needed) the database at `path`, turns on WAL, foreign

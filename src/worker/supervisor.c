@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +128,7 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 	int fds[2];
 	if (pipe(fds) != 0)
 		return -1;
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
@@ -134,6 +136,12 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		return -1;
 	}
 	if (pid == 0) {
+		/* Die with the supervisor: an orphan would go on rendering a
+		 * job whose lease the next supervisor takes over.  (The death
+		 * signal survives execv.)  If the supervisor died before the
+		 * prctl, getppid() already names another process. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(SUPERVISOR_EXIT_LEASE_LOST);
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
 		close(fds[1]);
@@ -141,14 +149,15 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		signal(SIGTERM, SIG_DFL);
 		if (no_cache)
 			setenv("LATENTQ_NO_PIPELINE_CACHE", "1", 1);
-		char id[32], attempt[32], keep[32];
+		char id[32], attempt[32], keep[32], token[32];
 		snprintf(id, sizeof(id), "%lld", (long long)job->id);
 		snprintf(attempt, sizeof(attempt), "%d", job->attempts);
+		snprintf(token, sizeof(token), "%lld", (long long)job->lease_token);
 		if (opt->keep_checkpoints == 0)
 			snprintf(keep, sizeof(keep), "all");
 		else
 			snprintf(keep, sizeof(keep), "%d", opt->keep_checkpoints);
-		const char *argv[20];
+		const char *argv[24];
 		int a = 0;
 		argv[a++] = "latentq";
 		argv[a++] = "-d";
@@ -166,6 +175,8 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		argv[a++] = owner;
 		argv[a++] = "--attempt";
 		argv[a++] = attempt;
+		argv[a++] = "--lease-token";
+		argv[a++] = token;
 		if (opt->keep_checkpoints >= 0) {
 			argv[a++] = "--keep-checkpoints";
 			argv[a++] = keep;
@@ -321,7 +332,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	sigaction(SIGTERM, &sa, &old_term);
 	signals_seen = 0;
 
-	int claims = 0, interrupted = 0, fatal = 0;
+	int claims = 0, interrupted = 0, fatal = 0, storage = 0;
 	while (!signals_seen && (opt->max_jobs == 0 || claims < opt->max_jobs)) {
 		struct lq_error err;
 		error_clear(&err);
@@ -392,8 +403,20 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		} else if (code == 65 && after.state == JOB_STATE_POISONED) {
 			res->poisoned++;
 			res->failed_data++;
-		} else if (lost) {
+		} else if (lost || code == SUPERVISOR_EXIT_LEASE_LOST) {
 			/* cancelled or taken over: nothing of ours to record */
+			if (!lost)
+				log_warn("job %lld %s was taken over; its worker "
+				    "stopped without writing", (long long)job.id,
+				    job.name);
+		} else if (code == SUPERVISOR_EXIT_STORAGE) {
+			/* a full disk is the host's fault, not the job's: give
+			 * the job back (its checkpoints are kept) and stop */
+			store_requeue_job(st, job.id, owner, 0, 1, "LQ-RUN-STORAGE",
+			    "storage exhausted while rendering (the worker's "
+			    "error is above); resumes from its last checkpoint",
+			    NULL, &err);
+			storage = 1;
 		} else if (code == 70) {
 			/* the worker cannot render on this host (its error is on
 			 * stderr above): give the job back untouched and stop */
@@ -454,7 +477,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			    after.error_message ? after.error_message : "");
 		store_job_clear(&after);
 		store_job_clear(&job);
-		if (fatal)
+		if (fatal || storage)
 			break;
 	}
 	if (signals_seen)
@@ -463,6 +486,8 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	sigaction(SIGTERM, &old_term, NULL);
 	if (fatal)
 		return 1;
+	if (storage)
+		return SUPERVISOR_EXIT_STORAGE;
 	if (interrupted)
 		return 75;
 	if (res->poisoned > res->failed_data)

@@ -16,11 +16,23 @@
  *                the attempt refunded
  *     exit 70  → the worker cannot render on this host (no such device):
  *                queued again, attempt refunded, and the supervisor stops
+ *     exit 74  → the disk of the outputs or of the database is full or
+ *                failing (ENOSPC, EDQUOT, EIO): queued again, attempt
+ *                refunded (the last checkpoint is kept, so the next run
+ *                resumes), and the supervisor stops with 74
+ *     exit 77  → the child found the job no longer leased to it (taken
+ *                over, cancelled, reaped): it wrote nothing, and nothing
+ *                is recorded — the job is its new holder's
  *     other exit or a signal → "crashed" event (signal, phase, step, stderr
  *                tail); queued with exponential backoff while attempts
  *                remain, else poisoned.  A crash in the compile phase is
  *                retried once with LATENTQ_NO_PIPELINE_CACHE=1 without
  *                counting the attempt.
+ * The child is the supervisor's alone: it gets PR_SET_PDEATHSIG(SIGKILL)
+ * right after fork (and exits at once if the supervisor already died before
+ * that), so killing the supervisor kills its render; and every write it
+ * makes is fenced by the claim's lease token (store/jobs.h), so even a
+ * child that outlived its lease writes nothing.
  * SIGINT/SIGTERM: the child is asked (SIGTERM) to finish its step and
  * checkpoint; a second signal kills it (SIGKILL).  Either way the job stays
  * resumable and the supervisor exits 75.
@@ -32,6 +44,10 @@
 #include <stdint.h>
 
 struct store;
+
+/* exec-job exit statuses with a meaning of their own (see above). */
+#define SUPERVISOR_EXIT_STORAGE 74	/* EX_IOERR */
+#define SUPERVISOR_EXIT_LEASE_LOST 77	/* EX_NOPERM */
 
 enum supervisor_mode {
 	SUPERVISOR_ONCE,	/* until no claimable or backing-off job remains */
@@ -58,6 +74,7 @@ struct supervisor_result {
  * Runs the loop.  Returns the exit status `latentq run` should end with:
  * 0 every job it ran ended done; 1 some ended poisoned; 65 some ended
  * poisoned because their input was bad (LQ_FAILED data errors);
+ * 74 stopped because storage is exhausted (jobs resumable);
  * 75 interrupted (jobs resumable).  res may be NULL.
  */
 int supervisor_run(struct store *st, const struct supervisor_options *opt,

@@ -9,6 +9,7 @@
  *
  *   caps FILE            check against tests/preflight/caps/FILE
  *   snap                 --snap
+ *   symlink NAME TARGET  a symbolic link NAME beside the manifest -> TARGET
  *   error CODE FIELD     this error is reported at FIELD
  *   warning CODE FIELD   this warning is reported at FIELD
  *   config JOB KEY VALUE the validated config of job JOB has KEY == VALUE
@@ -98,6 +99,7 @@ run_case(const char *name)
 	char *save = NULL;
 	char errs_listed[64][24];
 	int n_listed = 0;
+	char target[128];
 	for (char *line = strtok_r(expect, "\n", &save); line;
 	    line = strtok_r(NULL, "\n", &save)) {
 		char a[64];
@@ -110,6 +112,12 @@ run_case(const char *name)
 			free(cp);
 		} else if (strcmp(line, "snap") == 0) {
 			opt.snap = 1;
+		} else if (sscanf(line, "symlink %63s %127s", a, target) == 2) {
+			/* NAME (beside the manifest) -> TARGET, made afresh */
+			char *lp = xasprintf("%s/%s", tmp, a);
+			unlink(lp);
+			CHECK(symlink(target, lp) == 0);
+			free(lp);
 		}
 	}
 	free(expect);

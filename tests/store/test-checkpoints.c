@@ -2,7 +2,7 @@
  * test-checkpoints.c — latent checkpoints and artifacts in the queue
  * database: round trip, pruning to the newest K, a corrupted blob skipped
  * for the previous checkpoint, mismatches refused (and --resume-anywhere
- * recorded), artifacts with digests.  Corruption is injected with SQL
+ * recorded), artifacts with digests, writes fenced by the lease.  Corruption is injected with SQL
  * through the store's internal header, as only store code may.
  */
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/digest.h"
+#include "core/file.h"
 #include "core/util.h"
 #include "store/checkpoints.h"
 #include "store/jobs.h"
@@ -357,6 +358,16 @@ collect_artifact(const struct store_artifact *a, void *ud)
 	return 0;
 }
 
+/* Writes text into a fresh temporary for path (file_open_temp). */
+static void
+temp_with(const char *path, const char *text, struct file_temp *t)
+{
+	struct lq_error err;
+	error_clear(&err);
+	CHECK_INT(file_open_temp(path, ".part", "LQ-TEST", t, &err), LQ_OK);
+	CHECK(write(t->fd, text, strlen(text)) == (ssize_t)strlen(text));
+}
+
 static void
 test_artifacts(struct store *st)
 {
@@ -364,24 +375,27 @@ test_artifacts(struct store *st)
 	struct lq_error err;
 	error_clear(&err);
 	char *path = xasprintf("%s/out.mp4", dir);
-	FILE *fp = fopen(path, "w");
-	fputs("not really a video", fp);
-	fclose(fp);
+	const char *text = "not really a video";
 	char digest[DIGEST_HEX_SIZE] = "", want[DIGEST_HEX_SIZE] = "";
-	CHECK_INT(digest_file(path, want, &err), LQ_OK);
+	digest_hex(text, strlen(text), want);
 
 	CHECK_INT(store_add_artifact(st, job, "png", "/x/frame_0001.png", 10,
 	    "d1", &err), LQ_OK);
-	CHECK_INT(store_add_artifact_file(st, job, "mp4", path, digest, &err),
-	    LQ_OK);
+	struct file_temp t;
+	temp_with(path, text, &t);
+	CHECK_INT(store_commit_artifact(st, job, "mp4", &t, "LQ-TEST", digest,
+	    &err), LQ_OK);
+	CHECK(access(t.tmp, F_OK) != 0);	/* renamed, not copied */
+	file_discard_temp(&t);
 	CHECK_STR(digest, want);
+	char disk[DIGEST_HEX_SIZE];
+	CHECK_INT(digest_file(path, disk, &err), LQ_OK);
+	CHECK_STR(disk, want);
 	/* A retry rewrites the file: same path, one row. */
-	CHECK_INT(store_add_artifact_file(st, job, "mp4", path, NULL, &err),
-	    LQ_OK);
-	error_clear(&err);
-	CHECK_INT(store_add_artifact_file(st, job, "mp4", "/nonexistent.mp4",
-	    NULL, &err), LQ_FAILED);
-	CHECK_CONTAINS(err.message, "/nonexistent.mp4");
+	temp_with(path, text, &t);
+	CHECK_INT(store_commit_artifact(st, job, "mp4", &t, "LQ-TEST", NULL,
+	    &err), LQ_OK);
+	file_discard_temp(&t);
 
 	struct store_artifact got[4];
 	memset(got, 0, sizeof(got));
@@ -392,12 +406,93 @@ test_artifacts(struct store *st)
 	CHECK_STR(got[0].digest, "d1");
 	CHECK_STR(got[1].kind, "mp4");
 	CHECK_STR(got[1].path, path);
-	CHECK_INT(got[1].size, strlen("not really a video"));
+	CHECK_INT(got[1].size, strlen(text));
 	CHECK_STR(got[1].digest, want);
 	CHECK(got[2].path == NULL);
 	for (int i = 0; i < 3; i++)
 		store_artifact_clear(&got[i]);
 	free(path);
+}
+
+/*
+ * Fencing (jobs.h): a handle bound to a claim writes the job's records
+ * while the claim is current, and nothing at all once another claim took
+ * the job — no checkpoint, no artifact (the file is not renamed), no
+ * progress, no event, no done.
+ */
+static void
+test_fence(struct store *st)
+{
+	struct lq_error err;
+	error_clear(&err);
+	int64_t job = add_job(st, "fenced");
+	struct store_job j;
+	int claimed = 0;
+	int64_t only[1] = { job };
+	CHECK_INT(store_claim_job(st, "host:1:1", 60, only, 1, &j, &claimed,
+	    &err), LQ_OK);
+	CHECK_INT(claimed, 1);
+	CHECK(j.lease_token >= 1);
+	struct store_lease lease = { job, "host:1:1", j.lease_token };
+	store_hold_lease(st, &lease);
+	CHECK_INT(save(st, job, 1, 0, NULL), LQ_OK);
+	CHECK_INT(store_set_progress(st, job, "denoise", 1, 8, &err), LQ_OK);
+
+	/* Another worker takes the job over (its lease was reaped). */
+	char *sql = xasprintf("UPDATE jobs SET lease_owner = 'other:2:2', "
+	    "lease_token = lease_token + 1 WHERE id = %lld", (long long)job);
+	CHECK_INT(store_exec(st, sql, &err), LQ_OK);
+	free(sql);
+	int events = 0;
+	sqlite3_stmt *s = store_prepare(st, "SELECT count(*) FROM events", &err);
+	CHECK_INT(sqlite3_step(s), SQLITE_ROW);
+	events = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+
+	float x[NFLOAT];
+	fill(x, 2);
+	struct store_checkpoint_new cp = {
+		.job_id = job, .step = 2, .sigma = 0.8, .dtype = "F32",
+		.ndim = 3, .shape = shape, .latent = x, .size = sizeof(x),
+		.config_digest = CONFIG, .model_digest = MODEL,
+		.device_fingerprint = DEVICE,
+	};
+	error_clear(&err);
+	CHECK_INT(store_save_checkpoint(st, &cp, 0, NULL, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-JOB-005");
+	CHECK_CONTAINS(err.message, "other:2:2");
+	CHECK_INT(steps_of(st, job).n, 1);
+	CHECK_INT(store_set_progress(st, job, "denoise", 2, 8, &err),
+	    LQ_FAILED);
+	CHECK_INT(store_add_event(st, job, "phase", NULL, &err), LQ_FAILED);
+	char *path = xasprintf("%s/fenced.mp4", dir);
+	struct file_temp t;
+	temp_with(path, "late", &t);
+	error_clear(&err);
+	CHECK_INT(store_commit_artifact(st, job, "mp4", &t, "LQ-TEST", NULL,
+	    &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-JOB-005");
+	CHECK(access(path, F_OK) != 0);		/* not renamed into place */
+	file_discard_temp(&t);
+	CHECK(access(t.tmp, F_OK) != 0);	/* and the temporary removed */
+	CHECK_INT(store_finish_job(st, job, "host:1:1", NULL, &err), LQ_FAILED);
+	CHECK_INT(store_fail_job(st, job, "host:1:1", "X", "x", &err),
+	    LQ_FAILED);
+
+	s = store_prepare(st, "SELECT count(*), (SELECT step || state || "
+	    "lease_owner FROM jobs WHERE id = ?) FROM events", &err);
+	sqlite3_bind_int64(s, 1, job);
+	CHECK_INT(sqlite3_step(s), SQLITE_ROW);
+	CHECK_INT(sqlite3_column_int(s, 0), events);
+	CHECK_STR((const char *)sqlite3_column_text(s, 1), "1runningother:2:2");
+	sqlite3_finalize(s);
+
+	/* The other jobs of the database are not this lease's business, and
+	 * unbinding ends the fence. */
+	store_hold_lease(st, NULL);
+	CHECK_INT(store_set_progress(st, job, "denoise", 1, 8, &err), LQ_OK);
+	free(path);
+	store_job_clear(&j);
 }
 
 /*
@@ -474,6 +569,7 @@ main(void)
 	test_corrupt(st);
 	test_mismatch(st);
 	test_artifacts(st);
+	test_fence(st);
 	store_close(st);
 	test_kill_while_saving(path);
 	char *cmd = xasprintf("rm -rf '%s'", dir);
