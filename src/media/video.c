@@ -463,8 +463,6 @@ media_mp4_close(struct media_mp4 *m, struct lq_error *err)
 	free(m);
 	return s;
 }
-	return s;
-}
 
 /* ---- reading ---- */
 
