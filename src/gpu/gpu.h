@@ -48,6 +48,9 @@
  *   LATENTQ_NO_PIPELINE_CACHE=1  never load or save the pipeline cache
  *   LATENTQ_NO_TEXEL=1         read through storage buffers only (no
  *                              texel-buffer fast paths; for debugging)
+ *   LATENTQ_GPU_HEAP_LIMIT=BYTES (tests) report no memory heap larger
+ *                              than BYTES in the device caps (what
+ *                              preflight and vae_tiling: auto plan with)
  *   LATENTQ_GPU_FORCE_STAGING=1  (tests) treat device memory as not
  *                              host-visible, so transfers use staging
  *   LATENTQ_GPU_MAX_BINDING=BYTES  (tests) lower the device's

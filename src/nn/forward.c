@@ -434,10 +434,33 @@ noise_from_inputs(void *ud, const char *module, int k, int height, int width,
 	return LQ_OK;
 }
 
+/* The tiled decode's frames, gathered into the whole sample. */
+struct gather {
+	float *out;			/* [B, C, F, H, W] */
+	int64_t shape[5];
+};
+
+static enum lq_status
+gather_frames(void *ud, int64_t f0, int64_t n, const float *x,
+    int64_t x_frames, struct lq_error *err)
+{
+	struct gather *g = ud;
+	int64_t hw = g->shape[3] * g->shape[4];
+
+	(void)err;
+	for (int64_t b = 0; b < g->shape[0]; b++)
+		for (int64_t c = 0; c < g->shape[1]; c++)
+			memcpy(g->out + ((b * g->shape[1] + c) * g->shape[2] + f0) * hw,
+			    x + (b * g->shape[1] + c) * x_frames * hw,
+			    sizeof(float) * (size_t)(n * hw));
+	return LQ_OK;
+}
+
 static enum lq_status
 run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
-    const struct ltxv_vae_noise *fallback, struct lq_error *err)
+    const struct ltxv_vae_noise *fallback, const struct ltxv_vae_tiling *tiling,
+    struct lq_error *err)
 {
 	struct ltxv_vae *v = NULL;
 	const struct ltxv_vae_config *c;
@@ -459,12 +482,17 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		goto out;
 	c = ltxv_vae_config(v);
 	if (c->timestep_conditioning) {
-		if ((st = input_f32(in, "decode_timestep", -1, "[B] on the 0..1 scale",
+		/* vae.decode(z, temb): upstream's argument is temb; the
+		 * pipeline goldens call it decode_timestep */
+		const char *tname = input_find(in, "decode_timestep") == NULL &&
+		    input_find(in, "temb") != NULL ? "temb" : "decode_timestep";
+
+		if ((st = input_f32(in, tname, -1, "[B] on the 0..1 scale",
 		    &tt, &ts, err)))
 			goto out;
 		if (st_tensor_numel(tt) != B && st_tensor_numel(tt) != 1) {
 			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
-			    "decode_timestep has %lld values for a batch of %lld",
+			    "%s has %lld values for a batch of %lld", tname,
 			    (long long)st_tensor_numel(tt), (long long)B);
 			goto out;
 		}
@@ -475,6 +503,36 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	}
 	a.noise = &noise;
 	ltxv_vae_output_shape(v, tz->shape, oshape);
+	if (tiling != NULL) {
+		struct gather g;
+		struct ltxv_vae_sink sink = { gather_frames, &g };
+		size_t wb, cap, peak;
+
+		memcpy(g.shape, oshape, sizeof(oshape));
+		out = xcalloc((size_t)(oshape[0] * oshape[1] * oshape[2] *
+		    oshape[3] * oshape[4]), sizeof(float));
+		g.out = out;
+		if ((st = ltxv_vae_decode_tiled(v, &a, z, tz->shape, tiling, &sink,
+		    err)) != LQ_OK)
+			goto out;
+		st_writer_add(w, "sample", ST_F32, 5, oshape, out);
+		ltxv_vae_memory(v, &wb, &cap, &peak);
+		if (report != NULL) {
+			struct nn_weights_layout lay;
+			struct nn_plan_bytes plan;
+
+			if ((st = plan_weights(ctx, dir, 0, "decoder.", &lay,
+			    err)))
+				goto out;
+			ltxv_vae_plan(c, &lay, gpu_ctx_caps(ctx), (int)B,
+			    (int)tz->shape[2], (int)tz->shape[3],
+			    (int)tz->shape[4], tiling, &plan);
+			report_memory(report, "vae decoder (tiled)", wb, cap, peak,
+			    (size_t)plan.io);
+			report_plan(report, ctx, "vae decoder", &plan);
+		}
+		goto out;
+	}
 	if ((st = upload(ctx, 5, tz->shape, z, &b_z, &g_z, err)) ||
 	    (st = upload(ctx, 5, oshape, NULL, &b_out, &g_out, err)))
 		goto out;
@@ -553,7 +611,7 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 	case NN_COMPONENT_VAE_DECODER:
 		st = run_vae(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report,
-		    o->noise_fallback, err);
+		    o->noise_fallback, o->vae_tiling, err);
 		break;
 	case NN_COMPONENT_TEXT_ENCODER:
 		st = nn_forward_text_encoder(ctx, dir,

@@ -11,8 +11,8 @@
  *     num_frames, height, width (one-element integer tensors),
  *     rope_interpolation_scale [3] (optional; absent = upstream's None)
  *     -> output [B,N,Co]
- *   vae-decoder: z [B,C,F,H,W], decode_timestep [B] or [1] (timestep-
- *     conditioned decoders), injected noise `<module>#<k>` [H,W] (decoders
+ *   vae-decoder: z [B,C,F,H,W], decode_timestep (or upstream's name,
+ *     temb) [B] or [1] (timestep-conditioned decoders), injected noise `<module>#<k>` [H,W] (decoders
  *     with decoder_inject_noise) -> sample
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
@@ -54,6 +54,9 @@ struct nn_forward_opts {
 	 * missing field is an error.  (`latentq forward --seed` passes
 	 * latentq's RNG here, as the render code draws it.) */
 	const struct ltxv_vae_noise *noise_fallback;
+	/* VAE decoder: decode tiled / frame-wise with these attributes
+	 * (ltxv_vae_decode_tiled); NULL: one plain decoder call. */
+	const struct ltxv_vae_tiling *vae_tiling;
 };
 
 /* Parses "transformer", "vae-decoder", "text-encoder"; 0 ok, -1 unknown. */

@@ -20,36 +20,6 @@ nn_plan_bytes_device(const struct nn_plan_bytes *b)
 	return b->weights + b->activations + b->io;
 }
 
-void
-nn_vae_tiling_tile(const struct ltxv_vae_tiling *t, int spatial_ratio,
-    int temporal_ratio, int F, int H, int W, int tile[3])
-{
-	tile[0] = F;
-	tile[1] = H;
-	tile[2] = W;
-	if (t == NULL || spatial_ratio <= 0 || temporal_ratio <= 0)
-		return;
-	/* AutoencoderKLLTXVideo._decode: frame ranges first (each tile gets
-	 * the +1 latent frame), then spatial tiles within each */
-	if (t->use_framewise_decoding) {
-		int lf = t->tile_sample_min_num_frames / temporal_ratio;
-
-		if (F > lf && lf + 1 < F)
-			tile[0] = lf + 1;
-	}
-	if (t->use_tiling) {
-		int lh = t->tile_sample_min_height / spatial_ratio;
-		int lw = t->tile_sample_min_width / spatial_ratio;
-
-		if (H > lh || W > lw) {
-			if (lh > 0 && lh < H)
-				tile[1] = lh;
-			if (lw > 0 && lw < W)
-				tile[2] = lw;
-		}
-	}
-}
-
 const char *
 nn_plan_phase_name(enum nn_plan_phase p)
 {
@@ -129,8 +99,13 @@ plan_fixed(const struct nn_plan_request *r, int num_frames, int height,
 		p->tiling = *tiling;
 	else
 		ltxv_vae_tiling_init(&p->tiling);
-	nn_vae_tiling_tile(p->vae_tiled ? tiling : NULL, sr, tr, F, H, W,
-	    p->vae_tile);
+	{
+		int64_t z[5] = { B, vc->latent_channels, F, H, W }, call[5];
+
+		ltxv_vae_tiling_call(vc, z, p->vae_tiled ? tiling : NULL, call);
+		for (int i = 0; i < 3; i++)
+			p->vae_tile[i] = (int)call[2 + i];
+	}
 	p->phase_device[NN_PHASE_ENCODE_TEXT] =
 	    nn_plan_bytes_device(&p->text_encoder);
 	p->phase_device[NN_PHASE_DENOISE] = nn_plan_bytes_device(&p->transformer);
@@ -160,23 +135,14 @@ phase_fits(const struct nn_plan *p, enum nn_plan_phase ph)
 	return p->budget == 0 || p->phase_device[ph] <= p->budget;
 }
 
-/* Tilings AUTO tries, cheapest first (the untiled decode before them). */
+/* The decode phase fits: its bytes within the budget and its largest
+ * buffer within what the device holds in one (ops split larger
+ * bindings into dispatches, gpu/ops.h). */
 static int
-auto_tilings(struct ltxv_vae_tiling out[4])
+decode_fits(const struct nn_plan_request *r, const struct nn_plan *p)
 {
-	for (int i = 0; i < 4; i++)
-		ltxv_vae_tiling_init(&out[i]);
-	out[0].use_tiling = 1;
-	out[1].use_tiling = 1;
-	out[1].use_framewise_decoding = 1;
-	/* smaller tiles: half the default size, same 64-pixel overlap */
-	out[2] = out[1];
-	out[2].tile_sample_min_height = out[2].tile_sample_min_width = 256;
-	out[2].tile_sample_stride_height = out[2].tile_sample_stride_width = 192;
-	out[3] = out[2];
-	out[3].tile_sample_min_height = out[3].tile_sample_min_width = 128;
-	out[3].tile_sample_stride_height = out[3].tile_sample_stride_width = 96;
-	return 4;
+	return phase_fits(p, NN_PHASE_DECODE) && (r->caps == NULL ||
+	    p->vae.largest <= device_caps_max_tensor(r->caps));
 }
 
 /*
@@ -188,8 +154,7 @@ plan_choose(const struct nn_plan_request *r, enum nn_plan_choice tiling_c,
     enum nn_plan_choice stream_c, int num_frames, int height, int width,
     struct nn_plan *p)
 {
-	struct ltxv_vae_tiling cand[5], autos[4];
-	int nc = 0, na = auto_tilings(autos);
+	struct ltxv_vae_tiling t;
 	enum nn_weight_streaming s;
 	struct nn_plan dec;
 
@@ -199,20 +164,24 @@ plan_choose(const struct nn_plan_request *r, enum nn_plan_choice tiling_c,
 	    p->phase_device[NN_PHASE_DENOISE], p->budget);
 	if (s != NN_WEIGHTS_RESIDENT)
 		plan_fixed(r, num_frames, height, width, NULL, s, p);
-	/* tiling: the decode phase alone decides */
+	/* tiling: the decode phase alone decides.  ON: the job's tiles;
+	 * OFF: untiled; AUTO: untiled if that fits, else upstream's default
+	 * tiles with both switches on, then each smaller step of
+	 * ltxv_vae_tiling_shrink (the ladder a decode OOM retry climbs). */
 	if (tiling_c == NN_PLAN_ON) {
-		cand[nc++] = r->tiling;
-	} else {
-		cand[nc++] = autos[0];
-		cand[0].use_tiling = cand[0].use_framewise_decoding = 0;
-		if (tiling_c == NN_PLAN_AUTO)
-			for (int i = 0; i < na; i++)
-				cand[nc++] = autos[i];
+		plan_fixed(r, num_frames, height, width, &r->tiling, s, p);
+		return;
 	}
-	for (int i = 0; i < nc; i++) {
-		plan_fixed(r, num_frames, height, width, &cand[i], s, &dec);
-		if (phase_fits(&dec, NN_PHASE_DECODE) || i == nc - 1)
-			break;
+	ltxv_vae_tiling_init(&t);
+	plan_fixed(r, num_frames, height, width, &t, s, &dec);
+	if (tiling_c == NN_PLAN_AUTO && !decode_fits(r, &dec)) {
+		t.use_tiling = t.use_framewise_decoding = 1;
+		for (;;) {
+			plan_fixed(r, num_frames, height, width, &t, s, &dec);
+			if (decode_fits(r, &dec) ||
+			    !ltxv_vae_tiling_shrink(r->vae, &t))
+				break;
+		}
 	}
 	*p = dec;
 }
@@ -237,10 +206,10 @@ nn_plan_render(const struct nn_plan_request *r, struct nn_plan *out)
 		return;
 
 	/* The smallest change, in the order of plan.h. */
-	if (r->vae_tiling != NN_PLAN_AUTO && !phase_fits(out, NN_PHASE_DECODE)) {
+	if (r->vae_tiling != NN_PLAN_AUTO && !decode_fits(r, out)) {
 		plan_choose(r, NN_PLAN_AUTO, r->weight_streaming, r->num_frames,
 		    r->height, r->width, &alt);
-		if (phase_fits(&alt, NN_PHASE_DECODE) && (alt.fits ||
+		if (decode_fits(r, &alt) && (alt.fits ||
 		    !phase_fits(out, NN_PHASE_DENOISE) == !phase_fits(&alt, NN_PHASE_DENOISE))) {
 			snprintf(out->change_key, sizeof(out->change_key),
 			    "vae_tiling");
@@ -271,7 +240,7 @@ nn_plan_render(const struct nn_plan_request *r, struct nn_plan *out)
 	if (out->change[0] != '\0')
 		return;
 	if (r->text_encoder != NULL && !phase_fits(out, NN_PHASE_ENCODE_TEXT) &&
-	    phase_fits(out, NN_PHASE_DENOISE) && phase_fits(out, NN_PHASE_DECODE)) {
+	    phase_fits(out, NN_PHASE_DENOISE) && decode_fits(r, out)) {
 		snprintf(out->change_key, sizeof(out->change_key),
 		    "prompt_embeds");
 		snprintf(out->change, sizeof(out->change),

@@ -50,18 +50,6 @@ struct nn_plan_bytes {
 /* weights + activations + io */
 uint64_t nn_plan_bytes_device(const struct nn_plan_bytes *b);
 
-/*
- * The latent tile upstream's AutoencoderKLLTXVideo._decode hands to the
- * decoder at once for latents of F x H x W with tiling `t` (the largest
- * call; edge tiles are smaller): with use_framewise_decoding and
- * F > tile_sample_min_num_frames / temporal ratio, that + 1 frames; with
- * use_tiling and a side over tile_sample_min_* / spatial ratio, that
- * side.  tile[3] = {frames, height, width}, never larger than the input;
- * t NULL: the whole latent.
- */
-void nn_vae_tiling_tile(const struct ltxv_vae_tiling *t, int spatial_ratio,
-    int temporal_ratio, int F, int H, int W, int tile[3]);
-
 /* How the transformer's weights are held (issue 12 item 4). */
 enum nn_weight_streaming {
 	NN_WEIGHTS_RESIDENT = 0,	/* all blocks on the device */

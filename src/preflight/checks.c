@@ -33,6 +33,7 @@
 #include "nn/weights.h"
 #include "model/safetensors.h"
 #include "nn/ltxv_transformer.h"
+#include "nn/ltxv_vae.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -868,46 +869,6 @@ size_text(double b)
 	return s;
 }
 
-/* "auto" / "off" / "on" / absent of a choice key; a mapping (vae_tiling)
- * reads as "on" with its attributes in `t`. */
-static enum nn_plan_choice
-choice_of(const struct pf_job_state *s, const char *key,
-    struct ltxv_vae_tiling *t)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->config, key);
-
-	if (v == NULL || cJSON_IsNull(v))
-		return NN_PLAN_AUTO;
-	if (cJSON_IsString(v))
-		return strcmp(v->valuestring, "off") == 0 ? NN_PLAN_OFF :
-		    strcmp(v->valuestring, "on") == 0 ? NN_PLAN_ON : NN_PLAN_AUTO;
-	if (cJSON_IsBool(v))
-		return cJSON_IsTrue(v) ? NN_PLAN_ON : NN_PLAN_OFF;
-	if (cJSON_IsObject(v) && t != NULL) {
-		/* upstream's attribute names (the manifest's sub-keys) */
-		static const struct { const char *name; size_t off; } f[] = {
-#define F(n) { #n, offsetof(struct ltxv_vae_tiling, n) }
-			F(use_tiling), F(use_framewise_decoding),
-			F(tile_sample_min_height), F(tile_sample_min_width),
-			F(tile_sample_min_num_frames), F(tile_sample_stride_height),
-			F(tile_sample_stride_width), F(tile_sample_stride_num_frames),
-#undef F
-		};
-		for (size_t i = 0; i < LQ_ARRAY_LEN(f); i++) {
-			const cJSON *x = cJSON_GetObjectItemCaseSensitive(v,
-			    f[i].name);
-			int *dst = (int *)((char *)t + f[i].off);
-
-			if (cJSON_IsBool(x))
-				*dst = cJSON_IsTrue(x);
-			else if (cJSON_IsNumber(x))
-				*dst = (int)x->valuedouble;
-		}
-		return NN_PLAN_ON;
-	}
-	return NN_PLAN_AUTO;
-}
-
 /*
  * The device check asks the memory plan (nn/plan.h: the functions render
  * sizes its allocations with) for this job's bytes, from the configs and
@@ -957,8 +918,22 @@ pf_check_device(struct pf_job_state *s)
 		.caps = caps,
 		.memory_margin = s->ctx->opt->memory_margin,
 	};
-	ltxv_vae_tiling_init(&rq.tiling);
-	rq.vae_tiling = choice_of(s, "vae_tiling", &rq.tiling);
+	/* vae_tiling as the render reads it (ltxv_vae_tiling_from_json owns
+	 * its defaults and rules) */
+	enum ltxv_vae_tiling_mode tmode;
+	struct lq_error terr;
+	error_clear(&terr);
+	if (ltxv_vae_tiling_from_json(s->jc.vae_tiling, &tmode, &rq.tiling,
+	    &terr) != LQ_OK || (tmode == LTXV_VAE_TILING_SET &&
+	    ltxv_vae_tiling_check(&dm->vae_config, &rq.tiling, &terr) != LQ_OK)) {
+		struct lq_error *e = pf_job_add(s, "vae_tiling", LQ_FAILED,
+		    "LQ-CFG-002", "%s", terr.message);
+		if (terr.hint[0])
+			error_set_hint(e, "%s", terr.hint);
+		return;
+	}
+	rq.vae_tiling = tmode == LTXV_VAE_TILING_AUTO ? NN_PLAN_AUTO :
+	    tmode == LTXV_VAE_TILING_OFF ? NN_PLAN_OFF : NN_PLAN_ON;
 	if (nn_plan_choice_parse(s->jc.weight_streaming, &rq.weight_streaming))
 		rq.weight_streaming = NN_PLAN_AUTO;	/* refused above */
 	nn_plan_render(&rq, &s->plan);
@@ -998,7 +973,6 @@ pf_check_device(struct pf_job_state *s)
 	for (int i = 0; i < 3; i++)
 		if (parts[i]->largest > big->largest)
 			big = parts[i];
-	struct lq_error terr;
 	error_clear(&terr);
 	if (device_caps_check_tensor(caps, big->largest_what, big->largest,
 	    &terr) != LQ_OK) {

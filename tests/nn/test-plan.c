@@ -5,7 +5,7 @@
  *     maxMemoryAllocationSize faked in the caps), and a pool of the
  *     planned size carves them all on the device while one 256 bytes
  *     smaller does not;
- *   - nn_vae_tiling_tile gives upstream's largest decoder call;
+ *   - ltxv_vae_tiling_call gives upstream's largest decoder call;
  *   - nn_plan_render picks untiled / resident first, tiles or streams
  *     only when the budget says so, and names a shorter num_frames that
  *     does fit.
@@ -81,29 +81,33 @@ static void
 test_tile(void)
 {
 	struct ltxv_vae_tiling t;
-	int tile[3];
+	struct ltxv_vae_config c;
+	int64_t tile[5];
 
+	memset(&c, 0, sizeof(c));
+	c.spatial_compression_ratio = 32;
+	c.temporal_compression_ratio = 8;
 	ltxv_vae_tiling_init(&t);
 	/* switches off: the whole latent */
-	nn_vae_tiling_tile(&t, 32, 8, 16, 16, 24, tile);
-	CHECK_INT(tile[0], 16);
-	CHECK_INT(tile[1], 16);
-	CHECK_INT(tile[2], 24);
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 16, 16, 24 }, &t, tile);
+	CHECK_INT(tile[2], 16);
+	CHECK_INT(tile[3], 16);
+	CHECK_INT(tile[4], 24);
 	/* spatial: 512 / 32 = 16 latent pixels a side */
 	t.use_tiling = 1;
-	nn_vae_tiling_tile(&t, 32, 8, 16, 16, 24, tile);
-	CHECK_INT(tile[0], 16);
-	CHECK_INT(tile[1], 16);
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 16, 16, 24 }, &t, tile);
 	CHECK_INT(tile[2], 16);
+	CHECK_INT(tile[3], 16);
+	CHECK_INT(tile[4], 16);
 	/* framewise: 16 / 8 = 2 latent frames + 1 */
 	t.use_framewise_decoding = 1;
-	nn_vae_tiling_tile(&t, 32, 8, 16, 16, 24, tile);
-	CHECK_INT(tile[0], 3);
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 16, 16, 24 }, &t, tile);
+	CHECK_INT(tile[2], 3);
 	/* upstream tiles only when a side exceeds the tile: 16 x 16 stays */
 	t.use_framewise_decoding = 0;
-	nn_vae_tiling_tile(&t, 32, 8, 4, 16, 16, tile);
-	CHECK_INT(tile[1], 16);
-	CHECK_INT(tile[2], 16);
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 4, 16, 16 }, &t, tile);
+	CHECK_INT(tile[3], 16);
+	CHECK_INT(tile[4], 16);
 }
 
 static void
@@ -149,13 +153,28 @@ test_choices(void)
 		.max_sequence_length = 128, .caps = &caps,
 	};
 	ltxv_vae_tiling_init(&rq.tiling);
-	/* a big device: untiled and resident */
+	/* a big device: resident weights; a short, small clip decodes
+	 * untiled */
+	rq.num_frames = 9;
+	rq.height = rq.width = 256;
 	nn_plan_render(&rq, &p);
 	CHECK(p.fits);
 	CHECK_INT(p.vae_tiled, 0);
 	CHECK_INT(p.streaming, NN_WEIGHTS_RESIDENT);
 	CHECK(p.peak_device_bytes == p.phase_device[p.peak_phase]);
 	CHECK(p.transformer.weights == wt.resident.device);
+	/* 512x768x121: the untiled decode's largest activation is more than
+	 * one buffer holds (DEVICE_CAPS_MAX_BUFFER), so even 64 GiB tiles */
+	rq.num_frames = 121;
+	rq.height = 512;
+	rq.width = 768;
+	rq.vae_tiling = NN_PLAN_OFF;
+	nn_plan_render(&rq, &p);
+	CHECK(p.vae.largest > device_caps_max_tensor(&caps));
+	rq.vae_tiling = NN_PLAN_AUTO;
+	nn_plan_render(&rq, &q);
+	CHECK_INT(q.vae_tiled, 1);
+	CHECK(q.vae.largest <= device_caps_max_tensor(&caps));
 	/* 2 GiB: the untiled decode (~7.6 GB of slots) and the resident
 	 * 3.8 GB of weights do not fit, so both change */
 	caps.heap_size[0] = (uint64_t)2 << 30;
