@@ -23,6 +23,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/pull.h"
+#include "core/codes.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "model/diffusers.h"
@@ -461,8 +462,8 @@ verb_synth(int argc, char **argv)
 	error_clear(&err);
 	if (model_synth_ex(argv[optind], family, preset, seed, &so, &err) != LQ_OK) {
 		error_print(&err, stderr);
-		rc = strcmp(err.code, "LQ-MODEL-030") == 0 ||
-		    strcmp(err.code, "LQ-MODEL-032") == 0 ? EXIT_USAGE : 1;
+		rc = error_code(&err) == LQ_CODE_MODEL_030 ||
+		    error_code(&err) == LQ_CODE_MODEL_032 ? EXIT_USAGE : 1;
 		free(sets);
 		return rc;
 	}

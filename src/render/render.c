@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "core/codes.h"
 #include "core/digest.h"
 #include "core/fault.h"
 #include "core/file.h"
@@ -1161,7 +1162,7 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 		if (s == LQ_OK)
 			break;
 		video_out_abort(vo);
-		if (s != LQ_RETRY || strcmp(err->code, "LQ-GPU-OOM") != 0)
+		if (s != LQ_RETRY || error_code(err) != LQ_CODE_GPU_OOM)
 			break;
 		struct ltxv_vae_tiling smaller = tiling;
 		if (!smaller.use_tiling || !smaller.use_framewise_decoding)
