@@ -22,7 +22,7 @@ cd "$D"
     --set transformer.caption_channels=32 \
     --set 'vae.block_out_channels=[8,16,16,16]' \
     --set 'vae.layers_per_block=[1,1,1,1,1]' \
-    --set 'vae.decoder_block_out_channels=[16,32,64]' \
+    --set 'vae.decoder_block_out_channels=[8,16,32]' \
     --set 'vae.decoder_layers_per_block=[1,1,1,1]' \
     --set text_encoder.d_model=32 --set text_encoder.d_kv=8 \
     --set text_encoder.d_ff=64 --set text_encoder.num_layers=1 \

@@ -46,10 +46,6 @@ struct pf_model {
 	struct pf_list problems;	/* field = the manifest key at fault */
 	struct diffusers_model *dm;	/* NULL when the configs are unusable */
 	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
-	uint64_t weight_bytes;		/* all weights, as stored */
-	uint64_t w_bytes_transformer, w_bytes_vae, w_bytes_text;
-	uint64_t largest_weight;
-	char largest_weight_name[160];
 	int has_16bit;			/* any F16/BF16 weight */
 	/* scheduler_config.json as the render's sampler parses it
 	 * (sampler/scheduler.h); sched_ok 0 when absent or refused (the
