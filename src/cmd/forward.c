@@ -146,10 +146,12 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		    "\"%s\" (transformer, vae-decoder, vae-encoder, latent-upsampler or "
 		    "text-encoder)", component);
 	}
-	if (fo.vae_tiling != NULL && fo.component != NN_COMPONENT_VAE_DECODER) {
+	if (fo.vae_tiling != NULL && fo.component != NN_COMPONENT_VAE_DECODER &&
+	    fo.component != NN_COMPONENT_VAE_ENCODER) {
 		free(inputs);
 		return cmd_misuse(&cmd_forward_entry, "forward: --set sets VAE "
-		    "tiling attributes; it needs --component vae-decoder");
+		    "tiling attributes; it needs --component vae-decoder or "
+		    "vae-encoder");
 	}
 	fo.inputs = inputs;
 	fo.device = g->device;

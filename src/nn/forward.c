@@ -588,7 +588,7 @@ out:
 static enum lq_status
 run_vae_encoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
-    struct lq_error *err)
+    const struct ltxv_vae_tiling *tiling, struct lq_error *err)
 {
 	struct ltxv_vae_encoder *e = NULL;
 	const struct st_tensor *tx, *tn = NULL;
@@ -621,11 +621,15 @@ run_vae_encoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 			goto out;
 		}
 	}
-	if ((st = upload(ctx, 5, tx->shape, x, &b_x, &g_x, err)))
-		goto out;
 	par = xmalloc(sizeof(float) * (size_t)(2 * n));
-	if ((st = ltxv_vae_encode(e, &g_x, par, dump, err)))
+	if (tiling != NULL) {
+		/* every tile is its own encoder call on the host's slices */
+		if ((st = ltxv_vae_encode_tiled(e, x, tx->shape, tiling, par, err)))
+			goto out;
+	} else if ((st = upload(ctx, 5, tx->shape, x, &b_x, &g_x, err)) ||
+	    (st = ltxv_vae_encode(e, &g_x, par, dump, err))) {
 		goto out;
+	}
 	mean = xmalloc(sizeof(float) * (size_t)n);
 	lv = xmalloc(sizeof(float) * (size_t)n);
 	sd = xmalloc(sizeof(float) * (size_t)n);
@@ -647,7 +651,7 @@ run_vae_encoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 
 		ltxv_vae_encoder_memory(e, &wb, &cap, &peak);
 		report_memory(report, "vae encoder", wb, cap, peak,
-		    gpu_buffer_size(b_x));
+		    b_x ? gpu_buffer_size(b_x) : 0);
 	}
 out:
 	gpu_buffer_free(b_x);
@@ -749,7 +753,8 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		break;
 	case NN_COMPONENT_VAE_ENCODER:
 		st = run_vae_encoder(ctx, dir, &in, w,
-		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		    o->dump_intermediates ? &dump : NULL, o->report, o->vae_tiling,
+		    err);
 		break;
 	case NN_COMPONENT_LATENT_UPSAMPLER:
 		st = run_upsampler(ctx, dir, &in, w,

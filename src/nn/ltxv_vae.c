@@ -1372,20 +1372,8 @@ ltxv_vae_tiling_call(const struct ltxv_vae_config *c, const int64_t z[5],
 	largest_call(z, &p, out);
 }
 
-/*
- * A host video piece [B, C, F, H, W] (row-major, owned) — one decoder
- * call's output, a spatially composed temporal tile, or the whole video.
- */
-struct piece {
-	float *x;
-	int64_t B, C, F, H, W;
-	int64_t Fs;		/* frames stored per (b, c): F, or more after
-				   the last frames were dropped in place */
-	size_t cap;		/* floats allocated */
-};
-
 static void
-piece_shape(struct piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
+piece_shape(struct vae_piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
     int64_t W)
 {
 	size_t n = (size_t)(B * C * F * H * W);
@@ -1403,7 +1391,7 @@ piece_shape(struct piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
 }
 
 static float *
-at(const struct piece *p, int64_t b, int64_t c, int64_t f, int64_t h,
+at(const struct vae_piece *p, int64_t b, int64_t c, int64_t f, int64_t h,
     int64_t w)
 {
 	return p->x + ((((b * p->C + c) * p->Fs + f) * p->H + h) * p->W + w);
@@ -1424,7 +1412,7 @@ blend_weights(int y, int E, float *wa, float *wb)
 
 /* blend_v: the height axis; a and b share B, C, F and W. */
 static void
-blend_v(const struct piece *a, struct piece *b, int extent)
+blend_v(const struct vae_piece *a, struct vae_piece *b, int extent)
 {
 	int64_t E = min64(min64(a->H, b->H), extent);
 
@@ -1449,7 +1437,7 @@ blend_v(const struct piece *a, struct piece *b, int extent)
 
 /* blend_h: the width axis; a and b share B, C, F and H. */
 static void
-blend_h(const struct piece *a, struct piece *b, int extent)
+blend_h(const struct vae_piece *a, struct vae_piece *b, int extent)
 {
 	int64_t E = min64(min64(a->W, b->W), extent);
 
@@ -1471,7 +1459,7 @@ blend_h(const struct piece *a, struct piece *b, int extent)
 
 /* blend_t: the frame axis; a and b share B, C, H and W. */
 static void
-blend_t(const struct piece *a, struct piece *b, int extent)
+blend_t(const struct vae_piece *a, struct vae_piece *b, int extent)
 {
 	int64_t E = min64(min64(a->F, b->F), extent), hw = b->H * b->W;
 
@@ -1495,7 +1483,7 @@ blend_t(const struct piece *a, struct piece *b, int extent)
 
 /* Copies src[:, :, :, 0:h, 0:w] into dst[:, :, :, y0:y0+h, x0:x0+w]. */
 static void
-place(struct piece *dst, const struct piece *src, int64_t y0, int64_t x0,
+place(struct vae_piece *dst, const struct vae_piece *src, int64_t y0, int64_t x0,
     int64_t h, int64_t w)
 {
 	for (int64_t n = 0; n < src->B; n++)
@@ -1505,6 +1493,46 @@ place(struct piece *dst, const struct piece *src, int64_t y0, int64_t x0,
 					memcpy(at(dst, n, c, f, y0 + y, x0),
 					    at(src, n, c, f, y, 0),
 					    (size_t)w * sizeof(float));
+}
+
+/* The piece helpers, for the encoder's tiling (ltxv_vae_int.h). */
+void
+ltxv_vae_piece_shape(struct vae_piece *p, int64_t B, int64_t C, int64_t F,
+    int64_t H, int64_t W)
+{
+	piece_shape(p, B, C, F, H, W);
+}
+
+float *
+ltxv_vae_piece_at(const struct vae_piece *p, int64_t b, int64_t c, int64_t f,
+    int64_t h, int64_t w)
+{
+	return at(p, b, c, f, h, w);
+}
+
+void
+ltxv_vae_blend_v(const struct vae_piece *a, struct vae_piece *b, int extent)
+{
+	blend_v(a, b, extent);
+}
+
+void
+ltxv_vae_blend_h(const struct vae_piece *a, struct vae_piece *b, int extent)
+{
+	blend_h(a, b, extent);
+}
+
+void
+ltxv_vae_blend_t(const struct vae_piece *a, struct vae_piece *b, int extent)
+{
+	blend_t(a, b, extent);
+}
+
+void
+ltxv_vae_piece_place(struct vae_piece *dst, const struct vae_piece *src,
+    int64_t y0, int64_t x0, int64_t h, int64_t w)
+{
+	place(dst, src, y0, x0, h, w);
 }
 
 /* One tiled decode in progress. */
@@ -1538,7 +1566,7 @@ tiled_noise(void *ud, const char *module, int k, int height, int width,
 /* self.decoder(z[:, :, f0:f0+nf, h0:h0+nh, w0:w0+nw], temb) into *out. */
 static enum lq_status
 decoder_call(struct tiled *td, int64_t f0, int64_t nf, int64_t h0, int64_t nh,
-    int64_t w0, int64_t nw, struct piece *out, struct lq_error *err)
+    int64_t w0, int64_t nw, struct vae_piece *out, struct lq_error *err)
 {
 	struct ltxv_vae *v = td->v;
 	int64_t B = td->zs[0], C = td->zs[1], F = td->zs[2], H = td->zs[3],
@@ -1578,15 +1606,15 @@ decoder_call(struct tiled *td, int64_t f0, int64_t nf, int64_t h0, int64_t nh,
  * to the stride and placed.  Only the previous row of tiles is kept.
  */
 static enum lq_status
-spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
+spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct vae_piece *out,
     struct lq_error *err)
 {
 	const struct tile_plan *p = &td->p;
 	int64_t H = td->zs[3], W = td->zs[4];
 	int64_t ncol = (W + p->lstr_w - 1) / p->lstr_w;
 	int s = td->v->cfg.spatial_compression_ratio;
-	struct piece *prev = xcalloc((size_t)ncol, sizeof(*prev));
-	struct piece *cur = xcalloc((size_t)ncol, sizeof(*cur));
+	struct vae_piece *prev = xcalloc((size_t)ncol, sizeof(*prev));
+	struct vae_piece *cur = xcalloc((size_t)ncol, sizeof(*cur));
 	int64_t y0 = 0;
 	enum lq_status st = LQ_OK;
 	int first = 1;
@@ -1595,7 +1623,7 @@ spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 		int64_t x0 = 0, rowh = 0;
 
 		for (int64_t j = 0, col = 0; j < W; j += p->lstr_w, col++) {
-			struct piece *t = &cur[col];
+			struct vae_piece *t = &cur[col];
 			int64_t h, w;
 
 			st = decoder_call(td, f0, nf, i, min64(p->lmin_h, H - i), j,
@@ -1618,7 +1646,7 @@ spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 		first = 0;
 		y0 += rowh;
 		{
-			struct piece *sw = prev;
+			struct vae_piece *sw = prev;
 
 			prev = cur;
 			cur = sw;
@@ -1635,7 +1663,7 @@ spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 
 /* One temporal tile (or the whole latent): spatially tiled or one call. */
 static enum lq_status
-decode_frames(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
+decode_frames(struct tiled *td, int64_t f0, int64_t nf, struct vae_piece *out,
     struct lq_error *err)
 {
 	if (td->p.spatial)
@@ -1645,7 +1673,7 @@ decode_frames(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 
 static enum lq_status
 emit(struct tiled *td, const struct ltxv_vae_sink *sink, int64_t f0,
-    int64_t n, const struct piece *x, struct lq_error *err)
+    int64_t n, const struct vae_piece *x, struct lq_error *err)
 {
 	if (f0 >= td->out_frames)
 		return LQ_OK;
@@ -1662,7 +1690,7 @@ ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *arg
 {
 	struct tiled td;
 	struct ltxv_vae_tiling none;
-	struct piece a = { 0 }, b = { 0 };
+	struct vae_piece a = { 0 }, b = { 0 };
 	int64_t call[5], os[5];
 	enum lq_status st;
 
@@ -1715,7 +1743,7 @@ ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *arg
 	 * with the previous (already blended) tile and keep `stride`
 	 * frames; tile 0 keeps stride + 1. */
 	{
-		struct piece *prev = &a, *cur = &b;
+		struct vae_piece *prev = &a, *cur = &b;
 		int64_t f_out = 0;
 
 		for (int64_t i = 0; i < zs[2]; i += td.p.lstr_f) {
@@ -1738,7 +1766,7 @@ ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *arg
 				goto out;
 			f_out += keep;
 			{
-				struct piece *sw = prev;
+				struct vae_piece *sw = prev;
 
 				prev = cur;
 				cur = sw;

@@ -639,3 +639,217 @@ ltxv_latent_dist_sample(const float *mean, const float *std,
 		out[i] = mean[i] + t;
 	}
 }
+/* ---- tiled and frame-wise encoding (AutoencoderKLLTXVideo._encode,
+ * tiled_encode, _temporal_tiled_encode with the decoder's blend_v / blend_h
+ * / blend_t, ltxv_vae_int.h) ---- */
+
+/* One encoder call on x[:, :, f0:f0+nf, h0:h0+nh, w0:w0+nw] (host, clipped
+ * as Python slicing clips) into `out` [B, 2C, F', H', W']. */
+static enum lq_status
+encode_call(struct ltxv_vae_encoder *e, const float *x, const int64_t xs[5],
+    int64_t f0, int64_t nf, int64_t h0, int64_t nh, int64_t w0, int64_t nw,
+    struct vae_piece *out, struct lq_error *err)
+{
+	int64_t B = xs[0], C3 = xs[1], F = xs[2], H = xs[3], W = xs[4];
+	int64_t cs[5], lat[5];
+	struct gpu_buffer *buf = NULL;
+	float *sub;
+	enum lq_status st;
+
+	nf = f0 + nf > F ? F - f0 : nf;
+	nh = h0 + nh > H ? H - h0 : nh;
+	nw = w0 + nw > W ? W - w0 : nw;
+	cs[0] = B;
+	cs[1] = C3;
+	cs[2] = nf;
+	cs[3] = nh;
+	cs[4] = nw;
+	if ((st = ltxv_vae_encoder_latent_shape(e, cs, lat, err)))
+		return st;
+	sub = xmalloc(sizeof(float) * (size_t)(B * C3 * nf * nh * nw));
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t c = 0; c < C3; c++)
+			for (int64_t f = 0; f < nf; f++)
+				for (int64_t y = 0; y < nh; y++)
+					memcpy(sub + (((b * C3 + c) * nf + f) * nh + y) * nw,
+					    x + (((b * C3 + c) * F + f0 + f) * H + h0 + y) * W + w0,
+					    sizeof(float) * (size_t)nw);
+	ltxv_vae_piece_shape(out, B, 2 * lat[1], lat[2], lat[3], lat[4]);
+	st = gpu_buffer_create(e->ctx, sizeof(float) * (size_t)(B * C3 * nf * nh *
+	    nw), &buf, err);
+	if (st == LQ_OK) {
+		struct gpu_tensor t = gpu_tensor_make(buf, 0, GPU_F32, 5, cs);
+
+		if ((st = gpu_tensor_upload_f32(e->ctx, &t, sub, err)) == LQ_OK)
+			st = ltxv_vae_encode(e, &t, out->x, NULL, err);
+	}
+	gpu_buffer_free(buf);
+	free(sub);
+	return st;
+}
+
+/* tiled_encode on frames [f0, f0+nf) of x into `out` (latent units). */
+static enum lq_status
+spatial_tiled_encode(struct ltxv_vae_encoder *e, const float *x,
+    const int64_t xs[5], int64_t f0, int64_t nf,
+    const struct ltxv_vae_tiling *t, struct vae_piece *out,
+    struct lq_error *err)
+{
+	int64_t H = xs[3], W = xs[4], s = e->cfg.spatial_compression_ratio;
+	int64_t sh = t->tile_sample_stride_height, sw = t->tile_sample_stride_width;
+	int64_t rows = (H + sh - 1) / sh, cols = (W + sw - 1) / sw;
+	int64_t lsh = sh / s, lsw = sw / s;
+	int bh = (int)(t->tile_sample_min_height / s - lsh);
+	int bw = (int)(t->tile_sample_min_width / s - lsw);
+	struct vae_piece *prev = xcalloc((size_t)cols, sizeof(*prev));
+	struct vae_piece *cur = xcalloc((size_t)cols, sizeof(*cur));
+	enum lq_status st = LQ_OK;
+	int64_t lat_h = H / s, lat_w = W / s;
+
+	for (int64_t i = 0; i < rows && st == LQ_OK; i++) {
+		for (int64_t j = 0; j < cols && st == LQ_OK; j++) {
+			st = encode_call(e, x, xs, f0, nf, i * sh,
+			    t->tile_sample_min_height, j * sw,
+			    t->tile_sample_min_width, &cur[j], err);
+			if (st != LQ_OK)
+				break;
+			if (i == 0 && j == 0)
+				ltxv_vae_piece_shape(out, cur[0].B, cur[0].C,
+				    cur[0].F, lat_h, lat_w);
+			if (i > 0)
+				ltxv_vae_blend_v(&prev[j], &cur[j], bh);
+			if (j > 0)
+				ltxv_vae_blend_h(&cur[j - 1], &cur[j], bw);
+		}
+		/* crop each tile to the stride, concatenate, crop to
+		 * H // s x W // s */
+		for (int64_t j = 0; j < cols && st == LQ_OK; j++) {
+			int64_t y0 = i * lsh, x0 = j * lsw;
+			int64_t h = cur[j].H < lsh ? cur[j].H : lsh;
+			int64_t w = cur[j].W < lsw ? cur[j].W : lsw;
+
+			if (y0 >= lat_h || x0 >= lat_w)
+				continue;
+			if (y0 + h > lat_h)
+				h = lat_h - y0;
+			if (x0 + w > lat_w)
+				w = lat_w - x0;
+			ltxv_vae_piece_place(out, &cur[j], y0, x0, h, w);
+		}
+		{
+			struct vae_piece *tmp = prev;
+
+			prev = cur;
+			cur = tmp;
+		}
+	}
+	for (int64_t j = 0; j < cols; j++) {
+		free(prev[j].x);
+		free(cur[j].x);
+	}
+	free(prev);
+	free(cur);
+	return st;
+}
+
+/* tile[:, :, 1:] in place. */
+static void
+drop_first_frame(struct vae_piece *p)
+{
+	int64_t hw = p->H * p->W;
+
+	for (int64_t bc = 0; bc < p->B * p->C; bc++)
+		memmove(p->x + bc * (p->F - 1) * hw, p->x + (bc * p->F + 1) * hw,
+		    sizeof(float) * (size_t)((p->F - 1) * hw));
+	p->F -= 1;
+	p->Fs = p->F;
+}
+
+/* _temporal_tiled_encode: tiles of tile_sample_min_num_frames + 1 frames
+ * every tile_sample_stride_num_frames, each spatially tiled when
+ * use_tiling and the video exceeds the spatial tile; tiles k >= 1 drop
+ * their first latent frame and are blended (blend_t) with the previous,
+ * already blended one; tile 0 keeps stride + 1 latent frames, later ones
+ * stride; cropped to (F - 1) // r + 1. */
+static enum lq_status
+temporal_tiled_encode(struct ltxv_vae_encoder *e, const float *x,
+    const int64_t xs[5], const struct ltxv_vae_tiling *t,
+    struct vae_piece *out, struct lq_error *err)
+{
+	int64_t F = xs[2], H = xs[3], W = xs[4];
+	int64_t r = e->cfg.temporal_compression_ratio;
+	int64_t s = e->cfg.spatial_compression_ratio;
+	int64_t lat_f = (F - 1) / r + 1, lstr = t->tile_sample_stride_num_frames / r;
+	int bf = (int)(t->tile_sample_min_num_frames / r - lstr);
+	int spatial = t->use_tiling && (H > t->tile_sample_min_height ||
+	    W > t->tile_sample_min_width);
+	struct vae_piece a, b, *prev = &a, *cur = &b;
+	int64_t fo = 0;
+	enum lq_status st = LQ_OK;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	for (int64_t i = 0, k = 0; i < F && st == LQ_OK;
+	    i += t->tile_sample_stride_num_frames, k++) {
+		int64_t nf = t->tile_sample_min_num_frames + 1, keep;
+
+		st = spatial ? spatial_tiled_encode(e, x, xs, i, nf, t, cur, err) :
+		    encode_call(e, x, xs, i, nf, 0, H, 0, W, cur, err);
+		if (st != LQ_OK)
+			break;
+		if (k == 0)
+			ltxv_vae_piece_shape(out, cur->B, cur->C, lat_f, H / s, W / s);
+		if (k > 0) {
+			drop_first_frame(cur);
+			ltxv_vae_blend_t(prev, cur, bf);
+		}
+		keep = k == 0 ? lstr + 1 : lstr;
+		if (keep > cur->F)
+			keep = cur->F;
+		if (keep > lat_f - fo)
+			keep = lat_f - fo;
+		for (int64_t n = 0; n < out->B; n++)
+			for (int64_t c = 0; c < out->C; c++)
+				for (int64_t f = 0; f < keep; f++)
+					memcpy(ltxv_vae_piece_at(out, n, c, fo + f, 0, 0),
+					    ltxv_vae_piece_at(cur, n, c, f, 0, 0),
+					    sizeof(float) * (size_t)(out->H * out->W));
+		fo += keep;
+		{
+			struct vae_piece *tmp = prev;
+
+			prev = cur;
+			cur = tmp;
+		}
+	}
+	free(a.x);
+	free(b.x);
+	return st;
+}
+
+enum lq_status
+ltxv_vae_encode_tiled(struct ltxv_vae_encoder *e, const float *x,
+    const int64_t xs[5], const struct ltxv_vae_tiling *t, float *parameters,
+    struct lq_error *err)
+{
+	struct vae_piece out;
+	int64_t lat[5];
+	enum lq_status st;
+
+	memset(&out, 0, sizeof(out));
+	if ((st = ltxv_vae_encoder_latent_shape(e, xs, lat, err)) ||
+	    (t && (st = ltxv_vae_tiling_check(&e->cfg, t, err))))
+		return st;
+	if (t && t->use_framewise_decoding && xs[2] > t->tile_sample_min_num_frames)
+		st = temporal_tiled_encode(e, x, xs, t, &out, err);
+	else if (t && t->use_tiling && (xs[4] > t->tile_sample_min_width ||
+	    xs[3] > t->tile_sample_min_height))
+		st = spatial_tiled_encode(e, x, xs, 0, xs[2], t, &out, err);
+	else
+		st = encode_call(e, x, xs, 0, xs[2], 0, xs[3], 0, xs[4], &out, err);
+	if (st == LQ_OK)
+		memcpy(parameters, out.x, sizeof(float) * (size_t)(out.B * out.C *
+		    out.F * out.H * out.W));
+	free(out.x);
+	return st;
+}

@@ -31,6 +31,7 @@
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
 #include "nn/dump.h"
+#include "nn/ltxv_vae.h"
 
 struct ltxv_vae_encoder;
 
@@ -104,6 +105,29 @@ void ltxv_latent_dist(const float *parameters, int64_t B, int64_t C,
  */
 void ltxv_latent_dist_sample(const float *mean, const float *std,
     const float *noise, int64_t n, float *out);
+
+/*
+ * AutoencoderKLLTXVideo._encode with tiling (tiled_encode,
+ * _temporal_tiled_encode): x is a HOST [B, in_channels, F, H, W] array;
+ * `parameters` as ltxv_vae_encode's, host [B, 2C, F', H', W'].  The
+ * attributes are the decoder's (ltxv_vae.h struct ltxv_vae_tiling, upstream
+ * names; NULL: untiled).  Upstream's dispatch: temporal tiles when
+ * use_framewise_decoding (there is no separate encode flag upstream) and
+ * F > tile_sample_min_num_frames, else spatial tiles when use_tiling and W
+ * or H exceeds its sample tile (strict >), else one encoder call.  Tiles
+ * start every stride (sample units), spatial tiles of tile_sample_min_*
+ * pixels, temporal tiles of tile_sample_min_num_frames + 1 frames (tiles
+ * k >= 1 drop their FIRST latent frame); every tile is its own encoder
+ * call; blends in latent units (tile_sample_min // ratio -
+ * tile_sample_stride // ratio) with the decoder's blend_v / blend_h /
+ * blend_t in upstream's order, tiles cropped to the latent stride, the
+ * result to H // s x W // s and (F - 1) // r + 1 frames.  Errors: those of
+ * ltxv_vae_encode, LQ-NN-TILING for sizes ltxv_vae_tiling_check refuses.
+ */
+enum lq_status ltxv_vae_encode_tiled(struct ltxv_vae_encoder *enc,
+    const float *x, const int64_t x_shape[5],
+    const struct ltxv_vae_tiling *tiling, float *parameters,
+    struct lq_error *err);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltxv_vae_encoder_memory(const struct ltxv_vae_encoder *enc,

@@ -16,6 +16,7 @@
 #ifndef LQ_NN_LTXV_VAE_INT_H
 #define LQ_NN_LTXV_VAE_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/error.h"
@@ -83,5 +84,39 @@ enum lq_status ltxv_vae_resnet_load(struct nn_weights *w,
 enum lq_status ltxv_vae_resnet_forward(struct vae_run *run,
     const struct vae_resnet *r, int xs, int ys, int64_t F, int64_t H,
     int64_t W, const struct gpu_tensor *temb);
+
+/*
+ * A host video or latent piece [B, C, F, H, W] (row-major, owned by the
+ * piece: free(x)) — one decoder or encoder call's output, a composed
+ * tile, or the whole result — and the tiling helpers both halves use:
+ * upstream's blend_v / blend_h / blend_t (in place, weights y/E in
+ * float32) and placing a crop into a larger piece.
+ */
+struct vae_piece {
+	float *x;
+	int64_t B, C, F, H, W;
+	int64_t Fs;		/* frames stored per (b, c): F, or more after
+				   the last frames were dropped in place */
+	size_t cap;		/* floats allocated */
+};
+
+/* Sets the shape, growing x when needed (contents undefined). */
+void ltxv_vae_piece_shape(struct vae_piece *p, int64_t B, int64_t C,
+    int64_t F, int64_t H, int64_t W);
+/* &x[b, c, f, h, w]. */
+float *ltxv_vae_piece_at(const struct vae_piece *p, int64_t b, int64_t c,
+    int64_t f, int64_t h, int64_t w);
+/* AutoencoderKLLTXVideo.blend_v / blend_h / blend_t: the first
+ * E = min(a's size, b's size, extent) rows / columns / frames of b become
+ * a[-E + y] * (1 - y/E) + b[y] * (y/E). */
+void ltxv_vae_blend_v(const struct vae_piece *a, struct vae_piece *b,
+    int extent);
+void ltxv_vae_blend_h(const struct vae_piece *a, struct vae_piece *b,
+    int extent);
+void ltxv_vae_blend_t(const struct vae_piece *a, struct vae_piece *b,
+    int extent);
+/* Copies src[:, :, :, 0:h, 0:w] into dst[:, :, :, y0:y0+h, x0:x0+w]. */
+void ltxv_vae_piece_place(struct vae_piece *dst, const struct vae_piece *src,
+    int64_t y0, int64_t x0, int64_t h, int64_t w);
 
 #endif

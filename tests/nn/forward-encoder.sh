@@ -30,6 +30,33 @@ for v in vae090 vae091 vae095; do
 	    fail "$v encoder intermediates beyond suggested_atol"
 done
 
+# Tiled and frame-wise encoding (tiled_encode, _temporal_tiled_encode;
+# temporal tiles are switched on by use_framewise_decoding, as upstream),
+# vae090 with tiles 48 x 48 x 16 and strides 16 x 16 x 8: each mode
+# against its golden, and a mode that tiles differs from the untiled one.
+E=$D/vae_encode/vae090
+TILE="--set tile_sample_min_height=48 --set tile_sample_min_width=48
+    --set tile_sample_min_num_frames=16 --set tile_sample_stride_height=16
+    --set tile_sample_stride_width=16 --set tile_sample_stride_num_frames=8"
+for m in untiled spatial temporal spatial_temporal; do
+	case $m in
+	untiled) flags="--set use_tiling=false" ;;
+	spatial) flags="--set use_tiling=true" ;;
+	temporal) flags="--set use_framewise_decoding=true" ;;
+	*) flags="--set use_tiling=true --set use_framewise_decoding=true" ;;
+	esac
+	# shellcheck disable=SC2086
+	expect_status 0 "$LATENTQ" forward --model "$D/models/vae090" \
+	    --component vae-encoder --inputs "$E/inputs.safetensors" \
+	    --inputs "$T/vae090.noise.st" $TILE $flags --out "$T/t-$m.st"
+	checks=$((checks + 1))
+	"$CMP" "$D/index.json" "$D" "vae_encode/vae090/$m.output.safetensors" \
+	    "$T/t-$m.st" || fail "vae090 $m encode beyond suggested_atol"
+done
+checks=$((checks + 1))
+"$ST" diff "$T/t-spatial.st" "$T/t-untiled.st" mean 1e-3 >/dev/null &&
+    fail "spatial tiles gave the untiled encode"
+
 # Upstream's argument name `x` works too, the result does not depend on
 # --dump-intermediates, and without posterior_noise there is no sample.
 V=$D/vae_encode/vae090
