@@ -374,10 +374,10 @@ pf_check_image(struct pf_job_state *s)
 	int h = 0, w = 0;
 	struct lq_error fe;
 	error_clear(&fe);
-	if (media_read_png(path, &rgb, &h, &w, &fe) != LQ_OK) {
+	if (media_read_image(path, &rgb, &h, &w, &fe) != LQ_OK) {
 		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-001",
-		    "%s is not a readable PNG: %s", path, fe.message);
-		error_set_hint(e, "give a PNG of the job's width x height");
+		    "%s is not a readable PNG or JPEG image: %s", path, fe.message);
+		error_set_hint(e, "give a PNG or JPEG of the job's width x height");
 		return;
 	}
 	free(rgb);

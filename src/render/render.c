@@ -740,7 +740,7 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 		s = LQ_FAILED;
 	}
 	if (s == LQ_OK)
-		s = media_read_png(path, &rgb, &h, &w, err);
+		s = media_read_image(path, &rgb, &h, &w, err);
 	if (s == LQ_OK && (h != r->jc.height || w != r->jc.width)) {
 		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s is %dx%d "
 		    "(width x height); the job renders %" PRId64 "x%" PRId64,
@@ -1210,6 +1210,7 @@ video_out_init(struct video_out *vo, struct render *r, const int64_t shape[5])
 		.negative_prompt = r->jc.negative_prompt, .has_seed = 1,
 		.seed = r->jc.seed, .model_digest = r->model_digest,
 		.config_digest = r->job->config_digest,
+		.image_digest = json_get_string(r->config, "image_digest", NULL),
 	};
 	vo->mp4 = xcalloc((size_t)B, sizeof(*vo->mp4));
 	vo->mp4_path = xcalloc((size_t)B, sizeof(*vo->mp4_path));

@@ -81,6 +81,15 @@ checks=$((checks + 1))
 cmp -s "$T/ref/videos/ref.mp4" "$T/gold/videos/gold.mp4" &&
     fail "seed 7 rendered upstream's draws"
 
+# The image's digest (recorded by preflight in the config, so part of the
+# config digest) is in the MP4's provenance.
+want=$(sqlite3 "$T/ref.db" "SELECT json_extract(config_json, '$.image_digest') FROM jobs")
+checks=$((checks + 1))
+[ -n "$want" ] || fail "ref: no image_digest in the job's config"
+ffprobe -v error -show_entries format_tags=latentq_image_digest -of default=nw=1:nk=1 \
+    "$T/ref/videos/ref.mp4" > "$T/tag" 2>&1
+expect_eq "$(cat "$T/tag")" "$want" "ref: the MP4 records the image's digest"
+
 # An image that is not the job's size is refused by preflight, naming both
 # sizes and the rule.
 mkdir -p "$T/size"
@@ -89,6 +98,25 @@ manifest size "$T/size"
 sed -i -e 's/    width: 96/    width: 128/' "$T/size/m.yaml"
 expect_status 65 "$LATENTQ" preflight --no-device "$T/size/m.yaml"
 expect_grep 'LQ-IMG-002.*image .* is 96x64 \(width x height\); the job renders 128x64' "$T/out"
+
+# A JPEG (libavcodec, BT.601 full range as JFIF declares): the golden image
+# as a 4:4:4 JPEG decodes to the pixels FFmpeg's own converter gives (a
+# BT.709 matrix would shift the saturated colours), and a job renders from
+# it.
+mkdir -p "$T/jpeg"
+ffmpeg -v error -y -i "$T/gold/image.png" -pix_fmt yuvj444p -q:v 1 \
+    "$T/jpeg/image.jpg" || fail "ffmpeg could not write a JPEG"
+ffmpeg -v error -y -i "$T/jpeg/image.jpg" -pix_fmt rgb24 "$T/jpeg/ffmpeg.png" ||
+    fail "ffmpeg could not convert the JPEG"
+"$ST" image "$T/jpeg/pixels.st" "$T/jpeg/image.jpg" rgb 2>/dev/null ||
+    fail "st-tool image"
+"$ST" image "$T/jpeg/ffmpeg.st" "$T/jpeg/ffmpeg.png" rgb || fail "st-tool image"
+checks=$((checks + 1))
+"$ST" diff "$T/jpeg/pixels.st" "$T/jpeg/ffmpeg.st" rgb 1 ||
+    fail "the JPEG's pixels are not FFmpeg's"
+manifest jpeg "$T/jpeg"
+sed -i -e "s|image: .*|image: $T/jpeg/image.jpg|" "$T/jpeg/m.yaml"
+expect_status 0 "$LATENTQ" -d "$T/jpeg.db" render "$T/jpeg/m.yaml"
 
 # The example of jobs/ runs on the demo model (with 2 steps instead of 20).
 mkdir -p "$T/example/images"

@@ -12,6 +12,8 @@
  *                                     OUT; a missing KEY is an error
  *   st-tool png OUT IN KEY            U8 tensor KEY [H, W, 3] of IN as an
  *                                     RGB PNG
+ *   st-tool image OUT IMAGE KEY       an image (media_read_image: PNG,
+ *                                     JPEG) as U8 tensor KEY [H, W, 3]
  *   st-tool lora OUT MODULE OUT IN R  a PEFT-format LoRA for one Linear of a
  *                                     transformer (keys
  *                                     transformer.MODULE.lora_{A,B}.weight),
@@ -220,6 +222,30 @@ do_png(const char *out, const char *in, const char *key)
 }
 
 static int
+do_image(const char *out, const char *in, const char *key)
+{
+	uint8_t *rgb = NULL;
+	int h = 0, w = 0, rc = 0;
+	struct lq_error err;
+
+	error_clear(&err);
+	if (media_read_image(in, &rgb, &h, &w, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return 1;
+	}
+	struct st_writer *wr = st_writer_new();
+	int64_t shape[3] = {h, w, 3};
+	st_writer_add(wr, key, ST_U8, 3, shape, rgb);
+	if (st_writer_write(wr, out, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_writer_free(wr);
+	free(rgb);
+	return rc;
+}
+
+static int
 do_fill(const char *out, const char *name, int ndim, char **dims)
 {
 	int64_t shape[8], n = 1;
@@ -261,12 +287,15 @@ main(int argc, char **argv)
 		return do_diff(argv[2], argv[3], argv[4], atof(argv[5]));
 	if (argc >= 4 && strcmp(argv[1], "merge") == 0)
 		return do_merge(argv[2], argc - 3, argv + 3);
+	if (argc == 5 && strcmp(argv[1], "image") == 0)
+		return do_image(argv[2], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[1], "png") == 0)
 		return do_png(argv[2], argv[3], argv[4]);
 	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
 		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
 	    "fill OUT NAME D0 [D1...] | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
+	    "image OUT IMAGE KEY | "
 	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }
