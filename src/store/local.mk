@@ -3,12 +3,12 @@ SCHEMA_FILES = schema/0001_init.sql schema/0002_model_identity.sql \
 	schema/0003_lease_token.sql schema/0004_failures.sql \
 	schema/0005_webhooks.sql
 EXTRA_DIST += $(SCHEMA_FILES)
-liblatentq_a_SOURCES += \
+libstore_a_SOURCES += \
 	src/store/store.c src/store/store.h src/store/store-int.h \
 	src/store/lite.c \
 	src/store/integrity.c \
 	src/store/jobs.c src/store/jobs.h
-nodist_liblatentq_a_SOURCES += src/store/schema.gen.c
+nodist_libstore_a_SOURCES += src/store/schema.gen.c
 BUILT_SOURCES += src/store/schema.gen.c
 CLEANFILES += src/store/schema.gen.c
 src/store/schema.gen.c: $(SCHEMA_FILES) embed$(EXEEXT)
