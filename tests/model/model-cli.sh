@@ -26,8 +26,8 @@ cmp -s "$M/vae/config.json" "$T/other/vae/config.json" || fail "configs depend o
 
 expect_status 64 "$LATENTQ" model synth --preset huge "$T/huge"
 expect_grep 'LQ-MODEL-030' "$T/err"
-expect_status 1 "$LATENTQ" model synth --preset tiny "$M"
-expect_grep 'not empty' "$T/err"
+expect_status 73 "$LATENTQ" model synth --preset tiny "$M"
+expect_grep 'not empty.*\[LQ-MODEL-031\]' "$T/err"
 expect_status 64 "$LATENTQ" model frobnicate
 expect_grep 'unknown verb' "$T/err"
 
@@ -51,7 +51,8 @@ expect_grep '^ok: 11 files match' "$T/out"
 printf ' ' >> "$M/scheduler/scheduler_config.json"
 echo extra > "$M/README.md"
 rm "$M/tokenizer/special_tokens_map.json"
-expect_status 1 "$LATENTQ" model verify tiny
+expect_status 65 "$LATENTQ" model verify tiny
+expect_grep 'model tiny: 3 files changed since it was added; `latentq model verify --update tiny` records the new state \[LQ-MODEL-023\]' "$T/err"
 expect_grep '^changed +scheduler/scheduler_config.json' "$T/out"
 expect_grep '^added +README.md' "$T/out"
 expect_grep '^removed +tokenizer/special_tokens_map.json' "$T/out"
