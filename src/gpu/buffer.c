@@ -34,6 +34,7 @@ gpu_buffer_destroy(struct gpu_buffer *b)
 	if (b == NULL)
 		return;
 	VkDevice dev = b->ctx->device;
+	b->ctx->mem_live -= b->counted;
 	if (b->mapped != NULL)
 		vkUnmapMemory(dev, b->memory);
 	vkDestroyBuffer(dev, b->buffer, NULL);
@@ -47,7 +48,7 @@ gpu_buffer_new(struct gpu_ctx *ctx, size_t bytes, int staging,
 {
 	*out = NULL;
 	LQ_ASSERT(bytes > 0);
-	size_t alloc = (bytes + 255) & ~(size_t)255;
+	size_t alloc = (size_t)gpu_buffer_plan_size(bytes);
 	if (ctx->caps.max_memory_allocation_size != 0 &&
 	    alloc > ctx->caps.max_memory_allocation_size) {
 		error_set(err, LQ_FAILED, "LQ-GPU-RANGE",
@@ -108,6 +109,12 @@ gpu_buffer_new(struct gpu_ctx *ctx, size_t bytes, int staging,
 		return gpu_vk_fail(err, r, "vkAllocateMemory(%" PRIu64 " bytes)",
 		    (uint64_t)req.size);
 	}
+	if (!staging) {
+		b->counted = req.size;
+		ctx->mem_live += req.size;
+		if (ctx->mem_live > ctx->mem_peak)
+			ctx->mem_peak = ctx->mem_live;
+	}
 	r = vkBindBufferMemory(ctx->device, b->buffer, b->memory, 0);
 	if (r != VK_SUCCESS) {
 		gpu_vk_fail(err, r, "vkBindBufferMemory(%zu bytes)", alloc);
@@ -153,6 +160,27 @@ size_t
 gpu_buffer_size(const struct gpu_buffer *buf)
 {
 	return buf->size;
+}
+
+uint64_t
+gpu_buffer_plan_size(uint64_t bytes)
+{
+	return ((bytes ? bytes : 1) + 255) & ~(uint64_t)255;
+}
+
+void
+gpu_ctx_memory(const struct gpu_ctx *ctx, uint64_t *live, uint64_t *peak)
+{
+	if (live)
+		*live = ctx->mem_live;
+	if (peak)
+		*peak = ctx->mem_peak;
+}
+
+void
+gpu_ctx_memory_reset_peak(struct gpu_ctx *ctx)
+{
+	ctx->mem_peak = ctx->mem_live;
 }
 
 #define STAGING_BYTES ((size_t)32 << 20)

@@ -161,6 +161,17 @@ caps_fill(VkPhysicalDevice pd, int index, int count, struct device_caps *c)
 		    VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
 		c->heap_count++;
 	}
+	/* LATENTQ_GPU_HEAP_LIMIT=BYTES (tests): plan as if no heap held more,
+	 * so memory decisions (vae_tiling: auto) can be tested on any device */
+	const char *hl = getenv("LATENTQ_GPU_HEAP_LIMIT");
+	if (hl != NULL && *hl != '\0') {
+		char *end;
+		unsigned long long lim = strtoull(hl, &end, 10);
+		if (*end == '\0' && lim > 0)
+			for (int i = 0; i < c->heap_count; i++)
+				if (c->heap_size[i] > lim)
+					c->heap_size[i] = lim;
+	}
 	const VkPhysicalDeviceLimits *l = &p->limits;
 	c->max_storage_buffer_range = l->maxStorageBufferRange;
 	c->min_storage_buffer_offset_alignment =

@@ -17,6 +17,60 @@
 #include "core/util.h"
 #include "gpu/vk.h"
 
+/* Bytes of each buffer a pool is made of (the last one may be smaller). */
+static uint64_t
+pool_chunk(const struct device_caps *caps)
+{
+	uint64_t chunk = caps ? device_caps_max_tensor(caps) :
+	    DEVICE_CAPS_MAX_BUFFER;
+
+	return chunk & ~(uint64_t)255;
+}
+
+#define POOL_ALIGN 256
+
+uint64_t
+gpu_pool_plan(const struct device_caps *caps, const uint64_t *bytes, int n)
+{
+	const uint64_t chunk = pool_chunk(caps);
+	uint64_t total = 0;
+
+	for (int i = 0; i < n; i++)
+		total += (bytes[i] + POOL_ALIGN - 1) & ~(uint64_t)(POOL_ALIGN - 1);
+	if (total == 0)
+		return gpu_buffer_plan_size(1);
+	/* Carve in order as gpu_pool_tensor does (a tensor never spans two
+	 * chunks); grow by what the gaps at chunk ends cost until it fits. */
+	for (int round = 0; round <= n + 1; round++) {
+		uint64_t pos = 0, short_by = 0;
+
+		for (int i = 0; i < n; i++) {
+			uint64_t need = (bytes[i] + POOL_ALIGN - 1) &
+			    ~(uint64_t)(POOL_ALIGN - 1);
+			uint64_t end = (pos / chunk + 1) * chunk;
+
+			if (end > total)
+				end = total;
+			if (need > end - pos && need <= chunk && end < total) {
+				pos = end;	/* next chunk */
+				end = pos + chunk < total ? pos + chunk : total;
+			}
+			if (need > end - pos) {
+				short_by = need - (end - pos);
+				break;
+			}
+			pos += need;
+		}
+		if (short_by == 0)
+			break;
+		total += short_by;
+	}
+	/* what gpu_pool_create(total) allocates: chunk-sized buffers and a
+	 * rounded remainder */
+	return total / chunk * chunk + (total % chunk ?
+	    gpu_buffer_plan_size(total % chunk) : 0);
+}
+
 enum lq_status
 gpu_pool_create(struct gpu_ctx *ctx, size_t bytes, struct gpu_pool **out,
     struct lq_error *err)
@@ -24,7 +78,7 @@ gpu_pool_create(struct gpu_ctx *ctx, size_t bytes, struct gpu_pool **out,
 	*out = NULL;
 	struct gpu_pool *p = xcalloc(1, sizeof(*p));
 	p->ctx = ctx;
-	size_t chunk = (size_t)device_caps_max_tensor(&ctx->caps);
+	size_t chunk = (size_t)pool_chunk(&ctx->caps);
 	size_t left = bytes ? bytes : 1;
 	while (left > 0) {
 		size_t k = left < chunk ? left : chunk;

@@ -53,6 +53,9 @@ struct gpu_ctx {
 	int tex_ok[GPU_TEX_COUNT];	/* format usable as uniform texel buffer */
 	uint64_t max_texels;		/* maxTexelBufferElements */
 	uint64_t min_texel_align;	/* minTexelBufferOffsetAlignment */
+	/* device memory of buffers other than staging (vkAllocateMemory
+	 * sizes): now, and the high-water mark (gpu_ctx_memory) */
+	uint64_t mem_live, mem_peak;
 };
 
 struct gpu_buffer {
@@ -61,6 +64,7 @@ struct gpu_buffer {
 	VkDeviceMemory memory;
 	size_t size;		/* as asked */
 	size_t alloc;		/* rounded */
+	uint64_t counted;	/* bytes in ctx->mem_live (0 for staging) */
 	void *mapped;		/* non-NULL when host-visible + coherent */
 };
 
@@ -122,7 +126,7 @@ enum lq_status gpu_vk_fail(struct lq_error *err, VkResult r,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /*
- * Creates a buffer of at least `bytes` (rounded up to 256): staging, a
+ * Creates a buffer of at least `bytes` (gpu_buffer_plan_size): staging, a
  * host-visible one for transfers; else the first memory type that
  * allocates of host-visible device-local, device-local, host-visible, and
  * mapped when host-visible (unless LATENTQ_GPU_FORCE_STAGING=1).  *out is
