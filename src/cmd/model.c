@@ -413,7 +413,7 @@ verb_synth(int argc, char **argv)
 	struct model_synth_opts so = {.dtype = ST_F32};
 	const char *dtype_name = "f32";
 	const char **sets = xcalloc((size_t)argc + 1, sizeof(*sets));
-	int ch, rc;
+	int ch;
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "f:p:s:d:S:z", opts, NULL)) != -1) {
 		switch (ch) {

@@ -109,7 +109,8 @@ expect_status 64 "$LATENTQ" model synth --preset tiny --set 'vae.decoder_block_o
 expect_grep 'is not JSON.*LQ-MODEL-032' "$T/err"
 expect_status 64 "$LATENTQ" model synth --preset tiny --set num_layers=1 "$T/bad3"
 expect_grep 'not COMPONENT.KEY=JSON.*LQ-MODEL-032' "$T/err"
-expect_status 1 "$LATENTQ" model synth --preset tiny --set transformer.num_layers=-1 "$T/bad4"
+# a value the config refuses is bad input (LQ-MODEL-003 exits 65 by the code table)
+expect_status 65 "$LATENTQ" model synth --preset tiny --set transformer.num_layers=-1 "$T/bad4"
 expect_grep 'LQ-MODEL-003' "$T/err"
 checks=$((checks + 1))
 [ ! -e "$T/bad1" ] && [ ! -e "$T/bad4" ] || fail "a refused --set left a folder"
