@@ -31,30 +31,6 @@ gpu_dtype_name(enum gpu_dtype dtype)
 	return "?";
 }
 
-uint16_t
-gpu_f32_to_f16(float f)
-{
-	return half_f32_to_f16(f);
-}
-
-float
-gpu_f16_to_f32(uint16_t h)
-{
-	return half_f16_to_f32(h);
-}
-
-uint16_t
-gpu_f32_to_bf16(float f)
-{
-	return half_f32_to_bf16(f);
-}
-
-float
-gpu_bf16_to_f32(uint16_t h)
-{
-	return half_bf16_to_f32(h);
-}
-
 /* ---- views ---- */
 
 struct gpu_tensor
@@ -220,8 +196,8 @@ gpu_tensor_upload_f32(struct gpu_ctx *ctx, const struct gpu_tensor *t,
 	int64_t n = gpu_tensor_numel(t);
 	uint16_t *h = xmalloc((size_t)n * 2 + 2);
 	for (int64_t i = 0; i < n; i++)
-		h[i] = t->dtype == GPU_F16 ? gpu_f32_to_f16(src[i]) :
-		    gpu_f32_to_bf16(src[i]);
+		h[i] = t->dtype == GPU_F16 ? half_f32_to_f16(src[i]) :
+		    half_f32_to_bf16(src[i]);
 	enum lq_status st = gpu_tensor_upload(ctx, t, h, err);
 	free(h);
 	return st;
@@ -238,8 +214,8 @@ gpu_tensor_download_f32(struct gpu_ctx *ctx, const struct gpu_tensor *t,
 	enum lq_status st = gpu_tensor_download(ctx, t, h, err);
 	if (st == LQ_OK)
 		for (int64_t i = 0; i < n; i++)
-			dst[i] = t->dtype == GPU_F16 ? gpu_f16_to_f32(h[i]) :
-			    gpu_bf16_to_f32(h[i]);
+			dst[i] = t->dtype == GPU_F16 ? half_f16_to_f32(h[i]) :
+			    half_bf16_to_f32(h[i]);
 	free(h);
 	return st;
 }
