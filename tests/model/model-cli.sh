@@ -96,6 +96,9 @@ head -c 4096 "$N/transformer/diffusion_pytorch_model.safetensors" | grep -q '"dt
 head -c 4096 "$N/transformer/diffusion_pytorch_model.safetensors" | grep -q '"dtype":"F32"' &&
 	fail "bf16 preset wrote an F32 tensor"
 expect_status 0 "$LATENTQ" model add --name narrow "$N"
+# a name another folder has is bad input (65), not an I/O error
+expect_status 65 "$LATENTQ" model add --name narrow "$M"
+expect_grep 'model name "narrow" is already used by .*\[LQ-DB-010\]' "$T/err"
 # the 13B preset's dimensions (sparse: nothing written but headers)
 expect_status 0 "$LATENTQ" model synth --preset 0.9.7-13b --sparse "$T/13b"
 expect_grep '"num_layers": 48' "$T/13b/transformer/config.json"
