@@ -26,6 +26,14 @@ struct store;
 #define STORE_CODE_STORAGE "LQ-DB-007"
 
 /*
+ * Does `db` (a -d / LATENTQ_DB value) name a PostgreSQL database rather
+ * than an SQLite file?  True for postgresql:// and postgres:// URLs and
+ * libpq keyword/value strings ("host=/run/pg dbname=queue"); any other
+ * text is a path.
+ */
+int store_is_postgresql(const char *db);
+
+/*
  * Opens (creating if needed) the database at `path`, turns on WAL, foreign
  * keys and a busy timeout, and applies the embedded migrations in schema/
  * whose number exceeds PRAGMA user_version.  A database whose user_version
@@ -62,7 +70,7 @@ enum lq_status store_open_mode(const char *path, enum store_mode mode,
  * database is sound; LQ_FAILED with code LQ-DB-004 and the first problems
  * SQLite reports in err otherwise.  *problems (may be NULL) gets a
  * caller-owned text of every line reported (at most 100), or NULL when
- * sound.
+ * sound.  On PostgreSQL it is LQ_OK: the server checks its own pages.
  */
 enum lq_status store_check(struct store *st, int quick, char **problems,
     struct lq_error *err);
