@@ -33,10 +33,11 @@ void main()
 	uint bh = gl_WorkGroupID.y;
 	uint b = bh / p.H, h = bh - b * p.H;
 	bool live = i < p.Nq;
-	bool has_kb = (p.flags & 1u) != 0u;
-	bool has_bias = ((p.flags >> 1) & 1u) != 0u;
-	bool bias_b = ((p.flags >> 2) & 1u) != 0u;
-	uint dtkb = (p.flags >> 4) & 3u, dtbias = (p.flags >> 6) & 3u;
+	bool has_kb = LQ_FIELD(p.flags, LQ_ATTN_HAS_KB, 1u) != 0u;
+	bool has_bias = LQ_FIELD(p.flags, LQ_ATTN_HAS_BIAS, 1u) != 0u;
+	bool bias_b = LQ_FIELD(p.flags, LQ_ATTN_BIAS_B, 1u) != 0u;
+	uint dtkb = LQ_FIELD(p.flags, LQ_ATTN_DT_KB, LQ_DT_MASK);
+	uint dtbias = LQ_FIELD(p.flags, LQ_ATTN_DT_BIAS, LQ_DT_MASK);
 	uint Dh = p.Dh, Dv = p.Dv;
 
 	float qv[MAXD];

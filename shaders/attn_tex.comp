@@ -32,10 +32,11 @@ void main()
 		return;		/* no barriers in this kernel */
 	uint bh = gl_WorkGroupID.y;
 	uint b = bh / p.H, h = bh - b * p.H;
-	bool has_kb = (p.flags & 1u) != 0u;
-	bool has_bias = ((p.flags >> 1) & 1u) != 0u;
-	bool bias_b = ((p.flags >> 2) & 1u) != 0u;
-	uint dtkb = (p.flags >> 4) & 3u, dtbias = (p.flags >> 6) & 3u;
+	bool has_kb = LQ_FIELD(p.flags, LQ_ATTN_HAS_KB, 1u) != 0u;
+	bool has_bias = LQ_FIELD(p.flags, LQ_ATTN_HAS_BIAS, 1u) != 0u;
+	bool bias_b = LQ_FIELD(p.flags, LQ_ATTN_BIAS_B, 1u) != 0u;
+	uint dtkb = LQ_FIELD(p.flags, LQ_ATTN_DT_KB, LQ_DT_MASK);
+	uint dtbias = LQ_FIELD(p.flags, LQ_ATTN_DT_BIAS, LQ_DT_MASK);
 	uint Dh4 = p.Dh / 4u, Dv4 = p.Dv / 4u;
 	uint row[TQ];
 	vec4 qv[TQ][D4];

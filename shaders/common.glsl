@@ -9,28 +9,19 @@
 
 #define PUSH(name, body) layout(push_constant) uniform name body p;
 #include "push.h"
-
-#define DT_F32 0u
-#define DT_F16 1u
-#define DT_BF16 2u
+#include "abi.h"	/* dtypes, activations, op codes, flag bits: shared with C */
 
 float lq_half(uint w, uint dt, uint hi)
 {
 	uint h = hi != 0u ? (w >> 16) : (w & 0xffffu);
-	return dt == DT_F16 ? unpackHalf2x16(h).x : uintBitsToFloat(h << 16);
+	return dt == LQ_DT_F16 ? unpackHalf2x16(h).x : uintBitsToFloat(h << 16);
 }
 
 /* Element i of a uint[] buffer member `arr` holding dtype dt, as float. */
-#define LD(arr, dt, i) ((dt) == DT_F32 ? uintBitsToFloat(arr[i]) : \
+#define LD(arr, dt, i) ((dt) == LQ_DT_F32 ? uintBitsToFloat(arr[i]) : \
 	lq_half(arr[(i) >> 1], (dt), (i) & 1u))
 #define LDF(arr, i) uintBitsToFloat(arr[i])
 #define STF(arr, i, v) arr[i] = floatBitsToUint(v)
-
-#define ACT_NONE 0u
-#define ACT_GELU_TANH 1u
-#define ACT_SILU 2u
-#define ACT_RELU 3u
-#define ACT_GELU 4u
 
 float lq_erf(float x)
 {
@@ -47,17 +38,17 @@ float lq_erf(float x)
 
 float lq_act(float x, uint act)
 {
-	if (act == ACT_GELU_TANH) {
+	if (act == LQ_ACT_GELU_TANH) {
 		float u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
 		/* tanh(u) = 1 - 2/(exp(2u)+1), stable for large |u| */
 		float th = 1.0 - 2.0 / (exp(2.0 * clamp(u, -15.0, 15.0)) + 1.0);
 		return 0.5 * x * (1.0 + th);
 	}
-	if (act == ACT_SILU)
+	if (act == LQ_ACT_SILU)
 		return x / (1.0 + exp(-x));
-	if (act == ACT_RELU)
+	if (act == LQ_ACT_RELU)
 		return max(x, 0.0);
-	if (act == ACT_GELU)
+	if (act == LQ_ACT_GELU)
 		return 0.5 * x * (1.0 + lq_erf(x * 0.7071067811865476));
 	return x;
 }

@@ -51,9 +51,11 @@ void main()
 	uint co0 = gl_WorkGroupID.y * CB;
 	uint wq = pos % Wq, ho = (pos / Wq) % p.Ho, fo = pos / (Wq * p.Ho);
 	uint wo0 = wq * PW;
-	bool t_rep = (p.flags & 1u) != 0u, s_rep = ((p.flags >> 1) & 1u) != 0u;
-	bool has_b = ((p.flags >> 2) & 1u) != 0u;
-	uint dtw = (p.flags >> 4) & 3u, dtb = (p.flags >> 6) & 3u;
+	bool t_rep = LQ_FIELD(p.flags, LQ_CONV_T_REPLICATE, 1u) != 0u;
+	bool s_rep = LQ_FIELD(p.flags, LQ_CONV_S_REPLICATE, 1u) != 0u;
+	bool has_b = LQ_FIELD(p.flags, LQ_CONV_HAS_B, 1u) != 0u;
+	uint dtw = LQ_FIELD(p.flags, LQ_CONV_DTW, LQ_DT_MASK);
+	uint dtb = LQ_FIELD(p.flags, LQ_CONV_DTB, LQ_DT_MASK);
 	uint ksz = p.kt * p.kh * p.kw;
 	uint HW = p.H * p.W;
 	uint wbase[CB];

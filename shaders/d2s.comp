@@ -19,8 +19,8 @@ void main()
 	uint n = p.B * p.C * Fs * Hs * Ws;
 	if (i >= n)
 		return;
-	bool to_depth = (p.flags & 1u) != 0u;
-	bool swp = ((p.flags >> 1) & 1u) != 0u;
+	bool to_depth = LQ_FIELD(p.flags, LQ_D2S_TO_DEPTH, 1u) != 0u;
+	bool swp = LQ_FIELD(p.flags, LQ_D2S_HW_SWAPPED, 1u) != 0u;
 	/* i indexes the space side */
 	uint ws = i % Ws, r = i / Ws;
 	uint hs = r % Hs; r /= Hs;

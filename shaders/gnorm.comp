@@ -24,9 +24,10 @@ void main()
 	uint cg = p.C / p.G;
 	uint n = cg * p.S;
 	uint base = (bi * p.C + g * cg) * p.S;
-	bool has_w = ((p.flags >> 4) & 1u) != 0u;
-	bool has_b = ((p.flags >> 5) & 1u) != 0u;
-	uint dtw = (p.flags >> 6) & 3u, dtb = (p.flags >> 8) & 3u;
+	bool has_w = LQ_FIELD(p.flags, LQ_NORM_HAS_W, 1u) != 0u;
+	bool has_b = LQ_FIELD(p.flags, LQ_NORM_HAS_B, 1u) != 0u;
+	uint dtw = LQ_FIELD(p.flags, LQ_NORM_DTW, LQ_DT_MASK);
+	uint dtb = LQ_FIELD(p.flags, LQ_NORM_DTB, LQ_DT_MASK);
 	float s = 0.0;
 	for (uint i = t; i < n; i += 128u)
 		s += LDF(x.d, p.off_x + base + i);

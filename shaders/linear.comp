@@ -97,9 +97,9 @@ void main()
 			}
 		}
 	}
-	uint act = (p.flags >> 1) & 7u;
-	bool has_bias = ((p.flags >> 4) & 1u) != 0u;
-	uint dtb = (p.flags >> 5) & 3u;
+	uint act = LQ_FIELD(p.flags, LQ_MM_ACT, LQ_ACT_MASK);
+	bool has_bias = LQ_FIELD(p.flags, LQ_MM_HAS_BIAS, 1u) != 0u;
+	uint dtb = LQ_FIELD(p.flags, LQ_MM_DT_BIAS, LQ_DT_MASK);
 	uint cbase = p.off_c + z * p.sc_batch;
 	[[unroll]] for (uint j = 0u; j < TN; j++) {
 		uint n = n0 + j;

@@ -34,7 +34,7 @@ void main()
 	uint tx = tid & 15u, ty = tid >> 4;	/* 16 × 8 */
 	uint n0 = gl_WorkGroupID.x * BN, m0 = gl_WorkGroupID.y * BM;
 	uint z = gl_WorkGroupID.z;
-	bool trans_b = (p.flags & 1u) != 0u;
+	bool trans_b = LQ_FIELD(p.flags, LQ_MM_TRANS_B, 1u) != 0u;
 	uint abase = p.off_a + z * p.sa_batch;
 	uint bbase = p.off_b + z * p.sb_batch;
 	float acc[TM][TN];
@@ -83,9 +83,9 @@ void main()
 		barrier();
 	}
 
-	uint act = (p.flags >> 1) & 7u;
-	bool has_bias = ((p.flags >> 4) & 1u) != 0u;
-	uint dtb = (p.flags >> 5) & 3u;
+	uint act = LQ_FIELD(p.flags, LQ_MM_ACT, LQ_ACT_MASK);
+	bool has_bias = LQ_FIELD(p.flags, LQ_MM_HAS_BIAS, 1u) != 0u;
+	uint dtb = LQ_FIELD(p.flags, LQ_MM_DT_BIAS, LQ_DT_MASK);
 	uint cbase = p.off_c + z * p.sc_batch;
 	[[unroll]] for (uint j = 0u; j < TN; j++) {
 		uint gn = n0 + tx + 16u * j;

@@ -19,14 +19,15 @@ void main()
 	if (row >= p.rows)
 		return;
 	uint t = gl_LocalInvocationID.x;
-	uint mode = p.flags & 15u;
-	bool has_w = ((p.flags >> 4) & 1u) != 0u;
-	bool has_b = ((p.flags >> 5) & 1u) != 0u;
-	uint dtw = (p.flags >> 6) & 3u, dtb = (p.flags >> 8) & 3u;
+	uint mode = p.flags & LQ_NORM_MODE_MASK;
+	bool has_w = LQ_FIELD(p.flags, LQ_NORM_HAS_W, 1u) != 0u;
+	bool has_b = LQ_FIELD(p.flags, LQ_NORM_HAS_B, 1u) != 0u;
+	uint dtw = LQ_FIELD(p.flags, LQ_NORM_DTW, LQ_DT_MASK);
+	uint dtb = LQ_FIELD(p.flags, LQ_NORM_DTB, LQ_DT_MASK);
 	uint xb = p.off_x + row * p.D, yb = p.off_y + row * p.D;
 	float fD = float(p.D);
 
-	if (mode == 2u) {
+	if (mode == LQ_NORM_SOFTMAX) {
 		float m = -3.402823466e38;
 		for (uint i = t; i < p.D; i += 128u)
 			m = max(m, LDF(x.d, xb + i));
@@ -41,7 +42,7 @@ void main()
 		return;
 	}
 	float mean = 0.0;
-	if (mode == 0u) {
+	if (mode == LQ_NORM_LAYER) {
 		float s = 0.0;
 		for (uint i = t; i < p.D; i += 128u)
 			s += LDF(x.d, xb + i);

@@ -22,12 +22,13 @@ void main()
 	if (i >= p.B * p.S)
 		return;
 	uint bi = i / p.S, s = i - bi * p.S;
-	uint mode = p.flags & 15u;
+	uint mode = p.flags & LQ_NORM_MODE_MASK;
 	uint phase = (p.flags >> NORMC_PHASE_SHIFT) & 3u;
 	bool first = (p.flags & NORMC_FIRST) != 0u;
-	bool has_w = ((p.flags >> 4) & 1u) != 0u;
-	bool has_b = ((p.flags >> 5) & 1u) != 0u;
-	uint dtw = (p.flags >> 6) & 3u, dtb = (p.flags >> 8) & 3u;
+	bool has_w = LQ_FIELD(p.flags, LQ_NORM_HAS_W, 1u) != 0u;
+	bool has_b = LQ_FIELD(p.flags, LQ_NORM_HAS_B, 1u) != 0u;
+	uint dtw = LQ_FIELD(p.flags, LQ_NORM_DTW, LQ_DT_MASK);
+	uint dtb = LQ_FIELD(p.flags, LQ_NORM_DTB, LQ_DT_MASK);
 	uint xb = p.off_x + bi * p.C * p.cs + s, yb = p.off_y + bi * p.C * p.cs + s;
 	float fC = float(phase == 0u ? p.C : p.Ctot);
 	float mean = 0.0;
@@ -38,9 +39,9 @@ void main()
 		STF(st.d, p.off_s + s, sm);
 		return;
 	}
-	if (phase != 0u && mode == 0u)
+	if (phase != 0u && mode == LQ_NORM_LAYER)
 		mean = LDF(st.d, p.off_s + s) / fC;
-	if (phase == 0u && mode == 0u) {
+	if (phase == 0u && mode == LQ_NORM_LAYER) {
 		float sm = 0.0;
 		for (uint c = 0u; c < p.C; c++)
 			sm += LDF(x.d, xb + c * p.cs);

@@ -22,7 +22,8 @@ void main()
 	uint e = 2u * i;			/* element index in [B, N, D] */
 	uint b = e / (p.N * p.D);
 	uint r = e - b * p.N * p.D;		/* index within [N, D] */
-	uint dtc = p.flags & 3u, dts = (p.flags >> 2) & 3u;
+	uint dtc = LQ_FIELD(p.flags, LQ_ROPE_DT_COS, LQ_DT_MASK);
+	uint dts = LQ_FIELD(p.flags, LQ_ROPE_DT_SIN, LQ_DT_MASK);
 	float x0 = LDF(x.d, p.off_x + e), x1 = LDF(x.d, p.off_x + e + 1u);
 	uint cb = b * p.cs_sb + r;
 	float c0 = LD(co.d, dtc, p.off_cos + cb);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "core/codes.h"
 #include "core/error.h"
 #include "core/util.h"
 #include "nn/forward.h"
@@ -128,9 +129,8 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		return 0;
 	error_print(&err, stderr);
 	rc = st == LQ_RETRY ? EXIT_TEMPFAIL :
-	    (err.code[0] && (strncmp(err.code, "LQ-NN-", 6) == 0 ||
-	    strncmp(err.code, "LQ-ST-", 6) == 0 ||
-	    strncmp(err.code, "LQ-MODEL-", 9) == 0)) ? EXIT_DATAERR : 1;
+	    lq_code_info(error_code(&err))->flags & LQ_CODE_F_INPUT
+	    ? EXIT_DATAERR : 1;
 	return rc;
 }
 

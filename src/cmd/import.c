@@ -34,6 +34,8 @@
 #include "core/log.h"
 #include "core/sign.h"
 #include "core/util.h"
+#include "manifest/job.h"
+#include "model/ref.h"
 #include "media/bundle.h"
 #include "store/checkpoints.h"
 #include "store/transfer.h"
@@ -373,12 +375,18 @@ static void
 check_model(const struct media_bundle_job *j)
 {
 	cJSON *cfg = cJSON_Parse(j->config_json);
-	const char *m = json_get_string(cfg, "model", NULL);
+	struct job_config jc;
+	struct lq_error err;
+	error_clear(&err);
+	const char *m = job_config_from_json(cfg, &jc, &err) == LQ_OK
+	    ? jc.model : NULL;
 	struct stat sb;
-	if (m != NULL && m[0] == '/' && stat(m, &sb) != 0)
+	/* a registered name resolves on this host; a path must exist here */
+	if (m != NULL && model_ref_is_path(m) && stat(m, &sb) != 0)
 		log_warn("job %s: its model folder %s is not on this host; the "
 		    "render fails until it is (same files: their digest is "
 		    "pinned)", j->name, m);
+	job_config_free(&jc);
 	cJSON_Delete(cfg);
 }
 

@@ -22,6 +22,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/pull.h"
+#include "core/codes.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "model/diffusers.h"
@@ -424,7 +425,7 @@ verb_synth(int argc, char **argv)
 	error_clear(&err);
 	if (model_synth(argv[optind], family, preset, seed, &err) != LQ_OK) {
 		error_print(&err, stderr);
-		return strcmp(err.code, "LQ-MODEL-030") == 0 ? EXIT_USAGE : 1;
+		return error_code(&err) == LQ_CODE_MODEL_030 ? EXIT_USAGE : 1;
 	}
 	printf("wrote %s model (preset %s, seed %" PRIu64 ") to %s\n", family, preset, seed,
 	    argv[optind]);

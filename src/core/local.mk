@@ -1,6 +1,7 @@
-liblatentq_a_SOURCES += \
+libcore_a_SOURCES += \
 	src/core/embed.c src/core/embed.h \
 	src/core/error.c src/core/error.h \
+	src/core/codes.c src/core/codes.h src/core/codes.def \
 	src/core/log.c src/core/log.h \
 	src/core/util.c src/core/util.h \
 	src/core/digest.c src/core/digest.h \
@@ -10,4 +11,10 @@ liblatentq_a_SOURCES += \
 	src/core/file.c src/core/file.h \
 	src/core/exit.c src/core/exit.h src/core/exit.def
 # Ed25519 signatures of digests and HMAC-SHA256 (libsodium)
-liblatentq_a_SOURCES += src/core/sign.c src/core/sign.h
+libcore_a_SOURCES += src/core/sign.c src/core/sign.h
+
+# The error-code table: every code in src/ has a row, every row its man page.
+check_PROGRAMS += tests/core/test-codes
+TESTS += tests/core/test-codes
+tests_core_test_codes_SOURCES = tests/core/test-codes.c
+tests_core_test_codes_LDADD = $(LQ_TEST_LDADD)

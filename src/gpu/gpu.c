@@ -854,7 +854,8 @@ static const struct {
 	uint32_t push;
 	unsigned texmask;
 } kernel_info[GPU_K_COUNT] = {
-#define X(id, spv, nb, push, tex) [GPU_K_##id] = {spv, nb, sizeof(push), tex},
+#define X(id, name, src, defs, nb, push, tex) \
+	[GPU_K_##id] = {name ".spv", nb, sizeof(push), tex},
 	GPU_KERNELS(X)
 #undef X
 };

@@ -70,10 +70,12 @@
 
 #define GPU_MAX_DIMS 6
 
+/* The values are the kernels' (shaders/abi.h, shared with GLSL). */
+#include "../../shaders/abi.h"
 enum gpu_dtype {
-	GPU_F32 = 0,
-	GPU_F16 = 1,
-	GPU_BF16 = 2,
+	GPU_F32 = LQ_DT_F32,
+	GPU_F16 = LQ_DT_F16,
+	GPU_BF16 = LQ_DT_BF16,
 };
 
 /* Bytes per element (4 or 2). */

@@ -26,39 +26,11 @@ _Static_assert(sizeof(struct rope_push) == 36, "rope push");
 _Static_assert(sizeof(struct conv3d_push) == 100, "conv3d push");
 _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
 
-/*
- * Kernels: SPIR-V name, number of bindings, push size, and a mask of the
- * bindings that are uniform texel buffers (the rest are storage buffers).
- */
-#define GPU_KERNELS(X) \
-	X(EW, "ew.spv", 4, struct ew_push, 0) \
-	X(MATMUL_F32, "matmul_f32.spv", 4, struct matmul_push, 0) \
-	X(MATMUL_F16, "matmul_f16.spv", 4, struct matmul_push, 0) \
-	X(MATMUL_BF16, "matmul_bf16.spv", 4, struct matmul_push, 0) \
-	X(LINEAR_F32, "linear_f32.spv", 4, struct matmul_push, 0) \
-	X(LINEAR_F16, "linear_f16.spv", 4, struct matmul_push, 0) \
-	X(LINEAR_BF16, "linear_bf16.spv", 4, struct matmul_push, 0) \
-	X(LINEAR_TEX_F32, "linear_tex_f32.spv", 4, struct matmul_push, 0x6) \
-	X(LINEAR_TEX_F16, "linear_tex_f16.spv", 4, struct matmul_push, 0x6) \
-	X(LINEAR_TEX_BF16, "linear_tex_bf16.spv", 4, struct matmul_push, 0x6) \
-	X(NORM, "norm.spv", 4, struct norm_push, 0) \
-	X(NORMC, "normc.spv", 5, struct normc_push, 0) \
-	X(GNORM, "gnorm.spv", 4, struct gnorm_push, 0) \
-	X(ATTN32, "attn32.spv", 6, struct attn_push, 0) \
-	X(ATTN64, "attn64.spv", 6, struct attn_push, 0) \
-	X(ATTN128, "attn128.spv", 6, struct attn_push, 0) \
-	X(ATTN256, "attn256.spv", 6, struct attn_push, 0) \
-	X(ATTN_TEX64, "attn_tex64.spv", 6, struct attn_push, 0xe) \
-	X(ATTN_TEX128, "attn_tex128.spv", 6, struct attn_push, 0xe) \
-	X(ROPE, "rope.spv", 4, struct rope_push, 0) \
-	X(CONV3D, "conv3d.spv", 4, struct conv3d_push, 0) \
-	X(CONV3D_TEX_F32, "conv3d_tex_f32.spv", 4, struct conv3d_push, 0x6) \
-	X(CONV3D_TEX_F16, "conv3d_tex_f16.spv", 4, struct conv3d_push, 0x6) \
-	X(CONV3D_TEX_BF16, "conv3d_tex_bf16.spv", 4, struct conv3d_push, 0x6) \
-	X(D2S, "d2s.spv", 2, struct d2s_push, 0)
+/* The kernels, one row each (kernels.def also drives the build rules). */
+#include "gpu/kernels.def"
 
 enum gpu_kernel {
-#define X(id, spv, nb, push, tex) GPU_K_##id,
+#define X(id, name, src, defs, nb, push, tex) GPU_K_##id,
 	GPU_KERNELS(X)
 #undef X
 	GPU_K_COUNT

@@ -1,79 +1,44 @@
 # gpu: Vulkan runtime, kernels (shaders/*.comp compiled by glslc and
 # embedded with tools/embed), device caps, tests and benchmarks.
-liblatentq_a_SOURCES += \
+libgpu_a_SOURCES += \
 	src/gpu/caps.c src/gpu/caps.h \
-	src/gpu/gpu.c src/gpu/gpu.h src/gpu/internal.h \
+	src/gpu/gpu.c src/gpu/gpu.h src/gpu/internal.h src/gpu/kernels.def \
 	src/gpu/ops.c src/gpu/ops.h
-nodist_liblatentq_a_SOURCES += src/gpu/spirv.c
+nodist_libgpu_a_SOURCES += src/gpu/spirv.c
 BUILT_SOURCES += src/gpu/spirv.c
 CLEANFILES += src/gpu/spirv.c $(GPU_SPV)
 
 GPU_SHADER_DEPS = $(srcdir)/shaders/common.glsl $(srcdir)/shaders/push.h \
-	$(srcdir)/shaders/reduce.glsl
-GPU_PLAIN = ew norm normc gnorm rope conv3d d2s
-GPU_SPV = $(GPU_PLAIN:%=shaders/%.spv) \
-	shaders/matmul_f32.spv shaders/matmul_f16.spv shaders/matmul_bf16.spv \
-	shaders/linear_f32.spv shaders/linear_f16.spv shaders/linear_bf16.spv \
-	shaders/linear_tex_f32.spv shaders/linear_tex_f16.spv \
-	shaders/linear_tex_bf16.spv \
-	shaders/attn32.spv shaders/attn64.spv shaders/attn128.spv \
-	shaders/attn256.spv shaders/attn_tex64.spv shaders/attn_tex128.spv \
-	shaders/conv3d_tex_f32.spv shaders/conv3d_tex_f16.spv \
-	shaders/conv3d_tex_bf16.spv
-EXTRA_DIST += $(GPU_SHADER_DEPS) $(GPU_PLAIN:%=$(srcdir)/shaders/%.comp) \
-	$(srcdir)/shaders/matmul.comp $(srcdir)/shaders/attn.comp $(srcdir)/shaders/attn_tex.comp \
-	$(srcdir)/shaders/linear.comp
+	$(srcdir)/shaders/abi.h $(srcdir)/shaders/reduce.glsl
+
+# The kernels: one row each in src/gpu/kernels.def, read here as
+# NAME:SOURCE:DEFINES (spaces in DEFINES travel as commas).  The same rows
+# make enum gpu_kernel and the pipeline table, so a kernel is added in one
+# place.
+# (make counts parentheses inside $(shell): they are gpu_lp and gpu_rp.)
+gpu_lp := (
+gpu_rp := )
+gpu_comma := ,
+GPU_KERNEL_ROWS := $(shell sed -n 's/^[[:space:]]*X$(gpu_lp)[A-Z0-9_]*, *"\$(gpu_lp)[a-z0-9_]*\$(gpu_rp)", *"\$(gpu_lp)[a-z0-9_]*\$(gpu_rp)", *"\$(gpu_lp)[^"]*\$(gpu_rp)".*/\1:\2:\3/p' $(srcdir)/src/gpu/kernels.def | tr ' ' ',')
+gpu_field = $(word $(2),$(subst :, ,$(subst ::,: :,$(1))))
+GPU_KERNEL_NAMES := $(foreach r,$(GPU_KERNEL_ROWS),$(call gpu_field,$(r),1))
+$(foreach r,$(GPU_KERNEL_ROWS),$(eval GPU_SRC_$(call gpu_field,$(r),1) := $(call gpu_field,$(r),2)))
+$(foreach r,$(GPU_KERNEL_ROWS),$(eval GPU_DEFS_$(call gpu_field,$(r),1) := $(subst $(gpu_comma), ,$(call gpu_field,$(r),3))))
+GPU_SPV = $(GPU_KERNEL_NAMES:%=shaders/%.spv)
+GPU_COMP_NAMES = $(sort $(foreach n,$(GPU_KERNEL_NAMES),$(GPU_SRC_$(n))))
+EXTRA_DIST += $(GPU_SHADER_DEPS) src/gpu/kernels.def \
+	$(GPU_COMP_NAMES:%=$(srcdir)/shaders/%.comp)
 
 GLSLC_FLAGS = --target-env=vulkan1.2 -O -I$(srcdir)/shaders
 GLSLC_V = $(GLSLC_V_@AM_V@)
 GLSLC_V_ = $(GLSLC_V_@AM_DEFAULT_V@)
 GLSLC_V_0 = @echo "  GLSLC   " $@;
 
-shaders/%.spv: $(srcdir)/shaders/%.comp $(GPU_SHADER_DEPS)
+$(foreach n,$(GPU_KERNEL_NAMES),$(eval shaders/$(n).spv: $(srcdir)/shaders/$(GPU_SRC_$(n)).comp))
+$(GPU_SPV): shaders/%.spv: $(GPU_SHADER_DEPS) $(srcdir)/src/gpu/kernels.def
 	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -o $@ $<
-shaders/matmul_f32.spv: $(srcdir)/shaders/matmul.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DBT=0u -o $@ $<
-shaders/matmul_f16.spv: $(srcdir)/shaders/matmul.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DBT=1u -o $@ $<
-shaders/matmul_bf16.spv: $(srcdir)/shaders/matmul.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DBT=2u -o $@ $<
-shaders/linear_f32.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DWT=0 -o $@ $<
-shaders/linear_f16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DWT=1 -o $@ $<
-shaders/linear_bf16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DWT=2 -o $@ $<
-shaders/linear_tex_f32.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=0 -o $@ $<
-shaders/linear_tex_f16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=1 -o $@ $<
-shaders/linear_tex_bf16.spv: $(srcdir)/shaders/linear.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=2 -o $@ $<
-shaders/conv3d_tex_f32.spv: $(srcdir)/shaders/conv3d.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=0 -o $@ $<
-shaders/conv3d_tex_f16.spv: $(srcdir)/shaders/conv3d.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=1 -o $@ $<
-shaders/conv3d_tex_bf16.spv: $(srcdir)/shaders/conv3d.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DTEX -DWT=2 -o $@ $<
-shaders/attn_tex%.spv: $(srcdir)/shaders/attn_tex.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DMAXD=$* -o $@ $<
-shaders/attn%.spv: $(srcdir)/shaders/attn.comp $(GPU_SHADER_DEPS)
-	@$(MKDIR_P) shaders
-	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) -DMAXD=$* -o $@ $<
+	$(GLSLC_V)$(GLSLC) $(GLSLC_FLAGS) $(GPU_DEFS_$*) -o $@ \
+	    $(srcdir)/shaders/$(GPU_SRC_$*).comp
 
 src/gpu/spirv.c: $(GPU_SPV) embed$(EXEEXT)
 	@$(MKDIR_P) src/gpu

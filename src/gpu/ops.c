@@ -13,8 +13,6 @@
 #define DESC(t) gpu_tensor_describe((t), (char[96]){0}, 96)
 
 /* ew.comp op codes */
-enum { EW_COPY, EW_ADD, EW_MUL, EW_ADDMUL, EW_SCALE, EW_FILL, EW_MODULATE,
-    EW_ACT };
 
 static enum lq_status
 need_f32(struct gpu_cmd *cmd, const char *op, const char *name,
@@ -232,11 +230,12 @@ ew_emit(struct gpu_cmd *cmd, const char *op, unsigned code,
 		pc.sb[k] = k < pad || !bind[2] ? 0 : (uint32_t)bind[2]->stride[j];
 		pc.sc[k] = k < pad || !bind[3] ? 0 : (uint32_t)bind[3]->stride[j];
 	}
-	pc.flags = code | (uint32_t)nd << 8 |
-	    (bind[1] ? (uint32_t)bind[1]->dtype << 12 : 0) |
-	    (bind[2] ? (uint32_t)bind[2]->dtype << 14 : 0) |
-	    (bind[3] ? (uint32_t)bind[3]->dtype << 16 : 0) |
-	    (bind[2] ? 1u << 18 : 0) | (bind[3] ? 1u << 19 : 0);
+	pc.flags = code | (uint32_t)nd << LQ_EW_NDIM |
+	    (bind[1] ? (uint32_t)bind[1]->dtype << LQ_EW_DTA : 0) |
+	    (bind[2] ? (uint32_t)bind[2]->dtype << LQ_EW_DTB : 0) |
+	    (bind[3] ? (uint32_t)bind[3]->dtype << LQ_EW_DTC : 0) |
+	    (bind[2] ? 1u << LQ_EW_HAS_B : 0) |
+	    (bind[3] ? 1u << LQ_EW_HAS_C : 0);
 	pc.alpha = alpha;
 	pc.beta = beta;
 	for (int i = 0; i < 4; i++)
@@ -291,14 +290,14 @@ enum lq_status
 ops_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *a, const struct gpu_tensor *b)
 {
-	return ew_record(cmd, "ops_add", EW_ADD, y, a, b, NULL, 0, 0);
+	return ew_record(cmd, "ops_add", LQ_EW_ADD, y, a, b, NULL, 0, 0);
 }
 
 enum lq_status
 ops_mul(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *a, const struct gpu_tensor *b)
 {
-	return ew_record(cmd, "ops_mul", EW_MUL, y, a, b, NULL, 0, 0);
+	return ew_record(cmd, "ops_mul", LQ_EW_MUL, y, a, b, NULL, 0, 0);
 }
 
 enum lq_status
@@ -306,14 +305,14 @@ ops_add_mul(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *a, const struct gpu_tensor *b,
     const struct gpu_tensor *c)
 {
-	return ew_record(cmd, "ops_add_mul", EW_ADDMUL, y, a, b, c, 0, 0);
+	return ew_record(cmd, "ops_add_mul", LQ_EW_ADDMUL, y, a, b, c, 0, 0);
 }
 
 enum lq_status
 ops_scale(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *a, float alpha, float beta)
 {
-	return ew_record(cmd, "ops_scale", EW_SCALE, y, a, NULL, NULL, alpha,
+	return ew_record(cmd, "ops_scale", LQ_EW_SCALE, y, a, NULL, NULL, alpha,
 	    beta);
 }
 
@@ -321,13 +320,13 @@ enum lq_status
 ops_copy(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *a)
 {
-	return ew_record(cmd, "ops_copy", EW_COPY, y, a, NULL, NULL, 0, 0);
+	return ew_record(cmd, "ops_copy", LQ_EW_COPY, y, a, NULL, NULL, 0, 0);
 }
 
 enum lq_status
 ops_fill(struct gpu_cmd *cmd, const struct gpu_tensor *y, float value)
 {
-	return ew_record(cmd, "ops_fill", EW_FILL, y, NULL, NULL, NULL, value,
+	return ew_record(cmd, "ops_fill", LQ_EW_FILL, y, NULL, NULL, NULL, value,
 	    0);
 }
 
@@ -342,7 +341,7 @@ ops_act(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	if (!same_shape(x, y))
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "ops_act: y %s and x %s differ", DESC(y), DESC(x));
-	return ew_record(cmd, "ops_act", EW_ACT, y, x, NULL, NULL, 0, beta);
+	return ew_record(cmd, "ops_act", LQ_EW_ACT, y, x, NULL, NULL, 0, beta);
 }
 
 enum lq_status
@@ -416,7 +415,7 @@ ops_modulate(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		TRY(row_view(cmd, op, "scale", scale, x, &sv));
 	if (shift)
 		TRY(row_view(cmd, op, "shift", shift, x, &hv));
-	return ew_record(cmd, op, EW_MODULATE, y, x, scale ? &sv : NULL,
+	return ew_record(cmd, op, LQ_EW_MODULATE, y, x, scale ? &sv : NULL,
 	    shift ? &hv : NULL, 1.0f, 0);
 }
 
@@ -434,10 +433,10 @@ ops_gated_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	TRY(need_f32(cmd, op, "x", x));
 	TRY(need_f32(cmd, op, "r", r));
 	if (gate == NULL)
-		return ew_record(cmd, op, EW_ADD, y, x, r, NULL, 0, 0);
+		return ew_record(cmd, op, LQ_EW_ADD, y, x, r, NULL, 0, 0);
 	struct gpu_tensor gv;
 	TRY(row_view(cmd, op, "gate", gate, x, &gv));
-	return ew_record(cmd, op, EW_ADDMUL, y, x, &gv, r, 0, 0);
+	return ew_record(cmd, op, LQ_EW_ADDMUL, y, x, &gv, r, 0, 0);
 }
 
 enum lq_status
@@ -454,7 +453,7 @@ ops_add_table(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 	TRY(need_contig(cmd, op, "temb", temb));
 	TRY(need_numel(cmd, op, "temb", temb, gpu_tensor_numel(out)));
 	struct gpu_tensor te = gpu_tensor_reshape(temb, 3, out->shape);
-	return ew_record(cmd, op, EW_ADD, out, &te, table, NULL, 0, 0);
+	return ew_record(cmd, op, LQ_EW_ADD, out, &te, table, NULL, 0, 0);
 }
 
 /* [B, C, S...] -> 3-D [B, C, S] (contiguous x only). */
@@ -517,7 +516,7 @@ ops_channel_affine(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		TRY(chan_view(cmd, op, "scale", scale, &x3, &sv));
 	if (shift)
 		TRY(chan_view(cmd, op, "shift", shift, &x3, &hv));
-	return ew_record(cmd, op, EW_MODULATE, &y3, &x3, scale ? &sv : NULL,
+	return ew_record(cmd, op, LQ_EW_MODULATE, &y3, &x3, scale ? &sv : NULL,
 	    shift ? &hv : NULL, scale_bias, 0);
 }
 
@@ -543,7 +542,7 @@ ops_add_noise_channels(struct gpu_cmd *cmd, const struct gpu_tensor *x,
 	nv.stride[3] = noise->stride[0];
 	nv.stride[4] = noise->stride[1];
 	sv.stride[1] = scale->stride[0];
-	return ew_record(cmd, op, EW_ADDMUL, x, x, &nv, &sv, 0, 0);
+	return ew_record(cmd, op, LQ_EW_ADDMUL, x, x, &nv, &sv, 0, 0);
 }
 
 /* ---- matmul ---- */
@@ -568,9 +567,10 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 	struct matmul_push pc = {
 		.M = (uint32_t)M, .N = (uint32_t)N, .K = (uint32_t)K,
 		.batch = (uint32_t)batch,
-		.flags = (trans_b ? 1u : 0) | (uint32_t)act << 1 |
-		    (bias ? 1u << 4 : 0) |
-		    (bias ? (uint32_t)bias->dtype << 5 : 0),
+		.flags = (trans_b ? 1u << LQ_MM_TRANS_B : 0) |
+		    (uint32_t)act << LQ_MM_ACT |
+		    (bias ? 1u << LQ_MM_HAS_BIAS : 0) |
+		    (bias ? (uint32_t)bias->dtype << LQ_MM_DT_BIAS : 0),
 		.alpha = alpha,
 		.off_c = gpu_bind_offset(cmd, c),
 		.off_a = gpu_bind_offset(cmd, a),
@@ -771,6 +771,17 @@ param_vec(struct gpu_cmd *cmd, const char *op, const char *name,
 	return LQ_OK;
 }
 
+/* The flags word of norm.comp, normc.comp and gnorm.comp (shaders/abi.h). */
+static uint32_t
+norm_flags(unsigned mode, const struct gpu_tensor *weight,
+    const struct gpu_tensor *bias)
+{
+	return mode | (weight ? 1u << LQ_NORM_HAS_W : 0) |
+	    (bias ? 1u << LQ_NORM_HAS_B : 0) |
+	    (weight ? (uint32_t)weight->dtype << LQ_NORM_DTW : 0) |
+	    (bias ? (uint32_t)bias->dtype << LQ_NORM_DTB : 0);
+}
+
 static enum lq_status
 norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
     const struct gpu_tensor *y, const struct gpu_tensor *x,
@@ -800,10 +811,7 @@ norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
 		struct gpu_tensor xr = SL(&x2, 0, r0, rc), yr = SL(&y2, 0, r0, rc);
 		struct norm_push pc = {
 			.rows = (uint32_t)rc, .D = (uint32_t)D,
-			.flags = mode | (weight ? 1u << 4 : 0) |
-			    (bias ? 1u << 5 : 0) |
-			    (weight ? (uint32_t)weight->dtype << 6 : 0) |
-			    (bias ? (uint32_t)bias->dtype << 8 : 0),
+			.flags = norm_flags(mode, weight, bias),
 			.eps = eps,
 			.off_y = gpu_bind_offset(cmd, &yr),
 			.off_x = gpu_bind_offset(cmd, &xr),
@@ -826,21 +834,24 @@ ops_layer_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *weight,
     const struct gpu_tensor *bias, float eps)
 {
-	return norm_rows(cmd, "ops_layer_norm", 0, y, x, weight, bias, eps);
+	return norm_rows(cmd, "ops_layer_norm", LQ_NORM_LAYER, y, x, weight,
+	    bias, eps);
 }
 
 enum lq_status
 ops_rms_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *weight, float eps)
 {
-	return norm_rows(cmd, "ops_rms_norm", 1, y, x, weight, NULL, eps);
+	return norm_rows(cmd, "ops_rms_norm", LQ_NORM_RMS, y, x, weight, NULL,
+	    eps);
 }
 
 enum lq_status
 ops_softmax(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x)
 {
-	return norm_rows(cmd, "ops_softmax", 2, y, x, NULL, NULL, 0);
+	return norm_rows(cmd, "ops_softmax", LQ_NORM_SOFTMAX, y, x, NULL, NULL,
+	    0);
 }
 
 /*
@@ -856,9 +867,7 @@ chan_emit(struct gpu_cmd *cmd, const char *op, enum gpu_kernel k,
     const struct gpu_tensor *stats)
 {
 	int64_t B = x->shape[0], C = x->shape[1], S = x->shape[2];
-	uint32_t flags = mode | (weight ? 1u << 4 : 0) | (bias ? 1u << 5 : 0) |
-	    (weight ? (uint32_t)weight->dtype << 6 : 0) |
-	    (bias ? (uint32_t)bias->dtype << 8 : 0);
+	uint32_t flags = norm_flags(mode, weight, bias);
 	uint32_t gx, gy;
 	if (k == GPU_K_NORMC) {
 		const struct gpu_tensor *bind[5] = {y, x, weight, bias, stats};
@@ -1004,7 +1013,8 @@ enum lq_status
 ops_rms_norm_channels(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *weight, float eps)
 {
-	return norm_chan(cmd, "ops_rms_norm_channels", GPU_K_NORMC, 1, 0, y, x,
+	return norm_chan(cmd, "ops_rms_norm_channels", GPU_K_NORMC, LQ_NORM_RMS,
+	    0, y, x,
 	    weight, NULL, eps);
 }
 
@@ -1013,7 +1023,8 @@ ops_layer_norm_channels(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *weight,
     const struct gpu_tensor *bias, float eps)
 {
-	return norm_chan(cmd, "ops_layer_norm_channels", GPU_K_NORMC, 0, 0, y, x,
+	return norm_chan(cmd, "ops_layer_norm_channels", GPU_K_NORMC,
+	    LQ_NORM_LAYER, 0, y, x,
 	    weight, bias, eps);
 }
 
@@ -1051,9 +1062,11 @@ attn_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *out,
 		.B = (uint32_t)B, .Nq = (uint32_t)Nq, .Nk = (uint32_t)Nk,
 		.H = (uint32_t)H, .Dh = (uint32_t)Dh, .Dv = (uint32_t)Dv,
 		.scale = args->scale,
-		.flags = (kb ? 1u : 0) | (bias ? 2u : 0) | (bias_b ? 4u : 0) |
-		    (kb ? (uint32_t)kb->dtype << 4 : 0) |
-		    (bias ? (uint32_t)bias->dtype << 6 : 0),
+		.flags = (kb ? 1u << LQ_ATTN_HAS_KB : 0) |
+		    (bias ? 1u << LQ_ATTN_HAS_BIAS : 0) |
+		    (bias_b ? 1u << LQ_ATTN_BIAS_B : 0) |
+		    (kb ? (uint32_t)kb->dtype << LQ_ATTN_DT_KB : 0) |
+		    (bias ? (uint32_t)bias->dtype << LQ_ATTN_DT_BIAS : 0),
 		.off_o = gpu_bind_offset(cmd, out),
 		.off_q = gpu_bind_offset(cmd, q),
 		.q_sb = (uint32_t)q->stride[0], .q_sn = (uint32_t)q->stride[1],
@@ -1199,7 +1212,8 @@ rope_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
 	struct rope_push pc = {
 		.B = (uint32_t)B, .N = (uint32_t)N, .D = (uint32_t)D,
 		.cs_sb = cos->shape[0] == 1 ? 0 : (uint32_t)(N * D),
-		.flags = (uint32_t)cos->dtype | (uint32_t)sin->dtype << 2,
+		.flags = (uint32_t)cos->dtype << LQ_ROPE_DT_COS |
+		    (uint32_t)sin->dtype << LQ_ROPE_DT_SIN,
 		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
 		.off_cos = gpu_bind_offset(cmd, cos),
 		.off_sin = gpu_bind_offset(cmd, sin),
@@ -1290,8 +1304,9 @@ conv_emit(struct gpu_cmd *cmd, const char *op, const struct conv_geom *g,
 		.st = (uint32_t)g->st[0], .sh = (uint32_t)g->st[1],
 		.sw = (uint32_t)g->st[2], .pt = g->pad0[0], .ph = g->pad0[1],
 		.pw = g->pad0[2],
-		.flags = g->tflags | (b ? 4u : 0) |
-		    (uint32_t)w->dtype << 4 | (b ? (uint32_t)b->dtype << 6 : 0) |
+		.flags = g->tflags | (b ? 1u << LQ_CONV_HAS_B : 0) |
+		    (uint32_t)w->dtype << LQ_CONV_DTW |
+		    (b ? (uint32_t)b->dtype << LQ_CONV_DTB : 0) |
 		    (accumulate ? CONV_ACCUMULATE : 0),
 		.pos_chunks = chunks,
 		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
@@ -1362,8 +1377,9 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		g.pad0[i] = pad0[i];
 		g.out[i] = out[i];
 	}
-	g.tflags = (p->t_mode == OPS_PAD_REPLICATE ? 1u : 0) |
-	    (p->s_mode == OPS_PAD_REPLICATE ? 2u : 0);
+	g.tflags = (p->t_mode == OPS_PAD_REPLICATE ?
+	    1u << LQ_CONV_T_REPLICATE : 0) |
+	    (p->s_mode == OPS_PAD_REPLICATE ? 1u << LQ_CONV_S_REPLICATE : 0);
 	g.w_sco = w->stride[0];
 	int64_t Ci = x->shape[1];
 	const struct gpu_tensor *all[4] = {y, x, w, b};
@@ -1429,7 +1445,8 @@ d2s_emit(struct gpu_cmd *cmd, const char *op, int to_depth,
 		.F = (uint32_t)depth->shape[2], .H = (uint32_t)depth->shape[3],
 		.W = (uint32_t)depth->shape[4],
 		.ft = (uint32_t)ft, .fh = (uint32_t)fh, .fw = (uint32_t)fw,
-		.flags = (to_depth ? 1u : 0) | (hw_swapped ? 2u : 0),
+		.flags = (to_depth ? 1u << LQ_D2S_TO_DEPTH : 0) |
+		    (hw_swapped ? 1u << LQ_D2S_HW_SWAPPED : 0),
 		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
 	};
 	const struct gpu_tensor *bind[2] = {y, x};

@@ -54,12 +54,13 @@
 
 #include "gpu/gpu.h"
 
+/* The kernels' activation codes (shaders/abi.h says what each is). */
 enum ops_act {
-	OPS_ACT_NONE = 0,
-	OPS_ACT_GELU_TANH = 1,	/* 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
-	OPS_ACT_SILU = 2,	/* x*sigmoid(x) */
-	OPS_ACT_RELU = 3,
-	OPS_ACT_GELU = 4,	/* exact erf GELU */
+	OPS_ACT_NONE = LQ_ACT_NONE,
+	OPS_ACT_GELU_TANH = LQ_ACT_GELU_TANH,
+	OPS_ACT_SILU = LQ_ACT_SILU,
+	OPS_ACT_RELU = LQ_ACT_RELU,
+	OPS_ACT_GELU = LQ_ACT_GELU,
 };
 
 /* ---- matrix products ---- */

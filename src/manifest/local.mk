@@ -1,5 +1,5 @@
 # src/manifest: YAML/JSON manifests -> typed, resolved job configs.
-liblatentq_a_SOURCES += \
+libmanifest_a_SOURCES += \
 	src/manifest/tree.c src/manifest/tree.h \
 	src/manifest/schema.c src/manifest/schema.h \
 	src/manifest/manifest.c src/manifest/manifest.h \
@@ -34,7 +34,7 @@ if FUZZING
 noinst_PROGRAMS += tests/fuzz/fuzz-manifest
 tests_fuzz_fuzz_manifest_SOURCES = tests/fuzz/fuzz-manifest.c \
 	src/manifest/tree.c src/manifest/schema.c src/manifest/manifest.c
-tests_fuzz_fuzz_manifest_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address
+tests_fuzz_fuzz_manifest_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) -fsanitize=fuzzer,address
 tests_fuzz_fuzz_manifest_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer,address
 tests_fuzz_fuzz_manifest_LDADD = $(LQ_TEST_LDADD)
 endif

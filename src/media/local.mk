@@ -1,10 +1,10 @@
 # Output files (MP4, PNG, contact sheets) and the checkpoint/artifact part
 # of the store.  The store files are listed here, not in src/store/local.mk,
 # so the two fragments never edit the same lines.
-liblatentq_a_SOURCES += \
+libmedia_a_SOURCES += \
 	src/media/media.h src/media/media-int.h \
-	src/media/common.c src/media/video.c src/media/png.c \
-	src/store/checkpoints.c src/store/checkpoints.h
+	src/media/common.c src/media/video.c src/media/png.c
+libstore_a_SOURCES += src/store/checkpoints.c src/store/checkpoints.h
 
 check_PROGRAMS += tests/media/test-media tests/store/test-checkpoints
 TESTS += tests/media/test-media tests/store/test-checkpoints
@@ -19,8 +19,8 @@ tests_bench_bench_checkpoint_SOURCES = tests/bench/bench-checkpoint.c
 tests_bench_bench_checkpoint_LDADD = $(LQ_TEST_LDADD)
 
 # Bundles (libarchive) and the store records they move (export/import).
-liblatentq_a_SOURCES += src/media/bundle.c src/media/bundle.h \
-	src/store/transfer.c src/store/transfer.h
+libmedia_a_SOURCES += src/media/bundle.c src/media/bundle.h
+libstore_a_SOURCES += src/store/transfer.c src/store/transfer.h
 TESTS += tests/bundle/bundle.sh
 EXTRA_DIST += tests/bundle/bundle.sh tests/bundle/tarhack.py
 
@@ -35,7 +35,7 @@ tests_fuzz_fuzz_bundle_replay_LDADD = $(LQ_TEST_LDADD)
 if FUZZING
 noinst_PROGRAMS += tests/fuzz/fuzz-bundle
 tests_fuzz_fuzz_bundle_SOURCES = tests/fuzz/fuzz-bundle.c src/media/bundle.c
-tests_fuzz_fuzz_bundle_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address,undefined
+tests_fuzz_fuzz_bundle_CFLAGS = $(AM_CFLAGS) $(ARCHIVE_CFLAGS) -fsanitize=fuzzer,address,undefined
 tests_fuzz_fuzz_bundle_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer,address,undefined
 tests_fuzz_fuzz_bundle_LDADD = $(LQ_TEST_LDADD)
 endif

@@ -50,8 +50,8 @@ tests_model_test_lora_LDADD = $(LQ_TEST_LDADD)
 
 # Store functions for the models / model_files / file_hashes tables (SQL
 # stays in src/store/; listed here so src/store/local.mk stays the lead's).
-liblatentq_a_SOURCES += src/store/models.c src/store/models.h \
-	src/model/hash.c src/model/hash.h
+libstore_a_SOURCES += src/store/models.c src/store/models.h
+liblatentq_a_SOURCES += src/model/hash.c src/model/hash.h
 
 check_PROGRAMS += tests/model/test-model-hash
 TESTS += tests/model/test-model-hash

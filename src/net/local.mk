@@ -1,12 +1,14 @@
 # src/net: the HTTP client (libcurl; the only module that includes
 # curl.h): resumable, verified downloads for `model pull`, webhook POSTs.
-liblatentq_a_SOURCES += src/net/net.c src/net/net.h \
-	src/cmd/pull.c src/cmd/pull.h
+# Its own library, the only one compiled with libcurl's flags.
+libnet_a_SOURCES += src/net/net.c src/net/net.h
+liblatentq_a_SOURCES += src/cmd/pull.c src/cmd/pull.h
 
 # Tests against tests/net/server.py on 127.0.0.1 only.
 NET_TESTS = tests/net/pull.sh tests/net/webhook.sh
 TESTS += $(NET_TESTS)
 EXTRA_DIST += $(NET_TESTS) tests/net/server.py tests/net/common.sh
-# Webhook delivery from the outbox (the supervisor's part).
-liblatentq_a_SOURCES += src/worker/webhooks.c src/worker/webhooks.h \
-	src/store/webhooks.c src/store/webhooks.h
+# Webhook delivery from the outbox (the supervisor's part); the outbox
+# itself is SQL, so the store's library.
+liblatentq_a_SOURCES += src/worker/webhooks.c src/worker/webhooks.h
+libstore_a_SOURCES += src/store/webhooks.c src/store/webhooks.h

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/codes.h"
 #include "core/digest.h"
 #include "core/json.h"
 #include "core/util.h"
@@ -320,11 +321,11 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 		return;
 	}
 	if (diffusers_open(pm->dir, ov, &pm->dm, &err) != LQ_OK) {
-		const char *code = "LQ-MDL-002";
-		if (strcmp(err.code, "LQ-MODEL-001") == 0 ||
-		    strcmp(err.code, "LQ-MODEL-005") == 0 ||
-		    strcmp(err.code, "LQ-MODEL-007") == 0)
-			code = "LQ-MDL-003";
+		/* a missing file or component, else a bad config */
+		enum lq_code why = error_code(&err);
+		int missing = why == LQ_CODE_MODEL_001 ||
+		    why == LQ_CODE_MODEL_005 || why == LQ_CODE_MODEL_007;
+		const char *code = missing ? "LQ-MDL-003" : "LQ-MDL-002";
 		const char *key = "model";
 		static const char *const comps[] = { "transformer", "vae",
 		    "text_encoder", "scheduler" };
@@ -340,7 +341,7 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 		snprintf(e->field, sizeof(e->field), "%s", key);
 		if (err.hint[0])
 			error_set_hint(e, "%s", err.hint);
-		else if (strcmp(code, "LQ-MDL-003") == 0)
+		else if (missing)
 			error_set_hint(e, "the folder is incomplete: download the "
 			    "missing component again");
 		pm->dm = NULL;
@@ -543,7 +544,7 @@ pf_lora_get(struct pf_ctx *c, const char *path, struct pf_model *pm)
 		    err.field[0] ? err.field : "", err.field[0] ? ": " : "",
 		    err.message);
 		error_set_hint(e, "%s", err.hint[0] ? err.hint
-		    : strcmp(e->code, "LQ-LORA-001") == 0
+		    : error_code(e) == LQ_CODE_LORA_001
 		    ? "check the path, or download the LoRA again"
 		    : "a LoRA for LTX-Video pairs <module>.lora_A.weight [rank, in] "
 		    "with <module>.lora_B.weight [out, rank]");

@@ -11,7 +11,7 @@
  *
  * Every problem is a `struct lq_error`: status LQ_FAILED (an error: the job
  * is rejected) or LQ_WARN (a warning: the job runs, the user is told), a
- * stable code from the table in codes.c (`LQ-GEOM-001`, listed with failing
+ * stable code from the table in core/codes.def (`LQ-GEOM-001`, listed with failing
  * and fixed examples in latentq-preflight(7)), file:line:column and field
  * path of the manifest value at fault ("jobs[2].height"), a message naming
  * the offending value and the rule, and a hint with a valid nearby value.
@@ -145,9 +145,10 @@ char *preflight_job_problems_text(const struct preflight_job *pj);
 /* JSON object of one problem (as in the report's "problems"). */
 cJSON *preflight_problem_to_json(const struct lq_error *e);
 
-/* The table of codes: code, severity it is reported with ("error",
- * "warning", or "error|warning" when --snap/truncate downgrade it), area
- * and the rule in one line.  For docs and tests. */
+/* The table of codes: the rows of core/codes.def whose section is
+ * latentq-preflight(7): code, severity it is reported with ("error",
+ * "warning", or "error|warning" when --snap/truncate downgrade it) and the
+ * rule in one line.  For docs and tests; pointers are static. */
 struct preflight_code {
 	const char *code;
 	const char *severity;

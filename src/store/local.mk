@@ -6,12 +6,12 @@ SCHEMA_FILES = schema/0001_init.sql schema/0002_model_identity.sql \
 SCHEMA_PG_FILES = schema/postgresql/0001_init.sql \
 	schema/postgresql/0004_failures.sql schema/postgresql/0005_webhooks.sql
 EXTRA_DIST += $(SCHEMA_FILES) $(SCHEMA_PG_FILES)
-liblatentq_a_SOURCES += \
+libstore_a_SOURCES += \
 	src/store/store.c src/store/store.h src/store/store-int.h \
 	src/store/lite.c src/store/pg.c \
 	src/store/integrity.c \
 	src/store/jobs.c src/store/jobs.h
-nodist_liblatentq_a_SOURCES += src/store/schema.gen.c \
+nodist_libstore_a_SOURCES += src/store/schema.gen.c \
 	src/store/schema-pg.gen.c
 BUILT_SOURCES += src/store/schema.gen.c src/store/schema-pg.gen.c
 CLEANFILES += src/store/schema.gen.c src/store/schema-pg.gen.c

@@ -1,0 +1,86 @@
+/*
+ * abi.h — the contract between the C side (src/gpu) and the kernels
+ * (shaders/NAME.comp), written once and included by both: element dtypes,
+ * activations, the elementwise op codes, the norm modes and the bit layout
+ * of every kernel's `flags` push constant.  push.h holds the push-constant
+ * blocks themselves.
+ *
+ * Only #define of unsigned literals (valid C and GLSL alike).  C packs a
+ * field with (value << LQ_X_Y) and a kernel unpacks it with
+ * LQ_FIELD(p.flags, LQ_X_Y, LQ_X_Y_MASK); a one-bit field's mask is 1.
+ */
+#ifndef LQ_SHADERS_ABI_H
+#define LQ_SHADERS_ABI_H
+
+#define LQ_FIELD(word, shift, mask) (((word) >> (shift)) & (mask))
+
+/* Element dtypes of a binding (enum gpu_dtype): 2-bit fields. */
+#define LQ_DT_F32 0u
+#define LQ_DT_F16 1u
+#define LQ_DT_BF16 2u
+#define LQ_DT_MASK 3u
+
+/* Activations (enum ops_act): 3-bit fields. */
+#define LQ_ACT_NONE 0u
+#define LQ_ACT_GELU_TANH 1u	/* 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
+#define LQ_ACT_SILU 2u		/* x*sigmoid(x) */
+#define LQ_ACT_RELU 3u
+#define LQ_ACT_GELU 4u		/* exact erf GELU */
+#define LQ_ACT_MASK 7u
+
+/* ew.comp: y = op(a, b, c); flags = op | ndim | dtypes | presence. */
+#define LQ_EW_COPY 0u
+#define LQ_EW_ADD 1u
+#define LQ_EW_MUL 2u
+#define LQ_EW_ADDMUL 3u		/* a * b + c */
+#define LQ_EW_SCALE 4u		/* alpha * a + beta */
+#define LQ_EW_FILL 5u		/* alpha */
+#define LQ_EW_MODULATE 6u	/* a * (alpha + b) + c */
+#define LQ_EW_ACT 7u		/* act(a), the act code in beta's bits */
+#define LQ_EW_OP_MASK 0xffu	/* at bit 0 */
+#define LQ_EW_NDIM 8u		/* 4 bits */
+#define LQ_EW_DTA 12u		/* LQ_DT_MASK */
+#define LQ_EW_DTB 14u
+#define LQ_EW_DTC 16u
+#define LQ_EW_HAS_B 18u		/* 1 bit */
+#define LQ_EW_HAS_C 19u
+
+/* matmul.comp, linear.comp: trans_b | act | has_bias | dt_bias. */
+#define LQ_MM_TRANS_B 0u	/* 1 bit */
+#define LQ_MM_ACT 1u		/* LQ_ACT_MASK */
+#define LQ_MM_HAS_BIAS 4u	/* 1 bit */
+#define LQ_MM_DT_BIAS 5u	/* LQ_DT_MASK */
+
+/* norm.comp, normc.comp, gnorm.comp: mode | has_w | has_b | dtw | dtb. */
+#define LQ_NORM_LAYER 0u	/* layer norm */
+#define LQ_NORM_RMS 1u		/* RMS norm */
+#define LQ_NORM_SOFTMAX 2u	/* softmax (norm.comp only) */
+#define LQ_NORM_MODE_MASK 15u	/* at bit 0 */
+#define LQ_NORM_HAS_W 4u	/* 1 bit */
+#define LQ_NORM_HAS_B 5u
+#define LQ_NORM_DTW 6u		/* LQ_DT_MASK */
+#define LQ_NORM_DTB 8u
+
+/* attn.comp, attn_tex.comp: key bias | bias | per-batch bias | dtypes. */
+#define LQ_ATTN_HAS_KB 0u	/* 1 bit */
+#define LQ_ATTN_HAS_BIAS 1u
+#define LQ_ATTN_BIAS_B 2u
+#define LQ_ATTN_DT_KB 4u	/* LQ_DT_MASK */
+#define LQ_ATTN_DT_BIAS 6u
+
+/* rope.comp: the cos and sin tables' dtypes. */
+#define LQ_ROPE_DT_COS 0u	/* LQ_DT_MASK */
+#define LQ_ROPE_DT_SIN 2u
+
+/* conv3d.comp: replicate padding in time / space, bias, dtypes. */
+#define LQ_CONV_T_REPLICATE 0u	/* 1 bit */
+#define LQ_CONV_S_REPLICATE 1u
+#define LQ_CONV_HAS_B 2u
+#define LQ_CONV_DTW 4u		/* LQ_DT_MASK */
+#define LQ_CONV_DTB 6u
+
+/* d2s.comp: direction and axis order. */
+#define LQ_D2S_TO_DEPTH 0u	/* 1 bit */
+#define LQ_D2S_HW_SWAPPED 1u
+
+#endif
