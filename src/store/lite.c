@@ -102,7 +102,10 @@ lite_bind_double(struct store_stmt *s, int i, double v)
 static void
 lite_bind_text(struct store_stmt *s, int i, const char *v)
 {
-	sqlite3_bind_text(LITE(s), i, v, -1, SQLITE_TRANSIENT);
+	if (v == NULL)
+		sqlite3_bind_null(LITE(s), i);
+	else
+		sqlite3_bind_text(LITE(s), i, v, -1, SQLITE_TRANSIENT);
 }
 
 static void

@@ -6,8 +6,8 @@
  * where PostgreSQL spells it otherwise: `?` and `?N` placeholders become
  * `$N` (outside quoted literals and identifiers).  Statements run with
  * PQexecParams, one round trip per step-to-result; parameters are typed
- * by their binding (int8, float8, bytea in binary; text left for the
- * server to infer), results come back as text: numbers parse with
+ * by their binding (int8, float8, text; bytea in binary; a bare NULL left
+ * for the server to infer), results come back as text: numbers parse with
  * strtoll/strtod (PostgreSQL 12+ prints float8 in its shortest exact
  * form, so a double survives the trip bit for bit) and bytea is decoded
  * from its hex form on first read.
@@ -35,9 +35,10 @@
 #define PG_INT8OID 20
 #define PG_FLOAT8OID 701
 #define PG_BYTEAOID 17
+#define PG_TEXTOID 25
 
-/* pg_advisory_xact_lock key for migrations: "latentq" in ASCII */
-#define PG_MIGRATION_LOCK "0x6c6174656e7471"
+/* pg_advisory_xact_lock key of migrations: "latentq" in ASCII (0x6c6174656e7471) */
+#define PG_MIGRATION_LOCK "30506450030589041"
 
 extern const struct embed_file store_migrations_pg[];
 
@@ -90,7 +91,9 @@ pg_set_result_error(struct store *st, const PGresult *res)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
 	    NULL;
-	const char *msg = res ? PQresultErrorMessage(res) : NULL;
+	/* the primary message: one line, without "ERROR:" */
+	const char *msg = res ? PQresultErrorField(res,
+	    PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	if (msg == NULL || *msg == '\0')
 		msg = PQerrorMessage(st->pg->conn);
 	pg_set_error(st, state, msg);
@@ -242,11 +245,16 @@ pg_bind_double(struct store_stmt *s, int i, double v)
 	p->type = PG_FLOAT8OID;
 }
 
+/*
+ * Text is typed text, NULL from store_bind_text too: the server cannot
+ * infer a type for "?9 IS NULL OR lease_owner = ?9" from the SQL alone.
+ */
 static void
 pg_bind_text(struct store_stmt *s, int i, const char *v)
 {
 	struct pg_param *p = pg_param(s, i);
-	p->owned = xstrdup(v);
+	p->owned = v != NULL ? xstrdup(v) : NULL;
+	p->type = PG_TEXTOID;
 }
 
 static void

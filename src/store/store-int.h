@@ -56,6 +56,7 @@ struct store_driver {
 	int (*step)(struct store_stmt *s);	/* STORE_ROW, _DONE, _ERROR */
 	void (*bind_int64)(struct store_stmt *s, int i, int64_t v);
 	void (*bind_double)(struct store_stmt *s, int i, double v);
+	/* v NULL: a NULL of type text */
 	void (*bind_text)(struct store_stmt *s, int i, const char *v);
 	void (*bind_blob)(struct store_stmt *s, int i, const void *p, size_t n);
 	void (*bind_null)(struct store_stmt *s, int i);

@@ -37,6 +37,12 @@ store_db(struct store *st)
 	return st->db;
 }
 
+int
+store_is_shared(const struct store *st)
+{
+	return st->drv == &store_driver_postgresql;
+}
+
 const char *
 store_path(const struct store *st)
 {
@@ -157,10 +163,7 @@ store_bind_double(struct store_stmt *s, int i, double v)
 void
 store_bind_text(struct store_stmt *s, int i, const char *v)
 {
-	if (v == NULL)
-		s->st->drv->bind_null(s, i);
-	else
-		s->st->drv->bind_text(s, i, v);
+	s->st->drv->bind_text(s, i, v);
 }
 
 void
