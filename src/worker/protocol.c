@@ -51,7 +51,9 @@ worker_exit_for(const struct lq_error *e, const char *phase)
 	if (e->status == LQ_FATAL ||
 	    (strncmp(e->code, "LQ-GPU-", 7) == 0 && before_first_step(phase)))
 		return EXIT_UNAVAILABLE;
-	if (strncmp(e->code, "LQ-DB-", 6) == 0)
+	/* a busy or unreachable database passes; any other of its errors
+	 * is the host's storage */
+	if (strncmp(e->code, "LQ-DB-", 6) == 0 && e->status != LQ_RETRY)
 		return EXIT_IOERR;
 	if (e->status == LQ_RETRY)
 		return EXIT_TEMPFAIL;
