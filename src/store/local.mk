@@ -26,3 +26,10 @@ check_PROGRAMS += tests/store/test-store
 TESTS += tests/store/test-store
 tests_store_test_store_SOURCES = tests/store/test-store.c
 tests_store_test_store_LDADD = $(LQ_TEST_LDADD)
+
+# `make bench`: claims and checkpoint commits, SQLite against PostgreSQL
+# (tests/bench/bench-store.sh starts the server).
+EXTRA_PROGRAMS += tests/bench/bench-store
+tests_bench_bench_store_SOURCES = tests/bench/bench-store.c
+tests_bench_bench_store_LDADD = $(LQ_TEST_LDADD)
+bench: tests/bench/bench-store$(EXEEXT)
