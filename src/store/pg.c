@@ -102,15 +102,17 @@ pg_set_result_error(struct store *st, const PGresult *res)
 /*
  * Before a statement: a connection that broke is reset, unless a
  * transaction was open on it (that transaction is lost; the caller's
- * rollback comes first).  Returns 0 when the connection is usable.
+ * rollback comes first).  `opening`: the statement is store_begin's, whose
+ * transaction the server has not seen yet.  Returns 0 when the connection
+ * is usable.
  */
 static int
-pg_ready(struct store *st)
+pg_ready(struct store *st, int opening)
 {
 	struct store_pg *pg = st->pg;
 	if (PQstatus(pg->conn) == CONNECTION_OK)
 		return 0;
-	if (st->txn_depth > 0) {
+	if (st->txn_depth > (opening ? 1 : 0)) {
 		pg_set_error(st, "08006", "the connection to the server was lost "
 		    "in a transaction");
 		return -1;
@@ -280,7 +282,7 @@ pg_step(struct store_stmt *s)
 	struct pg_stmt *ps = PGS(s);
 	struct store *st = s->st;
 	if (!ps->executed) {
-		if (pg_ready(st) != 0)
+		if (pg_ready(st, 0) != 0)
 			return STORE_ERROR;
 		int n = ps->nparams;
 		const char **values = n ? xcalloc((size_t)n, sizeof(*values)) :
@@ -414,7 +416,7 @@ pg_column_bytes(struct store_stmt *s, int i)
 static enum lq_status
 pg_exec(struct store *st, const char *sql, struct lq_error *err)
 {
-	if (pg_ready(st) != 0)
+	if (pg_ready(st, sql == st->drv->begin_sql) != 0)
 		return store_sql_error(st, "PQexec", err);
 	PGresult *res = PQexec(st->pg->conn, sql);
 	ExecStatusType es = PQresultStatus(res);
@@ -486,7 +488,7 @@ pg_error(struct store *st, const char *call, struct lq_error *err)
 static int64_t
 pg_query_int(struct store *st, const char *sql)
 {
-	if (pg_ready(st) != 0)
+	if (pg_ready(st, 0) != 0)
 		return -1;
 	PGresult *res = PQexec(st->pg->conn, sql);
 	int64_t v = -1;
@@ -632,7 +634,13 @@ store_pg_connect(struct store *st, const char *conninfo, struct lq_error *err)
 	st->pg = xcalloc(1, sizeof(*st->pg));
 	free(st->path);
 	st->path = pg_display(conninfo);
-	st->pg->conn = PQconnectdb(conninfo);
+	/*
+	 * A server that does not answer is given 10 s per try (libpq waits
+	 * for the system's TCP timeout otherwise), unless conninfo says.
+	 */
+	static const char *const keys[] = {"connect_timeout", "dbname", NULL};
+	const char *values[] = {"10", conninfo, NULL};
+	st->pg->conn = PQconnectdbParams(keys, values, 1);
 	LQ_ASSERT(st->pg->conn != NULL);	/* libpq: NULL only without memory */
 	if (PQstatus(st->pg->conn) != CONNECTION_OK) {
 		pg_set_error(st, "08001", PQerrorMessage(st->pg->conn));
