@@ -35,3 +35,5 @@ nobase_dist_pkgdata_DATA = jobs/demo.yaml \
 	jobs/models/ltxv-demo/transformer/diffusion_pytorch_model.safetensors \
 	jobs/models/ltxv-demo/vae/config.json \
 	jobs/models/ltxv-demo/vae/diffusion_pytorch_model.safetensors
+EXTRA_DIST += tests/bench/bench-vae-tiled.sh
+bench_SCRIPTS_LIST += tests/bench/bench-vae-tiled.sh

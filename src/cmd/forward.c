@@ -51,6 +51,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"dump-intermediates", no_argument, NULL, 'D'},
 		{"seed", required_argument, NULL, 's'},
 		{"weight-streaming", required_argument, NULL, 'W'},
+		{"set", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -59,11 +60,13 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	const char *component = NULL;
 	struct seeded_noise sn = { 0, 0 };
 	struct ltxv_vae_noise seeded = { seeded_fill, &sn };
+	struct ltxv_vae_tiling tiling;
 	char *end;
 	struct lq_error err;
 	enum lq_status st;
 	int c, rc;
 
+	ltxv_vae_tiling_init(&tiling);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+m:c:i:o:h", opts, NULL)) != -1) {
@@ -85,7 +88,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 			fo.noise_fallback = &seeded;
 			break;
 		case 'W':
-			if (ltxv_weight_streaming_parse(optarg,
+			if (nn_plan_choice_parse(optarg,
 			    &fo.weight_streaming) != 0) {
 				free(inputs);
 				return cmd_misuse(&cmd_forward_entry,
@@ -93,6 +96,29 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 				    "off, not \"%s\"", optarg);
 			}
 			break;
+		case 'S': {
+			/* --set NAME=VALUE: an AutoencoderKLLTXVideo tiling
+			 * attribute (ltxv_vae_tiling_set names them) */
+			char *eq = strchr(optarg, '='), *name;
+
+			if (eq == NULL || eq == optarg) {
+				free(inputs);
+				return cmd_misuse(&cmd_forward_entry,
+				    "forward: --set wants NAME=VALUE (e.g. "
+				    "use_tiling=true), not \"%s\"", optarg);
+			}
+			name = xstrndup(optarg, (size_t)(eq - optarg));
+			error_clear(&err);
+			st = ltxv_vae_tiling_set(&tiling, name, eq + 1, &err);
+			free(name);
+			if (st != LQ_OK) {
+				free(inputs);
+				error_print(&err, stderr);
+				return EXIT_USAGE;
+			}
+			fo.vae_tiling = &tiling;
+			break;
+		}
 		case 'h':
 			cmd_usage(&cmd_forward_entry, stdout);
 			free(inputs);
@@ -119,6 +145,11 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		return cmd_misuse(&cmd_forward_entry, "forward: unknown component "
 		    "\"%s\" (transformer, vae-decoder or text-encoder)", component);
 	}
+	if (fo.vae_tiling != NULL && fo.component != NN_COMPONENT_VAE_DECODER) {
+		free(inputs);
+		return cmd_misuse(&cmd_forward_entry, "forward: --set sets VAE "
+		    "tiling attributes; it needs --component vae-decoder");
+	}
 	fo.inputs = inputs;
 	fo.device = g->device;
 	fo.report = g->verbose >= 1 ? stderr : NULL;
@@ -138,7 +169,7 @@ const struct cmd_entry cmd_forward_entry = {
 	.name = "forward",
 	.usage = "--model DIR --component transformer|vae-decoder|text-encoder "
 	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N] "
-	    "[--weight-streaming auto|on|off]",
+	    "[--weight-streaming auto|on|off] [--set NAME=VALUE...]",
 	.summary = "run one model component on named tensors",
 	.exec = cmd_forward_exec,
 };

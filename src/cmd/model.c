@@ -7,7 +7,8 @@
  *   model list                    registered models
  *   model show N                  one model: components and files
  *   model verify [--update] N     re-hash every file; exit 1 if any changed
- *   model synth --family ltxv --preset tiny|small --seed S DIR
+ *   model synth [--family ltxv] --preset P [--seed S] [--dtype D]
+ *       [--set COMPONENT.KEY=JSON]... [--sparse] DIR
  *   model pull ... URL... DIR     download files (src/cmd/pull.c), then add
  */
 #include <getopt.h>
@@ -39,7 +40,9 @@ static const char *const verbs_usage =
     "  model list\n"
     "  model show N\n"
     "  model verify [--update] N\n"
-    "  model synth --family ltxv --preset tiny|small --seed S DIR\n"
+    "  model synth [--family ltxv] --preset P [--seed S] [--dtype f32|f16|bf16]\n"
+    "      [--set COMPONENT.KEY=JSON]... [--sparse] DIR\n"
+    "      (P: tiny, small, 0.9.1-2b, 0.9.5-2b, 0.9.7-13b)\n"
     "  model pull [--digest [PATH=]HEX]... [--job JOB] [--name N] [--no-add]\n"
     "             [--retries N] URL... DIR\n";
 
@@ -392,13 +395,19 @@ verb_synth(int argc, char **argv)
 		{"family", required_argument, NULL, 'f'},
 		{"preset", required_argument, NULL, 'p'},
 		{"seed", required_argument, NULL, 's'},
+		{"dtype", required_argument, NULL, 'd'},
+		{"set", required_argument, NULL, 'S'},
+		{"sparse", no_argument, NULL, 'z'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *family = "ltxv", *preset = NULL;
 	uint64_t seed = 0;
-	int ch;
+	struct model_synth_opts so = {.dtype = ST_F32};
+	const char *dtype_name = "f32";
+	const char **sets = xcalloc((size_t)argc + 1, sizeof(*sets));
+	int ch, rc;
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "f:p:s:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:p:s:d:S:z", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			family = optarg;
@@ -409,26 +418,59 @@ verb_synth(int argc, char **argv)
 		case 's': {
 			char *end;
 			seed = strtoull(optarg, &end, 0);
-			if (*optarg == '\0' || *end != '\0' || *optarg == '-')
+			if (*optarg == '\0' || *end != '\0' || *optarg == '-') {
+				free(sets);
 				return usage("--seed %s is not a non-negative integer", optarg);
+			}
 			break;
 		}
+		case 'd':
+			if (strcmp(optarg, "f32") == 0)
+				so.dtype = ST_F32;
+			else if (strcmp(optarg, "f16") == 0)
+				so.dtype = ST_F16;
+			else if (strcmp(optarg, "bf16") == 0)
+				so.dtype = ST_BF16;
+			else {
+				free(sets);
+				return usage("--dtype %s: f32, f16 or bf16", optarg);
+			}
+			dtype_name = optarg;
+			break;
+		case 'S':
+			sets[so.nsets++] = optarg;
+			break;
+		case 'z':
+			so.sparse = 1;
+			break;
 		default:
+			free(sets);
 			return usage(NULL, NULL);
 		}
 	}
-	if (preset == NULL)
-		return usage("synth needs --preset tiny|small", NULL);
-	if (argc - optind != 1)
+	so.sets = sets;
+	if (preset == NULL) {
+		free(sets);
+		return usage("synth needs --preset (tiny, small, 0.9.1-2b, "
+		    "0.9.5-2b, 0.9.7-13b)", NULL);
+	}
+	if (argc - optind != 1) {
+		free(sets);
 		return usage("synth takes one DIR", NULL);
+	}
 	struct lq_error err;
 	error_clear(&err);
-	if (model_synth(argv[optind], family, preset, seed, &err) != LQ_OK) {
+	if (model_synth_ex(argv[optind], family, preset, seed, &so, &err) != LQ_OK) {
 		error_print(&err, stderr);
-		return error_code(&err) == LQ_CODE_MODEL_030 ? EXIT_USAGE : 1;
+		rc = error_code(&err) == LQ_CODE_MODEL_030 ||
+		    error_code(&err) == LQ_CODE_MODEL_032 ? EXIT_USAGE : 1;
+		free(sets);
+		return rc;
 	}
-	printf("wrote %s model (preset %s, seed %" PRIu64 ") to %s\n", family, preset, seed,
-	    argv[optind]);
+	free(sets);
+	printf("wrote %s model (preset %s, seed %" PRIu64 ", %s%s) to %s\n",
+	    family, preset, seed, dtype_name,
+	    so.sparse ? ", sparse" : "", argv[optind]);
 	return 0;
 }
 

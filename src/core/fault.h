@@ -9,9 +9,12 @@
  * failure), or nan (denoise only: the latent after that step's update gets
  * a NaN before the finiteness guard looks at it), or slow=SECONDS (denoise
  * only: that step takes SECONDS longer, before its checkpoint, sleeping
- * through signals like a long kernel; "slow" alone is 10 s).  PHASE is one of load, compile, encode-text, denoise, decode,
- * encode-video; STEP (denoise only) fires after that step's checkpoint is
- * committed (step numbers count from 1); ATTEMPT restricts the rule to that
+ * through signals like a long kernel; "slow" alone is 10 s).  PHASE is one
+ * of load, compile, encode-text, denoise, decode, encode-video; STEP fires,
+ * for denoise, after that step's checkpoint is committed (step numbers
+ * count from 1) and, for decode, when the first frames of decode try STEP
+ * arrive (tries count from 1; an "oom" there is retried by the render with
+ * smaller VAE tiles); ATTEMPT restricts the rule to that
  * attempt number of the job (from 1); JOB restricts it to the job of that
  * name.  Example: "segv@denoise:2#1", "b/abort@load", "slow=30@denoise:3".
  * Nothing happens when the variable is unset.

@@ -57,6 +57,9 @@ struct gpu_ctx {
 	int tex_ok[GPU_TEX_COUNT];	/* format usable as uniform texel buffer */
 	uint64_t max_texels;		/* maxTexelBufferElements */
 	uint64_t min_texel_align;	/* minTexelBufferOffsetAlignment */
+	/* device memory of buffers other than staging (vkAllocateMemory
+	 * sizes): now, and the high-water mark (gpu_ctx_memory) */
+	uint64_t mem_live, mem_peak;
 };
 
 struct gpu_buffer {
@@ -65,6 +68,7 @@ struct gpu_buffer {
 	VkDeviceMemory memory;
 	size_t size;		/* as asked */
 	size_t alloc;		/* rounded */
+	uint64_t counted;	/* bytes in ctx->mem_live (0 for staging) */
 	void *mapped;		/* non-NULL when host-visible + coherent */
 };
 
@@ -292,6 +296,17 @@ caps_fill(VkPhysicalDevice pd, int index, int count, struct device_caps *c)
 		c->heap_device_local[i] = (mp.memoryHeaps[i].flags &
 		    VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
 		c->heap_count++;
+	}
+	/* LATENTQ_GPU_HEAP_LIMIT=BYTES (tests): plan as if no heap held more,
+	 * so memory decisions (vae_tiling: auto) can be tested on any device */
+	const char *hl = getenv("LATENTQ_GPU_HEAP_LIMIT");
+	if (hl != NULL && *hl != '\0') {
+		char *end;
+		unsigned long long lim = strtoull(hl, &end, 10);
+		if (*end == '\0' && lim > 0)
+			for (int i = 0; i < c->heap_count; i++)
+				if (c->heap_size[i] > lim)
+					c->heap_size[i] = lim;
 	}
 	const VkPhysicalDeviceLimits *l = &p->limits;
 	c->max_storage_buffer_range = l->maxStorageBufferRange;
@@ -970,6 +985,7 @@ buffer_destroy(struct gpu_buffer *b)
 	if (b == NULL)
 		return;
 	VkDevice dev = b->ctx->device;
+	b->ctx->mem_live -= b->counted;
 	if (b->mapped != NULL)
 		vkUnmapMemory(dev, b->memory);
 	vkDestroyBuffer(dev, b->buffer, NULL);
@@ -983,7 +999,7 @@ buffer_create(struct gpu_ctx *ctx, size_t bytes, int staging,
 {
 	*out = NULL;
 	LQ_ASSERT(bytes > 0);
-	size_t alloc = (bytes + 255) & ~(size_t)255;
+	size_t alloc = (size_t)gpu_buffer_plan_size(bytes);
 	if (ctx->caps.max_memory_allocation_size != 0 &&
 	    alloc > ctx->caps.max_memory_allocation_size) {
 		error_set(err, LQ_FAILED, "LQ-GPU-RANGE",
@@ -1044,6 +1060,12 @@ buffer_create(struct gpu_ctx *ctx, size_t bytes, int staging,
 		return vk_fail(err, r, "vkAllocateMemory(%" PRIu64 " bytes)",
 		    (uint64_t)req.size);
 	}
+	if (!staging) {
+		b->counted = req.size;
+		ctx->mem_live += req.size;
+		if (ctx->mem_live > ctx->mem_peak)
+			ctx->mem_peak = ctx->mem_live;
+	}
 	r = vkBindBufferMemory(ctx->device, b->buffer, b->memory, 0);
 	if (r != VK_SUCCESS) {
 		vk_fail(err, r, "vkBindBufferMemory(%zu bytes)", alloc);
@@ -1089,6 +1111,27 @@ size_t
 gpu_buffer_size(const struct gpu_buffer *buf)
 {
 	return buf->size;
+}
+
+uint64_t
+gpu_buffer_plan_size(uint64_t bytes)
+{
+	return ((bytes ? bytes : 1) + 255) & ~(uint64_t)255;
+}
+
+void
+gpu_ctx_memory(const struct gpu_ctx *ctx, uint64_t *live, uint64_t *peak)
+{
+	if (live)
+		*live = ctx->mem_live;
+	if (peak)
+		*peak = ctx->mem_peak;
+}
+
+void
+gpu_ctx_memory_reset_peak(struct gpu_ctx *ctx)
+{
+	ctx->mem_peak = ctx->mem_live;
 }
 
 #define STAGING_BYTES ((size_t)32 << 20)
@@ -1373,6 +1416,60 @@ gpu_tensor_download_f32(struct gpu_ctx *ctx, const struct gpu_tensor *t,
 
 /* ---- pool ---- */
 
+/* Bytes of each buffer a pool is made of (the last one may be smaller). */
+static uint64_t
+pool_chunk(const struct device_caps *caps)
+{
+	uint64_t chunk = caps ? device_caps_max_tensor(caps) :
+	    DEVICE_CAPS_MAX_BUFFER;
+
+	return chunk & ~(uint64_t)255;
+}
+
+#define POOL_ALIGN 256
+
+uint64_t
+gpu_pool_plan(const struct device_caps *caps, const uint64_t *bytes, int n)
+{
+	const uint64_t chunk = pool_chunk(caps);
+	uint64_t total = 0;
+
+	for (int i = 0; i < n; i++)
+		total += (bytes[i] + POOL_ALIGN - 1) & ~(uint64_t)(POOL_ALIGN - 1);
+	if (total == 0)
+		return gpu_buffer_plan_size(1);
+	/* Carve in order as gpu_pool_tensor does (a tensor never spans two
+	 * chunks); grow by what the gaps at chunk ends cost until it fits. */
+	for (int round = 0; round <= n + 1; round++) {
+		uint64_t pos = 0, short_by = 0;
+
+		for (int i = 0; i < n; i++) {
+			uint64_t need = (bytes[i] + POOL_ALIGN - 1) &
+			    ~(uint64_t)(POOL_ALIGN - 1);
+			uint64_t end = (pos / chunk + 1) * chunk;
+
+			if (end > total)
+				end = total;
+			if (need > end - pos && need <= chunk && end < total) {
+				pos = end;	/* next chunk */
+				end = pos + chunk < total ? pos + chunk : total;
+			}
+			if (need > end - pos) {
+				short_by = need - (end - pos);
+				break;
+			}
+			pos += need;
+		}
+		if (short_by == 0)
+			break;
+		total += short_by;
+	}
+	/* what gpu_pool_create(total) allocates: chunk-sized buffers and a
+	 * rounded remainder */
+	return total / chunk * chunk + (total % chunk ?
+	    gpu_buffer_plan_size(total % chunk) : 0);
+}
+
 enum lq_status
 gpu_pool_create(struct gpu_ctx *ctx, size_t bytes, struct gpu_pool **out,
     struct lq_error *err)
@@ -1380,7 +1477,7 @@ gpu_pool_create(struct gpu_ctx *ctx, size_t bytes, struct gpu_pool **out,
 	*out = NULL;
 	struct gpu_pool *p = xcalloc(1, sizeof(*p));
 	p->ctx = ctx;
-	size_t chunk = (size_t)device_caps_max_tensor(&ctx->caps);
+	size_t chunk = (size_t)pool_chunk(&ctx->caps);
 	size_t left = bytes ? bytes : 1;
 	while (left > 0) {
 		size_t k = left < chunk ? left : chunk;

@@ -48,6 +48,9 @@
  *   LATENTQ_NO_PIPELINE_CACHE=1  never load or save the pipeline cache
  *   LATENTQ_NO_TEXEL=1         read through storage buffers only (no
  *                              texel-buffer fast paths; for debugging)
+ *   LATENTQ_GPU_HEAP_LIMIT=BYTES (tests) report no memory heap larger
+ *                              than BYTES in the device caps (what
+ *                              preflight and vae_tiling: auto plan with)
  *   LATENTQ_GPU_FORCE_STAGING=1  (tests) treat device memory as not
  *                              host-visible, so transfers use staging
  *   LATENTQ_GPU_MAX_BINDING=BYTES  (tests) lower the device's
@@ -177,6 +180,21 @@ enum lq_status gpu_buffer_create(struct gpu_ctx *ctx, size_t bytes,
 void gpu_buffer_free(struct gpu_buffer *buf);
 size_t gpu_buffer_size(const struct gpu_buffer *buf);
 
+/* Bytes gpu_buffer_create(bytes) asks Vulkan for (rounded up to 256);
+ * pure, for memory plans. */
+uint64_t gpu_buffer_plan_size(uint64_t bytes);
+
+/*
+ * Device memory held by this context's buffers (weights, pools, tensors;
+ * every vkAllocateMemory size except the transfer staging buffer, which
+ * is host memory): `live` now, `peak` the high-water mark since creation
+ * or the last gpu_ctx_memory_reset_peak.  Either pointer may be NULL.
+ * This is the measured `peak_device_bytes` a render records.
+ */
+void gpu_ctx_memory(const struct gpu_ctx *ctx, uint64_t *live,
+    uint64_t *peak);
+void gpu_ctx_memory_reset_peak(struct gpu_ctx *ctx);
+
 /* Copies host bytes into buf[offset, offset+n) now (staged if needed). */
 enum lq_status gpu_buffer_upload(struct gpu_ctx *ctx, struct gpu_buffer *buf,
     size_t offset, const void *src, size_t n, struct lq_error *err);
@@ -261,6 +279,16 @@ float gpu_bf16_to_f32(uint16_t h);
 enum lq_status gpu_pool_create(struct gpu_ctx *ctx, size_t bytes,
     struct gpu_pool **out, struct lq_error *err);
 void gpu_pool_free(struct gpu_pool *pool);
+/*
+ * The capacity (device bytes, as gpu_pool_create allocates it) a pool on a
+ * device with `caps` needs so that tensors of bytes[0..n) carved in that
+ * order all fit: each aligned to 256, none spanning two of the pool's
+ * buffers (min(maxMemoryAllocationSize, 1 GiB) each).  Pure: memory plans
+ * (nn/plan.h) and the models' _reserve size pools with it; pass the result
+ * to gpu_pool_create.
+ */
+uint64_t gpu_pool_plan(const struct device_caps *caps, const uint64_t *bytes,
+    int n);
 /*
  * Carves a contiguous tensor.  LQ_FAILED (LQ-GPU-POOL) when the pool is
  * full (message gives the pool size and the bytes asked), LQ-GPU-RANGE when

@@ -203,6 +203,14 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->mesh.tensor = get_int(&m, "tensor");
 	r.failed = m.failed;
 
+	/* vae_tiling: kept as written; the VAE decoder reads it
+	 * (ltxv_vae_tiling_from_json owns its defaults and rules) */
+	const cJSON *vt = cJSON_GetObjectItemCaseSensitive(config, "vae_tiling");
+	if (vt != NULL && !cJSON_IsNull(vt) && !cJSON_IsObject(vt) &&
+	    !cJSON_IsString(vt))
+		bad(&r, "vae_tiling", "auto, off or a mapping");
+	jc->vae_tiling = vt != NULL && !cJSON_IsNull(vt) ? vt : NULL;
+
 	const cJSON *loras = cJSON_GetObjectItemCaseSensitive(config, "loras");
 	if (loras != NULL && !cJSON_IsNull(loras) && !cJSON_IsArray(loras))
 		bad(&r, "loras", "a list");

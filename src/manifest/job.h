@@ -60,6 +60,8 @@ struct job_config {
 	double per_device_batch_size;
 	const char *weight_streaming;		/* "auto", "on" or "off" */
 	const char *output, *frames, *save_tensors;	/* templates, expanded */
+	const cJSON *vae_tiling;		/* borrowed; NULL: auto (see
+						   ltxv_vae_tiling_from_json) */
 	int64_t max_attempts, priority;
 };
 

@@ -408,6 +408,17 @@ check_value(struct ctx *c, const struct manifest_key *k,
 			return type_error(c, v, field, k->type,
 			    "write mesh: {devices: 1, data: 1, context: 1, tensor: 1}");
 		return check_map(c, v, keyset_fields(k), field, 0, out);
+	case MANIFEST_TILING:
+		if (v->kind == TREE_MAPPING)
+			return check_map(c, v, keyset_fields(k), field, 0, out);
+		if (v->kind == TREE_SCALAR && (strcmp(v->text, "auto") == 0 ||
+		    strcmp(v->text, "off") == 0)) {
+			*out = cJSON_CreateString(v->text);
+			return 1;
+		}
+		return type_error(c, v, field, k->type,
+		    "write vae_tiling: auto, vae_tiling: off or vae_tiling: "
+		    "{tile_sample_min_height: 256, tile_sample_stride_height: 192}");
 	}
 	return 0;
 }

@@ -22,6 +22,21 @@ static const struct manifest_key mesh_fields[] = {
 	{ NULL, 0, NULL, NULL, NULL, 0 },
 };
 
+/* AutoencoderKLLTXVideo's tiling attributes, upstream's names (the decoder,
+ * nn/ltxv_vae.c, owns their defaults and rules; test-ltxv-tiling checks the
+ * two lists agree). */
+static const struct manifest_key vae_tiling_fields[] = {
+	{ "use_tiling", MANIFEST_BOOL, NULL, "spatial tiles", NULL, 0 },
+	{ "use_framewise_decoding", MANIFEST_BOOL, NULL, "temporal tiles", NULL, 0 },
+	{ "tile_sample_min_height", MANIFEST_INT, NULL, "tile height, pixels", NULL, 0 },
+	{ "tile_sample_min_width", MANIFEST_INT, NULL, "tile width, pixels", NULL, 0 },
+	{ "tile_sample_min_num_frames", MANIFEST_INT, NULL, "tile length, frames", NULL, 0 },
+	{ "tile_sample_stride_height", MANIFEST_INT, NULL, "tile row stride, pixels", NULL, 0 },
+	{ "tile_sample_stride_width", MANIFEST_INT, NULL, "tile column stride, pixels", NULL, 0 },
+	{ "tile_sample_stride_num_frames", MANIFEST_INT, NULL, "temporal stride, frames", NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 },
+};
+
 static const struct manifest_key keys[] = {
 	{ "name", MANIFEST_STRING, NULL,
 	  "job name, unique in the manifest; default job<N>", NULL,
@@ -71,6 +86,8 @@ static const struct manifest_key keys[] = {
 	{ "frames", MANIFEST_TEMPLATE, NULL, "folder for PNG frames", NULL, 0 },
 	{ "save_tensors", MANIFEST_TEMPLATE, NULL,
 	  "safetensors of latents and video for parity checks", NULL, 0 },
+	{ "vae_tiling", MANIFEST_TILING, NULL,
+	  "tiled VAE decode: auto (absent), off, or a mapping", vae_tiling_fields, 0 },
 	{ "max_attempts", MANIFEST_INT, "3", "failures before poisoning", NULL, 0 },
 	{ "priority", MANIFEST_INT, "0", "queue order, higher first", NULL, 0 },
 	{ "webhook", MANIFEST_STRING, NULL,
@@ -155,6 +172,8 @@ manifest_type_name(enum manifest_type type)
 		return "a list of {path, scale} mappings";
 	case MANIFEST_MESH:
 		return "a mapping {devices, data, context, tensor}";
+	case MANIFEST_TILING:
+		return "auto, off or a mapping of VAE tiling attributes";
 	}
 	return "?";
 }

@@ -27,6 +27,7 @@ enum manifest_type {
 	MANIFEST_U64_LIST,	/* non-empty sequence of MANIFEST_U64 */
 	MANIFEST_LORAS,		/* sequence of mappings with the sub-keys in `fields` */
 	MANIFEST_MESH,		/* mapping with the sub-keys in `fields`, merged per sub-key */
+	MANIFEST_TILING,	/* "auto", "off", or a mapping with the sub-keys in `fields` */
 };
 
 /* Key flags. */
@@ -37,7 +38,7 @@ struct manifest_key {
 	enum manifest_type type;
 	const char *def;		/* built-in default as JSON text; NULL: none */
 	const char *meaning;		/* one line, for messages and docs */
-	const struct manifest_key *fields; /* LORAS, MESH: sub-keys, ended by a NULL name */
+	const struct manifest_key *fields; /* LORAS, MESH, TILING: sub-keys, ended by a NULL name */
 	unsigned flags;
 };
 

@@ -105,6 +105,23 @@ struct media_video_options {
 enum lq_status media_write_mp4(const char *path, const struct media_frames *v,
     const struct media_video_options *opt, struct lq_error *err);
 
+/*
+ * The same MP4 written frame range by frame range, so a long video never
+ * has to be in memory whole: open, any number of writes (frames in order,
+ * [count, height, width, 3] each), then close (flush, trailer, fsync,
+ * rename onto path) or abort (the .part file is removed).  Frames given
+ * in any split give the bytes media_write_mp4 writes for them at once.
+ * The handle is freed by close (also when it fails) and by abort.
+ */
+struct media_mp4;
+enum lq_status media_mp4_open(const char *path, int width, int height,
+    const struct media_video_options *opt, struct media_mp4 **out,
+    struct lq_error *err);
+enum lq_status media_mp4_write(struct media_mp4 *m, const uint8_t *rgb,
+    int count, struct lq_error *err);
+enum lq_status media_mp4_close(struct media_mp4 *m, struct lq_error *err);
+void media_mp4_abort(struct media_mp4 *m);
+
 /* What media_read_video found in a file. */
 struct media_video {
 	char *format;		/* libavformat's name, "mov,mp4,m4a,3gp,3g2,mj2" */
@@ -153,6 +170,11 @@ enum lq_status media_read_png(const char *path, uint8_t **rgb, int *height,
  * On error the frames already written stay.
  */
 enum lq_status media_write_frames(const char *dir, const struct media_frames *v,
+    const struct media_provenance *prov, struct lq_error *err);
+/* The same for a range of a longer clip: v's frames are frames
+ * first .. first + count - 1 of it (named frame_<first + 1> ...). */
+enum lq_status media_write_frames_from(const char *dir,
+    const struct media_frames *v, int first,
     const struct media_provenance *prov, struct lq_error *err);
 
 struct media_sheet_options {

@@ -240,10 +240,17 @@ enum lq_status
 media_write_frames(const char *dir, const struct media_frames *v,
     const struct media_provenance *prov, struct lq_error *err)
 {
+	return media_write_frames_from(dir, v, 0, prov, err);
+}
+
+enum lq_status
+media_write_frames_from(const char *dir, const struct media_frames *v,
+    int first, const struct media_provenance *prov, struct lq_error *err)
+{
 	enum lq_status s = media_make_dirs(dir, err);
 	size_t fb = (size_t)v->height * v->width * 3;
 	for (int i = 0; s == LQ_OK && i < v->count; i++) {
-		char *path = xasprintf("%s/frame_%04d.png", dir, i + 1);
+		char *path = xasprintf("%s/frame_%04d.png", dir, first + i + 1);
 		s = media_write_png(path, v->rgb + (size_t)i * fb, v->height,
 		    v->width, prov, err);
 		free(path);

@@ -120,6 +120,8 @@ set_tags(AVDictionary **d, const struct media_video_options *opt)
 struct mp4_writer {
 	const char *path;	/* the temporary, for messages */
 	const char *url;	/* what libavformat opens: the temporary's fd */
+	int width, height;
+	int frames;		/* encoded so far */
 	AVFormatContext *fmt;
 	AVCodecContext *enc;
 	AVStream *st;
@@ -173,8 +175,10 @@ check_unused(AVDictionary *d, const char *call, const char *path,
 	    e->value);
 }
 
+/* Opens the encoder and the muxer for frames of width x height and writes
+ * the header (everything up to the first frame). */
 static enum lq_status
-encode(struct mp4_writer *w, const struct media_frames *v,
+encode_open(struct mp4_writer *w, int width, int height,
     const struct media_video_options *opt, struct lq_error *err)
 {
 	int num, den, rc;
@@ -203,8 +207,10 @@ encode(struct mp4_writer *w, const struct media_frames *v,
 		    AVERROR(ENOMEM));
 
 	AVCodecContext *e = w->enc;
-	e->width = v->width;
-	e->height = v->height;
+	w->width = width;
+	w->height = height;
+	e->width = width;
+	e->height = height;
 	e->pix_fmt = AV_PIX_FMT_YUV420P;
 	e->time_base = (AVRational){ den, num };
 	e->framerate = (AVRational){ num, den };
@@ -263,13 +269,13 @@ encode(struct mp4_writer *w, const struct media_frames *v,
 	if (s != LQ_OK)
 		return s;
 
-	w->sws = sws_getContext(v->width, v->height, AV_PIX_FMT_RGB24,
-	    v->width, v->height, AV_PIX_FMT_YUV420P,
+	w->sws = sws_getContext(width, height, AV_PIX_FMT_RGB24,
+	    width, height, AV_PIX_FMT_YUV420P,
 	    SWS_BICUBIC | SWS_ACCURATE_RND | SWS_BITEXACT, NULL, NULL, NULL);
 	if (w->sws == NULL)
 		return error_set(err, LQ_FAILED, "LQ-MEDIA-003",
 		    "sws_getContext(rgb24 -> yuv420p, %dx%d) failed for %s",
-		    v->width, v->height, w->path);
+		    width, height, w->path);
 	const int *bt709 = sws_getCoefficients(SWS_CS_ITU709);
 	if (sws_setColorspaceDetails(w->sws, bt709, 1, bt709, 0, 0, 1 << 16,
 	    1 << 16) < 0)
@@ -281,27 +287,39 @@ encode(struct mp4_writer *w, const struct media_frames *v,
 	    (w->pkt = av_packet_alloc()) == NULL)
 		return av_fail(err, "av_frame_alloc", w->path, AVERROR(ENOMEM));
 	w->frame->format = AV_PIX_FMT_YUV420P;
-	w->frame->width = v->width;
-	w->frame->height = v->height;
+	w->frame->width = width;
+	w->frame->height = height;
 	w->frame->color_range = e->color_range;
 	w->frame->colorspace = e->colorspace;
 	w->frame->color_primaries = e->color_primaries;
 	w->frame->color_trc = e->color_trc;
 	if ((rc = av_frame_get_buffer(w->frame, 0)) < 0)
 		return av_fail(err, "av_frame_get_buffer", w->path, rc);
+	return LQ_OK;
+}
 
-	size_t frame_bytes = (size_t)v->height * v->width * 3;
-	for (int i = 0; i < v->count; i++) {
+/* Converts and encodes `count` more RGB24 frames [count, H, W, 3]. */
+static enum lq_status
+encode_frames(struct mp4_writer *w, const uint8_t *rgb, int count,
+    struct lq_error *err)
+{
+	AVCodecContext *e = w->enc;
+	size_t frame_bytes = (size_t)w->height * w->width * 3;
+	enum lq_status s;
+	int rc;
+
+	for (int k = 0; k < count; k++) {
+		int i = w->frames++;
 		if ((rc = av_frame_make_writable(w->frame)) < 0)
 			return av_fail(err, "av_frame_make_writable", w->path, rc);
-		const uint8_t *src[1] = { v->rgb + (size_t)i * frame_bytes };
-		const int stride[1] = { v->width * 3 };
-		rc = sws_scale(w->sws, src, stride, 0, v->height,
+		const uint8_t *src[1] = { rgb + (size_t)k * frame_bytes };
+		const int stride[1] = { w->width * 3 };
+		rc = sws_scale(w->sws, src, stride, 0, w->height,
 		    w->frame->data, w->frame->linesize);
-		if (rc != v->height)
+		if (rc != w->height)
 			return error_set(err, LQ_FAILED, "LQ-MEDIA-003",
 			    "sws_scale(rgb24 -> yuv420p) of frame %d returned "
-			    "%d rows, not %d, for %s", i + 1, rc, v->height,
+			    "%d rows, not %d, for %s", i + 1, rc, w->height,
 			    w->path);
 		w->frame->pts = i;
 		if ((rc = avcodec_send_frame(e, w->frame)) < 0)
@@ -309,6 +327,17 @@ encode(struct mp4_writer *w, const struct media_frames *v,
 		if ((s = drain(w, err)) != LQ_OK)
 			return s;
 	}
+	return LQ_OK;
+}
+
+/* Flushes the encoder and writes the trailer. */
+static enum lq_status
+encode_finish(struct mp4_writer *w, struct lq_error *err)
+{
+	AVCodecContext *e = w->enc;
+	enum lq_status s;
+	int rc;
+
 	if ((rc = avcodec_send_frame(e, NULL)) < 0)
 		return av_fail(err, "avcodec_send_frame(flush)", w->path, rc);
 	if ((s = drain(w, err)) != LQ_OK)
@@ -335,27 +364,103 @@ media_write_mp4(const char *path, const struct media_frames *v,
 		    "multiples of 32");
 		return LQ_FAILED;
 	}
+	enum lq_status s;
+	struct media_mp4 *m = NULL;
+	if ((s = media_mp4_open(path, v->width, v->height, opt, &m, err)) != LQ_OK)
+		return s;
+	if ((s = media_mp4_write(m, v->rgb, v->count, err)) != LQ_OK) {
+		media_mp4_abort(m);
+		return s;
+	}
+	return media_mp4_close(m, err);
+}
+
+struct media_mp4 {
+	struct file_temp t;
+	char *url;
+	const struct file_commit *commit;	/* from the options */
+	struct mp4_writer w;
+};
+
+enum lq_status
+media_mp4_open(const char *path, int width, int height,
+    const struct media_video_options *opt, struct media_mp4 **out,
+    struct lq_error *err)
+{
+	LQ_ASSERT(opt != NULL);
+	*out = NULL;
+	if (width < 2 || height < 2 || width % 2 != 0 || height % 2 != 0) {
+		error_set(err, LQ_FAILED, "LQ-MEDIA-002",
+		    "cannot write %s: frames of %dx%d; H.264 yuv420p needs "
+		    "an even width and height", path, width, height);
+		error_set_hint(err, "use a width and height that are "
+		    "multiples of 32");
+		return LQ_FAILED;
+	}
 	enum lq_status s = media_make_parent(path, err);
 	if (s != LQ_OK)
 		return s;
 	media_init_libav();
-	struct file_temp t;
-	if ((s = file_open_temp(path, ".part", "LQ-MEDIA-006", &t, err)) !=
-	    LQ_OK)
+	struct media_mp4 *m = xcalloc(1, sizeof(*m));
+	if ((s = file_open_temp(path, ".part", "LQ-MEDIA-006", &m->t, err)) !=
+	    LQ_OK) {
+		free(m);
 		return s;
+	}
 	/*
 	 * libavformat opens by name (and "faststart" reopens the file by name
 	 * to move the index): /proc/self/fd/N names the very file created
 	 * above, so no path lookup can be redirected by a planted symlink.
 	 */
-	char *url = xasprintf("/proc/self/fd/%d", t.fd);
-	struct mp4_writer w = { .path = t.tmp, .url = url };
-	s = encode(&w, v, opt, err);
-	mp4_writer_free(&w);
-	free(url);
+	m->url = xasprintf("/proc/self/fd/%d", m->t.fd);
+	m->w.path = m->t.tmp;
+	m->w.url = m->url;
+	m->commit = opt->commit;
+	if ((s = encode_open(&m->w, width, height, opt, err)) != LQ_OK) {
+		media_mp4_abort(m);
+		return s;
+	}
+	*out = m;
+	return LQ_OK;
+}
+
+enum lq_status
+media_mp4_write(struct media_mp4 *m, const uint8_t *rgb, int count,
+    struct lq_error *err)
+{
+	return encode_frames(&m->w, rgb, count, err);
+}
+
+void
+media_mp4_abort(struct media_mp4 *m)
+{
+	if (m == NULL)
+		return;
+	mp4_writer_free(&m->w);
+	file_discard_temp(&m->t);
+	free(m->url);
+	free(m);
+}
+
+enum lq_status
+media_mp4_close(struct media_mp4 *m, struct lq_error *err)
+{
+	enum lq_status s;
+	if (m->w.frames < 1) {
+		s = error_set(err, LQ_FAILED, "LQ-MEDIA-002",
+		    "cannot write %s: no frames; H.264 needs at least one",
+		    m->t.path);
+		media_mp4_abort(m);
+		return s;
+	}
+	s = encode_finish(&m->w, err);
+	mp4_writer_free(&m->w);
+	memset(&m->w, 0, sizeof(m->w));
 	if (s == LQ_OK)
-		s = file_commit(opt->commit, &t, "LQ-MEDIA-006", err);
-	file_discard_temp(&t);
+		s = file_commit(m->commit, &m->t, "LQ-MEDIA-006", err);
+	file_discard_temp(&m->t);
+	free(m->url);
+	free(m);
 	return s;
 }
 

@@ -616,6 +616,15 @@ writer_slot(struct st_writer *w, const char *name, enum st_dtype dtype, int ndim
 }
 
 void
+st_writer_add_zeros(struct st_writer *w, const char *name, enum st_dtype dtype,
+    int ndim, const int64_t *shape)
+{
+	struct st_wtensor *t = writer_slot(w, name, dtype, ndim, shape);
+	free(t->data);
+	t->data = NULL;		/* a hole in the file */
+}
+
+void
 st_writer_add(struct st_writer *w, const char *name, enum st_dtype dtype, int ndim,
     const int64_t *shape, const void *data)
 {
@@ -714,6 +723,7 @@ st_writer_write_commit(struct st_writer *w, const char *path,
 		offs[order[j]] = off;
 		off += w->t[order[j]].nbytes;
 	}
+	const uint64_t data_bytes = off;
 	for (size_t i = 0; i < w->n; i++) {
 		const struct st_wtensor *t = &w->t[i];
 		off = offs[i];
@@ -749,11 +759,22 @@ st_writer_write_commit(struct st_writer *w, const char *path,
 	for (int i = 0; i < 8; i++)
 		lenb[i] = (unsigned char)(hl >> (8 * i));
 	int ok = fwrite(lenb, 1, 8, fp) == 8 && fwrite(sb.buf, 1, sb.len, fp) == sb.len;
+	int holes = 0;
 	for (size_t j = 0; ok && j < w->n; j++) {
 		const struct st_wtensor *t = &w->t[order[j]];
-		if (t->nbytes)
+		if (t->nbytes && t->data == NULL) {
+			/* st_writer_add_zeros: skip, the file system keeps a
+			 * hole that reads as zeros */
+			ok = fseeko(fp, (off_t)t->nbytes, SEEK_CUR) == 0;
+			holes = 1;
+		} else if (t->nbytes) {
 			ok = fwrite(t->data, 1, t->nbytes, fp) == t->nbytes;
+		}
 	}
+	/* a trailing hole: extend the file to its full length */
+	if (ok && holes)
+		ok = fflush(fp) == 0 && ftruncate(fileno(fp), (off_t)(8 + sb.len +
+		    data_bytes)) == 0;
 	int e = errno;
 	if (fclose(fp) != 0 && ok) {
 		ok = 0;

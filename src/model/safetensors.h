@@ -121,6 +121,10 @@ void st_writer_add(struct st_writer *w, const char *name, enum st_dtype dtype, i
 /* As st_writer_add from floats, converting to dtype (F64/F32/F16/BF16). */
 void st_writer_add_f32(struct st_writer *w, const char *name, enum st_dtype dtype, int ndim,
     const int64_t *shape, const float *data);
+/* A tensor of zeros that costs no disk: the file gets a hole there (a
+ * sparse file), so a real-size model can be written to be planned. */
+void st_writer_add_zeros(struct st_writer *w, const char *name,
+    enum st_dtype dtype, int ndim, const int64_t *shape);
 void st_writer_set_metadata(struct st_writer *w, const char *key, const char *value);
 enum lq_status st_writer_write(struct st_writer *w, const char *path, struct lq_error *err);
 enum lq_status st_writer_write_commit(struct st_writer *w, const char *path,

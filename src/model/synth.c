@@ -53,28 +53,115 @@ static const struct {
 	    " \"num_heads\": 4, \"feed_forward_proj\": \"gated-gelu\"}"},
 };
 
+/*
+ * Released checkpoints' dimensions, from diffusers 58eb52c
+ * scripts/convert_ltx_to_diffusers.py (get_transformer_config,
+ * get_vae_config for versions 0.9.1, 0.9.5 and 0.9.7: the config.json
+ * files of Lightricks/LTX-Video's transformer/ and vae/ are what it
+ * saves), and google/t5-v1_1-xxl's config.json (the text_encoder/ of
+ * every LTX-Video release: d_model 4096, d_kv 64, d_ff 10240, 24 layers x
+ * 64 heads, vocab 32128, gated-gelu).
+ */
+#define T5_XXL "{\"vocab_size\": 32128, \"d_model\": 4096, \"d_kv\": 64," \
+	" \"d_ff\": 10240, \"num_layers\": 24, \"num_heads\": 64," \
+	" \"relative_attention_num_buckets\": 32," \
+	" \"relative_attention_max_distance\": 128, \"layer_norm_epsilon\": 1e-06," \
+	" \"feed_forward_proj\": \"gated-gelu\"}"
+#define LTXV_2B "{\"in_channels\": 128, \"out_channels\": 128, \"patch_size\": 1," \
+	" \"patch_size_t\": 1, \"num_attention_heads\": 32, \"attention_head_dim\": 64," \
+	" \"cross_attention_dim\": 2048, \"num_layers\": 28," \
+	" \"activation_fn\": \"gelu-approximate\", \"qk_norm\": \"rms_norm_across_heads\"," \
+	" \"norm_elementwise_affine\": false, \"norm_eps\": 1e-06," \
+	" \"caption_channels\": 4096, \"attention_bias\": true, \"attention_out_bias\": true}"
+#define LTXV_13B "{\"in_channels\": 128, \"out_channels\": 128, \"patch_size\": 1," \
+	" \"patch_size_t\": 1, \"num_attention_heads\": 32, \"attention_head_dim\": 128," \
+	" \"cross_attention_dim\": 4096, \"num_layers\": 48," \
+	" \"activation_fn\": \"gelu-approximate\", \"qk_norm\": \"rms_norm_across_heads\"," \
+	" \"norm_elementwise_affine\": false, \"norm_eps\": 1e-06," \
+	" \"caption_channels\": 4096, \"attention_bias\": true, \"attention_out_bias\": true}"
+#define VAE_091 "{\"in_channels\": 3, \"out_channels\": 3, \"latent_channels\": 128," \
+	" \"block_out_channels\": [128, 256, 512, 512]," \
+	" \"down_block_types\": [\"LTXVideoDownBlock3D\", \"LTXVideoDownBlock3D\"," \
+	" \"LTXVideoDownBlock3D\", \"LTXVideoDownBlock3D\"]," \
+	" \"decoder_block_out_channels\": [256, 512, 1024]," \
+	" \"layers_per_block\": [4, 3, 3, 3, 4], \"decoder_layers_per_block\": [5, 6, 7, 8]," \
+	" \"spatio_temporal_scaling\": [true, true, true, false]," \
+	" \"decoder_spatio_temporal_scaling\": [true, true, true]," \
+	" \"decoder_inject_noise\": [true, true, true, false]," \
+	" \"downsample_type\": [\"conv\", \"conv\", \"conv\", \"conv\"]," \
+	" \"upsample_residual\": [true, true, true], \"upsample_factor\": [2, 2, 2]," \
+	" \"timestep_conditioning\": true, \"patch_size\": 4, \"patch_size_t\": 1," \
+	" \"resnet_norm_eps\": 1e-06, \"scaling_factor\": 1.0, \"encoder_causal\": true," \
+	" \"decoder_causal\": false}"
+/* 0.9.5 and 0.9.7 share the VAE (get_vae_config) */
+#define VAE_095 "{\"in_channels\": 3, \"out_channels\": 3, \"latent_channels\": 128," \
+	" \"block_out_channels\": [128, 256, 512, 1024, 2048]," \
+	" \"down_block_types\": [\"LTXVideo095DownBlock3D\", \"LTXVideo095DownBlock3D\"," \
+	" \"LTXVideo095DownBlock3D\", \"LTXVideo095DownBlock3D\"]," \
+	" \"decoder_block_out_channels\": [256, 512, 1024]," \
+	" \"layers_per_block\": [4, 6, 6, 2, 2], \"decoder_layers_per_block\": [5, 5, 5, 5]," \
+	" \"spatio_temporal_scaling\": [true, true, true, true]," \
+	" \"decoder_spatio_temporal_scaling\": [true, true, true]," \
+	" \"decoder_inject_noise\": [false, false, false, false]," \
+	" \"downsample_type\": [\"spatial\", \"temporal\", \"spatiotemporal\", \"spatiotemporal\"]," \
+	" \"upsample_residual\": [true, true, true], \"upsample_factor\": [2, 2, 2]," \
+	" \"timestep_conditioning\": true, \"patch_size\": 4, \"patch_size_t\": 1," \
+	" \"resnet_norm_eps\": 1e-06, \"scaling_factor\": 1.0, \"encoder_causal\": true," \
+	" \"decoder_causal\": false, \"spatial_compression_ratio\": 32," \
+	" \"temporal_compression_ratio\": 8}"
+
+static const struct {
+	const char *name, *transformer, *vae, *t5;
+} real_presets[] = {
+	{"0.9.1-2b", LTXV_2B, VAE_091, T5_XXL},
+	{"0.9.5-2b", LTXV_2B, VAE_095, T5_XXL},
+	{"0.9.7-13b", LTXV_13B, VAE_095, T5_XXL},
+};
+
+/* The preset's three config objects (caller frees), NULL when unknown. */
+static int
+preset_json(const char *family, const char *preset, cJSON *out[3])
+{
+	const char *t = NULL, *v = NULL, *c = NULL;
+
+	if (strcmp(family, "ltxv") != 0)
+		return -1;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(presets); i++)
+		if (strcmp(preset, presets[i].name) == 0) {
+			t = presets[i].transformer;
+			v = presets[i].vae;
+			c = presets[i].t5;
+		}
+	for (size_t i = 0; i < LQ_ARRAY_LEN(real_presets); i++)
+		if (strcmp(preset, real_presets[i].name) == 0) {
+			t = real_presets[i].transformer;
+			v = real_presets[i].vae;
+			c = real_presets[i].t5;
+		}
+	if (t == NULL)
+		return -1;
+	out[0] = cJSON_Parse(t);
+	out[1] = cJSON_Parse(v);
+	out[2] = cJSON_Parse(c);
+	LQ_ASSERT(out[0] && out[1] && out[2]);
+	return 0;
+}
+
 int
 model_synth_preset(const char *family, const char *preset,
     struct ltxv_transformer_config *t, struct ltxv_vae_config *v, struct t5_config *c)
 {
-	if (strcmp(family, "ltxv") != 0)
+	cJSON *j[3];
+	struct lq_error err;
+
+	if (preset_json(family, preset, j) != 0)
 		return -1;
-	for (size_t i = 0; i < LQ_ARRAY_LEN(presets); i++) {
-		if (strcmp(preset, presets[i].name) != 0)
-			continue;
-		struct lq_error err;
-		cJSON *j = cJSON_Parse(presets[i].transformer);
-		LQ_ASSERT(diffusers_parse_transformer(j, "preset", t, &err) == LQ_OK);
-		cJSON_Delete(j);
-		j = cJSON_Parse(presets[i].vae);
-		LQ_ASSERT(diffusers_parse_vae(j, "preset", v, &err) == LQ_OK);
-		cJSON_Delete(j);
-		j = cJSON_Parse(presets[i].t5);
-		LQ_ASSERT(diffusers_parse_t5(j, "preset", c, &err) == LQ_OK);
-		cJSON_Delete(j);
-		return 0;
-	}
-	return -1;
+	LQ_ASSERT(diffusers_parse_transformer(j[0], "preset", t, &err) == LQ_OK);
+	LQ_ASSERT(diffusers_parse_vae(j[1], "preset", v, &err) == LQ_OK);
+	LQ_ASSERT(diffusers_parse_t5(j[2], "preset", c, &err) == LQ_OK);
+	for (int i = 0; i < 3; i++)
+		cJSON_Delete(j[i]);
+	return 0;
 }
 
 /* ---- deterministic weights ---- */
@@ -257,7 +344,7 @@ make_dir(const char *path, struct lq_error *err)
 
 static enum lq_status
 write_weights(const char *path, const struct tensor_table *t, uint64_t seed,
-    struct lq_error *err)
+    const struct model_synth_opts *o, struct lq_error *err)
 {
 	struct st_writer *w = st_writer_new();
 	st_writer_set_metadata(w, "format", "pt");
@@ -266,12 +353,19 @@ write_weights(const char *path, const struct tensor_table *t, uint64_t seed,
 		/* tied duplicates (T5 encoder.embed_tokens) are not saved */
 		if ((sp->flags & TENSOR_SPEC_OPTIONAL) && !(sp->flags & TENSOR_SPEC_UNUSED))
 			continue;
+		/* every tensor in the requested dtype, as the conversion
+		 * script's model.to(dtype) casts parameters and buffers */
+		enum st_dtype dt = o->dtype;
+		if (o->sparse) {
+			st_writer_add_zeros(w, sp->name, dt, sp->ndim, sp->shape);
+			continue;
+		}
 		size_t n = 1;
 		for (int d = 0; d < sp->ndim; d++)
 			n *= (size_t)sp->shape[d];
 		float *v = xmalloc((n ? n : 1) * sizeof(float));
 		fill(sp, seed, v, n);
-		st_writer_add(w, sp->name, ST_F32, sp->ndim, sp->shape, v);
+		st_writer_add_f32(w, sp->name, dt, sp->ndim, sp->shape, v);
 		free(v);
 	}
 	enum lq_status rc = st_writer_write(w, path, err);
@@ -364,19 +458,109 @@ scheduler_json(void)
 	return j;
 }
 
+/*
+ * Applies "component.key=JSON" to the preset's configs: the key must be
+ * one the component's config.json has (the keys diffusers_*_to_json
+ * writes), the value any JSON; then the configs are parsed again with
+ * upstream's rules.
+ */
+static enum lq_status
+apply_sets(cJSON *j[3], const struct model_synth_opts *o,
+    struct ltxv_transformer_config *tc, struct ltxv_vae_config *vc,
+    struct t5_config *cc, struct lq_error *err)
+{
+	static const char *const comps[3] = {"transformer", "vae", "text_encoder"};
+	cJSON *full[3];
+	enum lq_status st;
+
+	/* every key the component's config.json has, with the preset's values */
+	LQ_ASSERT(diffusers_parse_transformer(j[0], "preset", tc, err) == LQ_OK);
+	LQ_ASSERT(diffusers_parse_vae(j[1], "preset", vc, err) == LQ_OK);
+	LQ_ASSERT(diffusers_parse_t5(j[2], "preset", cc, err) == LQ_OK);
+	full[0] = diffusers_transformer_to_json(tc);
+	full[1] = diffusers_vae_to_json(vc);
+	full[2] = diffusers_t5_to_json(cc);
+	st = LQ_OK;
+	for (size_t i = 0; i < o->nsets && st == LQ_OK; i++) {
+		const char *a = o->sets[i], *dot = strchr(a, '.');
+		const char *eq = dot ? strchr(dot, '=') : NULL;
+		int c = -1;
+
+		for (int k = 0; dot && k < 3; k++)
+			if (strlen(comps[k]) == (size_t)(dot - a) &&
+			    strncmp(a, comps[k], (size_t)(dot - a)) == 0)
+				c = k;
+		if (c < 0 || eq == NULL || eq == dot + 1) {
+			st = error_set(err, LQ_FAILED, "LQ-MODEL-032",
+			    "--set %s: not COMPONENT.KEY=JSON", a);
+			error_set_hint(err, "COMPONENT is transformer, vae or "
+			    "text_encoder, e.g. --set transformer.num_layers=1");
+			break;
+		}
+		char *key = xstrndup(dot + 1, (size_t)(eq - dot - 1));
+		cJSON *v = cJSON_Parse(eq + 1);
+		if (cJSON_GetObjectItemCaseSensitive(full[c], key) == NULL ||
+		    key[0] == '_') {
+			st = error_set(err, LQ_FAILED, "LQ-MODEL-032",
+			    "--set %s: %s/config.json has no key \"%s\"", a,
+			    comps[c], key);
+			error_set_hint(err, "a key diffusers writes for %s, e.g. %s",
+			    comps[c], c == 0 ? "num_layers" : c == 1 ?
+			    "decoder_block_out_channels" : "d_model");
+		} else if (v == NULL) {
+			st = error_set(err, LQ_FAILED, "LQ-MODEL-032",
+			    "--set %s: \"%s\" is not JSON", a, eq + 1);
+			error_set_hint(err, "numbers as 8, lists as [8,16,16,16], "
+			    "strings quoted: '\"gelu\"'");
+		} else {
+			cJSON_DeleteItemFromObjectCaseSensitive(j[c], key);
+			cJSON_AddItemToObject(j[c], key, v);
+			v = NULL;
+		}
+		cJSON_Delete(v);
+		free(key);
+	}
+	for (int k = 0; k < 3; k++)
+		cJSON_Delete(full[k]);
+	if (st != LQ_OK)
+		return st;
+	/* upstream's rules on the result, naming the --set that broke one */
+	if ((st = diffusers_parse_transformer(j[0], "--set transformer", tc, err)) ||
+	    (st = diffusers_parse_vae(j[1], "--set vae", vc, err)) ||
+	    (st = diffusers_parse_t5(j[2], "--set text_encoder", cc, err)))
+		return st;
+	return LQ_OK;
+}
+
 enum lq_status
 model_synth(const char *dir, const char *family, const char *preset, uint64_t seed,
     struct lq_error *err)
 {
+	static const struct model_synth_opts none = {.dtype = ST_F32};
+
+	return model_synth_ex(dir, family, preset, seed, &none, err);
+}
+
+enum lq_status
+model_synth_ex(const char *dir, const char *family, const char *preset,
+    uint64_t seed, const struct model_synth_opts *o, struct lq_error *err)
+{
 	struct ltxv_transformer_config tc;
 	struct ltxv_vae_config vc;
 	struct t5_config cc;
-	if (model_synth_preset(family, preset, &tc, &vc, &cc) != 0) {
+	cJSON *pj[3];
+	if (preset_json(family, preset, pj) != 0) {
 		error_set(err, LQ_FAILED, "LQ-MODEL-030", "no preset \"%s\" for family \"%s\"",
 		    preset, family);
-		error_set_hint(err, "family ltxv, preset tiny or small");
+		error_set_hint(err, "family ltxv, preset tiny, small, 0.9.1-2b, "
+		    "0.9.5-2b or 0.9.7-13b");
 		return LQ_FAILED;
 	}
+	enum lq_status sst = apply_sets(pj, o, &tc, &vc, &cc, err);
+	for (int i = 0; i < 3; i++)
+		cJSON_Delete(pj[i]);
+	if (sst != LQ_OK)
+		return sst;
 	if (make_dir(dir, err) != LQ_OK)
 		return LQ_FAILED;
 	DIR *d = opendir(dir);
@@ -419,7 +603,7 @@ model_synth(const char *dir, const char *family, const char *preset, uint64_t se
 	char *wp = xasprintf("%s/diffusion_pytorch_model.safetensors", sub);
 	expected_ltxv_transformer(&tc, &t);
 	if (write_json(sub, "config.json", diffusers_transformer_to_json(&tc), err) != LQ_OK ||
-	    write_weights(wp, &t, seed, err) != LQ_OK)
+	    write_weights(wp, &t, seed, o, err) != LQ_OK)
 		rc = LQ_FAILED;
 	free(sub);
 	free(wp);
@@ -428,7 +612,7 @@ model_synth(const char *dir, const char *family, const char *preset, uint64_t se
 		wp = xasprintf("%s/diffusion_pytorch_model.safetensors", sub);
 		expected_ltxv_vae(&vc, &t);
 		if (write_json(sub, "config.json", diffusers_vae_to_json(&vc), err) != LQ_OK ||
-		    write_weights(wp, &t, seed, err) != LQ_OK)
+		    write_weights(wp, &t, seed, o, err) != LQ_OK)
 			rc = LQ_FAILED;
 		free(sub);
 		free(wp);
@@ -438,7 +622,7 @@ model_synth(const char *dir, const char *family, const char *preset, uint64_t se
 		wp = xasprintf("%s/model.safetensors", sub);
 		expected_t5_encoder(&cc, &t);
 		if (write_json(sub, "config.json", diffusers_t5_to_json(&cc), err) != LQ_OK ||
-		    write_weights(wp, &t, seed, err) != LQ_OK)
+		    write_weights(wp, &t, seed, o, err) != LQ_OK)
 			rc = LQ_FAILED;
 		free(sub);
 		free(wp);

@@ -26,6 +26,19 @@
  * 2 layers x 2 heads x 16, VAE 8/16/24 channels with compression 16/4,
  * T5 d_model 32); small has the demo model's (4 layers x 4 heads x 32,
  * VAE 32/64 with compression 8/2, T5 d_model 64).
+ *
+ * Released checkpoints' dimensions (synth.c cites the sources):
+ *   "0.9.1-2b"   transformer 28 layers x 2048 (32 heads x 64), caption 4096;
+ *                the 0.9.1 VAE (128 latent channels, decoder 256/512/1024,
+ *                timestep conditioning, noise injection; 32x / 8x); T5-XXL
+ *   "0.9.5-2b"   the same transformer; the 0.9.5 VAE (no noise injection)
+ *   "0.9.7-13b"  transformer 48 layers x 4096 (32 heads x 128), cross
+ *                attention 4096; the 0.9.5 VAE; T5-XXL
+ * With opts: every tensor in F32, F16 or BF16,
+ * "component.key=JSON" overrides of any config.json key (so a test keeps
+ * the real geometry at a narrow width), and `sparse`: every weight is a
+ * hole in its file (zeros, no disk), enough for preflight, which reads
+ * headers only.
  */
 #ifndef LQ_MODEL_SYNTH_H
 #define LQ_MODEL_SYNTH_H
@@ -34,11 +47,19 @@
 
 #include "core/error.h"
 #include "model/diffusers.h"
+#include "model/safetensors.h"
 
 /* Fills the configs of a preset; returns -1 for an unknown family/preset. */
 int model_synth_preset(const char *family, const char *preset,
     struct ltxv_transformer_config *transformer, struct ltxv_vae_config *vae,
     struct t5_config *text_encoder);
+
+struct model_synth_opts {
+	enum st_dtype dtype;		/* ST_F32, ST_F16 or ST_BF16 */
+	const char *const *sets;	/* "transformer.num_layers=1" ... */
+	size_t nsets;
+	int sparse;			/* weights as holes (zeros) */
+};
 
 /*
  * Writes the model into `dir` (created if missing; must be empty if it
@@ -48,5 +69,11 @@ int model_synth_preset(const char *family, const char *preset,
  */
 enum lq_status model_synth(const char *dir, const char *family, const char *preset,
     uint64_t seed, struct lq_error *err);
+/* model_synth with options; LQ-MODEL-032 for a bad --set (naming it),
+ * upstream's config codes (LQ-MODEL-003/-004/-006) for a result upstream
+ * refuses. */
+enum lq_status model_synth_ex(const char *dir, const char *family,
+    const char *preset, uint64_t seed, const struct model_synth_opts *opts,
+    struct lq_error *err);
 
 #endif

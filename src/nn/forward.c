@@ -2,6 +2,8 @@
  * forward.c — `latentq forward`'s engine (see forward.h): named inputs in,
  * one component run on the device, named outputs (and intermediates) out.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@
 #include "nn/forward_t5.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/weights.h"
 
 int
 nn_component_parse(const char *name, enum nn_component *out)
@@ -199,12 +202,55 @@ report_memory(FILE *fp, const char *what, size_t weights, size_t cap,
 	    (weights + cap + io) / 1048576.0);
 }
 
+/*
+ * `forward -v`: the memory plan of the component next to what the device
+ * held at its peak (gpu_ctx_memory), the pair the plan's tests compare.
+ */
+static void
+report_plan(FILE *fp, struct gpu_ctx *ctx, const char *what,
+    const struct nn_plan_bytes *plan)
+{
+	uint64_t peak;
+
+	if (fp == NULL)
+		return;
+	gpu_ctx_memory(ctx, NULL, &peak);
+	fprintf(fp, "latentq: %s memory plan: device %" PRIu64 " bytes "
+	    "(weights %" PRIu64 ", activations %" PRIu64 ", inputs/outputs %"
+	    PRIu64 "), host %" PRIu64 " bytes; measured peak_device_bytes %"
+	    PRIu64 "\n", what, nn_plan_bytes_device(plan), plan->weights,
+	    plan->activations, plan->io, plan->host, peak);
+}
+
+/* The weights layout of the component folder, from its headers: the
+ * transformer's both ways (ltxv_transformer_weights_layout), else the
+ * tensors under `prefix` resident. */
+static enum lq_status
+plan_weights(struct gpu_ctx *ctx, const char *dir, int transformer,
+    const char *prefix, struct nn_weights_layout *lay, struct lq_error *err)
+{
+	struct st_set *set = NULL;
+	enum lq_status st;
+
+	memset(lay, 0, sizeof(*lay));
+	if ((st = st_set_open(dir, &set, err)) != LQ_OK)
+		return st;
+	st = transformer ? ltxv_transformer_weights_layout(set,
+	    gpu_ctx_caps(ctx), lay, err) : nn_weights_plan(set, prefix, NULL,
+	    gpu_ctx_caps(ctx), &lay->resident, err);
+	st_set_close(set);
+	return st;
+}
+
 static enum lq_status
 run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
-    enum ltxv_weight_streaming mode, struct lq_error *err)
+    enum nn_plan_choice mode, struct lq_error *err)
 {
-	struct ltxv_transformer_plan plan;
+	struct ltxv_transformer_config cfg;
+	struct nn_weights_layout lay;
+	struct nn_plan_bytes plan;
+	enum nn_weight_streaming streaming;
 	struct ltxv_transformer_opts topts = {0};
 	struct ltxv_transformer *m = NULL;
 	const struct ltxv_transformer_config *c;
@@ -271,14 +317,23 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	for (int64_t b = 0; b < B; b++)
 		tsb[b] = st_tensor_numel(tt) == 1 ? ts[0] : ts[b];
 
-	if ((st = ltxv_transformer_plan(dir, gpu_ctx_caps(ctx), (int)B, (int)N,
-	    (int)T, &plan, err)))
+	/* the plan (nn/plan.h) decides streaming, as for a render */
+	if ((st = plan_weights(ctx, dir, 1, NULL, &lay, err)))
 		goto out;
-	topts.streaming = ltxv_transformer_choose_streaming(mode, &plan, 0,
+	if ((st = ltxv_transformer_read_config(dir, &cfg, err)))
+		goto out;
+	ltxv_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), (int)B, (int)N,
+	    (int)T, NN_WEIGHTS_RESIDENT, NULL, &plan);
+	streaming = nn_plan_choose_streaming(mode, nn_plan_bytes_device(&plan),
 	    device_caps_memory_budget(gpu_ctx_caps(ctx), 0));
+	if (streaming == NN_WEIGHTS_STREAMED)
+		ltxv_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), (int)B,
+		    (int)N, (int)T, streaming, NULL, &plan);
+	topts.streaming = streaming == NN_WEIGHTS_STREAMED;
 	if ((st = ltxv_transformer_load_opts(ctx, dir, NULL, &topts, &m, err)))
 		goto out;
 	c = ltxv_transformer_config(m);
+
 	if ((st = upload(ctx, 3, ths->shape, hs, &b_hs, &g_hs, err)) ||
 	    (st = upload(ctx, 3, tehs->shape, ehs, &b_ehs, &g_ehs, err)) ||
 	    (st = upload(ctx, 3, (int64_t[]){ B, N, c->out_channels }, NULL,
@@ -312,12 +367,13 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 			    "memory; on the device %.2f MiB resident + two "
 			    "block slots of %.2f MiB (all resident: %.2f MiB); "
 			    "%u block uploads\n",
-			    ltxv_weight_streaming_name(mode),
-			    plan.streamed.streamed_host / 1048576.0,
-			    plan.streamed.resident / 1048576.0,
-			    slot / 1048576.0, plan.resident.device / 1048576.0,
+			    nn_plan_choice_name(mode),
+			    lay.streamed.streamed_host / 1048576.0,
+			    lay.streamed.resident / 1048576.0,
+			    slot / 1048576.0, lay.resident.device / 1048576.0,
 			    uploads);
 	}
+	report_plan(report, ctx, "transformer", &plan);
 out:
 	gpu_buffer_free(b_hs);
 	gpu_buffer_free(b_ehs);
@@ -378,10 +434,33 @@ noise_from_inputs(void *ud, const char *module, int k, int height, int width,
 	return LQ_OK;
 }
 
+/* The tiled decode's frames, gathered into the whole sample. */
+struct gather {
+	float *out;			/* [B, C, F, H, W] */
+	int64_t shape[5];
+};
+
+static enum lq_status
+gather_frames(void *ud, int64_t f0, int64_t n, const float *x,
+    int64_t x_frames, struct lq_error *err)
+{
+	struct gather *g = ud;
+	int64_t hw = g->shape[3] * g->shape[4];
+
+	(void)err;
+	for (int64_t b = 0; b < g->shape[0]; b++)
+		for (int64_t c = 0; c < g->shape[1]; c++)
+			memcpy(g->out + ((b * g->shape[1] + c) * g->shape[2] + f0) * hw,
+			    x + (b * g->shape[1] + c) * x_frames * hw,
+			    sizeof(float) * (size_t)(n * hw));
+	return LQ_OK;
+}
+
 static enum lq_status
 run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
-    const struct ltxv_vae_noise *fallback, struct lq_error *err)
+    const struct ltxv_vae_noise *fallback, const struct ltxv_vae_tiling *tiling,
+    struct lq_error *err)
 {
 	struct ltxv_vae *v = NULL;
 	const struct ltxv_vae_config *c;
@@ -403,12 +482,17 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		goto out;
 	c = ltxv_vae_config(v);
 	if (c->timestep_conditioning) {
-		if ((st = input_f32(in, "decode_timestep", -1, "[B] on the 0..1 scale",
+		/* vae.decode(z, temb): upstream's argument is temb; the
+		 * pipeline goldens call it decode_timestep */
+		const char *tname = input_find(in, "decode_timestep") == NULL &&
+		    input_find(in, "temb") != NULL ? "temb" : "decode_timestep";
+
+		if ((st = input_f32(in, tname, -1, "[B] on the 0..1 scale",
 		    &tt, &ts, err)))
 			goto out;
 		if (st_tensor_numel(tt) != B && st_tensor_numel(tt) != 1) {
 			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
-			    "decode_timestep has %lld values for a batch of %lld",
+			    "%s has %lld values for a batch of %lld", tname,
 			    (long long)st_tensor_numel(tt), (long long)B);
 			goto out;
 		}
@@ -419,6 +503,36 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	}
 	a.noise = &noise;
 	ltxv_vae_output_shape(v, tz->shape, oshape);
+	if (tiling != NULL) {
+		struct gather g;
+		struct ltxv_vae_sink sink = { gather_frames, &g };
+		size_t wb, cap, peak;
+
+		memcpy(g.shape, oshape, sizeof(oshape));
+		out = xcalloc((size_t)(oshape[0] * oshape[1] * oshape[2] *
+		    oshape[3] * oshape[4]), sizeof(float));
+		g.out = out;
+		if ((st = ltxv_vae_decode_tiled(v, &a, z, tz->shape, tiling, &sink,
+		    err)) != LQ_OK)
+			goto out;
+		st_writer_add(w, "sample", ST_F32, 5, oshape, out);
+		ltxv_vae_memory(v, &wb, &cap, &peak);
+		if (report != NULL) {
+			struct nn_weights_layout lay;
+			struct nn_plan_bytes plan;
+
+			if ((st = plan_weights(ctx, dir, 0, "decoder.", &lay,
+			    err)))
+				goto out;
+			ltxv_vae_plan(c, &lay, gpu_ctx_caps(ctx), (int)B,
+			    (int)tz->shape[2], (int)tz->shape[3],
+			    (int)tz->shape[4], tiling, &plan);
+			report_memory(report, "vae decoder (tiled)", wb, cap, peak,
+			    (size_t)plan.io);
+			report_plan(report, ctx, "vae decoder", &plan);
+		}
+		goto out;
+	}
 	if ((st = upload(ctx, 5, tz->shape, z, &b_z, &g_z, err)) ||
 	    (st = upload(ctx, 5, oshape, NULL, &b_out, &g_out, err)))
 		goto out;
@@ -437,6 +551,17 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		ltxv_vae_memory(v, &wb, &cap, &peak);
 		report_memory(report, "vae decoder", wb, cap, peak,
 		    gpu_buffer_size(b_z) + gpu_buffer_size(b_out));
+	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+
+		if ((st = plan_weights(ctx, dir, 0, "decoder.", &lay, err)))
+			goto out;
+		ltxv_vae_plan(c, &lay, gpu_ctx_caps(ctx), (int)B,
+		    (int)tz->shape[2], (int)tz->shape[3], (int)tz->shape[4],
+		    NULL, &plan);
+		report_plan(report, ctx, "vae decoder", &plan);
 	}
 out:
 	gpu_buffer_free(b_z);
@@ -486,7 +611,7 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 	case NN_COMPONENT_VAE_DECODER:
 		st = run_vae(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report,
-		    o->noise_fallback, err);
+		    o->noise_fallback, o->vae_tiling, err);
 		break;
 	case NN_COMPONENT_TEXT_ENCODER:
 		st = nn_forward_text_encoder(ctx, dir,

@@ -11,8 +11,8 @@
  *     num_frames, height, width (one-element integer tensors),
  *     rope_interpolation_scale [3] (optional; absent = upstream's None)
  *     -> output [B,N,Co]
- *   vae-decoder: z [B,C,F,H,W], decode_timestep [B] or [1] (timestep-
- *     conditioned decoders), injected noise `<module>#<k>` [H,W] (decoders
+ *   vae-decoder: z [B,C,F,H,W], decode_timestep (or upstream's name,
+ *     temb) [B] or [1] (timestep-conditioned decoders), injected noise `<module>#<k>` [H,W] (decoders
  *     with decoder_inject_noise) -> sample
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
@@ -47,13 +47,16 @@ struct nn_forward_opts {
 	FILE *report;			/* memory report (-v), may be NULL */
 	/* transformer: stream the blocks' weights (on), never (off), or
 	 * when the resident weights do not fit the device (auto, 0) */
-	enum ltxv_weight_streaming weight_streaming;
+	enum nn_plan_choice weight_streaming;
 	/* VAE decoder: called for EVERY injected-noise draw, in the decoder's
 	 * call order (so it can count draws), before the inputs are looked
 	 * up; a field the inputs hold then replaces what it wrote.  NULL: a
 	 * missing field is an error.  (`latentq forward --seed` passes
 	 * latentq's RNG here, as the render code draws it.) */
 	const struct ltxv_vae_noise *noise_fallback;
+	/* VAE decoder: decode tiled / frame-wise with these attributes
+	 * (ltxv_vae_decode_tiled); NULL: one plain decoder call. */
+	const struct ltxv_vae_tiling *vae_tiling;
 };
 
 /* Parses "transformer", "vae-decoder", "text-encoder"; 0 ok, -1 unknown. */

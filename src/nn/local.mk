@@ -2,6 +2,7 @@
 # their CPU float32 islands, weights upload, and `latentq forward`.
 liblatentq_a_SOURCES += \
 	src/nn/dump.c src/nn/dump.h \
+	src/nn/plan.c src/nn/plan.h \
 	src/nn/weights.c src/nn/weights.h \
 	src/nn/ltxv_embed.c src/nn/ltxv_embed.h \
 	src/nn/ltxv_transformer.c src/nn/ltxv_transformer.h \
@@ -14,11 +15,12 @@ liblatentq_a_SOURCES += \
 # `latentq forward` against every transformer / VAE golden case.
 check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
-	tests/nn/st-compare
+	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/st-compare
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
-	tests/nn/forward-goldens.sh \
-	tests/nn/forward-intermediates.sh tests/nn/forward-split.sh
+	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/forward-goldens.sh \
+	tests/nn/forward-intermediates.sh tests/nn/plan-measured.sh \
+	tests/nn/forward-split.sh tests/nn/forward-tiled.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
@@ -27,8 +29,12 @@ tests_nn_test_weights_dtype_SOURCES = tests/nn/test-weights-dtype.c
 tests_nn_test_weights_dtype_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_weights_stream_SOURCES = tests/nn/test-weights-stream.c
 tests_nn_test_weights_stream_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_plan_SOURCES = tests/nn/test-plan.c
+tests_nn_test_plan_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_ltxv_tiling_SOURCES = tests/nn/test-ltxv-tiling.c
+tests_nn_test_ltxv_tiling_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
-	tests/nn/forward-split.sh \
-	tests/data/ltxv
+	tests/nn/plan-measured.sh tests/nn/forward-split.sh \
+	tests/nn/forward-tiled.sh tests/data/ltxv tests/data/ltxv-extra

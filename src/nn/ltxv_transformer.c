@@ -74,8 +74,6 @@ struct attn_scratch {
  * otherwise; all heads at once when they fit. */
 #define SCORES_BUDGET ((int64_t)64 << 20)
 
-static size_t pool_bytes(const struct ltxv_transformer *m, int B, int N,
-    int T);
 
 static int64_t
 heads_per_chunk(int64_t budget, int64_t H, int64_t Nq, int64_t Nk)
@@ -116,10 +114,9 @@ wget(struct ltxv_transformer *m, struct gpu_tensor *out, int optional,
 
 #define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
 
-/* Reads `dir`/config.json with model/diffusers.h's parser (upstream
- * defaults, class and value checks). */
-static enum lq_status
-parse_config(const char *dir, struct ltxv_transformer_config *c, struct lq_error *err)
+enum lq_status
+ltxv_transformer_read_config(const char *dir,
+    struct ltxv_transformer_config *c, struct lq_error *err)
 {
 	char *path = xasprintf("%s/config.json", dir);
 	cJSON *root = NULL;
@@ -249,74 +246,18 @@ static const struct nn_weights_stream block_stream = {
 	.group_prefix = "transformer_blocks.", .nslots = 2,
 };
 
-const char *
-ltxv_weight_streaming_name(enum ltxv_weight_streaming mode)
-{
-	return mode == LTXV_STREAM_ON ? "on" : mode == LTXV_STREAM_OFF ? "off" :
-	    "auto";
-}
-
-int
-ltxv_weight_streaming_parse(const char *s, enum ltxv_weight_streaming *out)
-{
-	static const enum ltxv_weight_streaming all[3] = {LTXV_STREAM_AUTO,
-	    LTXV_STREAM_ON, LTXV_STREAM_OFF};
-
-	for (int i = 0; i < 3; i++)
-		if (s != NULL && strcmp(s, ltxv_weight_streaming_name(all[i])) == 0) {
-			*out = all[i];
-			return 0;
-		}
-	return -1;
-}
-
 enum lq_status
-ltxv_transformer_plan(const char *dir, const struct device_caps *caps, int B,
-    int N, int T, struct ltxv_transformer_plan *out, struct lq_error *err)
+ltxv_transformer_weights_layout(const struct st_set *set,
+    const struct device_caps *caps, struct nn_weights_layout *out,
+    struct lq_error *err)
 {
-	struct ltxv_transformer m;
-	struct st_set *set = NULL;
-	const struct st_tensor *ffw;
-	enum lq_status st;
+	enum lq_status st = nn_weights_plan(set, NULL, NULL, caps,
+	    &out->resident, err);
 
-	memset(out, 0, sizeof(*out));
-	memset(&m, 0, sizeof(m));
-	st = parse_config(dir, &m.cfg, err);
-	if (st == LQ_OK)
-		st = st_set_open(dir, &set, err);
-	if (st == LQ_OK)
-		st = nn_weights_plan(set, NULL, NULL, caps, &out->resident, err);
 	if (st == LQ_OK)
 		st = nn_weights_plan(set, NULL, &block_stream, caps,
 		    &out->streamed, err);
-	if (st == LQ_OK) {
-		/* the activation pool of ltxv_transformer_reserve */
-		m.D = m.cfg.num_attention_heads * m.cfg.attention_head_dim;
-		ffw = st_set_find(set, "transformer_blocks.0.ff.net.0.proj.weight");
-		m.ff_dim = ffw != NULL && ffw->ndim == 2 ? (int)ffw->shape[0] :
-		    4 * m.D;
-		m.fused_attention = 1;
-		m.scores_budget = SCORES_BUDGET;
-		out->activations = pool_bytes(&m, B, N, T);
-	}
-	st_set_close(set);
 	return st;
-}
-
-int
-ltxv_transformer_choose_streaming(enum ltxv_weight_streaming mode,
-    const struct ltxv_transformer_plan *plan, uint64_t other_bytes,
-    uint64_t budget)
-{
-	uint64_t resident, streamed;
-
-	if (mode != LTXV_STREAM_AUTO)
-		return mode == LTXV_STREAM_ON;
-	if (plan->streamed.groups == 0 || budget == 0)
-		return 0;
-	resident = plan->resident.device + plan->activations + other_bytes;
-	streamed = plan->streamed.device + plan->activations + other_bytes;
-	return resident > budget && streamed <= budget;
 }
 
 enum lq_status
@@ -329,7 +270,7 @@ ltxv_transformer_load_opts(struct gpu_ctx *ctx, const char *dir,
 
 	*out = NULL;
 	m->ctx = ctx;
-	st = parse_config(dir, &m->cfg, err);
+	st = ltxv_transformer_read_config(dir, &m->cfg, err);
 	if (st != LQ_OK)
 		goto fail;
 	m->D = m->cfg.num_attention_heads * m->cfg.attention_head_dim;
@@ -343,15 +284,17 @@ ltxv_transformer_load_opts(struct gpu_ctx *ctx, const char *dir,
 	st = load_weights(m, err);
 	if (st != LQ_OK)
 		goto fail;
+	if (m->cfg.num_layers > 0)
+		m->cfg.ff_inner_dim = m->ff_dim;	/* as stored */
 	st = gpu_cmd_create(ctx, &m->cmd, err);
 	if (st != LQ_OK)
 		goto fail;
 	{
-		const char *e = getenv("LATENTQ_NN_UNFUSED_ATTENTION");
+		struct ltxv_attention_opts att;
 
-		m->fused_attention = !(e != NULL && strcmp(e, "1") == 0);
-		e = getenv("LATENTQ_NN_SCORES_BUDGET");
-		m->scores_budget = e && atoll(e) > 0 ? atoll(e) : SCORES_BUDGET;
+		ltxv_attention_opts_from_env(&att);
+		m->fused_attention = att.fused;
+		m->scores_budget = att.scores_budget;
 	}
 	*out = m;
 	return LQ_OK;
@@ -382,36 +325,120 @@ ltxv_transformer_config(const struct ltxv_transformer *m)
 	return &m->cfg;
 }
 
-/* Activation bytes one forward carves from the pool (see forward). */
-static size_t
-pool_bytes(const struct ltxv_transformer *m, int B, int N, int T)
+void
+ltxv_attention_opts_from_env(struct ltxv_attention_opts *o)
 {
-	size_t D = (size_t)m->D, b = (size_t)B, n = (size_t)N, t = (size_t)T;
-	size_t ff = (size_t)m->ff_dim, cc = (size_t)m->cfg.caption_channels;
-	size_t floats = 0;
+	const char *e = getenv("LATENTQ_NN_UNFUSED_ATTENTION");
 
-	(void)cc;
-	floats += 2 * n * D;			/* cos, sin */
-	floats += b * t + b * TPROJ_DIM;	/* key bias, time features */
-	floats += b * n * D;			/* h */
-	floats += 3 * b * D + b * 6 * D + b * 2 * D;	/* t1, emb, silu, temb, final */
-	floats += 2 * b * t * D;		/* caption projection */
-	floats += b * 6 * D;			/* ada */
-	floats += 6 * b * n * D;		/* norm, q, k, v, attn, proj */
-	floats += 2 * b * t * D;		/* cross k, v */
-	floats += b * n * ff;			/* ff hidden */
-	if (!m->fused_attention) {
-		size_t nk = n > t ? n : t, H = (size_t)m->cfg.num_attention_heads;
+	o->fused = !(e != NULL && strcmp(e, "1") == 0);
+	e = getenv("LATENTQ_NN_SCORES_BUDGET");
+	o->scores_budget = e && atoll(e) > 0 ? atoll(e) : SCORES_BUDGET;
+}
 
-		/* unfused attention: q, k, v, o per head, one chunk of
-		 * scores */
-		floats += 2 * b * n * D + 2 * b * nk * D +
-		    (size_t)heads_per_chunk(m->scores_budget, (int64_t)H,
-		    (int64_t)n, (int64_t)nk) * n * nk;
+/*
+ * The tensors one forward carves from the pool, in forward's order
+ * (elements of f32; fills carve[], returns how many), so the pool is
+ * sized from the same list forward allocates.
+ */
+#define POOL_CARVES 32
+static int
+pool_carves(const struct ltxv_transformer_config *c,
+    const struct ltxv_attention_opts *att, int64_t B, int64_t N, int64_t T,
+    int64_t carve[POOL_CARVES])
+{
+	const int64_t D = c->inner_dim, ff = c->ff_inner_dim;
+	int n = 0;
+
+	carve[n++] = N * D;		/* cos */
+	carve[n++] = N * D;		/* sin */
+	carve[n++] = B * T;		/* key bias */
+	carve[n++] = B * TPROJ_DIM;	/* time features */
+	carve[n++] = B * N * D;		/* h */
+	carve[n++] = B * D;		/* t1 */
+	carve[n++] = B * D;		/* emb */
+	carve[n++] = B * D;		/* silu(emb) */
+	carve[n++] = B * 6 * D;		/* temb */
+	carve[n++] = B * T * D;		/* caption linear_1 */
+	carve[n++] = B * T * D;		/* caption projection */
+	carve[n++] = B * 6 * D;		/* ada */
+	for (int i = 0; i < 6; i++)
+		carve[n++] = B * N * D;	/* norm, q, k, v, o, proj */
+	carve[n++] = B * T * D;		/* cross k */
+	carve[n++] = B * T * D;		/* cross v */
+	carve[n++] = B * N * ff;	/* ff hidden */
+	if (!att->fused) {
+		int64_t NK = N > T ? N : T;
+
+		carve[n++] = B * N * D;		/* per-head q */
+		carve[n++] = B * NK * D;	/* k */
+		carve[n++] = B * NK * D;	/* v */
+		carve[n++] = B * N * D;		/* o */
+		carve[n++] = heads_per_chunk(att->scores_budget,
+		    c->num_attention_heads, N, NK) * N * NK;
 	}
-	/* 32 tensors of alignment slack (<= 256 B each on every driver we
-	 * know; minStorageBufferOffsetAlignment is at most 256 by spec). */
-	return floats * sizeof(float) + 32 * 256 + 4096;
+	carve[n++] = B * 2 * D;		/* final shift / scale */
+	LQ_ASSERT(n <= POOL_CARVES);
+	return n;
+}
+
+/* Pool capacity for a forward of (B, N, T); *largest = its largest
+ * tensor in bytes. */
+static uint64_t
+pool_bytes(const struct ltxv_transformer_config *c,
+    const struct ltxv_attention_opts *att, const struct device_caps *caps,
+    int64_t B, int64_t N, int64_t T, uint64_t *largest)
+{
+	int64_t carve[POOL_CARVES];
+	uint64_t bytes[POOL_CARVES], big = 0;
+	int n = pool_carves(c, att, B, N, T, carve);
+
+	for (int i = 0; i < n; i++) {
+		bytes[i] = (uint64_t)carve[i] * sizeof(float);
+		if (bytes[i] > big)
+			big = bytes[i];
+	}
+	if (largest)
+		*largest = big;
+	return gpu_pool_plan(caps, bytes, n);
+}
+
+void
+ltxv_transformer_plan(const struct ltxv_transformer_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int N, int T, enum nn_weight_streaming streaming,
+    const struct ltxv_attention_opts *att, struct nn_plan_bytes *out)
+{
+	struct ltxv_attention_opts env;
+	uint64_t big = 0;
+	const uint64_t D = (uint64_t)c->inner_dim;
+
+	memset(out, 0, sizeof(*out));
+	if (att == NULL) {
+		ltxv_attention_opts_from_env(&env);
+		att = &env;
+	}
+	if (w != NULL)
+		out->weights = streaming == NN_WEIGHTS_STREAMED ?
+		    w->streamed.device : w->resident.device;
+	out->activations = pool_bytes(c, att, caps, B, N, T, &big);
+	/* hidden_states, encoder_hidden_states and the output, f32, as the
+	 * caller (render.c, nn/forward.c) creates them */
+	out->io = gpu_buffer_plan_size((uint64_t)B * N * c->in_channels * 4) +
+	    gpu_buffer_plan_size((uint64_t)B * T * c->caption_channels * 4) +
+	    gpu_buffer_plan_size((uint64_t)B * N * c->out_channels * 4);
+	/* RoPE tables, mask bias, time features (reserve's host scratch) */
+	out->host = 2 * (uint64_t)N * D * 4 + (uint64_t)B * (T ? T : 1) * 4 +
+	    (uint64_t)B * TPROJ_DIM * 4;
+	out->largest = big;
+	snprintf(out->largest_what, sizeof(out->largest_what),
+	    "the transformer's %s activations",
+	    big == (uint64_t)B * N * c->ff_inner_dim * 4 ? "feed-forward" :
+	    "attention");
+	if (w != NULL && w->resident.largest > out->largest) {
+		out->largest = w->resident.largest;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->resident.largest_name);
+	}
 }
 
 enum lq_status
@@ -428,7 +455,15 @@ ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
 		N = N > m->rN ? N : m->rN;
 		T = T > m->rT ? T : m->rT;
 	}
-	need = pool_bytes(m, B, N, T);
+	{
+		struct ltxv_attention_opts att = {
+			.fused = m->fused_attention,
+			.scores_budget = m->scores_budget,
+		};
+
+		need = pool_bytes(&m->cfg, &att, gpu_ctx_caps(m->ctx), B, N, T,
+		    NULL);
+	}
 	gpu_pool_free(m->pool);
 	m->pool = NULL;
 	st = gpu_pool_create(m->ctx, need, &m->pool, err);

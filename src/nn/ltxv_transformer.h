@@ -27,6 +27,7 @@
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
 #include "nn/dump.h"
+#include "nn/plan.h"
 #include "nn/weights.h"
 
 /* The config is model/diffusers.h's struct ltxv_transformer_config. */
@@ -58,50 +59,31 @@ enum lq_status ltxv_transformer_load_fused(struct gpu_ctx *ctx,
  * each transformer_blocks.<i> stay in host memory (the mapped safetensors,
  * F16/BF16 as stored) and are uploaded block by block into two device
  * slots, block i + 1 while block i computes (nn/weights.h); everything
- * else is resident.  The output is bit-identical to a resident run.
+ * else is resident.  The output is bit-identical to a resident run.  The
+ * memory plan (nn/plan.h, nn_plan_render) decides; `weight_streaming:
+ * auto|on|off` (enum nn_plan_choice) lets a job force it.
  */
-enum ltxv_weight_streaming {
-	LTXV_STREAM_AUTO = 0,	/* ltxv_transformer_choose_streaming decides */
-	LTXV_STREAM_ON,
-	LTXV_STREAM_OFF,
-};
-
-/* "auto", "on", "off" (the manifest key weight_streaming's values). */
-const char *ltxv_weight_streaming_name(enum ltxv_weight_streaming mode);
-/* Parses one of those; -1 for anything else. */
-int ltxv_weight_streaming_parse(const char *s,
-    enum ltxv_weight_streaming *out);
-
 struct ltxv_transformer_opts {
 	int streaming;		/* 1: stream the blocks' weights */
 };
 
 /*
- * The transformer's device bytes at `dir` for batch B, N video and T text
- * tokens, from config.json and the safetensors headers (no device): the
- * weights resident, the weights streamed (the rest resident plus two block
- * slots; host bytes of the blocks in streamed.streamed_host), and the
- * activation pool ltxv_transformer_reserve makes.  The loader lays the
- * weights out with the same function (nn_weights_plan).  Errors as
- * ltxv_transformer_load's config and safetensors errors.
+ * Reads `dir`/config.json with model/diffusers.h's parser (upstream
+ * defaults, class and value checks), without loading anything.  Errors:
+ * LQ-MODEL-* as diffusers_parse_transformer.
  */
-struct ltxv_transformer_plan {
-	struct nn_weights_bytes resident, streamed;
-	size_t activations;
-};
-enum lq_status ltxv_transformer_plan(const char *dir,
-    const struct device_caps *caps, int B, int N, int T,
-    struct ltxv_transformer_plan *out, struct lq_error *err);
+enum lq_status ltxv_transformer_read_config(const char *dir,
+    struct ltxv_transformer_config *c, struct lq_error *err);
 
 /*
- * What `mode` means for a job: ON and OFF as said; AUTO streams exactly
- * when the resident weights, the activations and `other_bytes` (the rest
- * of the job's device memory: VAE, latents) exceed `budget` bytes while
- * the streamed weights with the same fit.  Returns 1 to stream.
+ * The transformer's weights in `set` (its safetensors headers) laid out
+ * as the loader lays them on a device with `caps` (NULL: see
+ * nn_weights_plan): all resident, and with the blocks streamed (two
+ * slots).  Errors as nn_weights_plan (LQ-GPU-RANGE).
  */
-int ltxv_transformer_choose_streaming(enum ltxv_weight_streaming mode,
-    const struct ltxv_transformer_plan *plan, uint64_t other_bytes,
-    uint64_t budget);
+enum lq_status ltxv_transformer_weights_layout(const struct st_set *set,
+    const struct device_caps *caps, struct nn_weights_layout *out,
+    struct lq_error *err);
 
 /* ltxv_transformer_load_fused with options (opts NULL: all resident). */
 enum lq_status ltxv_transformer_load_opts(struct gpu_ctx *ctx,
@@ -161,6 +143,34 @@ struct ltxv_transformer_args {
 enum lq_status ltxv_transformer_forward(struct ltxv_transformer *m,
     const struct ltxv_transformer_args *args, const struct gpu_tensor *output,
     const struct nn_dump *dump, struct lq_error *err);
+
+/*
+ * Attention choices that change the pool: the fused kernel (off with
+ * LATENTQ_NN_UNFUSED_ATTENTION=1) and the unfused path's score budget in
+ * floats (LATENTQ_NN_SCORES_BUDGET, default 64 Mi).  _from_env reads them
+ * as ltxv_transformer_load does.
+ */
+struct ltxv_attention_opts {
+	int fused;
+	int64_t scores_budget;
+};
+void ltxv_attention_opts_from_env(struct ltxv_attention_opts *o);
+
+/*
+ * The memory plan of one transformer forward (see nn/plan.h) for batch
+ * rows B (cond + uncond counted), N video tokens and T text tokens:
+ * weights as `w` packs them (all of them, or with NN_WEIGHTS_STREAMED the
+ * non-block tensors plus two block buffers), the activation pool exactly
+ * as ltxv_transformer_reserve sizes it (the tensors forward carves, on
+ * `caps`' pool chunks), the f32 hidden_states / encoder_hidden_states /
+ * output buffers its caller creates, and reserve's host scratch (RoPE
+ * tables).  `w` NULL leaves weights 0; `att` NULL reads the environment.
+ * Pure: reads no file and no device.
+ */
+void ltxv_transformer_plan(const struct ltxv_transformer_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int N, int T, enum nn_weight_streaming streaming,
+    const struct ltxv_attention_opts *att, struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltxv_transformer_memory(const struct ltxv_transformer *m,

@@ -21,6 +21,7 @@
 #include "gpu/ops.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_vae.h"
+#include "nn/plan.h"
 #include "nn/weights.h"
 
 #define TPROJ_DIM 256	/* PixArtAlphaCombinedTimestepSizeEmbeddings' Timesteps(256) */
@@ -389,69 +390,194 @@ ltxv_vae_latents_std(const struct ltxv_vae *v)
 	return v->latents_std;
 }
 
-void
-ltxv_vae_output_shape(const struct ltxv_vae *v, const int64_t z[5],
+
+/* Largest activation (elements) of a decode of [B, *, F, H, W]: the size
+ * of each of the five slots. */
+static int64_t
+slot_numel(const struct ltxv_vae_config *c, int64_t B, int64_t F, int64_t H,
+    int64_t W)
+{
+	int64_t mx = B * c->latent_channels * F * H * W;
+
+#define SEE(ch) do { int64_t n_ = B * (ch) * F * H * W; if (n_ > mx) mx = n_; } while (0)
+	SEE(c->dec_conv_in_out);
+	for (int i = 0; i < c->dec_n_up; i++) {
+		const struct ltxv_vae_up_block *u = &c->dec_up[i];
+
+		if (u->has_conv_in) {
+			SEE(u->out_channels);
+			SEE(u->in_channels);
+		}
+		if (u->spatio_temporal_scale) {
+			SEE(u->upsampler_out);	/* conv output before depth-to-space */
+			SEE(u->upsampler_in);
+			F = 2 * F - 1;
+			H *= 2;
+			W *= 2;
+		}
+		SEE(u->out_channels);
+	}
+	SEE(c->dec_conv_out_out);
+#undef SEE
+	return mx;
+}
+
+/* The widest block (channels), which sizes the time-embedding rows. */
+static int
+widest(const struct ltxv_vae_config *c)
+{
+	int cmax = c->dec_conv_in_out;
+
+	for (int i = 0; i < c->dec_n_up; i++) {
+		const struct ltxv_vae_up_block *u = &c->dec_up[i];
+
+		if (u->spatio_temporal_scale && u->upsampler_in > cmax)
+			cmax = u->upsampler_in;
+		if (u->in_channels > cmax)
+			cmax = u->in_channels;
+		if (u->out_channels > cmax)
+			cmax = u->out_channels;
+	}
+	return cmax;
+}
+
+/*
+ * The tensors one decode of [B, *, F, H, W] carves from the pool, in
+ * decode's order (bytes; caller frees): five slots, the time-embedding
+ * features and rows, then every injected noise field in upstream's draw
+ * order (draw_noise).  *largest gets the slot's bytes.
+ */
+static uint64_t *
+pool_carves(const struct ltxv_vae_config *c, int64_t B, int64_t F, int64_t H,
+    int64_t W, int *n)
+{
+	int cap = 16 + 2 * (c->dec_mid_layers + 1), k = 0;
+	int64_t cmax = widest(c), mx = slot_numel(c, B, F, H, W);
+	uint64_t *b;
+
+	for (int i = 0; i < c->dec_n_up; i++)
+		cap += 2 * (c->dec_up[i].num_layers + 1);
+	b = xmalloc(sizeof(*b) * (size_t)cap);
+	for (int i = 0; i < 5; i++)
+		b[k++] = (uint64_t)mx * 4;
+	b[k++] = (uint64_t)B * TPROJ_DIM * 4;
+	for (int i = 0; i < 3; i++)
+		b[k++] = (uint64_t)B * 4 * cmax * 4;	/* thid, temb, ss */
+	if (c->dec_mid_inject_noise)
+		for (int j = 0; j < 2 * c->dec_mid_layers; j++)
+			b[k++] = (uint64_t)H * W * 4;
+	for (int i = 0; i < c->dec_n_up; i++) {
+		const struct ltxv_vae_up_block *u = &c->dec_up[i];
+
+		if (u->has_conv_in && u->inject_noise)
+			for (int j = 0; j < 2; j++)
+				b[k++] = (uint64_t)H * W * 4;
+		if (u->spatio_temporal_scale) {
+			H *= 2;
+			W *= 2;
+		}
+		if (u->inject_noise)
+			for (int j = 0; j < 2 * u->num_layers; j++)
+				b[k++] = (uint64_t)H * W * 4;
+	}
+	LQ_ASSERT(k <= cap);
+	*n = k;
+	return b;
+}
+
+/* Pool capacity for a decode of latents [B, *, F, H, W]. */
+static uint64_t
+pool_bytes(const struct ltxv_vae_config *c, const struct device_caps *caps,
+    int64_t B, int64_t F, int64_t H, int64_t W)
+{
+	int n;
+	uint64_t *b = pool_carves(c, B, F, H, W, &n);
+	uint64_t cap = gpu_pool_plan(caps, b, n);
+
+	free(b);
+	return cap;
+}
+
+/* ltxv_vae_output_shape from the config alone. */
+static void
+output_shape(const struct ltxv_vae_config *c, const int64_t z[5],
     int64_t out[5])
 {
 	int64_t F = z[2], H = z[3], W = z[4];
 
-	for (int i = 0; i < v->nup; i++)
-		if (v->up[i].up) {
+	for (int i = 0; i < c->dec_n_up; i++)
+		if (c->dec_up[i].spatio_temporal_scale) {
 			F = 2 * F - 1;
 			H *= 2;
 			W *= 2;
 		}
 	out[0] = z[0];
-	out[1] = v->cfg.out_channels;
+	out[1] = c->out_channels;
 	out[2] = F;
-	out[3] = H * v->cfg.patch_size;
-	out[4] = W * v->cfg.patch_size;
+	out[3] = H * c->patch_size;
+	out[4] = W * c->patch_size;
 }
 
-/* Largest activation (elements) of a decode of [B, *, F, H, W], and the
- * total of all noise fields (elements). */
-static void
-plan_sizes(const struct ltxv_vae *v, int64_t B, int64_t F, int64_t H,
-    int64_t W, int64_t *max_numel, int64_t *noise_numel)
+void
+ltxv_vae_plan(const struct ltxv_vae_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    int B, int F, int H, int W, const struct ltxv_vae_tiling *tiling,
+    struct nn_plan_bytes *out)
 {
-	int64_t mx = B * v->cfg.latent_channels * F * H * W, nz = 0;
-	int64_t C = v->cfg.dec_conv_in_out;
+	int64_t z[5] = { B, c->latent_channels, F, H, W }, call[5];
+	int tile[3];
+	int64_t zt[5], o[5], ot[5];
+	uint64_t video, tile_out, slot;
 
-#define SEE(ch) do { int64_t n_ = B * (ch) * F * H * W; if (n_ > mx) mx = n_; } while (0)
-	SEE(C);
-	if (v->mid.nres && v->mid.res[0].inject)
-		nz += 2 * v->mid.nres * H * W;
-	for (int i = 0; i < v->nup; i++) {
-		const struct vae_block *b = &v->up[i];
-
-		if (b->has_conv_in) {
-			SEE(b->cout);
-			SEE(b->cin);
-			if (b->conv_in.inject)
-				nz += 2 * H * W;
-		}
-		if (b->up) {
-			SEE(b->up_out);	/* conv output before depth-to-space */
-			SEE(b->up_in);
-			F = 2 * F - 1;
-			H *= 2;
-			W *= 2;
-		}
-		SEE(b->cout);
-		if (b->nres && b->res[0].inject)
-			nz += 2 * b->nres * H * W;
+	memset(out, 0, sizeof(*out));
+	/* the largest decoder call the decode makes (its own tile dispatch) */
+	ltxv_vae_tiling_call(c, z, tiling, call);
+	tile[0] = (int)call[2];
+	tile[1] = (int)call[3];
+	tile[2] = (int)call[4];
+	if (w != NULL)
+		out->weights = w->resident.device;
+	out->activations = pool_bytes(c, caps, B, tile[0], tile[1], tile[2]);
+	zt[0] = B;
+	zt[1] = c->latent_channels;
+	zt[2] = tile[0];
+	zt[3] = tile[1];
+	zt[4] = tile[2];
+	output_shape(c, z, o);
+	output_shape(c, zt, ot);
+	video = (uint64_t)(o[0] * o[1] * o[2] * o[3] * o[4]) * 4;
+	tile_out = (uint64_t)(ot[0] * ot[1] * ot[2] * ot[3] * ot[4]) * 4;
+	/* the largest decoder call's latent and decoded sample */
+	out->io = gpu_buffer_plan_size((uint64_t)(zt[0] * zt[1] * zt[2] *
+	    zt[3] * zt[4]) * 4) + gpu_buffer_plan_size(tile_out);
+	/* the video read back as f32 (two temporal tiles of it when decoded
+	 * frame range by frame range), and one noise field of scratch */
+	out->host = (tile[0] < F ? 2 * (uint64_t)(o[0] * o[1] * ot[2] * o[3] *
+	    o[4]) * 4 : video) + (uint64_t)o[3] * (uint64_t)o[4] * 4;
+	slot = (uint64_t)slot_numel(c, B, tile[0], tile[1], tile[2]) * 4;
+	out->largest = slot > tile_out ? slot : tile_out;
+	snprintf(out->largest_what, sizeof(out->largest_what), "%s",
+	    slot > tile_out ? "the VAE decoder's largest activation" :
+	    (tile[0] == F && tile[1] == H && tile[2] == W) ?
+	    "the decoded video" : "a decoded tile");
+	if (w != NULL && w->resident.largest > out->largest) {
+		out->largest = w->resident.largest;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->resident.largest_name);
 	}
-	SEE(v->cfg.dec_conv_out_out);
-#undef SEE
-	*max_numel = mx;
-	*noise_numel = nz;
+}
+
+void
+ltxv_vae_output_shape(const struct ltxv_vae *v, const int64_t z[5],
+    int64_t out[5])
+{
+	output_shape(&v->cfg, z, out);
 }
 
 enum lq_status
 ltxv_vae_reserve(struct ltxv_vae *v, int B, int F, int H, int W,
     struct lq_error *err)
 {
-	int64_t mx, nz, small;
 	size_t bytes;
 	enum lq_status st;
 
@@ -463,11 +589,7 @@ ltxv_vae_reserve(struct ltxv_vae *v, int B, int F, int H, int W,
 		H = H > v->rH ? H : v->rH;
 		W = W > v->rW ? W : v->rW;
 	}
-	plan_sizes(v, B, F, H, W, &mx, &nz);
-	/* features, embedder hidden + output, scale-shift rows */
-	small = (int64_t)B * TPROJ_DIM + 3 * (int64_t)B * 4 * v->cmax;
-	bytes = (size_t)(5 * mx + nz + small) * sizeof(float) +
-	    (size_t)(64 + 2 * 64) * 256;
+	bytes = (size_t)pool_bytes(&v->cfg, gpu_ctx_caps(v->ctx), B, F, H, W);
 	gpu_pool_free(v->pool);
 	v->pool = NULL;
 	st = gpu_pool_create(v->ctx, bytes, &v->pool, err);
@@ -779,7 +901,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	const struct gpu_tensor *z = args->z;
 	struct gpu_cmd *cmd = v->cmd;
 	struct vae_run run;
-	int64_t B, F, H, W, want[5], mx, nz;
+	int64_t B, F, H, W, want[5], mx;
 	int s = 0;
 	size_t mark = 0;
 	char name[96];
@@ -821,7 +943,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	run.cmd = cmd;
 	run.dump = dump;
 	run.B = B;
-	plan_sizes(v, B, F, H, W, &mx, &nz);
+	mx = slot_numel(&v->cfg, B, F, H, W);
 	mark = gpu_pool_mark(v->pool);
 	gpu_cmd_begin(cmd);
 	for (int i = 0; i < 5; i++)
@@ -942,5 +1064,696 @@ out:
 		(void)gpu_cmd_status(cmd, err);
 	free(tf);
 	gpu_pool_reset(v->pool, mark);
+	return st;
+}
+
+/* ---- tiled and frame-wise decoding (AutoencoderKLLTXVideo.tiled_decode,
+ * _temporal_tiled_decode, blend_v / blend_h / blend_t) ---- */
+
+const char *const ltxv_vae_tiling_names[] = {
+	"use_tiling", "use_framewise_decoding",
+	"tile_sample_min_height", "tile_sample_min_width",
+	"tile_sample_min_num_frames", "tile_sample_stride_height",
+	"tile_sample_stride_width", "tile_sample_stride_num_frames", NULL,
+};
+
+/* The attribute behind name i of ltxv_vae_tiling_names. */
+static int *
+tiling_field(struct ltxv_vae_tiling *t, int i)
+{
+	int *f[] = {
+		&t->use_tiling, &t->use_framewise_decoding,
+		&t->tile_sample_min_height, &t->tile_sample_min_width,
+		&t->tile_sample_min_num_frames, &t->tile_sample_stride_height,
+		&t->tile_sample_stride_width, &t->tile_sample_stride_num_frames,
+	};
+
+	return f[i];
+}
+
+void
+ltxv_vae_tiling_init(struct ltxv_vae_tiling *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->tile_sample_min_height = 512;
+	t->tile_sample_min_width = 512;
+	t->tile_sample_min_num_frames = 16;
+	t->tile_sample_stride_height = 448;
+	t->tile_sample_stride_width = 448;
+	t->tile_sample_stride_num_frames = 8;
+}
+
+enum lq_status
+ltxv_vae_tiling_set(struct ltxv_vae_tiling *t, const char *name,
+    const char *value, struct lq_error *err)
+{
+	for (int i = 0; ltxv_vae_tiling_names[i]; i++) {
+		char *end;
+		long v;
+
+		if (strcmp(name, ltxv_vae_tiling_names[i]) != 0)
+			continue;
+		if (i < 2) {
+			if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+				v = 1;
+			else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+				v = 0;
+			else {
+				error_set(err, LQ_FAILED, "LQ-NN-TILING",
+				    "%s: \"%s\" is not a boolean", name, value);
+				error_set_field(err, "%s", name);
+				error_set_hint(err, "write %s=true or %s=false",
+				    name, name);
+				return LQ_FAILED;
+			}
+		} else {
+			v = strtol(value, &end, 10);
+			if (end == value || *end != '\0' || v < 1 || v > 1 << 20) {
+				error_set(err, LQ_FAILED, "LQ-NN-TILING",
+				    "%s: \"%s\" is not a size in 1 .. %d", name,
+				    value, 1 << 20);
+				error_set_field(err, "%s", name);
+				error_set_hint(err, "sizes are pixels or frames, "
+				    "e.g. %s=%d", name, i < 5 ? 512 : 448);
+				return LQ_FAILED;
+			}
+		}
+		*tiling_field(t, i) = (int)v;
+		return LQ_OK;
+	}
+	error_set(err, LQ_FAILED, "LQ-NN-TILING",
+	    "\"%s\" is not a VAE tiling attribute", name);
+	error_set_field(err, "%s", name);
+	error_set_hint(err, "use one of use_tiling, use_framewise_decoding, "
+	    "tile_sample_min_height|width|num_frames, "
+	    "tile_sample_stride_height|width|num_frames");
+	return LQ_FAILED;
+}
+
+/* Number of upsampling up blocks (each doubles F-1, H and W). */
+static int
+config_ups(const struct ltxv_vae_config *c)
+{
+	int u = 0;
+
+	for (int i = 0; i < c->dec_n_up; i++)
+		u += c->dec_up[i].spatio_temporal_scale != 0;
+	return u;
+}
+
+enum lq_status
+ltxv_vae_tiling_check(const struct ltxv_vae_config *c,
+    const struct ltxv_vae_tiling *t, struct lq_error *err)
+{
+	int s = c->spatial_compression_ratio, r = c->temporal_compression_ratio;
+	struct { const char *name; int v, ratio; } sz[] = {
+		{ "tile_sample_min_height", t->tile_sample_min_height, s },
+		{ "tile_sample_min_width", t->tile_sample_min_width, s },
+		{ "tile_sample_min_num_frames", t->tile_sample_min_num_frames, r },
+		{ "tile_sample_stride_height", t->tile_sample_stride_height, s },
+		{ "tile_sample_stride_width", t->tile_sample_stride_width, s },
+		{ "tile_sample_stride_num_frames", t->tile_sample_stride_num_frames, r },
+	};
+
+	if (!t->use_tiling && !t->use_framewise_decoding)
+		return LQ_OK;
+	if ((1 << config_ups(c)) * c->patch_size != s ||
+	    (1 << config_ups(c)) != r) {
+		error_set(err, LQ_FAILED, "LQ-NN-TILING",
+		    "the decoder scales by %d x %d but the config says "
+		    "spatial_compression_ratio %d, temporal_compression_ratio "
+		    "%d: tiles would not line up", (1 << config_ups(c)) *
+		    c->patch_size, 1 << config_ups(c), s, r);
+		error_set_field(err, "spatial_compression_ratio");
+		return LQ_FAILED;
+	}
+	for (int i = 0; i < 6; i++) {
+		if (sz[i].v >= sz[i].ratio)
+			continue;
+		error_set(err, LQ_FAILED, "LQ-NN-TILING",
+		    "%s %d is below the VAE's compression ratio %d (a tile "
+		    "must hold one latent cell)", sz[i].name, sz[i].v,
+		    sz[i].ratio);
+		error_set_field(err, "%s", sz[i].name);
+		error_set_hint(err, "use %d or a larger multiple of %d",
+		    sz[i].ratio, sz[i].ratio);
+		return LQ_FAILED;
+	}
+	for (int i = 0; i < 3; i++) {
+		if (sz[i + 3].v <= sz[i].v)
+			continue;
+		error_set(err, LQ_FAILED, "LQ-NN-TILING",
+		    "%s %d is larger than %s %d (tiles would leave gaps)",
+		    sz[i + 3].name, sz[i + 3].v, sz[i].name, sz[i].v);
+		error_set_field(err, "%s", sz[i + 3].name);
+		error_set_hint(err, "use a stride of at most %d", sz[i].v);
+		return LQ_FAILED;
+	}
+	return LQ_OK;
+}
+
+/* Half of v rounded down to a multiple of ratio, at least ratio. */
+static int
+half_size(int v, int ratio)
+{
+	int h = v / 2 / ratio * ratio;
+
+	return h < ratio ? ratio : h;
+}
+
+int
+ltxv_vae_tiling_shrink(const struct ltxv_vae_config *c,
+    struct ltxv_vae_tiling *t)
+{
+	struct ltxv_vae_tiling o = *t;
+	int s = c->spatial_compression_ratio, r = c->temporal_compression_ratio;
+
+	t->use_tiling = t->use_framewise_decoding = 1;
+	t->tile_sample_min_height = half_size(o.tile_sample_min_height, s);
+	t->tile_sample_min_width = half_size(o.tile_sample_min_width, s);
+	t->tile_sample_min_num_frames = half_size(o.tile_sample_min_num_frames, r);
+	t->tile_sample_stride_height = half_size(o.tile_sample_stride_height, s);
+	t->tile_sample_stride_width = half_size(o.tile_sample_stride_width, s);
+	t->tile_sample_stride_num_frames =
+	    half_size(o.tile_sample_stride_num_frames, r);
+	if (t->tile_sample_stride_height > t->tile_sample_min_height)
+		t->tile_sample_stride_height = t->tile_sample_min_height;
+	if (t->tile_sample_stride_width > t->tile_sample_min_width)
+		t->tile_sample_stride_width = t->tile_sample_min_width;
+	if (t->tile_sample_stride_num_frames > t->tile_sample_min_num_frames)
+		t->tile_sample_stride_num_frames = t->tile_sample_min_num_frames;
+	return memcmp(&o, t, sizeof(o)) != 0;
+}
+
+enum lq_status
+ltxv_vae_tiling_from_json(const cJSON *v, enum ltxv_vae_tiling_mode *mode,
+    struct ltxv_vae_tiling *t, struct lq_error *err)
+{
+	const cJSON *e;
+
+	ltxv_vae_tiling_init(t);
+	*mode = LTXV_VAE_TILING_AUTO;
+	if (v == NULL || cJSON_IsNull(v) ||
+	    (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0))
+		return LQ_OK;
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "off") == 0) {
+		*mode = LTXV_VAE_TILING_OFF;
+		return LQ_OK;
+	}
+	if (!cJSON_IsObject(v)) {
+		error_set(err, LQ_FAILED, "LQ-NN-TILING",
+		    "vae_tiling is neither auto, off nor a mapping");
+		error_set_field(err, "vae_tiling");
+		return LQ_FAILED;
+	}
+	*mode = LTXV_VAE_TILING_SET;
+	t->use_tiling = t->use_framewise_decoding = 1;
+	cJSON_ArrayForEach(e, v) {
+		char num[32];
+		enum lq_status st;
+
+		if (cJSON_IsNull(e))
+			continue;
+		if (cJSON_IsBool(e))
+			snprintf(num, sizeof(num), "%s", cJSON_IsTrue(e) ? "true" :
+			    "false");
+		else if (cJSON_IsNumber(e) && e->valuedouble == (double)(long)e->valuedouble)
+			snprintf(num, sizeof(num), "%ld", (long)e->valuedouble);
+		else
+			snprintf(num, sizeof(num), "?");
+		st = ltxv_vae_tiling_set(t, e->string, num, err);
+		if (st != LQ_OK) {
+			error_set_field(err, "vae_tiling.%s", e->string);
+			return st;
+		}
+	}
+	return LQ_OK;
+}
+
+void
+ltxv_vae_tiling_describe(const struct ltxv_vae_tiling *t, char *buf, size_t n)
+{
+	int k = 0;
+
+	if (!t->use_tiling && !t->use_framewise_decoding) {
+		snprintf(buf, n, "untiled");
+		return;
+	}
+	buf[0] = '\0';
+	if (t->use_tiling)
+		k = snprintf(buf, n, "spatial %dx%d/%dx%d",
+		    t->tile_sample_min_height, t->tile_sample_min_width,
+		    t->tile_sample_stride_height, t->tile_sample_stride_width);
+	if (t->use_framewise_decoding && k >= 0 && (size_t)k < n)
+		snprintf(buf + k, n - (size_t)k, "%stemporal %d/%d",
+		    k ? " " : "", t->tile_sample_min_num_frames,
+		    t->tile_sample_stride_num_frames);
+}
+
+/* Latent tile geometry of a decode (upstream's tile_latent_* values and
+ * which path _decode takes). */
+struct tile_plan {
+	int temporal, spatial;		/* paths taken */
+	int64_t lmin_h, lmin_w, lmin_f, lstr_h, lstr_w, lstr_f;
+	int blend_h, blend_w, blend_f;	/* sample units */
+	int str_h, str_w, str_f;	/* sample strides */
+};
+
+static void
+tile_plan(const struct ltxv_vae_config *c, const int64_t z[5],
+    const struct ltxv_vae_tiling *t, struct tile_plan *p)
+{
+	int s = c->spatial_compression_ratio, r = c->temporal_compression_ratio;
+
+	memset(p, 0, sizeof(*p));
+	if (t == NULL)
+		return;
+	p->lmin_h = t->tile_sample_min_height / s;
+	p->lmin_w = t->tile_sample_min_width / s;
+	p->lmin_f = t->tile_sample_min_num_frames / r;
+	p->lstr_h = t->tile_sample_stride_height / s;
+	p->lstr_w = t->tile_sample_stride_width / s;
+	p->lstr_f = t->tile_sample_stride_num_frames / r;
+	p->blend_h = t->tile_sample_min_height - t->tile_sample_stride_height;
+	p->blend_w = t->tile_sample_min_width - t->tile_sample_stride_width;
+	p->blend_f = t->tile_sample_min_num_frames -
+	    t->tile_sample_stride_num_frames;
+	p->str_h = t->tile_sample_stride_height;
+	p->str_w = t->tile_sample_stride_width;
+	p->str_f = t->tile_sample_stride_num_frames;
+	p->temporal = t->use_framewise_decoding && z[2] > p->lmin_f;
+	/* inside a temporal tile the spatial test is repeated on the tile:
+	 * same H and W, so the same answer */
+	p->spatial = t->use_tiling && (z[4] > p->lmin_w || z[3] > p->lmin_h);
+}
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Latent size of the largest decoder call of a plan. */
+static void
+largest_call(const int64_t z[5], const struct tile_plan *p, int64_t out[5])
+{
+	memcpy(out, z, 5 * sizeof(*out));
+	if (p->temporal)
+		out[2] = min64(z[2], p->lmin_f + 1);
+	if (p->spatial) {
+		out[3] = min64(z[3], p->lmin_h);
+		out[4] = min64(z[4], p->lmin_w);
+	}
+}
+
+void
+ltxv_vae_tiling_call(const struct ltxv_vae_config *c, const int64_t z[5],
+    const struct ltxv_vae_tiling *t, int64_t out[5])
+{
+	struct tile_plan p;
+
+	tile_plan(c, z, t, &p);
+	largest_call(z, &p, out);
+}
+
+/*
+ * A host video piece [B, C, F, H, W] (row-major, owned) — one decoder
+ * call's output, a spatially composed temporal tile, or the whole video.
+ */
+struct piece {
+	float *x;
+	int64_t B, C, F, H, W;
+	int64_t Fs;		/* frames stored per (b, c): F, or more after
+				   the last frames were dropped in place */
+	size_t cap;		/* floats allocated */
+};
+
+static void
+piece_shape(struct piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
+    int64_t W)
+{
+	size_t n = (size_t)(B * C * F * H * W);
+
+	if (n > p->cap) {
+		free(p->x);
+		p->x = xmalloc(n * sizeof(float));
+		p->cap = n;
+	}
+	p->B = B;
+	p->C = C;
+	p->F = p->Fs = F;
+	p->H = H;
+	p->W = W;
+}
+
+static float *
+at(const struct piece *p, int64_t b, int64_t c, int64_t f, int64_t h,
+    int64_t w)
+{
+	return p->x + ((((b * p->C + c) * p->Fs + f) * p->H + h) * p->W + w);
+}
+
+/*
+ * The blend of one row / column / frame, as upstream writes it:
+ *   b[y] = a[-E + y] * (1 - y / E) + b[y] * (y / E)
+ * Python computes the weights in double; torch multiplies float32 tensors
+ * by them as float32 scalars, each product rounded, then adds.
+ */
+static void
+blend_weights(int y, int E, float *wa, float *wb)
+{
+	*wa = (float)(1.0 - (double)y / (double)E);
+	*wb = (float)((double)y / (double)E);
+}
+
+/* blend_v: the height axis; a and b share B, C, F and W. */
+static void
+blend_v(const struct piece *a, struct piece *b, int extent)
+{
+	int64_t E = min64(min64(a->H, b->H), extent);
+
+	for (int64_t y = 0; y < E; y++) {
+		float wa, wb;
+
+		blend_weights((int)y, (int)E, &wa, &wb);
+		for (int64_t n = 0; n < b->B; n++)
+			for (int64_t c = 0; c < b->C; c++)
+				for (int64_t f = 0; f < b->F; f++) {
+					const float *pa = at(a, n, c, f, a->H - E + y, 0);
+					float *pb = at(b, n, c, f, y, 0);
+
+					for (int64_t x = 0; x < b->W; x++) {
+						float u = pa[x] * wa, v = pb[x] * wb;
+
+						pb[x] = u + v;
+					}
+				}
+	}
+}
+
+/* blend_h: the width axis; a and b share B, C, F and H. */
+static void
+blend_h(const struct piece *a, struct piece *b, int extent)
+{
+	int64_t E = min64(min64(a->W, b->W), extent);
+
+	for (int64_t x = 0; x < E; x++) {
+		float wa, wb;
+
+		blend_weights((int)x, (int)E, &wa, &wb);
+		for (int64_t n = 0; n < b->B; n++)
+			for (int64_t c = 0; c < b->C; c++)
+				for (int64_t f = 0; f < b->F; f++)
+					for (int64_t y = 0; y < b->H; y++) {
+						float u = *at(a, n, c, f, y, a->W - E + x) * wa;
+						float v = *at(b, n, c, f, y, x) * wb;
+
+						*at(b, n, c, f, y, x) = u + v;
+					}
+	}
+}
+
+/* blend_t: the frame axis; a and b share B, C, H and W. */
+static void
+blend_t(const struct piece *a, struct piece *b, int extent)
+{
+	int64_t E = min64(min64(a->F, b->F), extent), hw = b->H * b->W;
+
+	for (int64_t x = 0; x < E; x++) {
+		float wa, wb;
+
+		blend_weights((int)x, (int)E, &wa, &wb);
+		for (int64_t n = 0; n < b->B; n++)
+			for (int64_t c = 0; c < b->C; c++) {
+				const float *pa = at(a, n, c, a->F - E + x, 0, 0);
+				float *pb = at(b, n, c, x, 0, 0);
+
+				for (int64_t i = 0; i < hw; i++) {
+					float u = pa[i] * wa, v = pb[i] * wb;
+
+					pb[i] = u + v;
+				}
+			}
+	}
+}
+
+/* Copies src[:, :, :, 0:h, 0:w] into dst[:, :, :, y0:y0+h, x0:x0+w]. */
+static void
+place(struct piece *dst, const struct piece *src, int64_t y0, int64_t x0,
+    int64_t h, int64_t w)
+{
+	for (int64_t n = 0; n < src->B; n++)
+		for (int64_t c = 0; c < src->C; c++)
+			for (int64_t f = 0; f < src->F; f++)
+				for (int64_t y = 0; y < h; y++)
+					memcpy(at(dst, n, c, f, y0 + y, x0),
+					    at(src, n, c, f, y, 0),
+					    (size_t)w * sizeof(float));
+}
+
+/* One tiled decode in progress. */
+struct tiled {
+	struct ltxv_vae *v;
+	const struct ltxv_vae_decode_args *args;
+	const float *z;
+	int64_t zs[5];
+	struct tile_plan p;
+	struct gpu_buffer *bz, *bo;	/* the largest call's latent / sample */
+	float *hz;			/* host latent of one call */
+	int calls;			/* decoder calls so far */
+	struct ltxv_vae_noise noise;	/* k counted over the whole call */
+	int64_t out_frames;		/* (F - 1) * r + 1 with temporal tiles */
+};
+
+static enum lq_status
+tiled_noise(void *ud, const char *module, int k, int height, int width,
+    float *out, struct lq_error *err)
+{
+	struct tiled *td = ud;
+	const struct ltxv_vae_noise *in = td->args->noise;
+
+	if (in == NULL || in->fill == NULL)
+		return error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "%s injects noise but no noise source was given", module);
+	return in->fill(in->ud, module, 2 * td->calls + k, height, width, out,
+	    err);
+}
+
+/* self.decoder(z[:, :, f0:f0+nf, h0:h0+nh, w0:w0+nw], temb) into *out. */
+static enum lq_status
+decoder_call(struct tiled *td, int64_t f0, int64_t nf, int64_t h0, int64_t nh,
+    int64_t w0, int64_t nw, struct piece *out, struct lq_error *err)
+{
+	struct ltxv_vae *v = td->v;
+	int64_t B = td->zs[0], C = td->zs[1], F = td->zs[2], H = td->zs[3],
+	    W = td->zs[4];
+	int64_t cs[5] = { B, C, nf, nh, nw }, os[5];
+	struct gpu_tensor tz, to;
+	struct ltxv_vae_decode_args a = *td->args;
+	float *d = td->hz;
+	enum lq_status st;
+
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t f = 0; f < nf; f++)
+				for (int64_t y = 0; y < nh; y++) {
+					memcpy(d, td->z + (((b * C + c) * F + f0 + f) *
+					    H + h0 + y) * W + w0,
+					    (size_t)nw * sizeof(float));
+					d += nw;
+				}
+	output_shape(&v->cfg, cs, os);
+	tz = gpu_tensor_make(td->bz, 0, GPU_F32, 5, cs);
+	to = gpu_tensor_make(td->bo, 0, GPU_F32, 5, os);
+	a.z = &tz;
+	a.noise = &td->noise;
+	if ((st = gpu_tensor_upload_f32(v->ctx, &tz, td->hz, err)) != LQ_OK ||
+	    (st = ltxv_vae_decode(v, &a, &to, NULL, err)) != LQ_OK)
+		return st;
+	td->calls++;
+	piece_shape(out, os[0], os[1], os[2], os[3], os[4]);
+	return gpu_tensor_download_f32(v->ctx, &to, out->x, err);
+}
+
+/*
+ * tiled_decode of z[:, :, f0:f0+nf] into *out (cropped to H*s x W*s):
+ * rows of tiles, each blended in place with the tile above (blend_v) and
+ * then the one to its left (blend_h), both already blended, then cropped
+ * to the stride and placed.  Only the previous row of tiles is kept.
+ */
+static enum lq_status
+spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
+    struct lq_error *err)
+{
+	const struct tile_plan *p = &td->p;
+	int64_t H = td->zs[3], W = td->zs[4];
+	int64_t ncol = (W + p->lstr_w - 1) / p->lstr_w;
+	int s = td->v->cfg.spatial_compression_ratio;
+	struct piece *prev = xcalloc((size_t)ncol, sizeof(*prev));
+	struct piece *cur = xcalloc((size_t)ncol, sizeof(*cur));
+	int64_t y0 = 0;
+	enum lq_status st = LQ_OK;
+	int first = 1;
+
+	for (int64_t i = 0; i < H && st == LQ_OK; i += p->lstr_h) {
+		int64_t x0 = 0, rowh = 0;
+
+		for (int64_t j = 0, col = 0; j < W; j += p->lstr_w, col++) {
+			struct piece *t = &cur[col];
+			int64_t h, w;
+
+			st = decoder_call(td, f0, nf, i, min64(p->lmin_h, H - i), j,
+			    min64(p->lmin_w, W - j), t, err);
+			if (st != LQ_OK)
+				break;
+			if (first && col == 0)
+				piece_shape(out, t->B, t->C, t->F, H * s, W * s);
+			if (i > 0)
+				blend_v(&prev[col], t, p->blend_h);
+			if (j > 0)
+				blend_h(&cur[col - 1], t, p->blend_w);
+			h = min64(min64(p->str_h, t->H), out->H - y0);
+			w = min64(min64(p->str_w, t->W), out->W - x0);
+			if (h > 0 && w > 0)
+				place(out, t, y0, x0, h, w);
+			x0 += min64(p->str_w, t->W);
+			rowh = min64(p->str_h, t->H);
+		}
+		first = 0;
+		y0 += rowh;
+		{
+			struct piece *sw = prev;
+
+			prev = cur;
+			cur = sw;
+		}
+	}
+	for (int64_t c = 0; c < ncol; c++) {
+		free(prev[c].x);
+		free(cur[c].x);
+	}
+	free(prev);
+	free(cur);
+	return st;
+}
+
+/* One temporal tile (or the whole latent): spatially tiled or one call. */
+static enum lq_status
+decode_frames(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
+    struct lq_error *err)
+{
+	if (td->p.spatial)
+		return spatial_tiled(td, f0, nf, out, err);
+	return decoder_call(td, f0, nf, 0, td->zs[3], 0, td->zs[4], out, err);
+}
+
+static enum lq_status
+emit(struct tiled *td, const struct ltxv_vae_sink *sink, int64_t f0,
+    int64_t n, const struct piece *x, struct lq_error *err)
+{
+	if (f0 >= td->out_frames)
+		return LQ_OK;
+	n = min64(n, td->out_frames - f0);
+	if (n <= 0)
+		return LQ_OK;
+	return sink->frames(sink->ud, f0, n, x->x, x->Fs, err);
+}
+
+enum lq_status
+ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
+    const float *z, const int64_t zs[5], const struct ltxv_vae_tiling *t,
+    const struct ltxv_vae_sink *sink, struct lq_error *err)
+{
+	struct tiled td;
+	struct ltxv_vae_tiling none;
+	struct piece a = { 0 }, b = { 0 };
+	int64_t call[5], os[5];
+	enum lq_status st;
+
+	if (t == NULL) {
+		ltxv_vae_tiling_init(&none);
+		t = &none;
+	}
+	if ((st = ltxv_vae_tiling_check(&v->cfg, t, err)) != LQ_OK)
+		return st;
+	if (zs[1] != v->cfg.latent_channels)
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+		    "ltxv vae: z has %lld channels, expected %d",
+		    (long long)zs[1], v->cfg.latent_channels);
+	memset(&td, 0, sizeof(td));
+	td.v = v;
+	td.args = args;
+	td.z = z;
+	memcpy(td.zs, zs, sizeof(td.zs));
+	tile_plan(&v->cfg, zs, t, &td.p);
+	td.noise.fill = tiled_noise;
+	td.noise.ud = &td;
+	output_shape(&v->cfg, zs, os);
+	td.out_frames = td.p.temporal ?
+	    (zs[2] - 1) * v->cfg.temporal_compression_ratio + 1 : os[2];
+	largest_call(zs, &td.p, call);
+	output_shape(&v->cfg, call, os);
+	td.hz = xmalloc(sizeof(float) * (size_t)(call[0] * call[1] * call[2] *
+	    call[3] * call[4]));
+	/* the pool exactly for the largest call: a retry with smaller tiles
+	 * must give device memory back */
+	if (v->pool && (v->rB != call[0] || v->rF != call[2] ||
+	    v->rH != call[3] || v->rW != call[4])) {
+		gpu_pool_free(v->pool);
+		v->pool = NULL;
+	}
+	if ((st = ltxv_vae_reserve(v, (int)call[0], (int)call[2], (int)call[3],
+	    (int)call[4], err)) != LQ_OK ||
+	    (st = gpu_buffer_create(v->ctx, sizeof(float) * (size_t)(call[0] *
+	    call[1] * call[2] * call[3] * call[4]), &td.bz, err)) != LQ_OK ||
+	    (st = gpu_buffer_create(v->ctx, sizeof(float) * (size_t)(os[0] *
+	    os[1] * os[2] * os[3] * os[4]), &td.bo, err)) != LQ_OK)
+		goto out;
+	if (!td.p.temporal) {
+		if ((st = decode_frames(&td, 0, zs[2], &a, err)) == LQ_OK)
+			st = emit(&td, sink, 0, a.F, &a, err);
+		goto out;
+	}
+	/* _temporal_tiled_decode: tiles of lmin_f + 1 latent frames every
+	 * lstr_f; tiles k >= 1 drop their last decoded frame, are blended
+	 * with the previous (already blended) tile and keep `stride`
+	 * frames; tile 0 keeps stride + 1. */
+	{
+		struct piece *prev = &a, *cur = &b;
+		int64_t f_out = 0;
+
+		for (int64_t i = 0; i < zs[2]; i += td.p.lstr_f) {
+			int64_t keep;
+
+			st = decode_frames(&td, i, min64(td.p.lmin_f + 1, zs[2] - i),
+			    cur, err);
+			if (st != LQ_OK)
+				goto out;
+			if (i > 0) {
+				/* decoded[:, :, :-1], in place: the frame
+				 * stride stays Fs */
+				cur->F--;
+				blend_t(prev, cur, td.p.blend_f);
+				keep = min64(td.p.str_f, cur->F);
+			} else {
+				keep = min64(td.p.str_f + 1, cur->F);
+			}
+			if ((st = emit(&td, sink, f_out, keep, cur, err)) != LQ_OK)
+				goto out;
+			f_out += keep;
+			{
+				struct piece *sw = prev;
+
+				prev = cur;
+				cur = sw;
+			}
+		}
+	}
+out:
+	gpu_buffer_free(td.bz);
+	gpu_buffer_free(td.bo);
+	free(td.hz);
+	free(a.x);
+	free(b.x);
 	return st;
 }

@@ -17,6 +17,7 @@
 #include "gpu/gpu.h"
 #include "gpu/ops.h"
 #include "model/safetensors.h"
+#include "nn/plan.h"
 
 struct t5_weight {
 	struct gpu_buffer *buf;
@@ -355,17 +356,94 @@ embed_row(const struct st_tensor *e, int64_t id, int D, float *dst)
 	}
 }
 
-/* Activation bytes for (B, T) plus alignment slack per tensor. */
-static size_t
-pool_bytes_for(const struct t5_config *c, int B, int T)
+/* The pool tensors t5_encoder_forward carves, in its order (bytes). */
+#define T5_CARVES 15
+static uint64_t
+pool_bytes_for(const struct t5_config *c, const struct device_caps *caps,
+    int B, int T, uint64_t *largest)
 {
-	size_t BT = (size_t)B * (size_t)T;
-	size_t D = (size_t)c->d_model, I = (size_t)c->num_heads * c->d_kv;
-	size_t F = (size_t)c->d_ff;
-	size_t HTT = (size_t)c->num_heads * (size_t)T * (size_t)T;
-	size_t floats = 3 * BT * D + 7 * BT * I + 2 * BT * F + HTT +
-	    (size_t)B * HTT + BT;
-	return floats * sizeof(float) + 16 * 4096;
+	const uint64_t BT = (uint64_t)B * (uint64_t)T, D = (uint64_t)c->d_model;
+	const uint64_t I = (uint64_t)c->num_heads * (uint64_t)c->d_kv;
+	const uint64_t F = (uint64_t)c->d_ff;
+	const uint64_t HTT = (uint64_t)c->num_heads * (uint64_t)T * (uint64_t)T;
+	const uint64_t b[T5_CARVES] = {
+		BT * D * 4, BT * D * 4, BT * D * 4,		/* x, h, tmp */
+		BT * I * 4, BT * I * 4, BT * I * 4, BT * I * 4,	/* q, k, v, att */
+		BT * F * 4, BT * F * 4,				/* ff0, ff1 */
+		BT * I * 4, BT * I * 4, BT * I * 4,		/* qh, kh, vh */
+		(uint64_t)B * HTT * 4,				/* scores */
+		HTT * 4,					/* position bias */
+		BT * 4,						/* key mask bias */
+	};
+	uint64_t big = 0;
+
+	for (int i = 0; i < T5_CARVES; i++)
+		if (b[i] > big)
+			big = b[i];
+	if (largest)
+		*largest = big;
+	return gpu_pool_plan(caps, b, T5_CARVES);
+}
+
+/* The weights t5_encoder_load uploads, each into its own buffer: name
+ * suffixes per block (wi_1 only for gated activations). */
+static const char *const t5_block_weights[] = {
+	"layer.0.layer_norm.weight", "layer.0.SelfAttention.q.weight",
+	"layer.0.SelfAttention.k.weight", "layer.0.SelfAttention.v.weight",
+	"layer.0.SelfAttention.o.weight", "layer.1.layer_norm.weight",
+	"layer.1.DenseReluDense.wi_0.weight", "layer.1.DenseReluDense.wi.weight",
+	"layer.1.DenseReluDense.wi_1.weight", "layer.1.DenseReluDense.wo.weight",
+};
+
+void
+t5_encoder_plan(const struct t5_config *c, const struct st_set *set,
+    const struct device_caps *caps, int B, int T, struct nn_plan_bytes *out)
+{
+	const uint64_t D = (uint64_t)c->d_model, I = (uint64_t)c->num_heads * c->d_kv;
+	const uint64_t F = (uint64_t)c->d_ff;
+	uint64_t big = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < c->num_layers; i++)
+		for (size_t k = 0; k < LQ_ARRAY_LEN(t5_block_weights); k++) {
+			const char *suf = t5_block_weights[k];
+			uint64_t n;
+
+			int gated_only = strstr(suf, "wi_") != NULL;
+			int plain_only = strstr(suf, ".wi.") != NULL;
+
+			if ((gated_only && !c->is_gated_act) ||
+			    (plain_only && c->is_gated_act))
+				continue;
+			n = strstr(suf, "norm") ? D : strstr(suf, "wi") ? F * D :
+			    strstr(suf, "wo") ? D * F : I * D;
+			n *= 4;		/* f32 unless the file says otherwise */
+			if (set != NULL) {
+				char name[96];
+				const struct st_tensor *t;
+
+				snprintf(name, sizeof(name), "encoder.block.%d.%s",
+				    i, suf);
+				t = st_set_find(set, name);
+				if (t != NULL)
+					n = t->nbytes;
+			}
+			out->weights += gpu_buffer_plan_size(n);
+		}
+	{
+		const struct st_tensor *t = set ? st_set_find(set,
+		    "encoder.final_layer_norm.weight") : NULL;
+
+		out->weights += gpu_buffer_plan_size(t ? t->nbytes : D * 4);
+	}
+	out->activations = pool_bytes_for(c, caps, B, T, &big);
+	out->io = 0;	/* inputs and output are host arrays */
+	/* embeddings, position bias, key mask bias, the output */
+	out->host = (uint64_t)B * T * D * 4 * 2 +
+	    (uint64_t)c->num_heads * T * T * 4 + (uint64_t)B * T * 4;
+	out->largest = big;
+	snprintf(out->largest_what, sizeof(out->largest_what),
+	    "the text encoder's activations");
 }
 
 enum lq_status
@@ -419,7 +497,8 @@ t5_encoder_forward(struct t5_encoder *enc, const int64_t *input_ids,
 	}
 
 	enum lq_status st = LQ_OK;
-	size_t need = pool_bytes_for(c, B, T);
+	size_t need = (size_t)pool_bytes_for(c, gpu_ctx_caps(enc->ctx), B, T,
+	    NULL);
 	if (enc->pool == NULL || gpu_pool_capacity(enc->pool) < need) {
 		gpu_pool_free(enc->pool);
 		enc->pool = NULL;

@@ -83,6 +83,19 @@ const struct t5_config *t5_encoder_config(const struct t5_encoder *enc);
 /* Number of successful t5_encoder_forward calls (cache tests, events). */
 unsigned t5_encoder_forward_count(const struct t5_encoder *enc);
 
+/*
+ * The memory plan of one t5_encoder_forward for B prompts of T tokens
+ * (see nn/plan.h): the weights t5_encoder_load uploads (each in its own
+ * buffer, sized from `set`'s headers, or as f32 when `set` is NULL; the
+ * token embedding stays on the host), the pool exactly as forward sizes
+ * it on `caps`, and the host arrays forward allocates.  Pure.
+ */
+struct st_set;
+struct device_caps;
+struct nn_plan_bytes;
+void t5_encoder_plan(const struct t5_config *c, const struct st_set *set,
+    const struct device_caps *caps, int B, int T, struct nn_plan_bytes *out);
+
 /* Frees device and host memory; NULL is fine. */
 void t5_encoder_free(struct t5_encoder *enc);
 

@@ -2,6 +2,7 @@
  * weights.c — upload a component's safetensors to the device once, packed
  * into as few buffers as the device's allocation and binding limits allow.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,9 @@ struct layout {
 	size_t *bufidx;		/* per entry */
 	size_t slot_bytes, resident_bytes, host_bytes;
 	int ngroups;
+	size_t largest;			/* the largest tensor, bytes */
+	const char *largest_name;	/* borrowed from the set */
+	int has_16bit;
 };
 
 static enum lq_status
@@ -139,9 +143,10 @@ layout_make(const struct st_set *set, const char *prefix,
     size_t *nentries, struct layout *L, struct lq_error *err)
 {
 	size_t n = st_set_count(set), plen = prefix ? strlen(prefix) : 0;
-	size_t align = caps->min_storage_buffer_offset_alignment, fill = 0;
-	size_t cap = (size_t)device_caps_max_tensor(caps);
-	size_t *gfill = NULL;
+	size_t align = caps ? caps->min_storage_buffer_offset_alignment : 0;
+	size_t cap = (size_t)(caps ? device_caps_max_tensor(caps) :
+	    DEVICE_CAPS_MAX_BUFFER);
+	size_t *gfill = NULL, fill = 0;
 
 	if (align < 256)
 		align = 256;
@@ -164,13 +169,19 @@ layout_make(const struct st_set *set, const char *prefix,
 		bytes = (size_t)st_tensor_numel(t) * gpu_dtype_size(gd);
 		if (bytes == 0)
 			continue;
+		if (gd != GPU_F32)
+			L->has_16bit = 1;
+		if (bytes > L->largest) {
+			L->largest = bytes;
+			L->largest_name = t->name;
+		}
 		if (bytes > cap) {
 			free(gfill);
 			error_set(err, LQ_FAILED, "LQ-GPU-RANGE",
 			    "weight %s (%zu bytes, %s) is larger than one "
 			    "buffer of device \"%s\" (%zu bytes: "
 			    "maxMemoryAllocationSize, at most %llu)", t->name,
-			    bytes, gpu_dtype_name(gd), caps->name, cap,
+			    bytes, gpu_dtype_name(gd), caps ? caps->name : "any", cap,
 			    (unsigned long long)DEVICE_CAPS_MAX_BUFFER);
 			error_set_field(err, "%s", t->name);
 			error_set_hint(err, "a device with a larger "
@@ -204,7 +215,7 @@ layout_make(const struct st_set *set, const char *prefix,
 				    "weights of %s%d. (%zu bytes) are larger than "
 				    "one buffer of device \"%s\" (%zu bytes)",
 				    stream->group_prefix, g, L->slot_bytes,
-				    caps->name, cap);
+				    caps ? caps->name : "any", cap);
 				return LQ_FAILED;
 			}
 		} else {
@@ -260,6 +271,10 @@ nn_weights_plan(const struct st_set *set, const char *prefix,
 		out->streamed_host = L.host_bytes;
 		out->device = L.resident_bytes + (size_t)nslots * L.slot_bytes;
 		out->groups = L.ngroups;
+		out->largest = L.largest;
+		snprintf(out->largest_name, sizeof(out->largest_name), "%s",
+		    L.largest_name ? L.largest_name : "");
+		out->has_16bit = L.has_16bit;
 	}
 	layout_free(&L);
 	free(entries);

@@ -80,13 +80,17 @@ struct nn_weights_bytes {
 	size_t device;		/* resident + slots · slot */
 	size_t streamed_host;	/* bytes of all groups, kept in host memory */
 	int groups;		/* groups found (0: nothing streams) */
+	size_t largest;		/* the largest tensor uploaded, bytes */
+	char largest_name[160];	/* its name */
+	int has_16bit;		/* F16/BF16 tensors are uploaded as stored */
 };
 
 /*
  * The bytes nn_weights_load_streamed allocates for `set` (an open
  * safetensors set), from its headers alone, without a device: the same
  * layout function the loader uses (so a plan and a load cannot disagree).
- * stream NULL: everything resident.  LQ_FAILED LQ-GPU-RANGE when a tensor
+ * stream NULL: everything resident.  caps NULL: 256-byte alignment and
+ * buffers of DEVICE_CAPS_MAX_BUFFER (a plan without a device).  LQ_FAILED LQ-GPU-RANGE when a tensor
  * or a group is larger than one buffer of `caps`; *out is then zeroed.
  */
 enum lq_status nn_weights_plan(const struct st_set *set, const char *prefix,

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,11 @@
 #include "gpu/caps.h"
 #include "media/media.h"
 #include "model/ref.h"
+#include "nn/plan.h"
+#include "nn/weights.h"
 #include "model/safetensors.h"
 #include "nn/ltxv_transformer.h"
+#include "nn/ltxv_vae.h"
 #include "preflight/preflight-int.h"
 #include "text/tokenizer.h"
 
@@ -222,8 +226,8 @@ pf_check_config(struct pf_job_state *s)
 	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
 	check_input_file(s, "latents");
 	check_input_file(s, "decode_noise");
-	enum ltxv_weight_streaming ws;
-	if (ltxv_weight_streaming_parse(s->jc.weight_streaming, &ws) != 0) {
+	enum nn_plan_choice ws;
+	if (nn_plan_choice_parse(s->jc.weight_streaming, &ws) != 0) {
 		char t[64];
 		struct lq_error *e = pf_job_add(s, "weight_streaming", LQ_FAILED,
 		    "LQ-CFG-002", "%s is out of range: weight_streaming is "
@@ -651,6 +655,8 @@ pf_check_prompt(struct pf_job_state *s)
 	struct pf_file *f = pf_embeds_get(s->ctx, path,
 	    dm->transformer_config.caption_channels);
 	pf_job_copy(s, &f->problems, "prompt_embeds");
+	s->embeds_T = f->embeds_T;
+	s->embeds_B = f->embeds_B;
 	if (f->problems.n == 0 && s->cfg_on && !f->has_negative &&
 	    !(dm->text_encoder.present && dm->tokenizer.present)) {
 		struct lq_error *e = pf_job_add(s, "prompt_embeds", LQ_FAILED,
@@ -863,118 +869,117 @@ size_text(double b)
 	return s;
 }
 
+/*
+ * The device check asks the memory plan (nn/plan.h: the functions render
+ * sizes its allocations with) for this job's bytes, from the configs and
+ * the safetensors headers, and refuses a job whose plan does not fit the
+ * device's heap less the margin, naming the smallest change that would.
+ */
 void
 pf_check_device(struct pf_job_state *s)
 {
 	const struct device_caps *caps = s->ctx->opt->caps;
 	if (s->pm == NULL || s->pm->dm == NULL)
 		return;
-	const struct ltxv_transformer_config *tc = &s->pm->dm->transformer_config;
-	const struct ltxv_vae_config *vc = &s->pm->dm->vae_config;
-	s->est_weights = s->pm->weight_bytes;
-	s->est_phase = "";
+	const struct diffusers_model *dm = s->pm->dm;
 	if (!s->geometry_ok || !s->mesh_ok)
 		return;
-	/* Activations in fp32.  The transformer runs cond and uncond as one
-	 * batch under guidance (as LTXPipeline concatenates them); attention
-	 * is tiled, so no N×N score matrix. */
-	uint64_t b = (uint64_t)((s->global_batch + s->data - 1) / s->data);
-	uint64_t bt = b * (s->cfg_on ? 2 : 1);
-	uint64_t n = (uint64_t)(s->tokens / s->context);
-	uint64_t D = (uint64_t)tc->inner_dim, Dff = (uint64_t)tc->ff_inner_dim;
-	uint64_t T = (uint64_t)s->jc.max_sequence_length;
-	uint64_t ff = bt * n * (Dff / (uint64_t)s->tensor) * 4;
-	uint64_t tr = bt * n * (6 * D + 2 * (uint64_t)tc->in_channels) * 4 + ff +
-	    bt * T * ((uint64_t)tc->caption_channels + 2 * D) * 4;
-	/* VAE decoder stages (LTXVideoDecoder3d), b videos at once. */
-	uint64_t F = (uint64_t)s->lat_f, H = (uint64_t)s->lat_h, W = (uint64_t)s->lat_w;
-	uint64_t stage = b * (uint64_t)vc->dec_conv_in_out * F * H * W * 4;
-	uint64_t vmax = stage;
-	for (int i = 0; i < vc->dec_n_up; i++) {
-		const struct ltxv_vae_up_block *u = &vc->dec_up[i];
-		if (u->spatio_temporal_scale) {
-			F = 2 * F - 1;
-			H *= 2;
-			W *= 2;
-		}
-		stage = b * (uint64_t)u->out_channels * F * H * W * 4;
-		if (stage > vmax)
-			vmax = stage;
+	struct nn_weights_layout wt, wv;
+	memset(&wt, 0, sizeof(wt));
+	memset(&wv, 0, sizeof(wv));
+	struct lq_error werr;
+	error_clear(&werr);
+	/* a tensor larger than a buffer is the LQ-DEV-002 check below */
+	if (s->pm->w_transformer)
+		(void)ltxv_transformer_weights_layout(s->pm->w_transformer, caps,
+		    &wt, &werr);
+	if (s->pm->w_vae)
+		(void)nn_weights_plan(s->pm->w_vae, "decoder.", NULL, caps,
+		    &wv.resident, &werr);
+	int embeds = present(s, "prompt_embeds");
+	struct nn_plan_request rq = {
+		.transformer = &dm->transformer_config,
+		.vae = &dm->vae_config,
+		.text_encoder = !embeds && dm->text_encoder.present ?
+		    &dm->text_encoder_config : NULL,
+		.w_transformer = s->pm->w_transformer ? &wt : NULL,
+		.w_vae = s->pm->w_vae ? &wv : NULL,
+		.text_set = s->pm->w_text,
+		/* the render's batch and text length: the embeddings file's
+		 * when the job gives one (render.c phase_load) */
+		.batch = embeds && s->embeds_B > 0 ? (int)s->embeds_B :
+		    (int)((s->global_batch + s->data - 1) / s->data),
+		.guidance = s->cfg_on,
+		.num_frames = (int)s->num_frames,
+		.height = (int)s->height,
+		.width = (int)s->width,
+		.max_sequence_length = embeds && s->embeds_T > 0 ?
+		    (int)s->embeds_T : (int)s->jc.max_sequence_length,
+		.caps = caps,
+		.memory_margin = s->ctx->opt->memory_margin,
+	};
+	/* vae_tiling as the render reads it (ltxv_vae_tiling_from_json owns
+	 * its defaults and rules) */
+	enum ltxv_vae_tiling_mode tmode;
+	struct lq_error terr;
+	error_clear(&terr);
+	if (ltxv_vae_tiling_from_json(s->jc.vae_tiling, &tmode, &rq.tiling,
+	    &terr) != LQ_OK || (tmode == LTXV_VAE_TILING_SET &&
+	    ltxv_vae_tiling_check(&dm->vae_config, &rq.tiling, &terr) != LQ_OK)) {
+		struct lq_error *e = pf_job_add(s, "vae_tiling", LQ_FAILED,
+		    "LQ-CFG-002", "%s", terr.message);
+		if (terr.hint[0])
+			error_set_hint(e, "%s", terr.hint);
+		return;
 	}
-	uint64_t video = b * 3 * (uint64_t)s->num_frames *
-	    (uint64_t)s->height * (uint64_t)s->width * 4;
-	if (video > vmax)
-		vmax = video;
-	uint64_t vae = 3 * vmax;
-	/*
-	 * Phases (LTXPipeline order): encode the prompt (text encoder alone,
-	 * unless prompt_embeds are given), denoise (transformer + VAE resident,
-	 * the transformer split by mesh.tensor), decode (the same weights and
-	 * the VAE's activations).  The peak is the largest phase.
-	 */
-	uint64_t wt = s->pm->w_bytes_transformer / (uint64_t)s->tensor;
-	uint64_t wv = s->pm->w_bytes_vae;
-	uint64_t we = present(s, "prompt_embeds") ? 0 : s->pm->w_bytes_text;
-	uint64_t lat = b * (uint64_t)vc->latent_channels * (uint64_t)s->lat_f *
-	    (uint64_t)s->lat_h * (uint64_t)s->lat_w * 4 * 3;
-	uint64_t enc = we + bt * T * (uint64_t)(s->pm->dm->text_encoder.present
-	    ? s->pm->dm->text_encoder_config.d_ff : 0) * 4 * 4;
-	uint64_t den = wt + wv + lat + tr;
-	uint64_t dec = wt + wv + lat + vae;
-	s->est_weights = wt + wv + we;
-	s->est_peak = enc;
-	s->est_phase = "prompt encoding";
-	if (den > s->est_peak) {
-		s->est_peak = den;
-		s->est_phase = "denoising";
-	}
-	if (dec > s->est_peak) {
-		s->est_peak = dec;
-		s->est_phase = "VAE decoding";
-	}
-	uint64_t weights = s->est_peak == enc ? we : wt + wv;
-	const char *largest = s->pm->largest_weight_name;
-	s->est_largest = s->pm->largest_weight;
-	if (ff > s->est_largest) {
-		s->est_largest = ff;
-		largest = "the transformer's feed-forward activations";
-	}
-	if (vmax > s->est_largest) {
-		s->est_largest = vmax;
-		largest = vmax == video ? "the decoded video"
-		    : "the VAE decoder's largest activation";
-	}
+	rq.vae_tiling = tmode == LTXV_VAE_TILING_AUTO ? NN_PLAN_AUTO :
+	    tmode == LTXV_VAE_TILING_OFF ? NN_PLAN_OFF : NN_PLAN_ON;
+	if (nn_plan_choice_parse(s->jc.weight_streaming, &rq.weight_streaming))
+		rq.weight_streaming = NN_PLAN_AUTO;	/* refused above */
+	nn_plan_render(&rq, &s->plan);
+	s->has_plan = 1;
 	if (caps == NULL)
 		return;
 
-	uint64_t heap = device_caps_heap_bytes(caps);
-	double margin = s->ctx->opt->memory_margin > 0
-	    ? s->ctx->opt->memory_margin : DEVICE_CAPS_MEMORY_MARGIN;
-	double budget = (double)device_caps_memory_budget(caps, margin);
-	if (heap > 0 && (double)s->est_peak > budget) {
-		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
-		    "LQ-DEV-001", "estimated peak device memory %s "
-		    "while %s (weights %s, activations at %" PRId64 "×%" PRId64
-		    "×%" PRId64 ", batch %" PRIu64 ") exceeds %s: the %s "
-		    "heap of %s less a %.0f%% margin",
-		    size_text((double)s->est_peak), s->est_phase,
-		    size_text((double)weights),
-		    s->width, s->height, s->num_frames, b, size_text(budget),
-		    size_text((double)heap), caps->name, margin * 100);
-		error_set_hint(e, "a smaller size or fewer frames, a larger "
-		    "mesh.context, or a device with more memory");
+	const struct nn_plan *p = &s->plan;
+	if (!p->fits) {
+		const char *key = p->change_key[0] ? p->change_key : "mesh";
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+		    "LQ-DEV-001", "planned peak device memory %s while %s "
+		    "(%s; VAE %s, weights %s) exceeds %s: the %s heap less a "
+		    "%.0f%% margin",
+		    size_text((double)p->peak_device_bytes),
+		    nn_plan_phase_name(p->peak_phase),
+		    p->peak_phase == NN_PHASE_ENCODE_TEXT ? "text encoder" :
+		    p->peak_phase == NN_PHASE_DENOISE ? "transformer" : "VAE decoder",
+		    p->vae_tiled ? "tiled" : "untiled",
+		    p->streaming == NN_WEIGHTS_STREAMED ? "streamed" : "resident",
+		    size_text((double)p->budget), caps->name,
+		    (s->ctx->opt->memory_margin > 0 && s->ctx->opt->memory_margin
+		    < 1 ? s->ctx->opt->memory_margin : DEVICE_CAPS_MEMORY_MARGIN) *
+		    100);
+		if (p->change[0])
+			error_set_hint(e, "%s", p->change);
+		else
+			error_set_hint(e, "a device with more memory, or a larger "
+			    "mesh.context");
 	}
-	/* ops split a tensor larger than one binding (gpu/ops.h), so what
-	 * bounds a tensor is one buffer */
-	uint64_t maxb = device_caps_max_tensor(caps);
-	if (maxb > 0 && s->est_largest > maxb) {
+	/* the largest single tensor of the phases that run, against what
+	 * the gpu module can hold in one buffer */
+	const struct nn_plan_bytes *parts[3] = {
+		&p->text_encoder, &p->transformer, &p->vae,
+	};
+	const struct nn_plan_bytes *big = parts[1];
+	for (int i = 0; i < 3; i++)
+		if (parts[i]->largest > big->largest)
+			big = parts[i];
+	error_clear(&terr);
+	if (device_caps_check_tensor(caps, big->largest_what, big->largest,
+	    &terr) != LQ_OK) {
 		struct lq_error *e = pf_job_add(s, "mesh", LQ_FAILED,
-		    "LQ-DEV-002", "%s needs one %s buffer but %s allocates "
-		    "at most %s in one buffer (maxMemoryAllocationSize)", largest,
-		    size_text((double)s->est_largest), caps->name,
-		    size_text((double)maxb));
-		error_set_hint(e, "a smaller size or fewer frames, or a larger "
-		    "mesh.context / mesh.tensor");
+		    "LQ-DEV-002", "%s", terr.message);
+		error_set_hint(e, "a smaller size or fewer frames, vae_tiling, "
+		    "or a larger mesh.context / mesh.tensor");
 	}
 	if (s->pm->has_16bit && !caps->storage_16bit) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,

@@ -14,8 +14,8 @@ tests_preflight_test_preflight_SOURCES = tests/preflight/test-preflight.c \
 nodist_EXTRA_tests_preflight_test_preflight_SOURCES = dummy.cxx
 tests_preflight_test_preflight_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/preflight/cases tests/preflight/caps
-TESTS += tests/preflight/cli.sh
-EXTRA_DIST += tests/preflight/cli.sh
+TESTS += tests/preflight/cli.sh tests/preflight/plan.sh
+EXTRA_DIST += tests/preflight/cli.sh tests/preflight/plan.sh
 
 EXTRA_PROGRAMS += tests/bench/bench-preflight
 bench_PROGRAMS_LIST += tests/bench/bench-preflight

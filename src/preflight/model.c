@@ -134,13 +134,6 @@ open_weights(struct pf_model *pm, const char *key, const char *what,
 	}
 	for (size_t i = 0; i < st_set_count(s); i++) {
 		const struct st_tensor *x = st_set_tensor(s, i);
-		pm->weight_bytes += x->nbytes;
-		if (x->nbytes > pm->largest_weight) {
-			pm->largest_weight = x->nbytes;
-			snprintf(pm->largest_weight_name,
-			    sizeof(pm->largest_weight_name), "%s/%s", what,
-			    x->name);
-		}
 		if (x->dtype == ST_F16 || x->dtype == ST_BF16)
 			pm->has_16bit = 1;
 	}
@@ -351,21 +344,15 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 	struct diffusers_model *dm = pm->dm;
 	struct tensor_table t = {0};
 	expected_ltxv_transformer(&dm->transformer_config, &t);
-	uint64_t before = pm->weight_bytes;
 	pm->w_transformer = open_weights(pm, ov->transformer ? "transformer"
 	    : "model", "transformer", dm->transformer.dir, &t);
-	pm->w_bytes_transformer = pm->weight_bytes - before;
-	before = pm->weight_bytes;
 	expected_ltxv_vae(&dm->vae_config, &t);
 	pm->w_vae = open_weights(pm, ov->vae ? "vae" : "model", "vae",
 	    dm->vae.dir, &t);
-	pm->w_bytes_vae = pm->weight_bytes - before;
-	before = pm->weight_bytes;
 	if (dm->text_encoder.present) {
 		expected_t5_encoder(&dm->text_encoder_config, &t);
 		pm->w_text = open_weights(pm, ov->text_encoder ? "text_encoder"
 		    : "model", "text_encoder", dm->text_encoder.dir, &t);
-		pm->w_bytes_text = pm->weight_bytes - before;
 	}
 	tensor_table_free(&t);
 

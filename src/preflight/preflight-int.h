@@ -18,6 +18,7 @@
 #include "model/diffusers.h"
 #include "model/expected.h"
 #include "model/safetensors.h"
+#include "nn/plan.h"
 #include "preflight/preflight.h"
 #include "sampler/scheduler.h"
 
@@ -45,10 +46,6 @@ struct pf_model {
 	struct pf_list problems;	/* field = the manifest key at fault */
 	struct diffusers_model *dm;	/* NULL when the configs are unusable */
 	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
-	uint64_t weight_bytes;		/* all weights, as stored */
-	uint64_t w_bytes_transformer, w_bytes_vae, w_bytes_text;
-	uint64_t largest_weight;
-	char largest_weight_name[160];
 	int has_16bit;			/* any F16/BF16 weight */
 	/* scheduler_config.json as the render's sampler parses it
 	 * (sampler/scheduler.h); sched_ok 0 when absent or refused (the
@@ -121,8 +118,9 @@ struct pf_job_state {
 	double per_device_batch;
 	int64_t global_batch;
 	int cfg_on;
-	uint64_t est_weights, est_peak, est_largest;
-	const char *est_phase;		/* the phase of the peak */
+	int64_t embeds_T, embeds_B;	/* prompt_embeds file: tokens, batch */
+	struct nn_plan plan;		/* pf_check_device's memory plan */
+	int has_plan;
 };
 
 /* Adds a problem at `key` of the job (file:line:column, field path). */

@@ -124,10 +124,8 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 			job_config_free(&s.jc);
 			pj->config = s.config;
 			pj->snapped = s.snapped;
-			pj->est_weight_bytes = s.est_weights;
-			pj->est_peak_bytes = s.est_peak;
-			pj->est_largest_buffer = s.est_largest;
-			pj->est_peak_phase = s.est_phase ? s.est_phase : "";
+			pj->has_plan = s.has_plan;
+			pj->plan = s.plan;
 			pj->video_tokens = s.tokens;
 			pj->batch = s.global_batch;
 		}
@@ -232,14 +230,31 @@ preflight_report_print(const struct preflight_report *r, FILE *fp,
 			    pj->job->name, pj->n_warnings,
 			    pj->n_warnings == 1 ? "" : "s",
 			    pj->snapped ? ", geometry snapped" : "");
-		if (verbose && pj->n_errors == 0 && pj->est_peak_bytes > 0)
-			fprintf(fp, "job %s: %" PRId64 " video tokens, weights "
-			    "%.3f GiB, estimated peak %.3f GiB (%s), largest "
-			    "buffer %.3f GiB\n", pj->job->name, pj->video_tokens,
-			    (double)pj->est_weight_bytes / (1 << 30),
-			    (double)pj->est_peak_bytes / (1 << 30),
-			    pj->est_peak_phase,
-			    (double)pj->est_largest_buffer / (1 << 30));
+		if (verbose && pj->has_plan) {
+			const struct nn_plan *p = &pj->plan;
+			char tiling[96] = "untiled";
+
+			if (p->vae_tiled)
+				snprintf(tiling, sizeof(tiling), "tiled %s%dx%d, "
+				    "latent tile %dx%dx%d",
+				    p->tiling.use_framewise_decoding ?
+				    "framewise " : "",
+				    p->tiling.tile_sample_min_width,
+				    p->tiling.tile_sample_min_height,
+				    p->vae_tile[0], p->vae_tile[1], p->vae_tile[2]);
+			fprintf(fp, "job %s: plan: peak %" PRIu64 " device bytes "
+			    "(%.3f GiB) while %s, host %.3f GiB, budget %.3f GiB; "
+			    "VAE %s; weights %s; %" PRId64 " video tokens%s%s\n",
+			    pj->job->name, p->peak_device_bytes,
+			    (double)p->peak_device_bytes / (1 << 30),
+			    nn_plan_phase_name(p->peak_phase),
+			    (double)p->host_bytes / (1 << 30),
+			    (double)p->budget / (1 << 30), tiling,
+			    p->streaming == NN_WEIGHTS_STREAMED ?
+			    "streamed (two blocks resident)" : "resident",
+			    pj->video_tokens, p->fits ? "" : "; does not fit: ",
+			    p->fits ? "" : p->change);
+		}
 	}
 	fprintf(fp, "%zu valid, %zu rejected\n", r->n_valid, r->n_rejected);
 }
@@ -304,12 +319,8 @@ preflight_report_to_json(const struct preflight_report *r)
 		cJSON *est = cJSON_AddObjectToObject(o, "estimates");
 		cJSON_AddNumberToObject(est, "batch", (double)pj->batch);
 		cJSON_AddNumberToObject(est, "video_tokens", (double)pj->video_tokens);
-		cJSON_AddNumberToObject(est, "weight_bytes", (double)pj->est_weight_bytes);
-		cJSON_AddNumberToObject(est, "peak_bytes", (double)pj->est_peak_bytes);
-		cJSON_AddStringToObject(est, "peak_phase",
-		    pj->est_peak_phase ? pj->est_peak_phase : "");
-		cJSON_AddNumberToObject(est, "largest_buffer_bytes",
-		    (double)pj->est_largest_buffer);
+		cJSON_AddItemToObject(o, "plan", pj->has_plan ?
+		    nn_plan_to_json(&pj->plan) : cJSON_CreateNull());
 		cJSON *ps = cJSON_AddArrayToObject(o, "problems");
 		for (size_t k = 0; k < pj->n_problems; k++)
 			cJSON_AddItemToArray(ps,

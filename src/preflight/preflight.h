@@ -32,6 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/error.h"
+#include "nn/plan.h"
 
 struct manifest;
 struct manifest_job;
@@ -78,11 +79,10 @@ struct preflight_job {
 	 * (a -1 axis replaced by its inferred value).
 	 */
 	cJSON *config;
-	/* Estimates, 0 when the model could not be inspected. */
-	uint64_t est_weight_bytes;	/* all weights as stored */
-	uint64_t est_peak_bytes;	/* weights + activations, per device */
-	uint64_t est_largest_buffer;	/* largest single device buffer */
-	const char *est_peak_phase;	/* "denoising", "VAE decoding", ...; static */
+	/* The memory plan (nn/plan.h) when the model and geometry could be
+	 * read (has_plan), without a device its budget is 0. */
+	int has_plan;
+	struct nn_plan plan;
 	int64_t video_tokens;		/* latent F*H*W / patch volume */
 	int64_t batch;			/* videos rendered (job_batch); 0 when unknown */
 };
@@ -117,7 +117,7 @@ void preflight_report_free(struct preflight_report *r);
  *   a multiple of 32 (...); nearest valid: 480 or 512
  *   job clip2: rejected (2 errors, 0 warnings)
  * and a closing "N valid, N rejected" line.  `verbose` adds a line per
- * valid job with its estimates.
+ * valid job with its memory plan (peak, phase, tiling, streaming).
  */
 void preflight_report_print(const struct preflight_report *r, FILE *fp,
     int verbose);
@@ -125,8 +125,8 @@ void preflight_report_print(const struct preflight_report *r, FILE *fp,
 /* JSON form (caller frees with cJSON_Delete):
  *   {"valid": N, "rejected": N, "jobs": [{"manifest", "entry", "index",
  *    "name", "valid", "snapped", "config", "estimates": {"batch",
- *    "video_tokens", "weight_bytes", "peak_bytes", "peak_phase",
- *    "largest_buffer_bytes"},
+ *    "video_tokens"}, "plan": nn_plan_to_json (null when the model or
+ *    geometry could not be read),
  *    "problems": [{"severity", "code", "file", "line", "column", "field",
  *    "message", "hint"}]}]} */
 cJSON *preflight_report_to_json(const struct preflight_report *r);

@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "core/codes.h"
 #include "core/digest.h"
 #include "core/fault.h"
 #include "core/file.h"
@@ -41,6 +42,7 @@
 #include "model/safetensors.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/plan.h"
 #include "nn/t5.h"
 #include "model/hash.h"
 #include "model/lora.h"
@@ -91,6 +93,9 @@ struct render {
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
 	char *name_shown;		/* job name, control characters escaped */
+	struct nn_plan plan;		/* nn/plan.h, for the device in use */
+	struct nn_weights_layout w_transformer;	/* the plan's weight layout */
+	enum ltxv_vae_tiling_mode vae_tiling_mode;	/* the job's vae_tiling */
 };
 
 static void
@@ -484,24 +489,12 @@ load_networks(struct render *r, struct lq_error *err)
 		free(p);
 	}
 	struct nn_lora_set ls = {loras, scales, opened, 0};
-	/* weight_streaming: on / off as asked; auto by the plan (the
-	 * transformer's weights and activations against the device) */
+	/* weight_streaming: as the plan chose (make_plan: on / off as the
+	 * job asks, auto when the resident weights do not fit) */
 	int rows = r->cfg ? 2 * r->B : r->B;
-	enum ltxv_weight_streaming mode = LTXV_STREAM_AUTO;
-	struct ltxv_transformer_plan plan;
-	struct ltxv_transformer_opts topts = {0};
-	memset(&plan, 0, sizeof(plan));
-	if (s == LQ_OK &&
-	    ltxv_weight_streaming_parse(r->jc.weight_streaming, &mode) != 0)
-		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "weight_streaming "
-		    "\"%s\" is not auto, on or off", r->jc.weight_streaming ?
-		    r->jc.weight_streaming : "");
-	if (s == LQ_OK)
-		s = ltxv_transformer_plan(r->dm->transformer.dir,
-		    gpu_ctx_caps(r->gpu), rows, r->S, r->T, &plan, err);
-	if (s == LQ_OK)
-		topts.streaming = ltxv_transformer_choose_streaming(mode, &plan,
-		    0, device_caps_memory_budget(gpu_ctx_caps(r->gpu), 0));
+	struct ltxv_transformer_opts topts = {
+		.streaming = r->plan.streaming == NN_WEIGHTS_STREAMED,
+	};
 	if (s == LQ_OK)
 		s = ltxv_transformer_load_opts(r->gpu, r->dm->transformer.dir,
 		    nl > 0 ? &ls : NULL, &topts, &r->transformer, err);
@@ -520,26 +513,26 @@ load_networks(struct render *r, struct lq_error *err)
 			return s;
 	}
 	{
+		enum nn_plan_choice mode = NN_PLAN_AUTO;
 		char detail[256];
+		(void)nn_plan_choice_parse(r->jc.weight_streaming, &mode);
 		snprintf(detail, sizeof(detail), "{\"mode\":\"%s\","
 		    "\"streaming\":%s,\"resident_weight_bytes\":%zu,"
-		    "\"streamed_weight_bytes\":%zu,\"activation_bytes\":%zu}",
-		    ltxv_weight_streaming_name(mode),
+		    "\"streamed_weight_bytes\":%zu,\"activation_bytes\":%"
+		    PRIu64 "}", nn_plan_choice_name(mode),
 		    ltxv_transformer_streaming(r->transformer, NULL, NULL) ?
-		    "true" : "false", plan.resident.device, plan.streamed.device,
-		    plan.activations);
+		    "true" : "false", r->w_transformer.resident.device,
+		    r->w_transformer.streamed.device,
+		    r->plan.transformer.activations);
 		if ((s = store_add_event(r->st, r->job->id, "weight_streaming",
 		    detail, err)) != LQ_OK)
 			return s;
 	}
-	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
-		return s;
 	if ((s = ltxv_transformer_reserve(r->transformer, rows, r->S, r->T,
 	    err)) != LQ_OK)
 		return s;
-	if ((s = ltxv_vae_reserve(r->vae, r->B, (int)r->shape.frames,
-	    (int)r->shape.height, (int)r->shape.width, err)) != LQ_OK)
-		return s;
+	/* the decoder is loaded, and its activations reserved, when it
+	 * decodes (phase_decode), for the tiles the plan chose */
 	size_t lat = (size_t)rows * r->S * r->C * sizeof(float);
 	size_t txt = (size_t)rows * r->T * r->Cc * sizeof(float);
 	if ((s = gpu_buffer_create(r->gpu, lat, &r->buf_in, err)) != LQ_OK ||
@@ -556,13 +549,94 @@ load_networks(struct render *r, struct lq_error *err)
 		r->trajectory = xcalloc((size_t)r->jc.num_inference_steps * n,
 		    sizeof(float));
 	if (log_get_level() >= LOG_LEVEL_INFO && r->opt->progress_tty == 0) {
-		size_t tw, tp, tk, vw, vp, vk;
+		size_t tw, tp, tk;
 		ltxv_transformer_memory(r->transformer, &tw, &tp, &tk);
-		ltxv_vae_memory(r->vae, &vw, &vp, &vk);
-		log_debug("device memory: transformer %zu + %zu, vae %zu + %zu bytes",
-		    tw, tp, vw, vp);
+		log_debug("device memory: transformer %zu + %zu bytes", tw, tp);
 	}
 	return LQ_OK;
+}
+
+/*
+ * The memory plan for this job on this device (nn/plan.h, the functions
+ * preflight asked), recorded as a "plan" event before anything large is
+ * allocated.  The phases follow it: the text encoder, the transformer and
+ * the VAE decoder are each on the device alone.
+ */
+static enum lq_status
+make_plan(struct render *r, struct lq_error *err)
+{
+	const struct device_caps *caps = gpu_ctx_caps(r->gpu);
+	struct nn_weights_layout *wt = &r->w_transformer, wv;
+	struct st_set *set = NULL, *text = NULL;
+	struct lq_error e;
+	enum lq_status s;
+
+	memset(wt, 0, sizeof(*wt));
+	memset(&wv, 0, sizeof(wv));
+	error_clear(&e);
+	/* the loaders lay the weights out with these same functions */
+	if ((s = st_set_open(r->dm->transformer.dir, &set, err)) == LQ_OK)
+		s = ltxv_transformer_weights_layout(set, caps, wt, err);
+	st_set_close(set);
+	set = NULL;
+	if (s == LQ_OK && (s = st_set_open(r->dm->vae.dir, &set, err)) == LQ_OK)
+		s = nn_weights_plan(set, "decoder.", NULL, caps, &wv.resident, err);
+	st_set_close(set);
+	if (s != LQ_OK)
+		return s;
+	int embeds = r->jc.prompt_embeds != NULL;
+	if (!embeds && r->dm->text_encoder.present)
+		(void)st_set_open(r->dm->text_encoder.dir, &text, &e);
+	struct nn_plan_request rq = {
+		.transformer = &r->dm->transformer_config,
+		.vae = &r->dm->vae_config,
+		.text_encoder = !embeds && r->dm->text_encoder.present ?
+		    &r->dm->text_encoder_config : NULL,
+		.w_transformer = wt,
+		.w_vae = &wv,
+		.text_set = text,
+		.batch = r->B,
+		.guidance = r->cfg,
+		.num_frames = r->jc.num_frames,
+		.height = r->jc.height,
+		.width = r->jc.width,
+		.max_sequence_length = r->T,
+		.caps = caps,
+	};
+	if ((s = ltxv_vae_tiling_from_json(r->jc.vae_tiling, &r->vae_tiling_mode,
+	    &rq.tiling, err)) != LQ_OK)
+		return s;
+	rq.vae_tiling = r->vae_tiling_mode == LTXV_VAE_TILING_AUTO ? NN_PLAN_AUTO :
+	    r->vae_tiling_mode == LTXV_VAE_TILING_OFF ? NN_PLAN_OFF : NN_PLAN_ON;
+	if (nn_plan_choice_parse(r->jc.weight_streaming, &rq.weight_streaming))
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "weight_streaming "
+		    "\"%s\" is not auto, on or off", r->jc.weight_streaming);
+	nn_plan_render(&rq, &r->plan);
+	st_set_close(text);
+	cJSON *j = nn_plan_to_json(&r->plan);
+	char *detail = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	s = store_add_event(r->st, r->job->id, "plan", detail, err);
+	free(detail);
+	return s;
+}
+
+/* The measured high-water mark of device memory (gpu_ctx_memory) as the
+ * job's "peak_device_bytes" event, beside the plan's. */
+static enum lq_status
+record_peak(struct render *r, struct lq_error *err)
+{
+	uint64_t peak = 0;
+	char detail[160];
+
+	if (r->gpu == NULL)
+		return LQ_OK;
+	gpu_ctx_memory(r->gpu, NULL, &peak);
+	snprintf(detail, sizeof(detail), "{\"peak_device_bytes\":%" PRIu64
+	    ",\"planned_peak_device_bytes\":%" PRIu64 "}", peak,
+	    r->plan.peak_device_bytes);
+	return store_add_event(r->st, r->job->id, "peak_device_bytes", detail,
+	    err);
 }
 
 /* Initial latents: a checkpoint, a supplied file, or latentq's noise. */
@@ -806,14 +880,248 @@ fill_noise(void *ud, const char *module, int k, int height, int width,
 	return LQ_OK;
 }
 
+/*
+ * file_commit hook for the job's outputs: each is renamed into place and
+ * recorded as an artifact in one step under the job's lease
+ * (store_commit_artifact), so a worker that lost the job writes nothing.
+ */
+struct artifact_commit {
+	struct render *r;
+	const char *kind;
+};
+
 static enum lq_status
-phase_decode(struct render *r, float **video_np, uint8_t **video_u8,
-    int64_t out_shape[5], struct lq_error *err)
+commit_artifact(void *ud, struct file_temp *t, const char *code,
+    struct lq_error *err)
+{
+	const struct artifact_commit *c = ud;
+	return store_commit_artifact(c->r->st, c->r->job->id, c->kind, t, code,
+	    NULL, err);
+}
+
+/*
+ * Where the decoded frames go while the VAE decodes (ltxv_vae_sink): each
+ * frame range is post-processed (VideoProcessor.postprocess_video) and
+ * handed to one streaming MP4 writer per video, to the PNG frames folder,
+ * and the contact sheet's frames are kept; the host holds one range, the
+ * sheet's 16 frames and, only for save_tensors, the whole video.
+ */
+struct video_out {
+	struct render *r;
+	int64_t shape[5];		/* decoder output [B, 3, F, H, W] */
+	int try_no;			/* decode try, from 1 (fault injection) */
+	struct media_mp4 **mp4;		/* [B] */
+	char **mp4_path;		/* [B] */
+	char **frames_dir;		/* [B] or NULL */
+	struct media_provenance prov;
+	float *raw, *np;		/* one range: [B, 3, n, H, W], [B, n, H, W, 3] */
+	uint8_t *u8;			/* [B, n, H, W, 3] */
+	size_t range_cap;		/* frames the range buffers hold */
+	int pick[16], npick;		/* contact sheet frames */
+	uint8_t *sheet;			/* [B, npick, H, W, 3] */
+	struct artifact_commit mp4_c;	/* each MP4 is committed through */
+	struct file_commit mp4_hook;	/* mp4_hook: store_commit_artifact */
+	float *all_np;			/* save_tensors: [B, F, H, W, 3] */
+	uint8_t *all_u8;
+	int64_t done;			/* frames received */
+};
+
+
+static enum lq_status make_parent_dirs(const char *path, struct lq_error *err);
+
+/* Discards what a failed decode try wrote (the .part files). */
+static void
+video_out_abort(struct video_out *vo)
+{
+	for (int64_t b = 0; vo->mp4 && b < vo->shape[0]; b++) {
+		media_mp4_abort(vo->mp4[b]);
+		vo->mp4[b] = NULL;
+	}
+	vo->done = 0;
+}
+
+static void
+video_out_free(struct video_out *vo)
+{
+	video_out_abort(vo);
+	for (int64_t b = 0; b < vo->shape[0]; b++) {
+		if (vo->mp4_path)
+			free(vo->mp4_path[b]);
+		if (vo->frames_dir)
+			free(vo->frames_dir[b]);
+	}
+	free(vo->mp4);
+	free(vo->mp4_path);
+	free(vo->frames_dir);
+	free(vo->raw);
+	free(vo->np);
+	free(vo->u8);
+	free(vo->sheet);
+	free(vo->all_np);
+	free(vo->all_u8);
+}
+
+static void
+video_out_init(struct video_out *vo, struct render *r, const int64_t shape[5])
+{
+	int64_t B = shape[0];
+	memset(vo, 0, sizeof(*vo));
+	vo->r = r;
+	memcpy(vo->shape, shape, sizeof(vo->shape));
+	vo->mp4_c = (struct artifact_commit){r, "mp4"};
+	vo->mp4_hook = (struct file_commit){commit_artifact, &vo->mp4_c};
+	vo->prov = (struct media_provenance){
+		.job = r->job->name, .prompt = r->jc.prompt,
+		.negative_prompt = r->jc.negative_prompt, .has_seed = 1,
+		.seed = r->jc.seed, .model_digest = r->model_digest,
+		.config_digest = r->job->config_digest,
+	};
+	vo->mp4 = xcalloc((size_t)B, sizeof(*vo->mp4));
+	vo->mp4_path = xcalloc((size_t)B, sizeof(*vo->mp4_path));
+	for (int64_t b = 0; b < B; b++)
+		vo->mp4_path[b] = job_output_path(&r->jc, r->base_dir, (int)b,
+		    (int)B);
+	if (r->jc.frames != NULL) {
+		vo->frames_dir = xcalloc((size_t)B, sizeof(*vo->frames_dir));
+		for (int64_t b = 0; b < B; b++)
+			vo->frames_dir[b] = job_frames_path(&r->jc, r->base_dir,
+			    (int)b, (int)B);
+	}
+	vo->npick = media_sheet_pick((int)shape[2], 16, vo->pick);
+	vo->sheet = xmalloc((size_t)B * vo->npick * shape[3] * shape[4] * 3);
+	if (r->jc.save_tensors != NULL) {
+		size_t n = (size_t)(B * shape[2] * shape[3] * shape[4] * 3);
+		vo->all_np = xmalloc(n * sizeof(float));
+		vo->all_u8 = xmalloc(n);
+	}
+}
+
+/* Opens one MP4 writer per video for a decode try. */
+static enum lq_status
+video_out_begin(struct video_out *vo, int try_no, struct lq_error *err)
+{
+	struct media_video_options opt = {.fps = vo->r->jc.frame_rate, .crf = -1,
+	    .provenance = &vo->prov, .commit = &vo->mp4_hook};
+	enum lq_status s = LQ_OK;
+	vo->try_no = try_no;
+	vo->done = 0;
+	for (int64_t b = 0; b < vo->shape[0] && s == LQ_OK; b++)
+		if ((s = make_parent_dirs(vo->mp4_path[b], err)) == LQ_OK)
+			s = media_mp4_open(vo->mp4_path[b], (int)vo->shape[4],
+			    (int)vo->shape[3], &opt, &vo->mp4[b], err);
+	return s;
+}
+
+/* ltxv_vae_sink: frames f0 .. f0+n-1, the first n of x [B, 3, xf, H, W]. */
+static enum lq_status
+video_out_frames(void *ud, int64_t f0, int64_t n, const float *x,
+    int64_t xf, struct lq_error *err)
+{
+	struct video_out *vo = ud;
+	struct render *r = vo->r;
+	int64_t B = vo->shape[0], C = vo->shape[1], F = vo->shape[2];
+	int64_t H = vo->shape[3], W = vo->shape[4], hw = H * W;
+	size_t fb = (size_t)hw * 3;
+	enum lq_status s = LQ_OK;
+	/* LATENTQ_FAULT oom@decode:N: this decode try runs out of device
+	 * memory (as a decoder call would) when its first frames arrive */
+	if (vo->done == 0 && fault_point(r->job->name, "decode", vo->try_no,
+	    r->opt->attempt))
+		return error_set(err, LQ_RETRY, "LQ-GPU-OOM", "out of device "
+		    "memory (injected) in decode try %d", vo->try_no);
+	LQ_ASSERT(f0 == vo->done && f0 + n <= F && C == 3);
+	if ((size_t)n > vo->range_cap) {
+		free(vo->raw);
+		free(vo->np);
+		free(vo->u8);
+		vo->raw = xmalloc((size_t)(B * C * n * hw) * sizeof(float));
+		vo->np = vo->all_np != NULL ?
+		    xmalloc((size_t)(B * n) * fb * sizeof(float)) : NULL;
+		vo->u8 = xmalloc((size_t)(B * n) * fb);
+		vo->range_cap = (size_t)n;
+	}
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t c = 0; c < C; c++)
+			memcpy(vo->raw + ((b * C + c) * n) * hw,
+			    x + ((b * C + c) * xf) * hw,
+			    (size_t)(n * hw) * sizeof(float));
+	/* video_np only when save_tensors keeps it */
+	latents_postprocess_video(vo->raw, B, n, H, W,
+	    vo->all_np != NULL ? vo->np : NULL, vo->u8);
+	for (int64_t b = 0; b < B && s == LQ_OK; b++) {
+		const uint8_t *u8 = vo->u8 + (size_t)(b * n) * fb;
+		struct media_frames fr = {(int)n, (int)H, (int)W, u8};
+		s = media_mp4_write(vo->mp4[b], u8, (int)n, err);
+		for (int i = 0; i < vo->npick; i++)
+			if (vo->pick[i] >= f0 && vo->pick[i] < f0 + n)
+				memcpy(vo->sheet + ((size_t)b * vo->npick + i) * fb,
+				    u8 + (size_t)(vo->pick[i] - f0) * fb, fb);
+		if (s == LQ_OK && vo->frames_dir != NULL) {
+			char *probe = xasprintf("%s/x", vo->frames_dir[b]);
+			if ((s = make_parent_dirs(probe, err)) == LQ_OK)
+				s = media_write_frames_from(vo->frames_dir[b], &fr,
+				    (int)f0, &vo->prov, err);
+			free(probe);
+		}
+		if (vo->all_np != NULL) {
+			memcpy(vo->all_np + (size_t)(b * F + f0) * fb,
+			    vo->np + (size_t)(b * n) * fb, (size_t)n * fb *
+			    sizeof(float));
+			memcpy(vo->all_u8 + (size_t)(b * F + f0) * fb, u8,
+			    (size_t)n * fb);
+		}
+	}
+	vo->done += n;
+	return s;
+}
+
+/*
+ * The decode (AutoencoderKLLTXVideo.decode as LTXPipeline calls it), its
+ * frames streamed into `vo`.  The tiling is the memory plan's (the job's
+ * vae_tiling; auto: the plan's choice against the device), recorded in a
+ * vae_tiling event.  A try that runs out of device memory is retried here, from the
+ * same final latents, with smaller tiles (decode_retry events) until the
+ * tiles cannot shrink; the denoising loop never runs again.
+ */
+static enum lq_status
+phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
+    struct lq_error *err)
 {
 	enum lq_status s;
 	if ((s = enter_phase(r, "decode", r->jc.num_inference_steps, err)) != LQ_OK)
 		return s;
+	/* the transformer is done: the decoder gets the device alone */
+	ltxv_transformer_free(r->transformer);
+	r->transformer = NULL;
+	gpu_buffer_free(r->buf_in);
+	gpu_buffer_free(r->buf_out);
+	gpu_buffer_free(r->buf_text);
+	r->buf_in = r->buf_out = r->buf_text = NULL;
+	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
+		return s;
 	const struct ltxv_vae_config *vc = &r->dm->vae_config;
+	int64_t zs[5] = {r->shape.batch, r->shape.channels, r->shape.frames,
+	    r->shape.height, r->shape.width};
+	/* the tiling the memory plan chose (make_plan: the job's vae_tiling;
+	 * auto: untiled when that fits, else the largest tiles that do) */
+	struct ltxv_vae_tiling tiling = r->plan.tiling;
+	{
+		const struct nn_plan *p = &r->plan;
+		char what[96], detail[320];
+		ltxv_vae_tiling_describe(&tiling, what, sizeof(what));
+		snprintf(detail, sizeof(detail), "{\"mode\":\"%s\",\"choice\":\"%s\","
+		    "\"decode_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64
+		    ",\"fits\":%s}", r->vae_tiling_mode == LTXV_VAE_TILING_AUTO ?
+		    "auto" : r->vae_tiling_mode == LTXV_VAE_TILING_OFF ? "off" :
+		    "set", what, p->phase_device[NN_PHASE_DECODE], p->budget,
+		    p->budget == 0 || p->phase_device[NN_PHASE_DECODE] <=
+		    p->budget ? "true" : "false");
+		if ((s = store_add_event(r->st, r->job->id, "vae_tiling", detail,
+		    err)) != LQ_OK)
+			return s;
+		log_debug("job %lld: vae decode %s", (long long)r->job->id, what);
+	}
+
 	size_t n = latents_numel(&r->shape);
 	float *z = xmalloc(n * sizeof(float));
 	latents_unpack(&r->shape, r->latents, z);
@@ -851,44 +1159,50 @@ phase_decode(struct render *r, float **video_np, uint8_t **video_u8,
 		free(scales);
 		free(noise);
 	}
-	int64_t zs[5] = {r->shape.batch, r->shape.channels, r->shape.frames,
-	    r->shape.height, r->shape.width};
 	ltxv_vae_output_shape(r->vae, zs, out_shape);
-	struct gpu_buffer *bz = NULL, *bo = NULL;
-	size_t out_n = (size_t)(out_shape[0] * out_shape[1] * out_shape[2] *
-	    out_shape[3] * out_shape[4]);
-	float *raw = NULL;
-	if ((s = gpu_buffer_create(r->gpu, n * sizeof(float), &bz, err)) == LQ_OK &&
-	    (s = gpu_buffer_create(r->gpu, out_n * sizeof(float), &bo, err)) ==
-	    LQ_OK) {
-		struct gpu_tensor tz = gpu_tensor_make(bz, 0, GPU_F32, 5, zs);
-		struct gpu_tensor to = gpu_tensor_make(bo, 0, GPU_F32, 5, out_shape);
+	video_out_init(vo, r, out_shape);
+	struct ltxv_vae_sink sink = {video_out_frames, vo};
+	for (int try_no = 1;; try_no++) {
 		struct noise_source ns = {r, noise_file, 0};
 		struct ltxv_vae_noise noise = {fill_noise, &ns};
 		struct ltxv_vae_decode_args a = {
-			.z = &tz, .decode_timestep = vc->timestep_conditioning ? dts :
-			    NULL, .noise = &noise,
+			.decode_timestep = vc->timestep_conditioning ? dts : NULL,
+			.noise = &noise,
 		};
-		raw = xmalloc(out_n * sizeof(float));
-		if ((s = gpu_tensor_upload_f32(r->gpu, &tz, z, err)) == LQ_OK &&
-		    (s = ltxv_vae_decode(r->vae, &a, &to, NULL, err)) == LQ_OK)
-			s = gpu_tensor_download_f32(r->gpu, &to, raw, err);
+		if ((s = video_out_begin(vo, try_no, err)) == LQ_OK)
+			s = ltxv_vae_decode_tiled(r->vae, &a, z, zs, &tiling, &sink,
+			    err);
+		if (s == LQ_OK)
+			break;
+		video_out_abort(vo);
+		if (s != LQ_RETRY || error_code(err) != LQ_CODE_GPU_OOM)
+			break;
+		struct ltxv_vae_tiling smaller = tiling;
+		if (!smaller.use_tiling || !smaller.use_framewise_decoding)
+			smaller.use_tiling = smaller.use_framewise_decoding = 1;
+		else if (!ltxv_vae_tiling_shrink(vc, &smaller))
+			break;		/* already the smallest tiles */
+		char what[96], detail[512];
+		ltxv_vae_tiling_describe(&smaller, what, sizeof(what));
+		snprintf(detail, sizeof(detail), "{\"try\":%d,\"choice\":\"%s\"}",
+		    try_no + 1, what);
+		log_warn("job %lld %s: decode ran out of device memory (%s); "
+		    "decoding again from the final latents with %s",
+		    (long long)r->job->id, r->job->name, err->message, what);
+		struct lq_error e2;
+		error_clear(&e2);
+		if ((s = store_add_event(r->st, r->job->id, "decode_retry", detail,
+		    &e2)) != LQ_OK) {
+			*err = e2;
+			break;
+		}
+		tiling = smaller;
+		error_clear(err);
 	}
-	gpu_buffer_free(bz);
-	gpu_buffer_free(bo);
 	st_file_close(noise_file);
 	free(dts);
 	free(z);
-	if (s != LQ_OK) {
-		free(raw);
-		return s;
-	}
-	*video_np = xmalloc(out_n * sizeof(float));
-	*video_u8 = xmalloc(out_n);
-	latents_postprocess_video(raw, out_shape[0], out_shape[2], out_shape[3],
-	    out_shape[4], *video_np, *video_u8);
-	free(raw);
-	return LQ_OK;
+	return s;
 }
 
 /* mkdir -p of path's folder. */
@@ -912,66 +1226,41 @@ make_parent_dirs(const char *path, struct lq_error *err)
 	return LQ_OK;
 }
 
+
 /*
- * file_commit hook for the job's outputs: each is renamed into place and
- * recorded as an artifact in one step under the job's lease
- * (store_commit_artifact), so a worker that lost the job writes nothing.
+ * Finishes the streamed outputs: closes each MP4 (flush, trailer, rename)
+ * and records it, writes the contact sheet from the frames kept, and the
+ * save_tensors file.
  */
-struct artifact_commit {
-	struct render *r;
-	const char *kind;
-};
-
 static enum lq_status
-commit_artifact(void *ud, struct file_temp *t, const char *code,
-    struct lq_error *err)
-{
-	const struct artifact_commit *c = ud;
-	return store_commit_artifact(c->r->st, c->r->job->id, c->kind, t, code,
-	    NULL, err);
-}
-
-static enum lq_status
-phase_encode_video(struct render *r, const float *video_np,
-    const uint8_t *video_u8, const int64_t out_shape[5], char **output,
-    struct lq_error *err)
+phase_encode_video(struct render *r, struct video_out *vo,
+    const int64_t out_shape[5], char **output, struct lq_error *err)
 {
 	enum lq_status s;
 	if ((s = enter_phase(r, "encode-video", r->jc.num_inference_steps, err)) !=
 	    LQ_OK)
 		return s;
 	int F = (int)out_shape[2], H = (int)out_shape[3], W = (int)out_shape[4];
-	size_t per_video = (size_t)F * H * W * 3;
-	struct media_provenance prov = {
-		.job = r->job->name, .prompt = r->jc.prompt,
-		.negative_prompt = r->jc.negative_prompt, .has_seed = 1,
-		.seed = r->jc.seed, .model_digest = r->model_digest,
-		.config_digest = r->job->config_digest,
-	};
+	size_t fb = (size_t)H * W * 3;
+	LQ_ASSERT(vo->done == F);
 	for (int b = 0; b < r->B && s == LQ_OK; b++) {
-		char *mp4 = job_output_path(&r->jc, r->base_dir, b, r->B);
-		struct media_frames frames = {F, H, W, video_u8 + b * per_video};
-		struct artifact_commit mp4_c = {r, "mp4"}, sheet_c = {r,
-		    "contact_sheet"};
-		struct file_commit mp4_hook = {commit_artifact, &mp4_c};
+		const char *mp4 = vo->mp4_path[b];
+		struct media_frames sheet_frames = {vo->npick, H, W,
+		    vo->sheet + (size_t)b * vo->npick * fb};
+		struct artifact_commit sheet_c = {r, "contact_sheet"};
 		struct file_commit sheet_hook = {commit_artifact, &sheet_c};
-		struct media_video_options vo = {.fps = r->jc.frame_rate, .crf = -1,
-		    .provenance = &prov, .commit = &mp4_hook};
+		/* the sheet's own pick of <= 16 frames from the npick kept
+		 * is all of them, in order: the sheet of the whole video */
 		struct media_sheet_options so = media_sheet_defaults;
 		so.commit = &sheet_hook;
 		char *sheet = job_path_sibling(mp4, ".sheet.png");
-		if ((s = make_parent_dirs(mp4, err)) == LQ_OK &&
-		    (s = media_write_mp4(mp4, &frames, &vo, err)) == LQ_OK)
-			s = media_write_contact_sheet(sheet, &frames, &so, &prov, NULL,
-			    NULL, err);
-		if (s == LQ_OK && r->jc.frames != NULL) {
-			char *d = job_frames_path(&r->jc, r->base_dir, b, r->B);
-			char *probe = xasprintf("%s/x", d);
-			if ((s = make_parent_dirs(probe, err)) == LQ_OK)
-				s = media_write_frames(d, &frames, &prov, err);
-			free(probe);
-			free(d);
-		}
+		/* closing commits the MP4 through vo->mp4_hook: renamed and
+		 * recorded under the job's lease */
+		s = media_mp4_close(vo->mp4[b], err);
+		vo->mp4[b] = NULL;
+		if (s == LQ_OK)
+			s = media_write_contact_sheet(sheet, &sheet_frames, &so,
+			    &vo->prov, NULL, NULL, err);
 		if (s == LQ_OK) {
 			log_info("job %lld %s: wrote %s and %s", (long long)r->job->id,
 			    r->job->name, mp4, sheet);
@@ -979,7 +1268,6 @@ phase_encode_video(struct render *r, const float *video_np,
 				*output = xstrdup(mp4);
 		}
 		free(sheet);
-		free(mp4);
 	}
 	if (s != LQ_OK || r->jc.save_tensors == NULL)
 		return s;
@@ -989,8 +1277,8 @@ phase_encode_video(struct render *r, const float *video_np,
 	int64_t ls[4] = {r->jc.num_inference_steps, r->B, r->S, r->C};
 	st_writer_add(w, "latents_after_step", ST_F32, 4, ls, r->trajectory);
 	int64_t vs[5] = {out_shape[0], F, H, W, 3};
-	st_writer_add(w, "video_np", ST_F32, 5, vs, video_np);
-	st_writer_add(w, "video_uint8", ST_U8, 5, vs, video_u8);
+	st_writer_add(w, "video_np", ST_F32, 5, vs, vo->all_np);
+	st_writer_add(w, "video_uint8", ST_U8, 5, vs, vo->all_u8);
 	struct artifact_commit tensors_c = {r, "tensors"};
 	struct file_commit tensors_hook = {commit_artifact, &tensors_c};
 	if ((s = make_parent_dirs(path, err)) == LQ_OK)
@@ -1027,28 +1315,32 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	if (s == LQ_OK && r.jc.prompt == NULL && r.jc.prompt_embeds == NULL)
 		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has "
 		    "neither prompt nor prompt_embeds", (long long)job->id);
-	float *video_np = NULL;
-	uint8_t *video_u8 = NULL;
+	struct video_out vo;
 	int64_t out_shape[5];
+	memset(&vo, 0, sizeof(vo));
 	char *output = NULL;
+	/* Phases in the order of the memory plan: the text encoder, then the
+	 * transformer, then the VAE decoder, each alone on the device. */
 	if (s == LQ_OK)
 		s = phase_load(&r, err);
 	if (s == LQ_OK && (s = phase_compile(&r, err)) == LQ_OK)
-		s = load_networks(&r, err);
+		s = make_plan(&r, err);
 	if (s == LQ_OK)
 		s = phase_encode_text(&r, err);
 	if (s == LQ_OK)
+		s = load_networks(&r, err);
+	if (s == LQ_OK)
 		s = phase_denoise(&r, err);
 	if (s == LQ_OK)
-		s = phase_decode(&r, &video_np, &video_u8, out_shape, err);
+		s = phase_decode(&r, &vo, out_shape, err);
 	if (s == LQ_OK)
-		s = phase_encode_video(&r, video_np, video_u8, out_shape, &output,
-		    err);
+		s = record_peak(&r, err);
+	if (s == LQ_OK)
+		s = phase_encode_video(&r, &vo, out_shape, &output, err);
 	if (s == LQ_OK)
 		s = store_set_output(st, job->id, output, err);
 	free(output);
-	free(video_np);
-	free(video_u8);
+	video_out_free(&vo);
 	render_free(&r);
 	return s;
 }

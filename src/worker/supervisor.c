@@ -208,6 +208,7 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 				while ((n = read(ch->err_fd, buf, sizeof(buf))) > 0) {
 					tail_add(tail, buf, (size_t)n);
 					fwrite(buf, 1, (size_t)n, stderr);
+					log_partial_line(buf[n - 1] != '\n');
 				}
 				close(ch->err_fd);
 				ch->err_fd = -1;

@@ -19,7 +19,7 @@ static char *
 codes_in_sources(void)
 {
 	char *cmd = xasprintf("grep -rhoE '\"LQ-[A-Z0-9]+-[A-Z0-9-]+\"' "
-	    "--include='*.c' --include='*.h' '%s/src' | tr -d '\"' | "
+	    "--include='*.c' --include='*.cc' --include='*.h' '%s/src' | tr -d '\"' | "
 	    "LC_ALL=C sort -u", srcdir);
 	FILE *p = popen(cmd, "r");
 	free(cmd);

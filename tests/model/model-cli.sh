@@ -71,4 +71,46 @@ sed 's/AutoencoderKLLTXVideo/AutoencoderKLWan/' "$T/other/model_index.json" > "$
 mv "$T/idx" "$T/other/model_index.json"
 expect_status 65 "$LATENTQ" model add "$T/other"
 expect_grep 'AutoencoderKLWan' "$T/err"
+# Presets of released checkpoints, in another dtype, narrowed with --set:
+# the 0.9.1 geometry (128 latent channels, 32x / 8x, timestep-conditioned
+# noise-injecting decoder) at a width a test can load.
+N=$T/narrow
+expect_status 0 "$LATENTQ" model synth --preset 0.9.1-2b --dtype bf16 --seed 3 \
+    --set transformer.num_layers=1 --set transformer.num_attention_heads=2 \
+    --set transformer.attention_head_dim=16 --set transformer.cross_attention_dim=32 \
+    --set transformer.caption_channels=32 \
+    --set 'vae.block_out_channels=[8,16,32,32]' \
+    --set 'vae.decoder_block_out_channels=[16,32,64]' \
+    --set text_encoder.d_model=32 --set text_encoder.d_kv=8 \
+    --set text_encoder.d_ff=64 --set text_encoder.num_layers=1 \
+    --set text_encoder.num_heads=4 --set text_encoder.vocab_size=160 "$N"
+expect_grep 'preset 0.9.1-2b, seed 3, bf16' "$T/out"
+expect_grep '"num_layers": 1' "$N/transformer/config.json"
+expect_grep '"latent_channels": 128' "$N/vae/config.json"
+expect_grep '"timestep_conditioning": true' "$N/vae/config.json"
+expect_grep '"decoder_block_out_channels": \[' "$N/vae/config.json"
+checks=$((checks + 1))
+head -c 4096 "$N/transformer/diffusion_pytorch_model.safetensors" | grep -q '"dtype":"BF16"' ||
+	fail "bf16 preset wrote no BF16 tensor"
+head -c 4096 "$N/transformer/diffusion_pytorch_model.safetensors" | grep -q '"dtype":"F32"' &&
+	fail "bf16 preset wrote an F32 tensor"
+expect_status 0 "$LATENTQ" model add --name narrow "$N"
+# the 13B preset's dimensions (sparse: nothing written but headers)
+expect_status 0 "$LATENTQ" model synth --preset 0.9.7-13b --sparse "$T/13b"
+expect_grep '"num_layers": 48' "$T/13b/transformer/config.json"
+expect_grep '"attention_head_dim": 128' "$T/13b/transformer/config.json"
+expect_grep '"cross_attention_dim": 4096' "$T/13b/transformer/config.json"
+expect_grep '"LTXVideo095DownBlock3D"' "$T/13b/vae/config.json"
+# a key the config does not have, JSON that is not, a value upstream refuses
+expect_status 64 "$LATENTQ" model synth --preset tiny --set transformer.num_layerz=1 "$T/bad1"
+expect_grep 'no key "num_layerz".*LQ-MODEL-032' "$T/err"
+expect_status 64 "$LATENTQ" model synth --preset tiny --set 'vae.decoder_block_out_channels=[8,16' "$T/bad2"
+expect_grep 'is not JSON.*LQ-MODEL-032' "$T/err"
+expect_status 64 "$LATENTQ" model synth --preset tiny --set num_layers=1 "$T/bad3"
+expect_grep 'not COMPONENT.KEY=JSON.*LQ-MODEL-032' "$T/err"
+expect_status 1 "$LATENTQ" model synth --preset tiny --set transformer.num_layers=-1 "$T/bad4"
+expect_grep 'LQ-MODEL-003' "$T/err"
+checks=$((checks + 1))
+[ ! -e "$T/bad1" ] && [ ! -e "$T/bad4" ] || fail "a refused --set left a folder"
+expect_status 64 "$LATENTQ" model synth --preset tiny --dtype f64 "$T/bad5"
 finish

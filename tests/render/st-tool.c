@@ -6,6 +6,8 @@
  *                                     max abs and max rel error
  *   st-tool merge OUT IN...           one file holding every tensor of the
  *                                     inputs (first wins on a name clash)
+ *   st-tool fill OUT NAME D0 [D1...]  one F32 tensor NAME of that shape,
+ *                                     deterministic values in [-1, 1]
  *   st-tool lora OUT MODULE OUT IN R  a PEFT-format LoRA for one Linear of a
  *                                     transformer (keys
  *                                     transformer.MODULE.lora_{A,B}.weight),
@@ -156,9 +158,41 @@ do_lora(const char *out, const char *module, int64_t n_out, int64_t n_in,
 	return rc;
 }
 
+static int
+do_fill(const char *out, const char *name, int ndim, char **dims)
+{
+	int64_t shape[8], n = 1;
+	uint32_t x = 2468;
+	if (ndim < 1 || ndim > 8)
+		return 2;
+	for (int i = 0; i < ndim; i++) {
+		shape[i] = atoll(dims[i]);
+		if (shape[i] < 1)
+			return 2;
+		n *= shape[i];
+	}
+	float *v = xmalloc((size_t)n * sizeof(float));
+	for (int64_t i = 0; i < n; i++) {
+		x = x * 1664525u + 1013904223u;
+		v[i] = (float)(x >> 8) / 8388608.0f - 1.0f;
+	}
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, name, ST_F32, ndim, shape, v);
+	struct lq_error err;
+	error_clear(&err);
+	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
+	if (rc)
+		error_print(&err, stderr);
+	st_writer_free(w);
+	free(v);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc >= 5 && strcmp(argv[1], "fill") == 0)
+		return do_fill(argv[2], argv[3], argc - 4, argv + 4);
 	if (argc == 7 && strcmp(argv[1], "lora") == 0)
 		return do_lora(argv[2], argv[3], atoll(argv[4]), atoll(argv[5]),
 		    atoll(argv[6]));
@@ -167,6 +201,6 @@ main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "merge") == 0)
 		return do_merge(argv[2], argc - 3, argv + 3);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
-	    "lora OUT MODULE OUT IN RANK\n");
+	    "fill OUT NAME D0 [D1...] | lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }

@@ -1,0 +1,225 @@
+/*
+ * test-plan.c — the memory plan's building blocks and choices:
+ *   - gpu_pool_plan is the capacity a real pool needs: tensors that do not
+ *     fit at the end of a pool buffer move to the next one (a small
+ *     maxMemoryAllocationSize faked in the caps), and a pool of the
+ *     planned size carves them all on the device while one 256 bytes
+ *     smaller does not;
+ *   - ltxv_vae_tiling_call gives upstream's largest decoder call;
+ *   - nn_plan_render picks untiled / resident first, tiles or streams
+ *     only when the budget says so, and names a shorter num_frames that
+ *     does fit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu.h"
+#include "model/synth.h"
+#include "nn/ltxv_vae.h"
+#include "nn/plan.h"
+#include "test.h"
+
+/* Carves `n` f32 tensors of bytes[i] from a pool of `cap`; 1 if all fit. */
+static int
+carve_all(struct gpu_ctx *ctx, size_t cap, const uint64_t *bytes, int n)
+{
+	struct gpu_pool *pool = NULL;
+	struct lq_error err;
+	int ok = 1;
+
+	error_clear(&err);
+	if (gpu_pool_create(ctx, cap, &pool, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return 0;
+	}
+	for (int i = 0; i < n && ok; i++) {
+		struct gpu_tensor t;
+		int64_t shape[1] = { (int64_t)(bytes[i] / 4) };
+
+		ok = gpu_pool_tensor(pool, GPU_F32, 1, shape, &t, &err) == LQ_OK;
+	}
+	gpu_pool_free(pool);
+	return ok;
+}
+
+static void
+test_pool_plan(void)
+{
+	struct gpu_ctx *ctx = NULL;
+	struct lq_error err;
+	struct device_caps caps;
+
+	error_clear(&err);
+	if (gpu_ctx_create(NULL, &ctx, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		exit(77);
+	}
+	caps = *gpu_ctx_caps(ctx);
+	/* no boundaries: the sum of 256-aligned sizes, and tight: a pool one
+	 * alignment step smaller cannot carve them */
+	{
+		const uint64_t b[3] = { 1000, 4096, 4 };
+		uint64_t cap = gpu_pool_plan(&caps, b, 3);
+
+		CHECK_INT(cap, 1024 + 4096 + 256);
+		CHECK(carve_all(ctx, (size_t)cap, b, 3));
+		CHECK(!carve_all(ctx, (size_t)cap - 256, b, 3));
+	}
+	/* pool buffers of 64 KiB: 40 KiB | 40 + 20 KiB | 60 KiB, the second
+	 * and the last moved past the end of a buffer */
+	{
+		const uint64_t b[4] = { 40 << 10, 40 << 10, 20 << 10, 60 << 10 };
+		struct device_caps small = caps;
+
+		small.max_memory_allocation_size = 64 << 10;
+		CHECK_INT(gpu_pool_plan(&small, b, 4), (64 + 64 + 60) << 10);
+	}
+	gpu_ctx_free(ctx);
+}
+
+static void
+test_tile(void)
+{
+	struct ltxv_vae_tiling t;
+	struct ltxv_vae_config c;
+	int64_t tile[5];
+
+	memset(&c, 0, sizeof(c));
+	c.spatial_compression_ratio = 32;
+	c.temporal_compression_ratio = 8;
+	ltxv_vae_tiling_init(&t);
+	/* switches off: the whole latent */
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 16, 16, 24 }, &t, tile);
+	CHECK_INT(tile[2], 16);
+	CHECK_INT(tile[3], 16);
+	CHECK_INT(tile[4], 24);
+	/* spatial: 512 / 32 = 16 latent pixels a side */
+	t.use_tiling = 1;
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 16, 16, 24 }, &t, tile);
+	CHECK_INT(tile[2], 16);
+	CHECK_INT(tile[3], 16);
+	CHECK_INT(tile[4], 16);
+	/* framewise: 16 / 8 = 2 latent frames + 1 */
+	t.use_framewise_decoding = 1;
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 16, 16, 24 }, &t, tile);
+	CHECK_INT(tile[2], 3);
+	/* upstream tiles only when a side exceeds the tile: 16 x 16 stays */
+	t.use_framewise_decoding = 0;
+	ltxv_vae_tiling_call(&c, (int64_t[5]){ 1, 128, 4, 16, 16 }, &t, tile);
+	CHECK_INT(tile[3], 16);
+	CHECK_INT(tile[4], 16);
+}
+
+static void
+test_choices(void)
+{
+	struct ltxv_transformer_config tc;
+	struct ltxv_vae_config vc;
+	struct t5_config cc;
+	struct device_caps caps;
+	struct nn_plan p, q;
+	struct nn_weights_layout wt, wv;
+
+	CHECK_INT(model_synth_preset("ltxv", "0.9.1-2b", &tc, &vc, &cc), 0);
+	CHECK_INT(tc.num_layers, 28);
+	CHECK_INT(tc.inner_dim, 2048);
+	CHECK_INT(vc.latent_channels, 128);
+	CHECK_INT(vc.spatial_compression_ratio, 32);
+	CHECK_INT(vc.temporal_compression_ratio, 8);
+	CHECK_INT(cc.d_model, 4096);
+	/* weights of a bf16 2B model, as nn_weights_plan would report */
+	memset(&wt, 0, sizeof(wt));
+	wt.streamed.groups = 28;
+	wt.streamed.slot = 134u << 20;
+	wt.streamed.slots = 2;
+	wt.streamed.resident = 90u << 20;
+	wt.streamed.device = wt.streamed.resident + 2 * wt.streamed.slot;
+	wt.resident.device = wt.streamed.resident + 28 * wt.streamed.slot;
+	memset(&wv, 0, sizeof(wv));
+	wv.resident.device = 800u << 20;
+
+	memset(&caps, 0, sizeof(caps));
+	snprintf(caps.name, sizeof(caps.name), "test");
+	caps.heap_count = 1;
+	caps.heap_size[0] = (uint64_t)64 << 30;
+	caps.heap_device_local[0] = 1;
+	caps.max_memory_allocation_size = (uint64_t)4 << 30;
+	caps.max_storage_buffer_range = (uint64_t)4 << 30;
+
+	struct nn_plan_request rq = {
+		.transformer = &tc, .vae = &vc, .text_encoder = NULL,
+		.w_transformer = &wt, .w_vae = &wv, .batch = 1, .guidance = 1,
+		.num_frames = 121, .height = 512, .width = 768,
+		.max_sequence_length = 128, .caps = &caps,
+	};
+	ltxv_vae_tiling_init(&rq.tiling);
+	/* a big device: resident weights; a short, small clip decodes
+	 * untiled */
+	rq.num_frames = 9;
+	rq.height = rq.width = 256;
+	nn_plan_render(&rq, &p);
+	CHECK(p.fits);
+	CHECK_INT(p.vae_tiled, 0);
+	CHECK_INT(p.streaming, NN_WEIGHTS_RESIDENT);
+	CHECK(p.peak_device_bytes == p.phase_device[p.peak_phase]);
+	CHECK(p.transformer.weights == wt.resident.device);
+	/* 512x768x121: the untiled decode's largest activation is more than
+	 * one buffer holds (DEVICE_CAPS_MAX_BUFFER), so even 64 GiB tiles */
+	rq.num_frames = 121;
+	rq.height = 512;
+	rq.width = 768;
+	rq.vae_tiling = NN_PLAN_OFF;
+	nn_plan_render(&rq, &p);
+	CHECK(p.vae.largest > device_caps_max_tensor(&caps));
+	rq.vae_tiling = NN_PLAN_AUTO;
+	nn_plan_render(&rq, &q);
+	CHECK_INT(q.vae_tiled, 1);
+	CHECK(q.vae.largest <= device_caps_max_tensor(&caps));
+	/* 2 GiB: the untiled decode (~7.6 GB of slots) and the resident
+	 * 3.8 GB of weights do not fit, so both change */
+	caps.heap_size[0] = (uint64_t)2 << 30;
+	nn_plan_render(&rq, &q);
+	CHECK(q.fits);
+	CHECK_INT(q.vae_tiled, 1);
+	CHECK_INT(q.streaming, NN_WEIGHTS_STREAMED);
+	CHECK(q.transformer.weights == wt.streamed.device);
+	CHECK(q.peak_device_bytes <= q.budget);
+	CHECK(q.phase_device[NN_PHASE_DECODE] < p.phase_device[NN_PHASE_DECODE]);
+	/* forbidding tiling: rejected, and the change is vae_tiling */
+	rq.vae_tiling = NN_PLAN_OFF;
+	nn_plan_render(&rq, &q);
+	CHECK_INT(q.fits, 0);
+	CHECK_STR(q.change_key, "vae_tiling");
+	rq.vae_tiling = NN_PLAN_AUTO;
+	/* forbidding streaming: the change is weight_streaming */
+	rq.weight_streaming = NN_PLAN_OFF;
+	nn_plan_render(&rq, &q);
+	CHECK_INT(q.fits, 0);
+	CHECK_STR(q.change_key, "weight_streaming");
+	rq.weight_streaming = NN_PLAN_AUTO;
+	/* 1.25 GiB: too long a clip; the named num_frames fits, 8 more not */
+	caps.heap_size[0] = (uint64_t)5 << 28;
+	nn_plan_render(&rq, &q);
+	CHECK_INT(q.fits, 0);
+	CHECK_STR(q.change_key, "num_frames");
+	{
+		int nf = atoi(q.change + strlen("num_frames: "));
+
+		CHECK(nf >= 1 && nf < 121 && (nf - 1) % 8 == 0);
+		rq.num_frames = nf;
+		nn_plan_render(&rq, &q);
+		CHECK(q.fits);
+		rq.num_frames = nf + 8;
+		nn_plan_render(&rq, &q);
+		CHECK_INT(q.fits, 0);
+	}
+}
+
+int
+main(void)
+{
+	test_tile();
+	test_choices();
+	test_pool_plan();
+	return test_summary();
+}
