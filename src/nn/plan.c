@@ -249,23 +249,19 @@ nn_plan_render(const struct nn_plan_request *r, struct nn_plan *out)
 		rest.text_encoder = NULL;
 		rest.text_set = NULL;
 		nn_plan_render(&rest, &alt);
+		if (!alt.fits && alt.change[0] == '\0')
+			return;	/* nothing the job can change makes it fit */
 		snprintf(out->change_key, sizeof(out->change_key),
 		    "prompt_embeds");
 		if (alt.fits)
 			snprintf(out->change, sizeof(out->change),
 			    "prompt_embeds: a file of precomputed embeddings (the "
 			    "text encoder alone needs %.2f GiB)", gib);
-		else if (alt.change[0] != '\0')
+		else
 			snprintf(out->change, sizeof(out->change),
 			    "prompt_embeds: a file of precomputed embeddings (the "
 			    "text encoder alone needs %.2f GiB), and then %.200s",
 			    gib, alt.change);
-		else
-			snprintf(out->change, sizeof(out->change),
-			    "prompt_embeds: a file of precomputed embeddings (the "
-			    "text encoder alone needs %.2f GiB); the rest of the "
-			    "job still needs %.2f GiB", gib,
-			    (double)alt.peak_device_bytes / (double)(1ull << 30));
 		return;
 	}
 	for (int nf = r->num_frames - tr; nf >= 1; nf -= tr) {
