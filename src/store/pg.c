@@ -391,7 +391,7 @@ pg_column_blob(struct store_stmt *s, int i)
 		return v;
 	}
 	if (ps->blobs[i] == NULL) {
-		/* bytea_output = hex (set at connect): \x, 2 digits a byte */
+		/* bytea_output=hex (a connection option): \x, 2 digits a byte */
 		LQ_ASSERT(v[0] == '\\' && v[1] == 'x');
 		size_t n = (strlen(v) - 2) / 2;
 		unsigned char *b = xmalloc(n);
@@ -636,10 +636,14 @@ store_pg_connect(struct store *st, const char *conninfo, struct lq_error *err)
 	st->path = pg_display(conninfo);
 	/*
 	 * A server that does not answer is given 10 s per try (libpq waits
-	 * for the system's TCP timeout otherwise), unless conninfo says.
+	 * for the system's TCP timeout otherwise), unless conninfo says.  The
+	 * session's settings are connection parameters, so that PQreset
+	 * (pg_ready) brings them back with the new connection.
 	 */
-	static const char *const keys[] = {"connect_timeout", "dbname", NULL};
-	const char *values[] = {"10", conninfo, NULL};
+	static const char *const keys[] = {"connect_timeout", "client_encoding",
+	    "options", "dbname", NULL};
+	const char *values[] = {"10", "UTF8", "-c bytea_output=hex", conninfo,
+	    NULL};
 	st->pg->conn = PQconnectdbParams(keys, values, 1);
 	LQ_ASSERT(st->pg->conn != NULL);	/* libpq: NULL only without memory */
 	if (PQstatus(st->pg->conn) != CONNECTION_OK) {
@@ -661,6 +665,5 @@ store_pg_connect(struct store *st, const char *conninfo, struct lq_error *err)
 		return err->status;
 	}
 	PQsetNoticeProcessor(st->pg->conn, pg_notice, NULL);
-	return pg_exec(st, "SET client_encoding = 'UTF8'; "
-	    "SET bytea_output = 'hex'", err);
+	return LQ_OK;
 }
