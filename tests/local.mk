@@ -4,12 +4,21 @@ dist_man_MANS += man/latentq.1
 CLI_TESTS = tests/cli/man.sh tests/cli/queue.sh tests/cli/limits.sh \
 	tests/cli/integrity.sh tests/cli/exit.sh
 TESTS += $(CLI_TESTS)
+# The same queue, worker and crash tests against a throwaway PostgreSQL
+# server (tests/cli/pg-server.sh), and the fleet tests of issue 17.
+PG_TESTS = tests/pg/store.sh tests/pg/queue.sh tests/pg/worker.sh \
+	tests/pg/resume.sh tests/pg/fleet.sh tests/pg/takeover.sh \
+	tests/pg/outage.sh
+TESTS += $(PG_TESTS)
+EXTRA_DIST += $(PG_TESTS) tests/cli/pg-server.sh
 EXTRA_DIST += tests/bench/bench-queue.sh
 bench_SCRIPTS_LIST += tests/bench/bench-queue.sh
 EXTRA_DIST += tests/bench/bench-render.sh
 bench_SCRIPTS_LIST += tests/bench/bench-render.sh
 EXTRA_DIST += tests/bench/bench-streaming.sh
 bench_SCRIPTS_LIST += tests/bench/bench-streaming.sh
+EXTRA_DIST += tests/bench/bench-store.sh
+bench_SCRIPTS_LIST += tests/bench/bench-store.sh
 
 # The demo manifests (text-to-video, image-to-video) and their model, installed under $(pkgdatadir)/jobs/.
 nobase_dist_pkgdata_DATA = jobs/demo.yaml jobs/i2v.yaml \

@@ -95,7 +95,7 @@ cmd_open_store(const struct cmd_globals *g)
 struct store *
 cmd_open_store_readonly(const struct cmd_globals *g)
 {
-	if (access(g->db_path, F_OK) != 0)
+	if (!store_is_postgresql(g->db_path) && access(g->db_path, F_OK) != 0)
 		return cmd_open_store(g);
 	struct store *st = NULL;
 	struct lq_error err;

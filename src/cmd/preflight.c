@@ -39,7 +39,8 @@ db_store(struct db *d)
 {
 	if (!d->tried) {
 		d->tried = 1;
-		if (d->g->db_path && access(d->g->db_path, F_OK) == 0)
+		if (d->g->db_path && (store_is_postgresql(d->g->db_path) ||
+		    access(d->g->db_path, F_OK) == 0))
 			d->st = cmd_open_store(d->g);
 	}
 	return d->st;

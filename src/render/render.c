@@ -244,6 +244,19 @@ phase_load(struct render *r, struct lq_error *err)
 			return s;
 		pin = r->model_digest;
 	}
+	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0 &&
+	    store_is_shared(r->st)) {
+		/* another host's copy may be the pinned one: FATAL gives the
+		 * job back untouched (worker_exit_for: EXIT_UNAVAILABLE) */
+		error_set(err, LQ_FATAL, "LQ-RUN-MODEL-HOST", "this host's copy "
+		    "of model %s differs from the one job %lld pinned (digest "
+		    "%.16s…, here %.16s…); the job is left for a host whose copy "
+		    "matches", r->dm->root, (long long)r->job->id,
+		    r->job->model_digests, r->model_digest);
+		error_set_hint(err, "make this host's copy match, or submit the "
+		    "job again with --again to render with these weights");
+		return LQ_FATAL;
+	}
 	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
 		error_set(err, LQ_FAILED, "LQ-RUN-MODEL-CHANGED", "the files of "
 		    "model %s changed since the job was submitted (digest %.16s…, "

@@ -138,10 +138,17 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 		goto fail;
 
 	s = store_prepare(st,
-	    "INSERT OR REPLACE INTO checkpoints(job_id, step, sigma, dtype, "
+	    "INSERT INTO checkpoints(job_id, step, sigma, dtype, "
 	    "shape, latent, digest, config_digest, model_digest, "
 	    "device_fingerprint, created_at) "
-	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err);
+	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+	    "ON CONFLICT(job_id, step) DO UPDATE SET sigma = excluded.sigma, "
+	    "dtype = excluded.dtype, shape = excluded.shape, "
+	    "latent = excluded.latent, digest = excluded.digest, "
+	    "config_digest = excluded.config_digest, "
+	    "model_digest = excluded.model_digest, "
+	    "device_fingerprint = excluded.device_fingerprint, "
+	    "created_at = excluded.created_at", err);
 	if (s == NULL)
 		goto fail;
 	store_bind_int64(s, 1, cp->job_id);
@@ -619,8 +626,8 @@ store_prune_checkpoints(struct store *st, int64_t job_id, int keep_final,
 		return r;
 	}
 	if (!dry_run) {
-		sql = xasprintf("DELETE FROM checkpoints WHERE rowid IN (SELECT "
-		    "c.rowid %s)", where);
+		sql = xasprintf("DELETE FROM checkpoints WHERE (job_id, step) IN "
+		    "(SELECT c.job_id, c.step %s)", where);
 		s = store_prepare(st, sql, err);
 		free(sql);
 		if (s == NULL) {

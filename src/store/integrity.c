@@ -25,6 +25,8 @@ store_check(struct store *st, int quick, char **problems, struct lq_error *err)
 {
 	if (problems)
 		*problems = NULL;
+	if (st->db == NULL)
+		return LQ_OK;	/* PostgreSQL: the server checks its own pages */
 	char sql[48];
 	snprintf(sql, sizeof(sql), "PRAGMA %s(%d)", quick ? "quick_check" :
 	    "integrity_check", CHECK_MAX_LINES);
@@ -279,6 +281,13 @@ store_repair(const char *src, const char *dst_path,
 {
 	*tables = NULL;
 	*n = 0;
+	if (store_is_postgresql(src) || store_is_postgresql(dst_path)) {
+		error_set(err, LQ_FAILED, "LQ-DB-006", "repair copies SQLite "
+		    "files, and a PostgreSQL database was named");
+		error_set_hint(err, "PostgreSQL recovers itself from its WAL; "
+		    "use pg_dump / pg_restore for copies");
+		return LQ_FAILED;
+	}
 	struct stat sb;
 	if (stat(dst_path, &sb) == 0 || errno != ENOENT)
 		return error_set(err, LQ_FAILED, "LQ-DB-006", "%s already "

@@ -83,8 +83,10 @@ store_begin_fenced(struct store *st, int64_t job_id, struct lq_error *err)
 	if (r != LQ_OK || st->lease_job == 0 || st->lease_job != job_id ||
 	    st->lease_checked)
 		return r;
+	/* FOR UPDATE: on PostgreSQL the row lock keeps the lease as checked
+	 * until the commit (SQLite's write lock does that already) */
 	struct store_stmt *s = store_prepare_cached(st, "SELECT state, lease_owner, "
-	    "lease_token FROM jobs WHERE id = ?", err);
+	    "lease_token FROM jobs WHERE id = ? FOR UPDATE", err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
@@ -380,44 +382,100 @@ store_list_jobs(struct store *st, int filter,
 	return LQ_OK;
 }
 
-/*
- * Is the lease owner ("host:pid:starttime") a process that provably no
- * longer exists?  Only decidable on this host: pid gone, or a pid reused
- * by a process with another start time (field 22 of /proc/PID/stat).
- */
-int
-store_lease_owner_dead(const char *owner)
+/* This host's name in lease owners: LATENTQ_HOST, else gethostname. */
+static void
+host_name(char *buf, size_t n)
 {
-	char host[256], me[256];
-	long pid;
-	unsigned long long start;
-	if (owner == NULL || sscanf(owner, "%255[^:]:%ld:%llu", host, &pid,
-	    &start) != 3)
-		return 0;
-	if (gethostname(me, sizeof(me)) != 0 || strcmp(me, host) != 0)
-		return 0;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	FILE *fp = fopen(path, "r");
+	const char *env = getenv("LATENTQ_HOST");
+	if (env != NULL && *env != '\0') {
+		snprintf(buf, n, "%s", env);
+	} else if (gethostname(buf, n) != 0) {
+		snprintf(buf, n, "localhost");
+	}
+	buf[n - 1] = '\0';
+	for (char *p = buf; *p; p++)
+		if (*p == ':')
+			*p = '_';	/* the owner's field separator */
+}
+
+/* The kernel's boot id (a UUID), or "" where /proc does not give it. */
+static void
+boot_id(char *buf, size_t n)
+{
+	buf[0] = '\0';
+	FILE *fp = fopen("/proc/sys/kernel/random/boot_id", "r");
 	if (fp == NULL)
-		return errno == ENOENT;
+		return;
+	if (fgets(buf, (int)n, fp) == NULL)
+		buf[0] = '\0';
+	fclose(fp);
+	buf[strcspn(buf, ":\n")] = '\0';
+}
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks after boot), or
+ * 0; *found = 0 when the process does not exist. */
+static unsigned long long
+proc_start_time(const char *pid, int *found)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	FILE *fp = fopen(path, "r");
+	*found = fp != NULL || errno != ENOENT;
+	if (fp == NULL)
+		return 0;
 	char buf[1024];
 	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
 	fclose(fp);
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');	/* comm may hold spaces */
-	if (p == NULL)
-		return 0;
-	unsigned long long st = 0;
-	/* after ")": state(3) ... starttime is field 22 → 20th after comm */
 	int field = 2;
-	for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " ")) {
-		if (++field == 22) {
-			st = strtoull(tok, NULL, 10);
-			break;
-		}
-	}
-	return field == 22 && st != start;
+	for (char *tok = p ? strtok(p + 1, " ") : NULL; tok;
+	    tok = strtok(NULL, " "))
+		if (++field == 22)
+			return strtoull(tok, NULL, 10);
+	return 0;
+}
+
+void
+store_lease_owner_self(char *buf, size_t n)
+{
+	char host[256], boot[64];
+	host_name(host, sizeof(host));
+	boot_id(boot, sizeof(boot));
+	int found;
+	unsigned long long start = proc_start_time("self", &found);
+	snprintf(buf, n, "%s:%ld:%llu:%s", host, (long)getpid(), start, boot);
+}
+
+/*
+ * Is the lease owner ("host:pid:starttime:bootid") a process that provably
+ * no longer exists?  Only decidable on this host (same name): another boot
+ * id (the owner died with the previous boot), pid gone, or a pid reused by
+ * a process with another start time (field 22 of /proc/PID/stat).  Owners
+ * written before the boot id was recorded have three fields.
+ */
+int
+store_lease_owner_dead(const char *owner)
+{
+	char host[256], me[256], boot[64] = "", my_boot[64];
+	long pid;
+	unsigned long long start;
+	if (owner == NULL || sscanf(owner, "%255[^:]:%ld:%llu:%63s", host, &pid,
+	    &start, boot) < 3)
+		return 0;
+	host_name(me, sizeof(me));
+	if (strcmp(me, host) != 0)
+		return 0;
+	boot_id(my_boot, sizeof(my_boot));
+	if (boot[0] != '\0' && my_boot[0] != '\0' && strcmp(boot, my_boot) != 0)
+		return 1;
+	char spid[32];
+	snprintf(spid, sizeof(spid), "%ld", pid);
+	int found;
+	unsigned long long now_start = proc_start_time(spid, &found);
+	if (!found)
+		return 1;
+	return now_start != 0 && now_start != start;
 }
 
 static enum lq_status requeue(struct store *st, int64_t id, const char *owner,
@@ -435,7 +493,7 @@ reap_leases(struct store *st, struct lq_error *err)
 {
 	struct store_stmt *s = store_prepare_cached(st,
 	    "SELECT id, lease_owner, lease_expires FROM jobs WHERE state = "
-	    "'running'", err);
+	    "'running' FOR UPDATE SKIP LOCKED", err);
 	if (s == NULL)
 		return err->status;
 	double now = util_now();
@@ -496,9 +554,12 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 		for (size_t i = 0; i < n; i++)
 			strbuf_printf(&sql, "%s%lld", i ? "," : "",
 			    (long long)ids[i]);
-		strbuf_printf(&sql, ")");
+		/* PostgreSQL has no empty list; (NULL) matches nothing */
+		strbuf_printf(&sql, "%s)", n == 0 ? "NULL" : "");
 	}
-	strbuf_printf(&sql, " ORDER BY priority DESC, id LIMIT 1");
+	/* another host's claim in flight holds its row: take the next */
+	strbuf_printf(&sql, " ORDER BY priority DESC, id LIMIT 1 "
+	    "FOR UPDATE SKIP LOCKED");
 	struct store_stmt *s = store_prepare(st, sql.buf, err);
 	free(sql.buf);
 	if (s == NULL) {
@@ -561,14 +622,16 @@ store_next_claimable(struct store *st, const int64_t *ids, size_t n,
 {
 	struct strbuf sql = {0};
 	strbuf_printf(&sql, "SELECT min(CASE WHEN state = 'queued' THEN "
-	    "coalesce(not_before, 0) END), sum(state = 'queued'), "
-	    "sum(state = 'running') FROM jobs");
+	    "coalesce(not_before, 0) END), "
+	    "sum(CASE WHEN state = 'queued' THEN 1 ELSE 0 END), "
+	    "sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END) FROM jobs");
 	if (ids != NULL) {
 		strbuf_printf(&sql, " WHERE id IN (");
 		for (size_t i = 0; i < n; i++)
 			strbuf_printf(&sql, "%s%lld", i ? "," : "",
 			    (long long)ids[i]);
-		strbuf_printf(&sql, ")");
+		/* PostgreSQL has no empty list; (NULL) matches nothing */
+		strbuf_printf(&sql, "%s)", n == 0 ? "NULL" : "");
 	}
 	struct store_stmt *s = store_prepare(st, sql.buf, err);
 	free(sql.buf);
@@ -767,7 +830,7 @@ store_finish_job(struct store *st, int64_t id, const char *owner,
 	    "output_path = coalesce(?1, output_path), error_code = NULL, "
 	    "error_message = NULL, error_grade = NULL, updated_at = ?2, "
 	    "finished_at = ?2, failures = 0, run_seconds = run_seconds + "
-	    "max(0, ?2 - coalesce(claimed_at, ?2)) "
+	    "CASE WHEN ?2 > claimed_at THEN ?2 - claimed_at ELSE 0 END "
 	    "WHERE id = ?3 AND state = 'running' AND lease_owner = ?4", err);
 	if (s == NULL)
 		return err->status;
@@ -811,7 +874,7 @@ requeue(struct store *st, int64_t id, const char *owner, double backoff,
 	    "lease_owner = NULL, lease_expires = NULL, not_before = ?1 + ?2, "
 	    "error_code = ?3, error_message = ?4, error_grade = ?5, "
 	    "updated_at = ?1, run_seconds = run_seconds + "
-	    "max(0, ?1 - coalesce(claimed_at, ?1)) "
+	    "CASE WHEN ?1 > claimed_at THEN ?1 - claimed_at ELSE 0 END "
 	    "WHERE id = ?8 AND state = 'running' AND (?9 IS NULL OR "
 	    "lease_owner = ?9)", err);
 	if (s == NULL)
@@ -890,7 +953,8 @@ store_fail_job(struct store *st, int64_t id, const char *owner,
 	    "'poisoned', lease_owner = NULL, lease_expires = NULL, "
 	    "error_code = ?1, error_message = ?2, error_grade = 'failed', "
 	    "updated_at = ?3, finished_at = ?3, run_seconds = run_seconds + "
-	    "max(0, ?3 - coalesce(claimed_at, ?3)) WHERE id = ?4 AND state = "
+	    "CASE WHEN ?3 > claimed_at THEN ?3 - claimed_at ELSE 0 END "
+	    "WHERE id = ?4 AND state = "
 	    "'running' AND lease_owner = ?5", err);
 	if (s == NULL)
 		return err->status;

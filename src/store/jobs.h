@@ -139,7 +139,7 @@ void store_job_clear(struct store_job *job);
 /* One claim of a job: its holder and fencing token (borrowed strings). */
 struct store_lease {
 	int64_t job_id;
-	const char *owner;		/* "host:pid:starttime" of the supervisor */
+	const char *owner;		/* store_lease_owner_self of the supervisor */
 	int64_t token;			/* jobs.lease_token the claim set */
 };
 
@@ -257,8 +257,19 @@ enum lq_status store_requeue_job(struct store *st, int64_t id,
     enum job_state *new_state, struct lq_error *err);
 
 /*
- * Is this lease owner ("host:pid:starttime") a process of this host that
- * provably no longer exists?  0 for another host's owner (undecidable).
+ * This process's lease owner, "host:pid:starttime:bootid", into buf: the
+ * host is LATENTQ_HOST if set (':' becomes '_'), else gethostname();
+ * starttime is field 22 of /proc/self/stat, bootid the kernel's
+ * /proc/sys/kernel/random/boot_id.  Together they name one process of one
+ * boot of one host, which no pid reuse or reboot repeats.
+ */
+void store_lease_owner_self(char *buf, size_t n);
+
+/*
+ * Is this lease owner (store_lease_owner_self; the older
+ * "host:pid:starttime" too) a process of this host that provably no longer
+ * exists: another boot, or no such process now?  0 for another host's
+ * owner (undecidable: its lease expiry decides).
  */
 int store_lease_owner_dead(const char *owner);
 

@@ -1,7 +1,8 @@
 /*
  * lite.c — the SQLite driver behind the store's statement functions
- * (store-int.h).  The store's SQL is SQLite's dialect, so statements are
- * prepared as they are.  Opening, pragmas and the integrity checks stay in
+ * (store-int.h).  The store's SQL is written in what SQLite and PostgreSQL
+ * share, so statements are prepared as they are, less PostgreSQL's row
+ * locks (lite_sql_length).  Opening, pragmas and the integrity checks stay in
  * store.c and integrity.c, which use the connection directly.
  */
 #include <errno.h>
@@ -18,12 +19,32 @@ struct lite_stmt {
 
 #define LITE(x) (((struct lite_stmt *)(x))->s)
 
+/*
+ * Row locks, spelled as PostgreSQL does at the end of a SELECT: SQLite has
+ * none and needs none (BEGIN IMMEDIATE holds the database's write lock),
+ * so they are cut off.  Returns the length of sql without them.
+ */
+static int
+lite_sql_length(const char *sql)
+{
+	static const char *const locks[] = {
+		" FOR UPDATE SKIP LOCKED", " FOR UPDATE",
+	};
+	size_t n = strlen(sql);
+	for (size_t i = 0; i < LQ_ARRAY_LEN(locks); i++) {
+		size_t k = strlen(locks[i]);
+		if (n >= k && strcmp(sql + n - k, locks[i]) == 0)
+			return (int)(n - k);
+	}
+	return (int)n;
+}
+
 static struct store_stmt *
 lite_prepare(struct store *st, const char *sql, int persistent,
     struct lq_error *err)
 {
 	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v3(st->db, sql, -1, persistent ?
+	if (sqlite3_prepare_v3(st->db, sql, lite_sql_length(sql), persistent ?
 	    SQLITE_PREPARE_PERSISTENT : 0, &s, NULL) != SQLITE_OK) {
 		store_sql_error(st, "sqlite3_prepare_v3", err);
 		return NULL;
@@ -81,7 +102,10 @@ lite_bind_double(struct store_stmt *s, int i, double v)
 static void
 lite_bind_text(struct store_stmt *s, int i, const char *v)
 {
-	sqlite3_bind_text(LITE(s), i, v, -1, SQLITE_TRANSIENT);
+	if (v == NULL)
+		sqlite3_bind_null(LITE(s), i);
+	else
+		sqlite3_bind_text(LITE(s), i, v, -1, SQLITE_TRANSIENT);
 }
 
 static void

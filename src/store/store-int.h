@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include "core/embed.h"
 #include "store/store.h"
 
 #define STORE_STMT_CACHE 48
@@ -15,8 +16,13 @@
  * The driver seam.  Every file of src/store/ speaks SQL through these
  * functions, never through sqlite3_* (integrity.c excepted: quick_check,
  * recover and repair are SQLite's own machinery).  One driver per backend:
- * store_driver_sqlite (lite.c).  A driver gets SQL in the shared dialect:
- * `?` or `?N` placeholders; a driver whose server wants another spelling
+ * store_driver_sqlite (lite.c) and store_driver_postgresql (pg.c).
+ *
+ * A driver gets SQL in what the two dialects share: `?` or `?N`
+ * placeholders, ON CONFLICT, RETURNING; a SELECT in a write transaction
+ * may end in " FOR UPDATE" or " FOR UPDATE SKIP LOCKED" (PostgreSQL's row
+ * locks; the SQLite driver drops them, its write lock already excludes
+ * other writers).  A driver whose server spells something otherwise
  * rewrites it in prepare.
  *
  * Statements: store_prepare* returns one; bind (1-based indices), then
@@ -36,6 +42,12 @@ struct store_driver {
 	const char *name;	/* "sqlite", "postgresql" */
 	/* SQL that opens a write transaction (store_begin) */
 	const char *begin_sql;
+	/*
+	 * Migrations whose statements this backend cannot share: an entry
+	 * named like a file of schema/ replaces it (NULL-name terminated;
+	 * NULL: none).  From schema/BACKEND/.
+	 */
+	const struct embed_file *variants;
 	/* persistent: kept for reuse (the statement cache) */
 	struct store_stmt *(*prepare)(struct store *st, const char *sql,
 	    int persistent, struct lq_error *err);
@@ -44,6 +56,7 @@ struct store_driver {
 	int (*step)(struct store_stmt *s);	/* STORE_ROW, _DONE, _ERROR */
 	void (*bind_int64)(struct store_stmt *s, int i, int64_t v);
 	void (*bind_double)(struct store_stmt *s, int i, double v);
+	/* v NULL: a NULL of type text */
 	void (*bind_text)(struct store_stmt *s, int i, const char *v);
 	void (*bind_blob)(struct store_stmt *s, int i, const void *p, size_t n);
 	void (*bind_null)(struct store_stmt *s, int i);
@@ -63,6 +76,11 @@ struct store_driver {
 	    struct lq_error *err);
 	/* schema version recorded in the database; -1 on error */
 	int (*schema_version)(struct store *st);
+	/*
+	 * In a migration's transaction, before the version is read again:
+	 * excludes other migrators (NULL: the write lock already does).
+	 */
+	enum lq_status (*lock_schema)(struct store *st, struct lq_error *err);
 	/* records `version` in the open transaction */
 	enum lq_status (*set_schema_version)(struct store *st, int version,
 	    struct lq_error *err);
@@ -70,10 +88,21 @@ struct store_driver {
 };
 
 extern const struct store_driver store_driver_sqlite;
+extern const struct store_driver store_driver_postgresql;
+
+/*
+ * Connects st (path unset, drv unset) to the PostgreSQL server that
+ * conninfo (a URL or keyword/value string) names; on failure err says
+ * why (LQ_RETRY if the server may just be unreachable) and st must still
+ * be closed.  st->path gets the conninfo without its password.
+ */
+enum lq_status store_pg_connect(struct store *st, const char *conninfo,
+    struct lq_error *err);
 
 struct store {
 	const struct store_driver *drv;
 	sqlite3 *db;		/* the SQLite driver's connection */
+	struct store_pg *pg;	/* the PostgreSQL driver's (pg.c) */
 	char *path;
 	int txn_depth;
 	/* the lease this handle writes under (store_hold_lease); job 0: none */

@@ -3,9 +3,12 @@
  * small caches (pipeline, text).  See store.h.
  *
  * Migrations are the files schema/NNNN_*.sql, embedded at build time in
- * order; file NNNN brings the database to user_version NNNN.  Each one runs
- * in its own transaction with the user_version bump, so a crash mid-upgrade
- * leaves the previous version intact.
+ * order; file NNNN brings the database to schema version NNNN (SQLite's
+ * user_version; PostgreSQL's latentq_migrations rows).  A backend that
+ * cannot share a file's statements has its own version of that file in
+ * schema/BACKEND/ (the driver's variants).  Each one runs in its own
+ * transaction with the version bump, so a crash mid-upgrade leaves the
+ * previous version intact.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +35,12 @@ sqlite3 *
 store_db(struct store *st)
 {
 	return st->db;
+}
+
+int
+store_is_shared(const struct store *st)
+{
+	return st->drv == &store_driver_postgresql;
 }
 
 const char *
@@ -154,10 +163,7 @@ store_bind_double(struct store_stmt *s, int i, double v)
 void
 store_bind_text(struct store_stmt *s, int i, const char *v)
 {
-	if (v == NULL)
-		s->st->drv->bind_null(s, i);
-	else
-		s->st->drv->bind_text(s, i, v);
+	s->st->drv->bind_text(s, i, v);
 }
 
 void
@@ -266,12 +272,20 @@ migrate(struct store *st, struct lq_error *err)
 		enum lq_status s = store_begin(st, err);
 		if (s != LQ_OK)
 			return s;
+		if (st->drv->lock_schema != NULL &&
+		    (s = st->drv->lock_schema(st, err)) != LQ_OK) {
+			store_rollback(st);
+			return s;
+		}
 		/* Re-check under the write lock: another process may have migrated. */
 		if (store_schema_version(st) >= version) {
 			store_rollback(st);
 			continue;
 		}
-		if ((s = store_exec(st, (const char *)f->data, err)) != LQ_OK ||
+		const struct embed_file *v = st->drv->variants != NULL ?
+		    embed_find(st->drv->variants, f->name) : NULL;
+		const char *sql = (const char *)(v != NULL ? v : f)->data;
+		if ((s = store_exec(st, sql, err)) != LQ_OK ||
 		    (s = st->drv->set_schema_version(st, version, err)) != LQ_OK) {
 			store_rollback(st);
 			char *why = xstrdup(err->message);
@@ -375,10 +389,57 @@ open_readonly(const char *path, struct store **out, struct lq_error *err)
 	return LQ_OK;
 }
 
+/*
+ * A PostgreSQL queue: connect, then as open_read_write / open_readonly.
+ * A database without latentq's tables is "no queue" when it must exist
+ * (must_exist, or read-only); otherwise it is migrated like a new file.
+ * quick_check has no PostgreSQL counterpart to run here: the server checks
+ * its own pages (data checksums), so STORE_READ_WRITE_CHECKED is plain
+ * read-write.
+ */
+static enum lq_status
+open_postgresql(const char *conninfo, enum store_mode mode, int must_exist,
+    struct store **out, struct lq_error *err)
+{
+	struct store *st = xcalloc(1, sizeof(*st));
+	*out = NULL;
+	enum lq_status s = store_pg_connect(st, conninfo, err);
+	int have = s == LQ_OK ? store_schema_version(st) : 0;
+	if (s != LQ_OK)
+		;
+	else if (have < 0)
+		s = store_sql_error(st, "SELECT latentq_migrations", err);
+	else if (have > store_schema_latest())
+		s = schema_too_new(st, have, err);
+	else if (have == 0 && (must_exist || mode == STORE_READ_ONLY)) {
+		s = error_set(err, LQ_FAILED, "LQ-DB-NOENT", "no queue in "
+		    "database %s (it has no latentq tables)", st->path);
+		error_set_hint(err, "`latentq submit` or `latentq render` creates "
+		    "one; or name another with -d or LATENTQ_DB");
+	} else if (mode == STORE_READ_ONLY && have < store_schema_latest()) {
+		s = error_set(err, LQ_FAILED, "LQ-DB-005", "queue database %s has "
+		    "schema version %d; this latentq reads version %d and does "
+		    "not migrate for a read-only command", st->path, have,
+		    store_schema_latest());
+		error_set_hint(err, "run latentq submit or run once against it");
+	} else if (mode == STORE_READ_ONLY)
+		s = store_exec(st, "SET default_transaction_read_only = on", err);
+	else
+		s = migrate(st, err);
+	if (s != LQ_OK) {
+		store_close(st);
+		return s;
+	}
+	*out = st;
+	return LQ_OK;
+}
+
 enum lq_status
 store_open_mode(const char *path, enum store_mode mode, struct store **out,
     struct lq_error *err)
 {
+	if (store_is_postgresql(path))
+		return open_postgresql(path, mode, 0, out, err);
 	if (mode == STORE_READ_ONLY)
 		return open_readonly(path, out, err);
 	return open_read_write(path, mode == STORE_READ_WRITE_CHECKED, out,
@@ -388,7 +449,7 @@ store_open_mode(const char *path, enum store_mode mode, struct store **out,
 enum lq_status
 store_open(const char *path, struct store **out, struct lq_error *err)
 {
-	return open_read_write(path, 0, out, err);
+	return store_open_mode(path, STORE_READ_WRITE, out, err);
 }
 
 /* store_open; with `check`, PRAGMA quick_check before anything is written
@@ -442,6 +503,8 @@ store_open_existing(const char *path, struct store **out,
 {
 	struct stat sb;
 	*out = NULL;
+	if (store_is_postgresql(path))
+		return open_postgresql(path, STORE_READ_WRITE, 1, out, err);
 	if (stat(path, &sb) != 0 && errno == ENOENT) {
 		error_set(err, LQ_FAILED, "LQ-DB-NOENT", "no queue database at %s",
 		    path);
@@ -459,7 +522,8 @@ store_close(struct store *st)
 		return;
 	for (size_t i = 0; i < STORE_STMT_CACHE; i++)
 		store_finalize(st->cache[i].stmt);
-	st->drv->close(st);
+	if (st->drv != NULL)
+		st->drv->close(st);
 	free(st->lease_owner);
 	free(st->path);
 	free(st);
@@ -533,8 +597,9 @@ store_put_pipeline_cache(struct store *st, const char *fingerprint,
     const void *blob, size_t size, struct lq_error *err)
 {
 	struct store_stmt *s = store_prepare(st,
-	    "INSERT OR REPLACE INTO pipeline_cache(fingerprint, data, created_at) "
-	    "VALUES (?, ?, ?)", err);
+	    "INSERT INTO pipeline_cache(fingerprint, data, created_at) "
+	    "VALUES (?, ?, ?) ON CONFLICT(fingerprint) DO UPDATE SET "
+	    "data = excluded.data, created_at = excluded.created_at", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, fingerprint);
@@ -584,8 +649,11 @@ store_put_text_cache(struct store *st, const char *encoder_digest,
     const void *data, size_t size, struct lq_error *err)
 {
 	struct store_stmt *s = store_prepare(st,
-	    "INSERT OR REPLACE INTO text_cache(encoder_digest, tokens_digest, "
-	    "dtype, shape, data, created_at) VALUES (?, ?, ?, ?, ?, ?)", err);
+	    "INSERT INTO text_cache(encoder_digest, tokens_digest, "
+	    "dtype, shape, data, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+	    "ON CONFLICT(encoder_digest, tokens_digest) DO UPDATE SET "
+	    "dtype = excluded.dtype, shape = excluded.shape, "
+	    "data = excluded.data, created_at = excluded.created_at", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, encoder_digest);

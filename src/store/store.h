@@ -1,5 +1,7 @@
 /*
- * store.h — latentq's queue database (SQLite).  The only module that speaks
+ * store.h — latentq's queue database: an SQLite file, or a PostgreSQL
+ * database that many hosts share (store_is_postgresql names which; both
+ * behind the same functions and job states).  The only module that speaks
  * SQL; everything else sees these functions.
  *
  * Ownership: a `struct store` is opened by store_open and closed by
@@ -9,7 +11,10 @@
  * caller-owned `struct lq_error` and returns its status: LQ_RETRY when the
  * database stayed busy past the busy timeout (LQ-DB-001) or its disk is
  * full or failing (SQLITE_FULL, SQLITE_IOERR: STORE_CODE_STORAGE, the
- * message naming errno), LQ_FAILED otherwise.  A failed call leaves the
+ * message naming errno; PostgreSQL's SQLSTATE class 53), or, on
+ * PostgreSQL, when the server cannot be reached or a lock or serialization
+ * conflict aborted the transaction (LQ-DB-001; the next call reconnects),
+ * LQ_FAILED otherwise.  A failed call leaves the
  * database as it was (each call is one transaction).
  */
 #ifndef LQ_STORE_STORE_H
@@ -26,9 +31,19 @@ struct store;
 #define STORE_CODE_STORAGE "LQ-DB-007"
 
 /*
+ * Does `db` (a -d / LATENTQ_DB value) name a PostgreSQL database rather
+ * than an SQLite file?  True for postgresql:// and postgres:// URLs and
+ * libpq keyword/value strings ("host=/run/pg dbname=queue"); any other
+ * text is a path.
+ */
+int store_is_postgresql(const char *db);
+
+/*
  * Opens (creating if needed) the database at `path`, turns on WAL, foreign
  * keys and a busy timeout, and applies the embedded migrations in schema/
- * whose number exceeds PRAGMA user_version.  A database whose user_version
+ * whose number exceeds PRAGMA user_version.  A PostgreSQL `path`
+ * (store_is_postgresql) connects instead; the database must exist, and its
+ * version is the newest row of latentq_migrations.  A database whose user_version
  * is newer than this binary knows is refused (LQ_FAILED, code LQ-DB-002).
  */
 enum lq_status store_open(const char *path, struct store **out,
@@ -62,7 +77,7 @@ enum lq_status store_open_mode(const char *path, enum store_mode mode,
  * database is sound; LQ_FAILED with code LQ-DB-004 and the first problems
  * SQLite reports in err otherwise.  *problems (may be NULL) gets a
  * caller-owned text of every line reported (at most 100), or NULL when
- * sound.
+ * sound.  On PostgreSQL it is LQ_OK: the server checks its own pages.
  */
 enum lq_status store_check(struct store *st, int quick, char **problems,
     struct lq_error *err);
@@ -106,6 +121,13 @@ int store_schema_latest(void);
  * `version` (-1 restores "all").  Not for production use.
  */
 void store_set_migration_limit(int version);
+
+/*
+ * Is this queue shared by other hosts (PostgreSQL), rather than one
+ * host's file (SQLite)?  A job this host cannot render is then left for
+ * another host instead of failing.
+ */
+int store_is_shared(const struct store *st);
 
 /* Path the store was opened with (borrowed). */
 const char *store_path(const struct store *st);

@@ -12,8 +12,9 @@ enum lq_status
 store_add_job_webhook(struct store *st, int64_t job_id, const char *url,
     struct lq_error *err)
 {
-	struct store_stmt *s = store_prepare_cached(st, "INSERT OR IGNORE INTO "
-	    "job_webhooks(job_id, url) VALUES (?, ?)", err);
+	struct store_stmt *s = store_prepare_cached(st, "INSERT INTO "
+	    "job_webhooks(job_id, url) VALUES (?, ?) ON CONFLICT DO NOTHING",
+	    err);
 	if (s == NULL)
 		return err->status;
 	store_bind_int64(s, 1, job_id);

@@ -54,7 +54,9 @@ worker_exit_for(const struct lq_error *e, const char *phase)
 	if (e->status == LQ_FATAL ||
 	    ((flags & LQ_CODE_F_HOST) && before_first_step(phase)))
 		return EXIT_UNAVAILABLE;
-	if (flags & LQ_CODE_F_QUEUE)
+	/* a busy or unreachable database passes (RETRY: 75, the supervisor
+	 * backs off); any other of its errors is the host's storage */
+	if ((flags & LQ_CODE_F_QUEUE) && e->status != LQ_RETRY)
 		return EXIT_IOERR;
 	if (e->status == LQ_RETRY)
 		return EXIT_TEMPFAIL;

@@ -39,28 +39,7 @@ on_signal(int sig)
 void
 supervisor_owner(char *buf, size_t n)
 {
-	char host[256] = "localhost";
-	gethostname(host, sizeof(host));
-	host[sizeof(host) - 1] = '\0';
-	unsigned long long start = 0;
-	FILE *fp = fopen("/proc/self/stat", "r");
-	if (fp != NULL) {
-		char stat[1024];
-		size_t len = fread(stat, 1, sizeof(stat) - 1, fp);
-		fclose(fp);
-		stat[len] = '\0';
-		char *p = strrchr(stat, ')');
-		int field = 2;
-		char *save = NULL;
-		for (char *tok = p ? strtok_r(p + 1, " ", &save) : NULL; tok;
-		    tok = strtok_r(NULL, " ", &save)) {
-			if (++field == 22) {
-				start = strtoull(tok, NULL, 10);
-				break;
-			}
-		}
-	}
-	snprintf(buf, n, "%s:%ld:%llu", host, (long)getpid(), start);
+	store_lease_owner_self(buf, n);
 }
 
 /* A ring of the child's last TAIL_SIZE bytes of stderr. */
@@ -330,6 +309,47 @@ backoff_for(int attempts)
 	return b < 600 ? b : 600;
 }
 
+/*
+ * A store call that failed with LQ_RETRY (SQLite busy past its timeout, the
+ * PostgreSQL server unreachable) is tried again: db_backoff sleeps 0.1 s,
+ * doubling to 2 s, and returns 0 once LATENTQ_DB_RETRY_SECONDS (default
+ * 300) have passed since the first failure of the run of failures.  The
+ * PostgreSQL driver reconnects on the next call.
+ */
+struct db_retry {
+	double first, wait;
+};
+
+static int
+db_backoff(struct db_retry *d, const struct lq_error *err)
+{
+	double now = util_monotonic();
+	if (d->first == 0) {
+		d->first = now;
+		d->wait = 0.1;
+		log_warn("%s; trying again", err->message);
+	}
+	if (now - d->first > util_env_seconds("LATENTQ_DB_RETRY_SECONDS", 300))
+		return 0;
+	usleep((useconds_t)(d->wait * 1e6));
+	d->wait = d->wait * 2 < 2 ? d->wait * 2 : 2;
+	return 1;
+}
+
+/* store_requeue_job, tried again while the database cannot be reached. */
+static enum lq_status
+requeue_job(struct store *st, int64_t id, const char *owner, double backoff,
+    enum job_requeue_reason reason, const char *code, enum lq_status grade,
+    const char *message, enum job_state *new_state, struct lq_error *err)
+{
+	struct db_retry d = {0};
+	enum lq_status r;
+	while ((r = store_requeue_job(st, id, owner, backoff, reason, code,
+	    grade, message, new_state, err)) == LQ_RETRY && db_backoff(&d, err))
+		error_clear(err);
+	return r;
+}
+
 int
 supervisor_run(struct store *st, const struct supervisor_options *opt,
     struct supervisor_result *res)
@@ -352,6 +372,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	int claims = 0, interrupted = 0, fatal = 0, host = 0, storage = 0;
 	/* notifications a previous run left pending */
 	worker_deliver_webhooks(st, 0);
+	struct db_retry dbr = {0};
 	while (!signals_seen && (opt->max_jobs == 0 || claims < opt->max_jobs)) {
 		struct lq_error err;
 		error_clear(&err);
@@ -359,10 +380,8 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		int claimed = 0;
 		enum lq_status r = store_claim_job(st, owner, lease, opt->only_ids,
 		    opt->n_ids, &job, &claimed, &err);
-		if (r == LQ_RETRY) {
-			usleep(100000);
+		if (r == LQ_RETRY && db_backoff(&dbr, &err))
 			continue;
-		}
 		if (r != LQ_OK) {
 			error_print(&err, stderr);
 			fatal = 1;
@@ -371,12 +390,16 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		if (!claimed) {
 			double at;
 			int running;
-			if (store_next_claimable(st, opt->only_ids, opt->n_ids, &at,
-			    &running, &err) != LQ_OK) {
+			r = store_next_claimable(st, opt->only_ids, opt->n_ids, &at,
+			    &running, &err);
+			if (r == LQ_RETRY && db_backoff(&dbr, &err))
+				continue;
+			if (r != LQ_OK) {
 				error_print(&err, stderr);
 				fatal = 1;
 				break;
 			}
+			memset(&dbr, 0, sizeof(dbr));
 			if (at < 0 && opt->mode == SUPERVISOR_ONCE &&
 			    !(opt->only_ids != NULL && running > 0))
 				break;
@@ -390,6 +413,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			usleep((useconds_t)(wait * 1e6));
 			continue;
 		}
+		memset(&dbr, 0, sizeof(dbr));
 		claims++;
 		if (opt->webhook != NULL &&
 		    store_add_job_webhook(st, job.id, opt->webhook, &err) != LQ_OK)
@@ -406,7 +430,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		if (spawn_child(opt, &job, owner, no_cache, &ch) != 0) {
 			int e = errno;
 			log_error("cannot start a worker process: %s", strerror(e));
-			store_requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
+			requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
 			    "LQ-RUN-SPAWN", LQ_FATAL, strerror(e), NULL, &err);
 			store_job_clear(&job);
 			host = 1;
@@ -416,7 +440,11 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		int lost = 0;
 		int status = watch_child(st, &job, owner, lease, &ch, &tail, &lost);
 		struct store_job after;
-		if (store_get_job(st, job.id, &after, &err) != LQ_OK) {
+		struct db_retry d = {0};
+		while ((r = store_get_job(st, job.id, &after, &err)) == LQ_RETRY &&
+		    db_backoff(&d, &err))
+			error_clear(&err);
+		if (r != LQ_OK) {
 			error_print(&err, stderr);
 			store_job_clear(&job);
 			fatal = 1;
@@ -446,7 +474,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			 * host's fault, not the job's: give the job back (its
 			 * checkpoints are kept, so the next run resumes) and stop;
 			 * retrying here would only fill the same disk again */
-			rr = store_requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
+			rr = requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
 			    rep.present ? rep.code : "LQ-RUN-STORAGE", LQ_RETRY,
 			    rep.present ? rep.message : "the disk of the outputs or "
 			    "of the database failed (the worker's error is above); "
@@ -458,7 +486,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		} else if (o == WORKER_HOST) {
 			/* this host cannot render (its error is on stderr above):
 			 * give the job back untouched and stop */
-			rr = store_requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
+			rr = requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
 			    rep.present ? rep.code : "LQ-RUN-HOST", rep.present ?
 			    rep.grade : LQ_FATAL, rep.present ? rep.message :
 			    "this host could not start rendering", NULL, &err);
@@ -475,7 +503,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			char *detail = crash_detail(status, &after, &tail);
 			store_add_event(st, job.id, "interrupted", detail, &err);
 			free(detail);
-			rr = store_requeue_job(st, job.id, owner, 0,
+			rr = requeue_job(st, job.id, owner, 0,
 			    JOB_REQUEUE_INTERRUPTED, "LQ-RUN-INT", LQ_RETRY, msg, NULL,
 			    &err);
 			interrupted = 1;
@@ -483,7 +511,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		} else if (o == WORKER_TEMPFAIL) {
 			/* a RETRY-graded error: backoff, no failure counted */
 			double b = backoff_for(job.attempts);
-			rr = store_requeue_job(st, job.id, owner, b, JOB_REQUEUE_RETRY,
+			rr = requeue_job(st, job.id, owner, b, JOB_REQUEUE_RETRY,
 			    rep.present ? rep.code : "LQ-RUN-RETRY", LQ_RETRY,
 			    rep.present ? rep.message : "the worker failed in a way "
 			    "that may pass next time", &ns, &err);
@@ -509,7 +537,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			 * the pipeline cache, without counting */
 			int compile_crash = strcmp(phase, "compile") == 0 &&
 			    !no_cache && WIFSIGNALED(status);
-			rr = store_requeue_job(st, job.id, owner, compile_crash ? 0 :
+			rr = requeue_job(st, job.id, owner, compile_crash ? 0 :
 			    backoff_for(job.failures + 1), compile_crash ?
 			    JOB_REQUEUE_RETRY : JOB_REQUEUE_CRASH, "LQ-RUN-CRASH",
 			    LQ_FAILED, msg, &ns, &err);

@@ -4,7 +4,7 @@
  * costs one attempt of one job, never the queue.
  *
  * The supervisor never initialises Vulkan.  Per job it:
- *   claims it (store_claim_job) with a lease owned by "host:pid:starttime";
+ *   claims it (store_claim_job) with a lease owned by "host:pid:start:boot";
  *   spawns `latentq exec-job` (this binary, /proc/self/exe) with the job's
  *   stderr piped back, relaying it and keeping its tail;
  *   renews the lease every LEASE/4 seconds while the child works, and stops
@@ -79,7 +79,7 @@ int supervisor_run(struct store *st, const struct supervisor_options *opt,
  */
 double supervisor_stop_seconds(void);
 
-/* This process's lease-owner string "host:pid:starttime" into buf. */
+/* This process's lease owner (store_lease_owner_self) into buf. */
 void supervisor_owner(char *buf, size_t n);
 
 #endif

@@ -7,8 +7,49 @@ LC_ALL=C; export LC_ALL
 : "${top_srcdir:=.}"
 T=$(mktemp -d /tmp/latentq-test.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-LATENTQ_DB=$T/queue.db; export LATENTQ_DB
-unset XDG_DATA_HOME LATENTQ_DEVICE
+unset XDG_DATA_HOME LATENTQ_DEVICE LATENTQ_HOST
+# LATENTQ_TEST_DB=postgresql runs the test against a throwaway PostgreSQL
+# server (tests/cli/pg-server.sh) instead of SQLite files: LATENTQ_DB and
+# every new_db are databases there, and db_sql queries them with psql.
+: "${LATENTQ_TEST_DB:=sqlite}"
+if [ "$LATENTQ_TEST_DB" = postgresql ]; then
+	. "$top_srcdir/tests/cli/pg-server.sh"
+	pg_start
+	trap 'pg_stop; rm -rf "$T"' EXIT
+	trap 'exit 1' HUP INT TERM	# the server is stopped on a kill too
+	LATENTQ_DB=$(pg_createdb queue)
+else
+	LATENTQ_DB=$T/queue.db
+fi
+export LATENTQ_DB
+
+# new_db NAME : prints the -d value of a new, empty queue database.
+new_db() {
+	if [ "$LATENTQ_TEST_DB" = postgresql ]; then
+		pg_createdb "$1"
+	else
+		echo "$T/$1.db"
+	fi
+}
+
+# fresh_queue : LATENTQ_DB becomes a new, empty queue database.
+fresh_queue() {
+	fresh_n=$(( ${fresh_n:-0} + 1 ))
+	if [ "$LATENTQ_TEST_DB" = postgresql ]; then
+		LATENTQ_DB=$(new_db "queue$fresh_n")
+	else
+		rm -f "$LATENTQ_DB"*
+	fi
+}
+
+# db_sql DB SQL : runs SQL on the queue database DB (sqlite3 or psql).
+db_sql() {
+	if [ "$LATENTQ_TEST_DB" = postgresql ]; then
+		pg_sql "$1" "$2"
+	else
+		sqlite3 "$1" "$2"
+	fi
+}
 failures=0
 checks=0
 

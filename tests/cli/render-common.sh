@@ -33,7 +33,7 @@ write_manifest() {
 }
 
 # q SQL : run a query on the test database.
-q() { sqlite3 "$LATENTQ_DB" "$1"; }
+q() { db_sql "$LATENTQ_DB" "$1"; }
 
 # digest FILE
 digest() { sha256sum "$1" | cut -d' ' -f1; }

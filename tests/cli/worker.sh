@@ -8,7 +8,7 @@ STEPS=3
 write_manifest "$T/m.yaml" $STEPS a:1 b:2 c:3
 expect_status 0 "$LATENTQ" submit "$T/m.yaml"
 LATENTQ_FAULT="b/segv@denoise:2#1" expect_status 0 "$LATENTQ" run --once
-expect_eq "$(q "SELECT group_concat(name || '=' || state, ' ') FROM jobs")" "a=done b=done c=done" "all three done"
+expect_eq "$(q "SELECT group_concat(name || '=' || state, ' ') FROM (SELECT name, state FROM jobs ORDER BY id) j")" "a=done b=done c=done" "all three done"
 expect_eq "$(q "SELECT attempts FROM jobs WHERE name = 'b'")" 2 "b took two attempts"
 expect_eq "$(q "SELECT detail FROM events e JOIN jobs j ON j.id = e.job_id WHERE j.name = 'b' AND kind = 'resumed'")" '{"step":2}' "b resumed from its checkpoint"
 crash=$(q "SELECT detail FROM events e JOIN jobs j ON j.id = e.job_id WHERE j.name = 'b' AND kind = 'crashed'")
@@ -23,7 +23,7 @@ expect_grep 'resumed' "$T/out"
 
 # A job that always crashes ends poisoned after max_attempts; the others
 # still finish, and run exits 1.
-rm -f "$LATENTQ_DB"*
+fresh_queue
 write_manifest "$T/m2.yaml" $STEPS x:1 bad:2 y:3
 sed -i 's/^  - name: bad$/  - name: bad\n    max_attempts: 2/' "$T/m2.yaml"
 "$LATENTQ" submit "$T/m2.yaml" > /dev/null
@@ -36,7 +36,7 @@ expect_grep 'bad +poisoned .*SIGABRT in phase load' "$T/out"
 
 # A --device that matches nothing is a host fault: the supervisor stops
 # with 69 (EX_UNAVAILABLE) without spending the job's attempt or poisoning it.
-rm -f "$LATENTQ_DB"*
+fresh_queue
 write_manifest "$T/m6.yaml" 2 dev:1
 "$LATENTQ" submit "$T/m6.yaml" > /dev/null
 expect_status 69 "$LATENTQ" --device no-such-gpu run --once
@@ -45,7 +45,7 @@ expect_eq "$(q "SELECT state || ' ' || attempts FROM jobs")" "queued 0" "job unt
 
 # SIGKILL of the supervisor mid-job: a new supervisor finishes the job,
 # resuming from its checkpoint.
-rm -f "$LATENTQ_DB"*
+fresh_queue
 write_manifest "$T/m3.yaml" 6 k:5
 "$LATENTQ" submit "$T/m3.yaml" > /dev/null
 setsid "$LATENTQ" -q run --once > /dev/null 2>&1 &
@@ -65,7 +65,7 @@ checks=$((checks + 1))
 [ "$(q "SELECT count(*) FROM events WHERE kind = 'resumed'")" -eq 1 ] || fail "not resumed"
 
 # Two supervisors on one queue never render the same job twice.
-rm -f "$LATENTQ_DB"*
+fresh_queue
 write_manifest "$T/m4.yaml" 2 p:1 q:2 r:3 s:4
 "$LATENTQ" submit "$T/m4.yaml" > /dev/null
 "$LATENTQ" -q run --once > "$T/s1" 2>&1 &
@@ -81,7 +81,7 @@ expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'phase' AND detail LIKE
 
 # SIGTERM: the job checkpoints and stops, resumable; run exits 75; the
 # attempt is counted, not as a failure.
-rm -f "$LATENTQ_DB"*
+fresh_queue
 write_manifest "$T/m5.yaml" 8 t:9
 "$LATENTQ" submit "$T/m5.yaml" > /dev/null
 "$LATENTQ" -q run --once > /dev/null 2>"$T/term.err" &

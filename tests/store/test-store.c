@@ -1,6 +1,13 @@
 /*
  * test-store.c — the queue database: migrations, the job state machine,
- * leases, and a claim race between processes.
+ * leases, a claim race between processes and three supervisors of two
+ * hosts draining one queue.
+ *
+ * With LATENTQ_TEST_PG set to a PostgreSQL URL holding "%s" where the
+ * database name goes (tests/store/pg-store.sh starts the server and
+ * creates the databases), the state machine, lease, race and drain tests
+ * run against PostgreSQL; the migration tests, which write SQLite files
+ * with the sqlite3 tool, run on SQLite only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +20,20 @@
 #include "test.h"
 
 static char dir[] = "/tmp/lq-test-store-XXXXXX";
+static const char *pg_url;	/* LATENTQ_TEST_PG, or NULL: SQLite */
 
 static struct store *
 open_db(const char *name)
 {
-	char *path = xasprintf("%s/%s", dir, name);
+	char *path;
+	if (pg_url != NULL) {
+		/* "race.db" is database race */
+		char base[64];
+		snprintf(base, sizeof(base), "%.*s", (int)strcspn(name, "."), name);
+		path = xasprintf(pg_url, base);
+	} else {
+		path = xasprintf("%s/%s", dir, name);
+	}
 	struct store *st = NULL;
 	struct lq_error err;
 	error_clear(&err);
@@ -440,17 +456,122 @@ test_claim_race(void)
 	    per[0], per[1]);
 }
 
+struct drain_count {
+	int claimed, finished, other_owner;
+	char owner[64];
+};
+
+static int
+count_event(double at, const char *kind, const char *detail, void *ud)
+{
+	(void)at;
+	struct drain_count *c = ud;
+	if (strcmp(kind, "claimed") == 0) {
+		c->claimed++;
+		/* {"owner":"hostA:...","lease_token":1} */
+		const char *o = detail ? strstr(detail, "\"owner\":\"") : NULL;
+		if (o != NULL)
+			snprintf(c->owner, sizeof(c->owner), "%.*s",
+			    (int)strcspn(o + 9, "\""), o + 9);
+	} else if (strcmp(kind, "finished") == 0) {
+		c->finished++;
+	}
+	return 0;
+}
+
+/*
+ * Three supervisors of two hosts (lease owners "hostA:..." twice and
+ * "hostB:..." once) drain 30 jobs: each job is claimed once and finished
+ * once, by the owner that claimed it, as the events record it.
+ */
+static void
+test_drain(void)
+{
+	struct store *st = open_db("drain.db");
+	enum { NJOBS = 30, NPROC = 3 };
+	int64_t ids[NJOBS];
+	for (int i = 0; i < NJOBS; i++) {
+		char d[16];
+		snprintf(d, sizeof(d), "drain%d", i);
+		ids[i] = add_job(st, "d", d, 3);
+	}
+	store_close(st);
+	pid_t pids[NPROC];
+	for (int p = 0; p < NPROC; p++) {
+		pids[p] = fork();
+		if (pids[p] != 0)
+			continue;
+		struct store *cs = open_db("drain.db");
+		struct lq_error err;
+		error_clear(&err);
+		char owner[64];
+		snprintf(owner, sizeof(owner), "host%c:%d:1:boot", p < 2 ? 'A' :
+		    'B', (int)getpid());
+		int done = 0;
+		for (;;) {
+			struct store_job j;
+			int claimed = 0;
+			enum lq_status r = store_claim_job(cs, owner, 60, NULL, 0,
+			    &j, &claimed, &err);
+			if (r == LQ_RETRY)
+				continue;
+			if (r != LQ_OK)
+				_exit(2);
+			if (!claimed)
+				break;
+			/* a step of work, then done: both fenced by the owner */
+			if (store_set_progress(cs, j.id, "denoise", 1, 4, &err) !=
+			    LQ_OK || store_finish_job(cs, j.id, owner, NULL, &err) !=
+			    LQ_OK) {
+				error_print(&err, stderr);
+				_exit(3);
+			}
+			store_job_clear(&j);
+			done++;
+		}
+		store_close(cs);
+		_exit(done > 0 ? 0 : 4);	/* 4: a supervisor got nothing */
+	}
+	for (int p = 0; p < NPROC; p++) {
+		int status;
+		waitpid(pids[p], &status, 0);
+		CHECK(WIFEXITED(status));
+		/* exit 4 (drained by the others first) is allowed, not 2, 3 */
+		CHECK(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 4);
+	}
+	st = open_db("drain.db");
+	struct lq_error err;
+	error_clear(&err);
+	int hosts[2] = {0, 0};
+	for (int i = 0; i < NJOBS; i++) {
+		struct drain_count c = {0};
+		CHECK_INT(store_list_events(st, ids[i], count_event, &c, &err),
+		    LQ_OK);
+		CHECK_INT(c.claimed, 1);
+		CHECK_INT(c.finished, 1);
+		CHECK_INT(state_of(st, ids[i]), JOB_STATE_DONE);
+		hosts[c.owner[4] == 'B']++;
+	}
+	CHECK_INT(hosts[0] + hosts[1], NJOBS);
+	printf("drain: host A claimed %d, host B %d\n", hosts[0], hosts[1]);
+	store_close(st);
+}
+
 int
 main(void)
 {
 	if (mkdtemp(dir) == NULL)
 		return 99;
-	test_migrations();
-	test_legacy_digests();
+	pg_url = getenv("LATENTQ_TEST_PG");
+	if (pg_url == NULL) {
+		test_migrations();
+		test_legacy_digests();
+	}
 	test_transitions();
 	test_failures();
 	test_lease_expiry();
 	test_claim_race();
+	test_drain();
 	char *cmd = xasprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", dir);
