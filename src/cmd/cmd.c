@@ -131,15 +131,6 @@ cmd_exit_for_error(const struct lq_error *err)
 	return lq_exit_for_error(err);
 }
 
-int
-cmd_exit_for(enum lq_status status)
-{
-	struct lq_error err;
-	error_clear(&err);
-	err.status = status;
-	return lq_exit_for_error(&err);
-}
-
 const char *
 cmd_esc(const char *s)
 {

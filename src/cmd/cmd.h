@@ -111,8 +111,6 @@ void cmd_check_outputs(struct store *st, const int64_t *ids, size_t n,
 
 /* Exit status for a failed command (see lq_exit_for_error). */
 int cmd_exit_for_error(const struct lq_error *err);
-/* The same from a status alone: 75 RETRY, 69 FATAL, 1 otherwise. */
-int cmd_exit_for(enum lq_status status);
 
 /*
  * A user string (job name, error message, path) made safe for a terminal by

@@ -244,7 +244,7 @@ cmd_export_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (sign && sign_load_key(key ? key : SIGN_DEFAULT_NAME, 1, &sk, &err) !=
 	    LQ_OK) {
 		error_print(&err, stderr);
-		return 1;
+		return cmd_exit_for_error(&err);
 	}
 	struct store *st = cmd_open_store(g);
 	if (st == NULL) {
@@ -319,7 +319,7 @@ cmd_export_exec(const struct cmd_globals *g, int argc, char **argv)
 	free(sig);
 	sign_key_clear(&sk);
 	store_close(st);
-	return s == LQ_OK ? 0 : cmd_exit_for(s);
+	return s == LQ_OK ? 0 : cmd_exit_for_error(&err);
 }
 
 const struct cmd_entry cmd_export_entry = {

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "core/codes.h"
 #include "core/error.h"
 #include "core/util.h"
 #include "nn/forward.h"
@@ -64,7 +63,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	char *end;
 	struct lq_error err;
 	enum lq_status st;
-	int c, rc;
+	int c;
 
 	ltxv_vae_tiling_init(&tiling);
 	optind = 1;
@@ -159,10 +158,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (st == LQ_OK)
 		return 0;
 	error_print(&err, stderr);
-	rc = st == LQ_RETRY ? EXIT_TEMPFAIL :
-	    lq_code_info(error_code(&err))->flags & LQ_CODE_F_INPUT
-	    ? EXIT_DATAERR : 1;
-	return rc;
+	return cmd_exit_for_error(&err);
 }
 
 const struct cmd_entry cmd_forward_entry = {

@@ -30,7 +30,7 @@ cmd_key_exec(const struct cmd_globals *g, int argc, char **argv)
 	char *pub = NULL;
 	if (sign_generate_key(name, &pub, &err) != LQ_OK) {
 		error_print(&err, stderr);
-		return 1;
+		return cmd_exit_for_error(&err);
 	}
 	if (g->verbose >= 0) {
 		struct sign_key k;

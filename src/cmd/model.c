@@ -6,7 +6,7 @@
  *   model add [--name N] DIR      validate configs and weights, hash, record
  *   model list                    registered models
  *   model show N                  one model: components and files
- *   model verify [--update] N     re-hash every file; exit 1 if any changed
+ *   model verify [--update] N     re-hash every file; exit 65 if any changed
  *   model synth [--family ltxv] --preset P [--seed S] [--dtype D]
  *       [--set COMPONENT.KEY=JSON]... [--sparse] DIR
  *   model pull ... URL... DIR     download files (src/cmd/pull.c), then add
@@ -329,7 +329,7 @@ verb_verify(const struct cmd_globals *g, int argc, char **argv)
 		error_print(&err, stderr);
 		store_model_clear(&m);
 		store_close(st);
-		return 1;
+		return cmd_exit_for_error(&err);
 	}
 	int changes = 0;
 	size_t i = 0, j = 0;
@@ -358,7 +358,7 @@ verb_verify(const struct cmd_globals *g, int argc, char **argv)
 		model_digest_clear(&d);
 		store_model_clear(&m);
 		store_close(st);
-		return 1;
+		return cmd_exit_for_error(&err);
 	}
 	/* a digest recorded before schema 0002 is not the identity */
 	int stale = strcmp(m.digest, identity) != 0;
@@ -368,7 +368,15 @@ verb_verify(const struct cmd_globals *g, int argc, char **argv)
 	} else {
 		printf("%d file%s changed since the model was added; digest now %s\n", changes,
 		    changes == 1 ? "" : "s", identity);
-		rc = 1;
+		error_set(&err, LQ_FAILED, "LQ-MODEL-023", "model %s: %d file%s "
+		    "changed since it was added", argv[optind], changes,
+		    changes == 1 ? "" : "s");
+		if (!update) {
+			error_set_hint(&err, "`latentq model verify --update %s` "
+			    "records the new state", argv[optind]);
+			error_print(&err, stderr);
+		}
+		rc = cmd_exit_for_error(&err);
 	}
 	if ((changes != 0 || stale) && update) {
 		struct store_model sm = {0};
@@ -405,7 +413,7 @@ verb_synth(int argc, char **argv)
 	struct model_synth_opts so = {.dtype = ST_F32};
 	const char *dtype_name = "f32";
 	const char **sets = xcalloc((size_t)argc + 1, sizeof(*sets));
-	int ch, rc;
+	int ch;
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "f:p:s:d:S:z", opts, NULL)) != -1) {
 		switch (ch) {
@@ -462,10 +470,8 @@ verb_synth(int argc, char **argv)
 	error_clear(&err);
 	if (model_synth_ex(argv[optind], family, preset, seed, &so, &err) != LQ_OK) {
 		error_print(&err, stderr);
-		rc = error_code(&err) == LQ_CODE_MODEL_030 ||
-		    error_code(&err) == LQ_CODE_MODEL_032 ? EXIT_USAGE : 1;
 		free(sets);
-		return rc;
+		return cmd_exit_for_error(&err);
 	}
 	free(sets);
 	printf("wrote %s model (preset %s, seed %" PRIu64 ", %s%s) to %s\n",

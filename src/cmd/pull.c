@@ -216,8 +216,7 @@ cmd_model_pull(const struct cmd_globals *g, int argc, char **argv)
 			    (long long)size, hex, want[i] ? ", verified" : "");
 		if (s != LQ_OK) {
 			error_print(&err, stderr);
-			rc = s == LQ_RETRY ? EXIT_TEMPFAIL : s == LQ_FAILED &&
-			    strcmp(err.code, "LQ-NET-004") == 0 ? EXIT_DATAERR : 1;
+			rc = cmd_exit_for_error(&err);
 		}
 		free(path);
 	}

@@ -1,7 +1,8 @@
 /*
  * codes.h — the table of error codes (core/codes.def) as data: an enum
  * generated from its rows, and lookups by enum and by text.  Control flow
- * compares enums (error_code(&err) == LQ_CODE_RUN_INT), never strings.
+ * compares enums (error_code(&err) == LQ_CODE_RUN_INT) or reads a row's
+ * flags and exit status, never the code's text.
  *
  * Everything returned is static and borrowed for the life of the program.
  */
@@ -13,7 +14,8 @@
 #include "core/error.h"
 
 #define LQ_CODE_F_SNAP 1u	/* --snap / truncate: true downgrade it to a warning */
-#define LQ_CODE_F_INPUT 2u	/* bad input files: exit 65 */
+#define LQ_CODE_F_HOST 2u	/* a fault of this host's device (LQ-GPU-*) */
+#define LQ_CODE_F_QUEUE 4u	/* a fault of the queue database (LQ-DB-*) */
 
 enum lq_code {
 	LQ_CODE_NONE = 0,	/* "" or a code the table does not know */
@@ -28,6 +30,9 @@ struct lq_code_info {
 	const char *text;		/* "LQ-GEOM-001" */
 	enum lq_status grade;
 	unsigned flags;			/* LQ_CODE_F_* */
+	int exit_status;		/* a command that fails (LQ_FAILED) with
+					 * it exits with this (core/exit.def;
+					 * EXIT_RUNTIME unless the row names one) */
 	int section;			/* man page section: 1, 5 or 7 */
 	const char *meaning;		/* one line */
 };

@@ -22,11 +22,9 @@ const char *lq_exit_meaning(int status);
 
 /*
  * The exit status for a command that failed with `err` (not LQ_OK):
- *   LQ_RETRY → 75; LQ_FATAL → 69 (the host cannot do it);
- *   LQ-DB-002 (a newer schema) → 65; other LQ-DB-*, LQ-IO-* → 74;
- *   LQ-DB-NOENT, LQ-JOB-001 (no such job), LQ-MAN-011 (unreadable
- *   manifest) → 66; LQ-JOB-002 (not in a state for this) → 65;
- *   anything else LQ_FAILED → 1.
+ *   LQ_RETRY → 75 (EX_TEMPFAIL); LQ_FATAL → 69 (the host cannot do it);
+ *   LQ_FAILED → the status its code's row in core/codes.def names
+ *   (for example LQ-DB-* 74, LQ-JOB-001 66, LQ-SIGN-002 73), else 1.
  */
 int lq_exit_for_error(const struct lq_error *err);
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/fault.h"
+#include "core/log.h"
 
 /* The kind of an action: "nan", "slow" (from "slow=SECONDS") or other. */
 static int
@@ -81,6 +82,7 @@ fault_slow(const char *job, int step, int attempt)
 	if (!fault_match(job, "denoise", step, attempt, "slow", action))
 		return;
 	double secs = action[4] == '=' ? atof(action + 5) : 10.0;
+	log_clear_progress();
 	fprintf(stderr, "latentq: fault injection: step %d takes %.1f s more "
 	    "(attempt %d)\n", step, secs, attempt);
 	fflush(stderr);
@@ -97,6 +99,7 @@ fault_point(const char *job, const char *phase, int step, int attempt)
 	char action[16];
 	if (!fault_match(job, phase, step, attempt, NULL, action))
 		return 0;
+	log_clear_progress();
 	fprintf(stderr, "latentq: fault injection: %s at %s step %d "
 	    "(attempt %d)\n", action, phase, step, attempt);
 	fflush(stderr);

@@ -260,12 +260,6 @@ enum lq_status gpu_tensor_upload_f32(struct gpu_ctx *ctx,
 enum lq_status gpu_tensor_download_f32(struct gpu_ctx *ctx,
     const struct gpu_tensor *t, float *dst, struct lq_error *err);
 
-/* Host conversions (round to nearest even). */
-uint16_t gpu_f32_to_f16(float f);
-float gpu_f16_to_f32(uint16_t h);
-uint16_t gpu_f32_to_bf16(float f);
-float gpu_bf16_to_f32(uint16_t h);
-
 /* ---- activation pool ---- */
 
 /*

@@ -1,8 +1,12 @@
 # gpu: Vulkan runtime, kernels (shaders/*.comp compiled by glslc and
 # embedded with tools/embed), device caps, tests and benchmarks.
+# The runtime is split along its parts (vk.h lists them); tensor.c needs
+# no device and has its own test.
 libgpu_a_SOURCES += \
 	src/gpu/caps.c src/gpu/caps.h \
-	src/gpu/gpu.c src/gpu/gpu.h src/gpu/internal.h src/gpu/kernels.def \
+	src/gpu/gpu.h src/gpu/internal.h src/gpu/kernels.def src/gpu/vk.h \
+	src/gpu/device.c src/gpu/buffer.c src/gpu/tensor.c src/gpu/pool.c \
+	src/gpu/cmd.c \
 	src/gpu/ops.c src/gpu/ops.h
 nodist_libgpu_a_SOURCES += src/gpu/spirv.c
 BUILT_SOURCES += src/gpu/spirv.c
@@ -49,8 +53,10 @@ src/gpu/spirv.c: $(GPU_SPV) embed$(EXEEXT)
 liblatentq_a_SOURCES += src/cmd/devices.c
 
 # tests
-check_PROGRAMS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/test-split
-TESTS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/test-split \
+check_PROGRAMS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/test-split \
+	tests/gpu/test-tensor
+TESTS += tests/gpu/test-tensor tests/gpu/test-ops tests/gpu/test-runtime \
+	tests/gpu/test-split \
 	tests/gpu/validate.sh \
 	tests/gpu/devices.sh
 EXTRA_DIST += tests/gpu/validate.sh tests/gpu/devices.sh tests/gpu/ref.h
@@ -58,6 +64,10 @@ tests_gpu_test_ops_SOURCES = tests/gpu/test-ops.c tests/gpu/ref.h
 tests_gpu_test_ops_LDADD = $(LQ_TEST_LDADD)
 tests_gpu_test_runtime_SOURCES = tests/gpu/test-runtime.c
 tests_gpu_test_runtime_LDADD = $(LQ_TEST_LDADD)
+# tensor.c alone, with no Vulkan library: a view that reached the device
+# would not link
+tests_gpu_test_tensor_SOURCES = tests/gpu/test-tensor.c src/gpu/tensor.c
+tests_gpu_test_tensor_LDADD = libcore.a $(SODIUM_LIBS) -lm
 tests_gpu_test_split_SOURCES = tests/gpu/test-split.c
 tests_gpu_test_split_LDADD = $(LQ_TEST_LDADD)
 

@@ -5,7 +5,8 @@
  * Names and shapes follow the upstream module trees' state_dict:
  *   diffusers transformer_ltx.py   LTXVideoTransformer3DModel (as saved by
  *     diffusers 0.40.0.dev0 58eb52c: final modulation as top-level
- *     scale_shift_table [2, D]),
+ *     scale_shift_table [2, D]; by later versions, whose norm_out is an
+ *     AdaLayerNorm, as norm_out.linear.weight [2D, D] and .bias [2D]),
  *   diffusers autoencoder_kl_ltx.py AutoencoderKLLTXVideo (LTXVideoEncoder3d,
  *     LTXVideoDecoder3d, LTXVideoResnetBlock3d, LTXVideoUpBlock3d...),
  *   transformers modeling_t5.py    T5EncoderModel.
@@ -170,7 +171,11 @@ expected_ltxv_transformer(const struct ltxv_transformer_config *c, struct tensor
 		linear(&b, p, F, D, 1);
 		add(&b, 2, (int64_t[]){6, D}, "transformer_blocks.%d.scale_shift_table", i);
 	}
+	b.flags = TENSOR_SPEC_EITHER;
 	add(&b, 2, (int64_t[]){2, D}, "scale_shift_table");
+	b.flags = TENSOR_SPEC_EITHER | TENSOR_SPEC_OPTIONAL;
+	linear(&b, "norm_out.linear", D, 2 * D, 1);
+	b.flags = 0;
 	linear(&b, "proj_out", D, c->out_channels, 1);
 	tensor_table_sort(t);
 }
@@ -387,14 +392,17 @@ expected_check(const struct tensor_table *t, const struct st_set *s, const char 
 {
 	struct expected_report r = {0};
 	char a[160], b[160];
+	int either_found = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct tensor_spec *sp = &t->specs[i];
 		const struct st_tensor *x = st_set_find(s, sp->name);
 		if (x == NULL) {
-			if (!(sp->flags & TENSOR_SPEC_OPTIONAL))
+			if (!(sp->flags & (TENSOR_SPEC_OPTIONAL | TENSOR_SPEC_EITHER)))
 				push(&r.missing, &r.n_missing, xstrdup(sp->name));
 			continue;
 		}
+		if (sp->flags & TENSOR_SPEC_EITHER)
+			either_found = 1;
 		int same = x->ndim == sp->ndim;
 		for (int d = 0; same && d < sp->ndim; d++)
 			same = x->shape[d] == sp->shape[d];
@@ -408,6 +416,18 @@ expected_check(const struct tensor_table *t, const struct st_set *s, const char 
 			push(&r.bad_dtype, &r.n_bad_dtype,
 			    xasprintf("%s: %s (F32, F16 or BF16 expected)", sp->name,
 			    st_dtype_name(x->dtype)));
+	}
+	if (!either_found) {
+		/* none of a parameter's layouts: name them all */
+		struct strbuf alt = {0};
+		for (size_t i = 0; i < t->n; i++)
+			if (t->specs[i].flags & TENSOR_SPEC_EITHER)
+				strbuf_printf(&alt, "%s%s", alt.len ? " or " : "",
+				    t->specs[i].name);
+		if (alt.len)
+			push(&r.missing, &r.n_missing, strbuf_release(&alt));
+		else
+			free(strbuf_release(&alt));
 	}
 	for (size_t i = 0; i < st_set_count(s); i++) {
 		const char *name = st_set_tensor(s, i)->name;

@@ -27,6 +27,12 @@
 #define TENSOR_SPEC_OPTIONAL 1u
 /* Present in upstream files but not used by latentq (VAE encoder). */
 #define TENSOR_SPEC_UNUSED 2u
+/* One layout of a parameter saved two ways: of a table's EITHER tensors at
+ * least one must be present, none alone is required (the transformer's
+ * final modulation: scale_shift_table, or newer diffusers'
+ * norm_out.linear.weight and .bias, which are also OPTIONAL so model
+ * synth writes the first layout). */
+#define TENSOR_SPEC_EITHER 4u
 
 /* Weight dtypes latentq loads (compute accumulates in fp32). */
 #define TENSOR_DTYPES_FLOAT ((1u << ST_F32) | (1u << ST_F16) | (1u << ST_BF16))

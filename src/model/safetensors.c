@@ -102,32 +102,6 @@ st_tensor_numel(const struct st_tensor *t)
 	return n;
 }
 
-/* ---- half / bfloat16 ---- */
-
-float
-st_f16_to_f32(uint16_t h)
-{
-	return half_f16_to_f32(h);
-}
-
-float
-st_bf16_to_f32(uint16_t h)
-{
-	return half_bf16_to_f32(h);
-}
-
-uint16_t
-st_f32_to_bf16(float f)
-{
-	return half_f32_to_bf16(f);
-}
-
-uint16_t
-st_f32_to_f16(float f)
-{
-	return half_f32_to_f16(f);
-}
-
 void
 st_tensor_read_f32(const struct st_tensor *t, float *dst)
 {
@@ -137,8 +111,8 @@ st_tensor_read_f32(const struct st_tensor *t, float *dst)
 		switch (t->dtype) {
 		case ST_F64: { double v; memcpy(&v, p + 8 * i, 8); dst[i] = (float)v; break; }
 		case ST_F32: memcpy(&dst[i], p + 4 * i, 4); break;
-		case ST_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); dst[i] = st_f16_to_f32(v); break; }
-		case ST_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); dst[i] = st_bf16_to_f32(v); break; }
+		case ST_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); dst[i] = half_f16_to_f32(v); break; }
+		case ST_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); dst[i] = half_bf16_to_f32(v); break; }
 		case ST_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); dst[i] = (float)v; break; }
 		case ST_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); dst[i] = (float)v; break; }
 		case ST_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); dst[i] = (float)v; break; }
@@ -644,8 +618,8 @@ st_writer_add_f32(struct st_writer *w, const char *name, enum st_dtype dtype, in
 		switch (dtype) {
 		case ST_F64: { double v = data[i]; memcpy(p + 8 * i, &v, 8); break; }
 		case ST_F32: memcpy(p + 4 * i, &data[i], 4); break;
-		case ST_F16: { uint16_t v = st_f32_to_f16(data[i]); memcpy(p + 2 * i, &v, 2); break; }
-		case ST_BF16: { uint16_t v = st_f32_to_bf16(data[i]); memcpy(p + 2 * i, &v, 2); break; }
+		case ST_F16: { uint16_t v = half_f32_to_f16(data[i]); memcpy(p + 2 * i, &v, 2); break; }
+		case ST_BF16: { uint16_t v = half_f32_to_bf16(data[i]); memcpy(p + 2 * i, &v, 2); break; }
 		default: LQ_ASSERT(!"st_writer_add_f32 needs a float dtype");
 		}
 	}

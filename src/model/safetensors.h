@@ -98,11 +98,7 @@ float *st_tensor_to_f32(const struct st_tensor *t);
 /* Same into a caller buffer of numel floats. */
 void st_tensor_read_f32(const struct st_tensor *t, float *dst);
 
-/* Scalar conversions (IEEE binary16, bfloat16; round to nearest even). */
-float st_f16_to_f32(uint16_t h);
-float st_bf16_to_f32(uint16_t h);
-uint16_t st_f32_to_f16(float f);
-uint16_t st_f32_to_bf16(float f);
+/* Scalar f16/bf16 conversions: core/half.h. */
 
 /*
  * Writer: collects tensors (data copied at add) and metadata, writes a file

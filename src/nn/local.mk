@@ -20,7 +20,8 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/forward-goldens.sh \
 	tests/nn/forward-intermediates.sh tests/nn/plan-measured.sh \
-	tests/nn/forward-split.sh tests/nn/forward-tiled.sh
+	tests/nn/forward-split.sh tests/nn/forward-tiled.sh \
+	tests/nn/norm-out-linear.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
@@ -37,4 +38,5 @@ tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/plan-measured.sh tests/nn/forward-split.sh \
-	tests/nn/forward-tiled.sh tests/data/ltxv tests/data/ltxv-extra
+	tests/nn/forward-tiled.sh tests/nn/norm-out-linear.sh \
+	tests/data/ltxv tests/data/ltxv-extra

@@ -12,6 +12,14 @@
  *                                          1e-5, weights), RoPE, SDPA
  *   h  += attn2(h, ctx, mask bias)       raw h, no RoPE, no gate
  *   h  += gate_mlp * ff(RMSNorm(h) * (1 + scale_mlp) + shift_mlp)
+ *
+ * Final layer: LayerNorm(h) * (1 + scale) + shift, then proj_out, where
+ *   shift, scale = scale_shift_table (2, D) + embedded_timestep
+ * or, in checkpoints saved by newer diffusers (norm_out an AdaLayerNorm
+ * with chunk_dim=1, models/normalization.py), the first and second halves
+ * of norm_out.linear(SiLU(embedded_timestep)) — that version's
+ * _load_from_state_dict turns an old table into weight eye(D).repeat(2, 1)
+ * and bias table.flatten().
  */
 #include <math.h>
 #include <stdarg.h>
@@ -47,7 +55,9 @@ struct ltxv_transformer {
 	struct gpu_tensor proj_in_w, proj_in_b, proj_out_w, proj_out_b;
 	struct gpu_tensor te_l1_w, te_l1_b, te_l2_w, te_l2_b, te_lin_w, te_lin_b;
 	struct gpu_tensor cap_l1_w, cap_l1_b, cap_l2_w, cap_l2_b;
-	struct gpu_tensor scale_shift_table;	/* [2, D] */
+	struct gpu_tensor scale_shift_table;	/* [2, D], or: */
+	struct gpu_tensor norm_out_w, norm_out_b;	/* [2D, D], [2D] */
+	int norm_out_linear;		/* the checkpoint has norm_out.linear.* */
 	struct ltxv_block *blocks;
 	struct gpu_cmd *cmd;
 	int streaming;		/* blocks' weights streamed (weights.h) */
@@ -180,7 +190,14 @@ load_weights(struct ltxv_transformer *m, struct lq_error *err)
 	L(cap_l1_b, 1, SHAPE(D), "caption_projection.linear_1.bias");
 	L(cap_l2_w, 2, SHAPE(D, D), "caption_projection.linear_2.weight");
 	L(cap_l2_b, 1, SHAPE(D), "caption_projection.linear_2.bias");
-	L(scale_shift_table, 2, SHAPE(2, D), "scale_shift_table");
+	if (nn_weights_has(m->w, "norm_out.linear.weight") &&
+	    !nn_weights_has(m->w, "scale_shift_table")) {
+		m->norm_out_linear = 1;
+		L(norm_out_w, 2, SHAPE(2 * D, D), "norm_out.linear.weight");
+		L(norm_out_b, 1, SHAPE(2 * D), "norm_out.linear.bias");
+	} else {
+		L(scale_shift_table, 2, SHAPE(2, D), "scale_shift_table");
+	}
 #undef L
 	m->blocks = xcalloc((size_t)(c->num_layers ? c->num_layers : 1),
 	    sizeof(*m->blocks));
@@ -883,17 +900,29 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		}
 	}
 
-	/* Final layer: scale_shift_table (2, D) + embedded_timestep -> shift
+	/* Final layer: scale_shift_table (2, D) + embedded_timestep, or
+	 * norm_out.linear(SiLU(embedded_timestep)) viewed as (2, D) -> shift
 	 * (row 0), scale (row 1); LayerNorm(eps 1e-6, no affine). */
 	POOL(fin, B, 2, D);
 	{
 		int64_t shp[3] = { B, 2, D };
-		struct gpu_tensor tab = gpu_tensor_broadcast(&m->scale_shift_table, 3, shp);
-		struct gpu_tensor e3 = gpu_tensor_reshape(&emb, 3, (int64_t[]){ B, 1, D });
-		struct gpu_tensor eb = gpu_tensor_broadcast(&e3, 3, shp);
 		struct gpu_tensor shift = row(&fin, 0), scale = row(&fin, 1);
 
-		OP(ops_add(cmd, &fin, &tab, &eb));
+		if (m->norm_out_linear) {
+			struct gpu_tensor f2 = gpu_tensor_reshape(&fin, 2,
+			    (int64_t[]){ B, 2 * D });
+
+			OP(ops_linear(cmd, &f2, &se, &m->norm_out_w,
+			    &m->norm_out_b, OPS_ACT_NONE));
+		} else {
+			struct gpu_tensor tab = gpu_tensor_broadcast(
+			    &m->scale_shift_table, 3, shp);
+			struct gpu_tensor e3 = gpu_tensor_reshape(&emb, 3,
+			    (int64_t[]){ B, 1, D });
+			struct gpu_tensor eb = gpu_tensor_broadcast(&e3, 3, shp);
+
+			OP(ops_add(cmd, &fin, &tab, &eb));
+		}
 		OP(ops_layer_norm(cmd, &nrm, &x, NULL, NULL, 1e-6f));
 		DUMP("norm_out", nrm);
 		OP(ops_modulate(cmd, &nrm, &nrm, &scale, &shift));

@@ -239,19 +239,31 @@ nn_plan_render(const struct nn_plan_request *r, struct nn_plan *out)
 	}
 	if (out->change[0] != '\0')
 		return;
-	if (r->text_encoder != NULL && !phase_fits(out, NN_PHASE_ENCODE_TEXT) &&
-	    phase_fits(out, NN_PHASE_DENOISE) && decode_fits(r, out)) {
+	if (r->text_encoder != NULL && !phase_fits(out, NN_PHASE_ENCODE_TEXT)) {
+		/* no size change helps the text encoder: precomputed
+		 * embeddings, then whatever the rest of the job needs */
+		struct nn_plan_request rest = *r;
+		double gib = (double)out->phase_device[NN_PHASE_ENCODE_TEXT] /
+		    (double)(1ull << 30);
+
+		rest.text_encoder = NULL;
+		rest.text_set = NULL;
+		nn_plan_render(&rest, &alt);
+		if (!alt.fits && alt.change[0] == '\0')
+			return;	/* nothing the job can change makes it fit */
 		snprintf(out->change_key, sizeof(out->change_key),
 		    "prompt_embeds");
-		snprintf(out->change, sizeof(out->change),
-		    "prompt_embeds: a file of precomputed embeddings (the text "
-		    "encoder alone needs %.2f GiB)",
-		    (double)out->phase_device[NN_PHASE_ENCODE_TEXT] /
-		    (double)(1ull << 30));
+		if (alt.fits)
+			snprintf(out->change, sizeof(out->change),
+			    "prompt_embeds: a file of precomputed embeddings (the "
+			    "text encoder alone needs %.2f GiB)", gib);
+		else
+			snprintf(out->change, sizeof(out->change),
+			    "prompt_embeds: a file of precomputed embeddings (the "
+			    "text encoder alone needs %.2f GiB), and then %.200s",
+			    gib, alt.change);
 		return;
 	}
-	if (!phase_fits(out, NN_PHASE_ENCODE_TEXT))
-		return;		/* no size change helps the text encoder */
 	for (int nf = r->num_frames - tr; nf >= 1; nf -= tr) {
 		plan_choose(r, r->vae_tiling, r->weight_streaming, nf,
 		    r->height, r->width, &alt);

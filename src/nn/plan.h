@@ -135,7 +135,7 @@ struct nn_plan {
 	int fits;			/* peak <= budget (1 without caps) */
 	/* when !fits: the smallest change that would fit ("" if none found) */
 	char change_key[32];		/* manifest key: vae_tiling, num_frames... */
-	char change[160];		/* "vae_tiling: auto", "num_frames: 57" */
+	char change[320];		/* "vae_tiling: auto", "num_frames: 57" */
 };
 
 /*

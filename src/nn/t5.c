@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -350,8 +351,8 @@ embed_row(const struct st_tensor *e, int64_t id, int D, float *dst)
 		} else {
 			uint16_t h;
 			memcpy(&h, src + (size_t)i * 2, 2);
-			dst[i] = e->dtype == ST_BF16 ? st_bf16_to_f32(h) :
-			    st_f16_to_f32(h);
+			dst[i] = e->dtype == ST_BF16 ? half_bf16_to_f32(h) :
+			    half_f16_to_f32(h);
 		}
 	}
 }

@@ -2,8 +2,9 @@
  * checkpoints.c — latent checkpoints (save with pruning, verified load,
  * listing) and artifacts.  See checkpoints.h.
  *
- * Blobs are bound with plain sqlite3_bind_blob: with the store's 64 KiB
- * pages that measured faster than incremental blob I/O (issue 8).
+ * Blobs are bound with plain store_bind_blob (sqlite3_bind_blob): with the
+ * SQLite store's 64 KiB pages that measured faster than incremental blob
+ * I/O (issue 8).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,12 +24,12 @@
 
 /* Runs a statement to completion; for INSERT/UPDATE/DELETE. */
 static enum lq_status
-step_done(struct store *st, sqlite3_stmt *s, const char *what,
+step_done(struct store *st, struct store_stmt *s, const char *what,
     struct lq_error *err)
 {
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
+	int rc = store_step(s);
+	store_finalize(s);
+	if (rc != STORE_DONE)
 		return store_sql_error(st, what, err);
 	return LQ_OK;
 }
@@ -126,12 +127,12 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 		return r;
 	}
 	/* Whatever lies beyond this step belongs to an abandoned attempt. */
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "DELETE FROM checkpoints WHERE job_id = ? AND step > ?", err);
 	if (s == NULL)
 		goto fail;
-	sqlite3_bind_int64(s, 1, cp->job_id);
-	sqlite3_bind_int(s, 2, cp->step);
+	store_bind_int64(s, 1, cp->job_id);
+	store_bind_int(s, 2, cp->step);
 	if ((r = step_done(st, s, "DELETE checkpoints (later steps)", err)) !=
 	    LQ_OK)
 		goto fail;
@@ -143,22 +144,17 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", err);
 	if (s == NULL)
 		goto fail;
-	sqlite3_bind_int64(s, 1, cp->job_id);
-	sqlite3_bind_int(s, 2, cp->step);
-	sqlite3_bind_double(s, 3, cp->sigma);
+	store_bind_int64(s, 1, cp->job_id);
+	store_bind_int(s, 2, cp->step);
+	store_bind_double(s, 3, cp->sigma);
 	store_bind_text(s, 4, cp->dtype);
 	store_bind_text(s, 5, shape);
-	if (sqlite3_bind_blob64(s, 6, cp->latent, cp->size, SQLITE_STATIC) !=
-	    SQLITE_OK) {
-		r = store_sql_error(st, "sqlite3_bind_blob64(latent)", err);
-		sqlite3_finalize(s);
-		goto fail;
-	}
+	store_bind_blob(s, 6, cp->latent, cp->size);
 	store_bind_text(s, 7, digest);
 	store_bind_text(s, 8, cp->config_digest);
 	store_bind_text(s, 9, cp->model_digest);
 	store_bind_text(s, 10, cp->device_fingerprint);
-	sqlite3_bind_double(s, 11, util_now());
+	store_bind_double(s, 11, util_now());
 	if ((r = step_done(st, s, "INSERT checkpoints", err)) != LQ_OK)
 		goto fail;
 
@@ -170,8 +166,8 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 		    "ORDER BY step DESC LIMIT 1 OFFSET ?2)", err);
 		if (s == NULL)
 			goto fail;
-		sqlite3_bind_int64(s, 1, cp->job_id);
-		sqlite3_bind_int(s, 2, keep);
+		store_bind_int64(s, 1, cp->job_id);
+		store_bind_int(s, 2, keep);
 		if ((r = step_done(st, s, "DELETE checkpoints (prune)", err)) !=
 		    LQ_OK)
 			goto fail;
@@ -204,24 +200,24 @@ store_checkpoint_clear(struct store_checkpoint *cp)
  * device, created_at, size) without the blob; -1 if the shape or dtype is
  * unreadable. */
 static int
-row_to_checkpoint(sqlite3_stmt *s, int64_t job_id, struct store_checkpoint *cp)
+row_to_checkpoint(struct store_stmt *s, int64_t job_id, struct store_checkpoint *cp)
 {
 	memset(cp, 0, sizeof(*cp));
 	cp->job_id = job_id;
-	cp->step = sqlite3_column_int(s, 0);
-	cp->sigma = sqlite3_column_double(s, 1);
-	const char *dtype = (const char *)sqlite3_column_text(s, 2);
+	cp->step = store_column_int(s, 0);
+	cp->sigma = store_column_double(s, 1);
+	const char *dtype = store_column_str(s, 2);
 	snprintf(cp->dtype, sizeof(cp->dtype), "%s", dtype ? dtype : "");
 	int bad = dtype == NULL || strlen(dtype) >= sizeof(cp->dtype) ||
-	    shape_parse((const char *)sqlite3_column_text(s, 3), &cp->ndim,
+	    shape_parse(store_column_str(s, 3), &cp->ndim,
 	    cp->shape) != 0;
-	const char *d = (const char *)sqlite3_column_text(s, 4);
+	const char *d = store_column_str(s, 4);
 	snprintf(cp->digest, sizeof(cp->digest), "%s", d ? d : "");
 	cp->config_digest = store_column_text(s, 5);
 	cp->model_digest = store_column_text(s, 6);
 	cp->device_fingerprint = store_column_text(s, 7);
-	cp->created_at = sqlite3_column_double(s, 8);
-	cp->size = (size_t)sqlite3_column_int64(s, 9);
+	cp->created_at = store_column_double(s, 8);
+	cp->size = (size_t)store_column_int64(s, 9);
 	return bad ? -1 : 0;
 }
 
@@ -300,20 +296,20 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 	*found = 0;
 	if (skipped != NULL)
 		*skipped = 0;
-	sqlite3_stmt *s = store_prepare(st, "SELECT " CHECKPOINT_COLUMNS
+	struct store_stmt *s = store_prepare(st, "SELECT " CHECKPOINT_COLUMNS
 	    ", latent FROM checkpoints WHERE job_id = ? ORDER BY step DESC",
 	    err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
+	store_bind_int64(s, 1, job_id);
 
 	struct skipped_ckpt *bad = NULL;
 	size_t n_bad = 0;
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_step(s)) == STORE_ROW) {
 		int unreadable = row_to_checkpoint(s, job_id, out) != 0;
-		const void *blob = sqlite3_column_blob(s, 10);
-		size_t size = (size_t)sqlite3_column_bytes(s, 10);
+		const void *blob = store_column_blob(s, 10);
+		size_t size = store_column_bytes(s, 10);
 		char actual[DIGEST_HEX_SIZE];
 		digest_hex(blob, size, actual);
 		if (!unreadable && strcmp(actual, out->digest) == 0) {
@@ -336,9 +332,9 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 		store_checkpoint_clear(out);
 	}
 	enum lq_status r = LQ_OK;
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	if (rc != STORE_ROW && rc != STORE_DONE)
 		r = store_sql_error(st, "SELECT checkpoints", err);
-	sqlite3_finalize(s);
+	store_finalize(s);
 
 	int anywhere = 0;
 	if (r == LQ_OK && *found && key != NULL)
@@ -388,22 +384,22 @@ store_list_checkpoints(struct store *st, int64_t job_id,
     int (*fn)(const struct store_checkpoint *cp, void *ud), void *ud,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st, "SELECT " CHECKPOINT_COLUMNS
+	struct store_stmt *s = store_prepare(st, "SELECT " CHECKPOINT_COLUMNS
 	    " FROM checkpoints WHERE job_id = ? ORDER BY step DESC", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
-	int rc = SQLITE_DONE, stop = 0;
-	while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	store_bind_int64(s, 1, job_id);
+	int rc = STORE_DONE, stop = 0;
+	while (!stop && (rc = store_step(s)) == STORE_ROW) {
 		struct store_checkpoint cp;
 		row_to_checkpoint(s, job_id, &cp);
 		stop = fn(&cp, ud);
 		store_checkpoint_clear(&cp);
 	}
 	enum lq_status r = LQ_OK;
-	if (!stop && rc != SQLITE_DONE)
+	if (!stop && rc != STORE_DONE)
 		r = store_sql_error(st, "SELECT checkpoints", err);
-	sqlite3_finalize(s);
+	store_finalize(s);
 	return r;
 }
 
@@ -414,13 +410,13 @@ store_delete_checkpoints(struct store *st, int64_t job_id,
 	enum lq_status r = store_begin_fenced(st, job_id, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "DELETE FROM checkpoints WHERE job_id = ?", err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
 	}
-	sqlite3_bind_int64(s, 1, job_id);
+	store_bind_int64(s, 1, job_id);
 	if ((r = step_done(st, s, "DELETE checkpoints", err)) != LQ_OK) {
 		store_rollback(st);
 		return r;
@@ -444,11 +440,11 @@ put_artifact(struct store *st, int64_t job_id, const char *kind,
     const char *path, int64_t size, const char *digest, struct lq_error *err)
 {
 	enum lq_status r;
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "DELETE FROM artifacts WHERE job_id = ? AND path = ?", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
+	store_bind_int64(s, 1, job_id);
 	store_bind_text(s, 2, path);
 	if ((r = step_done(st, s, "DELETE artifacts", err)) != LQ_OK)
 		return r;
@@ -457,12 +453,12 @@ put_artifact(struct store *st, int64_t job_id, const char *kind,
 	    "created_at) VALUES (?, ?, ?, ?, ?, ?)", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
+	store_bind_int64(s, 1, job_id);
 	store_bind_text(s, 2, kind);
 	store_bind_text(s, 3, path);
-	sqlite3_bind_int64(s, 4, size);
+	store_bind_int64(s, 4, size);
 	store_bind_text(s, 5, digest);
-	sqlite3_bind_double(s, 6, util_now());
+	store_bind_double(s, 6, util_now());
 	return step_done(st, s, "INSERT artifacts", err);
 }
 
@@ -519,30 +515,30 @@ store_list_artifacts(struct store *st, int64_t job_id,
     int (*fn)(const struct store_artifact *a, void *ud), void *ud,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "SELECT id, kind, path, size, digest, created_at FROM artifacts "
 	    "WHERE job_id = ? ORDER BY id", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
-	int rc = SQLITE_DONE, stop = 0;
-	while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	store_bind_int64(s, 1, job_id);
+	int rc = STORE_DONE, stop = 0;
+	while (!stop && (rc = store_step(s)) == STORE_ROW) {
 		struct store_artifact a = { 0 };
-		a.id = sqlite3_column_int64(s, 0);
+		a.id = store_column_int64(s, 0);
 		a.job_id = job_id;
 		a.kind = store_column_text(s, 1);
 		a.path = store_column_text(s, 2);
-		a.size = sqlite3_column_int64(s, 3);
-		const char *d = (const char *)sqlite3_column_text(s, 4);
+		a.size = store_column_int64(s, 3);
+		const char *d = store_column_str(s, 4);
 		snprintf(a.digest, sizeof(a.digest), "%s", d ? d : "");
-		a.created_at = sqlite3_column_double(s, 5);
+		a.created_at = store_column_double(s, 5);
 		stop = fn(&a, ud);
 		store_artifact_clear(&a);
 	}
 	enum lq_status r = LQ_OK;
-	if (!stop && rc != SQLITE_DONE)
+	if (!stop && rc != STORE_DONE)
 		r = store_sql_error(st, "SELECT artifacts", err);
-	sqlite3_finalize(s);
+	store_finalize(s);
 	return r;
 }
 
@@ -550,19 +546,19 @@ enum lq_status
 store_fill_trajectory(struct store *st, int64_t job_id, float *out,
     size_t step_bytes, int upto, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st, "SELECT step, latent, digest FROM "
+	struct store_stmt *s = store_prepare(st, "SELECT step, latent, digest FROM "
 	    "checkpoints WHERE job_id = ? AND step BETWEEN 1 AND ? ORDER BY step",
 	    err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
-	sqlite3_bind_int(s, 2, upto);
+	store_bind_int64(s, 1, job_id);
+	store_bind_int(s, 2, upto);
 	int want = 1, rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int step = sqlite3_column_int(s, 0);
-		const void *blob = sqlite3_column_blob(s, 1);
-		size_t n = (size_t)sqlite3_column_bytes(s, 1);
-		const char *digest = (const char *)sqlite3_column_text(s, 2);
+	while ((rc = store_step(s)) == STORE_ROW) {
+		int step = store_column_int(s, 0);
+		const void *blob = store_column_blob(s, 1);
+		size_t n = store_column_bytes(s, 1);
+		const char *digest = store_column_str(s, 2);
 		char hex[DIGEST_HEX_SIZE];
 		digest_hex(blob, n, hex);
 		if (step != want || n != step_bytes || digest == NULL ||
@@ -571,8 +567,8 @@ store_fill_trajectory(struct store *st, int64_t job_id, float *out,
 		memcpy((char *)out + (size_t)(step - 1) * step_bytes, blob, n);
 		want++;
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	store_finalize(s);
+	if (rc != STORE_ROW && rc != STORE_DONE)
 		return store_sql_error(st, "SELECT checkpoints", err);
 	if (want <= upto)
 		return error_set(err, LQ_FAILED, "LQ-CKPT-010", "job %lld: the "
@@ -598,26 +594,26 @@ store_prune_checkpoints(struct store *st, int64_t job_id, int keep_final,
 	    "AND (?2 = 0 OR c.step <> j.total_steps)";
 	char *sql = xasprintf("SELECT j.id, j.name, count(*), "
 	    "sum(length(c.latent)) %s GROUP BY j.id ORDER BY j.id", where);
-	sqlite3_stmt *s = store_prepare(st, sql, err);
+	struct store_stmt *s = store_prepare(st, sql, err);
 	free(sql);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
 	}
-	sqlite3_bind_int64(s, 1, job_id);
-	sqlite3_bind_int(s, 2, keep_final ? 1 : 0);
+	store_bind_int64(s, 1, job_id);
+	store_bind_int(s, 2, keep_final ? 1 : 0);
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int n = sqlite3_column_int(s, 2);
-		int64_t b = sqlite3_column_int64(s, 3);
+	while ((rc = store_step(s)) == STORE_ROW) {
+		int n = store_column_int(s, 2);
+		int64_t b = store_column_int64(s, 3);
 		total += n;
 		total_bytes += b;
 		if (fn != NULL)
-			fn(sqlite3_column_int64(s, 0),
-			    (const char *)sqlite3_column_text(s, 1), n, b, ud);
+			fn(store_column_int64(s, 0),
+			    store_column_str(s, 1), n, b, ud);
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
+	store_finalize(s);
+	if (rc != STORE_DONE) {
 		r = store_sql_error(st, "SELECT checkpoints", err);
 		store_rollback(st);
 		return r;
@@ -631,11 +627,11 @@ store_prune_checkpoints(struct store *st, int64_t job_id, int keep_final,
 			store_rollback(st);
 			return err->status;
 		}
-		sqlite3_bind_int64(s, 1, job_id);
-		sqlite3_bind_int(s, 2, keep_final ? 1 : 0);
-		rc = sqlite3_step(s);
-		sqlite3_finalize(s);
-		if (rc != SQLITE_DONE) {
+		store_bind_int64(s, 1, job_id);
+		store_bind_int(s, 2, keep_final ? 1 : 0);
+		rc = store_step(s);
+		store_finalize(s);
+		if (rc != STORE_DONE) {
 			r = store_sql_error(st, "DELETE checkpoints", err);
 			store_rollback(st);
 			return r;
@@ -698,10 +694,10 @@ store_check_artifacts(struct store *st, int64_t job_id, int digests,
 enum lq_status
 store_delete_artifacts(struct store *st, int64_t job_id, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "DELETE FROM artifacts WHERE job_id = ?", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
+	store_bind_int64(s, 1, job_id);
 	return store_step_done(st, s, "DELETE artifacts", err);
 }

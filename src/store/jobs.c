@@ -83,25 +83,25 @@ store_begin_fenced(struct store *st, int64_t job_id, struct lq_error *err)
 	if (r != LQ_OK || st->lease_job == 0 || st->lease_job != job_id ||
 	    st->lease_checked)
 		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "SELECT state, lease_owner, "
+	struct store_stmt *s = store_prepare_cached(st, "SELECT state, lease_owner, "
 	    "lease_token FROM jobs WHERE id = ?", err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
 	}
-	sqlite3_bind_int64(s, 1, job_id);
-	int rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+	store_bind_int64(s, 1, job_id);
+	int rc = store_step(s);
+	if (rc != STORE_ROW && rc != STORE_DONE) {
 		r = store_sql_error(st, "SELECT jobs (lease check)", err);
 		store_done(s);
 		store_rollback(st);
 		return r;
 	}
-	const char *state = rc == SQLITE_ROW ?
-	    (const char *)sqlite3_column_text(s, 0) : NULL;
-	const char *owner = rc == SQLITE_ROW ?
-	    (const char *)sqlite3_column_text(s, 1) : NULL;
-	int64_t token = rc == SQLITE_ROW ? sqlite3_column_int64(s, 2) : -1;
+	const char *state = rc == STORE_ROW ?
+	    store_column_str(s, 0) : NULL;
+	const char *owner = rc == STORE_ROW ?
+	    store_column_str(s, 1) : NULL;
+	int64_t token = rc == STORE_ROW ? store_column_int64(s, 2) : -1;
 	if (state != NULL && strcmp(state, "running") == 0 && owner != NULL &&
 	    strcmp(owner, st->lease_owner) == 0 && token == st->lease_token) {
 		store_done(s);
@@ -124,21 +124,19 @@ enum lq_status
 store_add_request(struct store *st, const struct store_request *req,
     int64_t *id, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO requests(manifest_path, manifest_digest, entry_index, "
-	    "line, request_json, created_at) VALUES (?, ?, ?, ?, ?, ?)", err);
+	    "line, request_json, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+	    err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, req->manifest_path);
 	store_bind_text(s, 2, req->manifest_digest);
-	sqlite3_bind_int(s, 3, req->entry_index);
-	sqlite3_bind_int(s, 4, req->line);
+	store_bind_int(s, 3, req->entry_index);
+	store_bind_int(s, 4, req->line);
 	store_bind_text(s, 5, req->request_json);
-	sqlite3_bind_double(s, 6, util_now());
-	enum lq_status r = store_step_done(st, s, "INSERT requests", err);
-	if (r == LQ_OK)
-		*id = sqlite3_last_insert_rowid(st->db);
-	return r;
+	store_bind_double(s, 6, util_now());
+	return store_step_id(st, s, "INSERT requests", id, err);
 }
 
 enum lq_status
@@ -148,15 +146,15 @@ store_add_event(struct store *st, int64_t job_id, const char *kind,
 	enum lq_status r = store_begin_fenced(st, job_id, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO events(job_id, at, kind, detail) VALUES (?, ?, ?, ?)",
 	    err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
 	}
-	sqlite3_bind_int64(s, 1, job_id);
-	sqlite3_bind_double(s, 2, util_now());
+	store_bind_int64(s, 1, job_id);
+	store_bind_double(s, 2, util_now());
 	store_bind_text(s, 3, kind);
 	store_bind_text(s, 4, detail);
 	return finish_write(st, store_step_done(st, s, "INSERT events", err),
@@ -172,39 +170,38 @@ store_add_job(struct store *st, const struct store_job_new *job, int64_t *id,
 	enum lq_status r = store_begin(st, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO jobs(request_id, name, state, config_json, "
 	    "config_digest, model_digests, priority, max_attempts, total_steps, "
 	    "output_path, error_code, error_message, created_at, updated_at, "
-	    "finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err);
+	    "finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id", err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
 	}
 	double now = util_now();
-	sqlite3_bind_int64(s, 1, job->request_id);
+	store_bind_int64(s, 1, job->request_id);
 	store_bind_text(s, 2, job->name);
 	store_bind_text(s, 3, job_state_name(job->state));
 	store_bind_text(s, 4, job->config_json);
 	store_bind_text(s, 5, job->config_digest);
 	store_bind_text(s, 6, job->model_digests);
-	sqlite3_bind_int64(s, 7, job->priority);
-	sqlite3_bind_int(s, 8, job->max_attempts);
-	sqlite3_bind_int(s, 9, job->total_steps);
+	store_bind_int64(s, 7, job->priority);
+	store_bind_int(s, 8, job->max_attempts);
+	store_bind_int(s, 9, job->total_steps);
 	store_bind_text(s, 10, job->output_path);
 	store_bind_text(s, 11, job->error_code);
 	store_bind_text(s, 12, job->error_message);
-	sqlite3_bind_double(s, 13, now);
-	sqlite3_bind_double(s, 14, now);
+	store_bind_double(s, 13, now);
+	store_bind_double(s, 14, now);
 	if (job->state == JOB_STATE_REJECTED)
-		sqlite3_bind_double(s, 15, now);
+		store_bind_double(s, 15, now);
 	else
-		sqlite3_bind_null(s, 15);
-	if ((r = store_step_done(st, s, "INSERT jobs", err)) != LQ_OK) {
+		store_bind_null(s, 15);
+	if ((r = store_step_id(st, s, "INSERT jobs", id, err)) != LQ_OK) {
 		store_rollback(st);
 		return r;
 	}
-	*id = sqlite3_last_insert_rowid(st->db);
 	if ((r = store_add_event(st, *id, job->state == JOB_STATE_QUEUED ?
 	    "submitted" : "rejected", NULL, err)) != LQ_OK) {
 		store_rollback(st);
@@ -243,57 +240,57 @@ store_job_clear(struct store_job *job)
 	"FROM jobs j JOIN requests r ON r.id = j.request_id "
 
 static void
-read_job(sqlite3_stmt *s, struct store_job *j)
+read_job(struct store_stmt *s, struct store_job *j)
 {
 	memset(j, 0, sizeof(*j));
-	j->id = sqlite3_column_int64(s, 0);
-	j->request_id = sqlite3_column_int64(s, 1);
+	j->id = store_column_int64(s, 0);
+	j->request_id = store_column_int64(s, 1);
 	j->name = store_column_text(s, 2);
-	const char *state = (const char *)sqlite3_column_text(s, 3);
+	const char *state = store_column_str(s, 3);
 	if (state == NULL || job_state_parse(state, &j->state) != 0)
 		j->state = JOB_STATE_REJECTED;	/* CHECK constraint forbids this */
 	j->config_json = store_column_text(s, 4);
 	j->config_digest = store_column_text(s, 5);
 	j->model_digests = store_column_text(s, 6);
-	j->priority = sqlite3_column_int64(s, 7);
-	j->attempts = sqlite3_column_int(s, 8);
-	j->max_attempts = sqlite3_column_int(s, 9);
-	j->step = sqlite3_column_int(s, 10);
-	j->total_steps = sqlite3_column_int(s, 11);
+	j->priority = store_column_int64(s, 7);
+	j->attempts = store_column_int(s, 8);
+	j->max_attempts = store_column_int(s, 9);
+	j->step = store_column_int(s, 10);
+	j->total_steps = store_column_int(s, 11);
 	j->lease_owner = store_column_text(s, 12);
-	j->lease_expires = sqlite3_column_double(s, 13);
-	j->not_before = sqlite3_column_double(s, 14);
+	j->lease_expires = store_column_double(s, 13);
+	j->not_before = store_column_double(s, 14);
 	j->phase = store_column_text(s, 15);
 	j->error_code = store_column_text(s, 16);
 	j->error_message = store_column_text(s, 17);
 	j->output_path = store_column_text(s, 18);
-	j->created_at = sqlite3_column_double(s, 19);
-	j->updated_at = sqlite3_column_double(s, 20);
-	j->finished_at = sqlite3_column_double(s, 21);
+	j->created_at = store_column_double(s, 19);
+	j->updated_at = store_column_double(s, 20);
+	j->finished_at = store_column_double(s, 21);
 	j->manifest_path = store_column_text(s, 22);
 	j->request_json = store_column_text(s, 23);
-	j->request_line = sqlite3_column_int(s, 24);
-	j->lease_token = sqlite3_column_int64(s, 25);
-	j->failures = sqlite3_column_int(s, 26);
-	j->claim_step = sqlite3_column_int(s, 27);
-	j->claimed_at = sqlite3_column_double(s, 28);
-	j->started_at = sqlite3_column_double(s, 29);
-	j->run_seconds = sqlite3_column_double(s, 30);
+	j->request_line = store_column_int(s, 24);
+	j->lease_token = store_column_int64(s, 25);
+	j->failures = store_column_int(s, 26);
+	j->claim_step = store_column_int(s, 27);
+	j->claimed_at = store_column_double(s, 28);
+	j->started_at = store_column_double(s, 29);
+	j->run_seconds = store_column_double(s, 30);
 	j->error_grade = store_column_text(s, 31);
 }
 
 static enum lq_status
-get_one(struct store *st, sqlite3_stmt *s, const char *ref,
+get_one(struct store *st, struct store_stmt *s, const char *ref,
     struct store_job *out, struct lq_error *err)
 {
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
 		read_job(s, out);
 		store_done(s);
 		return LQ_OK;
 	}
 	store_done(s);
-	if (rc != SQLITE_DONE)
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "SELECT jobs", err);
 	error_set(err, LQ_FAILED, "LQ-JOB-001", "no job %s in %s", ref,
 	    st->path);
@@ -305,11 +302,11 @@ enum lq_status
 store_get_job(struct store *st, int64_t id, struct store_job *out,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, "SELECT " JOB_COLUMNS
+	struct store_stmt *s = store_prepare_cached(st, "SELECT " JOB_COLUMNS
 	    "WHERE j.id = ?", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, id);
+	store_bind_int64(s, 1, id);
 	char ref[32];
 	snprintf(ref, sizeof(ref), "%lld", (long long)id);
 	return get_one(st, s, ref, out, err);
@@ -324,7 +321,7 @@ store_find_job(struct store *st, const char *ref, struct store_job *out,
 	long long id = strtoll(ref, &end, 10);
 	if (ref[0] != '\0' && *end == '\0' && errno == 0 && id > 0)
 		return store_get_job(st, id, out, err);
-	sqlite3_stmt *s = store_prepare_cached(st, "SELECT " JOB_COLUMNS
+	struct store_stmt *s = store_prepare_cached(st, "SELECT " JOB_COLUMNS
 	    "WHERE j.name = ? ORDER BY j.id DESC LIMIT 1", err);
 	if (s == NULL)
 		return err->status;
@@ -337,19 +334,19 @@ store_find_live_job(struct store *st, const char *config_digest, int64_t *id,
     enum job_state *state, struct lq_error *err)
 {
 	*id = 0;
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "SELECT id, state FROM jobs WHERE config_digest = ? AND state IN "
 	    "('queued', 'running', 'done') ORDER BY id DESC LIMIT 1", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, config_digest);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		*id = sqlite3_column_int64(s, 0);
-		job_state_parse((const char *)sqlite3_column_text(s, 1), state);
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
+		*id = store_column_int64(s, 0);
+		job_state_parse(store_column_str(s, 1), state);
 	}
 	store_done(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	if (rc != STORE_ROW && rc != STORE_DONE)
 		return store_sql_error(st, "SELECT jobs", err);
 	return LQ_OK;
 }
@@ -359,7 +356,7 @@ store_list_jobs(struct store *st, int filter,
     int (*fn)(const struct store_job *job, void *ud), void *ud,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, filter < 0 ?
+	struct store_stmt *s = store_prepare_cached(st, filter < 0 ?
 	    "SELECT " JOB_COLUMNS "ORDER BY j.id" :
 	    "SELECT " JOB_COLUMNS "WHERE j.state = ? ORDER BY j.id", err);
 	if (s == NULL)
@@ -367,18 +364,18 @@ store_list_jobs(struct store *st, int filter,
 	if (filter >= 0)
 		store_bind_text(s, 1, job_state_name((enum job_state)filter));
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_step(s)) == STORE_ROW) {
 		struct store_job j;
 		read_job(s, &j);
 		int stop = fn(&j, ud);
 		store_job_clear(&j);
 		if (stop) {
-			rc = SQLITE_DONE;
+			rc = STORE_DONE;
 			break;
 		}
 	}
 	store_done(s);
-	if (rc != SQLITE_DONE)
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "SELECT jobs", err);
 	return LQ_OK;
 }
@@ -436,7 +433,7 @@ static enum lq_status requeue(struct store *st, int64_t id, const char *owner,
 static enum lq_status
 reap_leases(struct store *st, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "SELECT id, lease_owner, lease_expires FROM jobs WHERE state = "
 	    "'running'", err);
 	if (s == NULL)
@@ -446,18 +443,18 @@ reap_leases(struct store *st, struct lq_error *err)
 	int reasons[64];
 	size_t n = 0;
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW && n < LQ_ARRAY_LEN(ids)) {
-		const char *owner = (const char *)sqlite3_column_text(s, 1);
-		double exp = sqlite3_column_double(s, 2);
+	while ((rc = store_step(s)) == STORE_ROW && n < LQ_ARRAY_LEN(ids)) {
+		const char *owner = store_column_str(s, 1);
+		double exp = store_column_double(s, 2);
 		int expired = exp < now;
 		if (expired || store_lease_owner_dead(owner)) {
-			ids[n] = sqlite3_column_int64(s, 0);
+			ids[n] = store_column_int64(s, 0);
 			reasons[n] = expired;
 			n++;
 		}
 	}
 	store_done(s);
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+	if (rc != STORE_DONE && rc != STORE_ROW)
 		return store_sql_error(st, "SELECT jobs", err);
 	for (size_t i = 0; i < n; i++) {
 		const char *why = reasons[i] ? "lease expired" :
@@ -502,18 +499,18 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 		strbuf_printf(&sql, ")");
 	}
 	strbuf_printf(&sql, " ORDER BY priority DESC, id LIMIT 1");
-	sqlite3_stmt *s = store_prepare(st, sql.buf, err);
+	struct store_stmt *s = store_prepare(st, sql.buf, err);
 	free(sql.buf);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
 	}
 	double now = util_now();
-	sqlite3_bind_double(s, 1, now);
-	int rc = sqlite3_step(s);
-	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-	sqlite3_finalize(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+	store_bind_double(s, 1, now);
+	int rc = store_step(s);
+	int64_t id = rc == STORE_ROW ? store_column_int64(s, 0) : 0;
+	store_finalize(s);
+	if (rc != STORE_ROW && rc != STORE_DONE) {
 		r = store_sql_error(st, "SELECT jobs", err);
 		store_rollback(st);
 		return r;
@@ -532,9 +529,9 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 		return err->status;
 	}
 	store_bind_text(s, 1, owner);
-	sqlite3_bind_double(s, 2, now + lease_seconds);
-	sqlite3_bind_double(s, 3, now);
-	sqlite3_bind_int64(s, 4, id);
+	store_bind_double(s, 2, now + lease_seconds);
+	store_bind_double(s, 3, now);
+	store_bind_int64(s, 4, id);
 	char *detail = NULL;
 	if ((r = store_step_done(st, s, "UPDATE jobs", err)) != LQ_OK ||
 	    (r = store_get_job(st, id, out, err)) != LQ_OK) {
@@ -573,19 +570,19 @@ store_next_claimable(struct store *st, const int64_t *ids, size_t n,
 			    (long long)ids[i]);
 		strbuf_printf(&sql, ")");
 	}
-	sqlite3_stmt *s = store_prepare(st, sql.buf, err);
+	struct store_stmt *s = store_prepare(st, sql.buf, err);
 	free(sql.buf);
 	if (s == NULL)
 		return err->status;
-	int rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(s);
+	int rc = store_step(s);
+	if (rc != STORE_ROW) {
+		store_finalize(s);
 		return store_sql_error(st, "SELECT jobs", err);
 	}
-	*at = sqlite3_column_int(s, 1) > 0 ? sqlite3_column_double(s, 0) : -1;
+	*at = store_column_int(s, 1) > 0 ? store_column_double(s, 0) : -1;
 	if (running != NULL)
-		*running = sqlite3_column_int(s, 2);
-	sqlite3_finalize(s);
+		*running = store_column_int(s, 2);
+	store_finalize(s);
 	return LQ_OK;
 }
 
@@ -594,14 +591,14 @@ store_next_claimable(struct store *st, const int64_t *ids, size_t n,
  * was not in a state this transition may leave: LQ-JOB-002 naming it.
  */
 static enum lq_status
-transition(struct store *st, sqlite3_stmt *s, int64_t id, const char *what,
+transition(struct store *st, struct store_stmt *s, int64_t id, const char *what,
     struct lq_error *err)
 {
-	int rc = sqlite3_step(s);
+	int rc = store_step(s);
 	store_done(s);
-	if (rc != SQLITE_DONE)
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "UPDATE jobs", err);
-	if (sqlite3_changes(st->db) == 1)
+	if (store_changes(st) == 1)
 		return LQ_OK;
 	struct store_job j;
 	struct lq_error e2;
@@ -620,18 +617,18 @@ enum lq_status
 store_renew_lease(struct store *st, int64_t id, const char *owner,
     double lease_seconds, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET lease_expires = ? "
+	struct store_stmt *s = store_prepare_cached(st, "UPDATE jobs SET lease_expires = ? "
 	    "WHERE id = ? AND state = 'running' AND lease_owner = ?", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_double(s, 1, util_now() + lease_seconds);
-	sqlite3_bind_int64(s, 2, id);
+	store_bind_double(s, 1, util_now() + lease_seconds);
+	store_bind_int64(s, 2, id);
 	store_bind_text(s, 3, owner);
-	int rc = sqlite3_step(s);
+	int rc = store_step(s);
 	store_done(s);
-	if (rc != SQLITE_DONE)
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "UPDATE jobs", err);
-	if (sqlite3_changes(st->db) != 1)
+	if (store_changes(st) != 1)
 		return error_set(err, LQ_FAILED, "LQ-JOB-003",
 		    "job %lld is no longer leased to %s", (long long)id, owner);
 	return LQ_OK;
@@ -644,7 +641,7 @@ store_set_progress(struct store *st, int64_t id, const char *phase, int step,
 	enum lq_status r = store_begin_fenced(st, id, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET phase = "
+	struct store_stmt *s = store_prepare_cached(st, "UPDATE jobs SET phase = "
 	    "coalesce(?1, phase), step = CASE WHEN ?2 < 0 THEN step ELSE ?2 END, "
 	    "total_steps = ?3, updated_at = ?4 WHERE id = ?5", err);
 	if (s == NULL) {
@@ -652,10 +649,10 @@ store_set_progress(struct store *st, int64_t id, const char *phase, int step,
 		return err->status;
 	}
 	store_bind_text(s, 1, phase);
-	sqlite3_bind_int(s, 2, step);
-	sqlite3_bind_int(s, 3, total_steps);
-	sqlite3_bind_double(s, 4, util_now());
-	sqlite3_bind_int64(s, 5, id);
+	store_bind_int(s, 2, step);
+	store_bind_int(s, 3, total_steps);
+	store_bind_double(s, 4, util_now());
+	store_bind_int64(s, 5, id);
 	return finish_write(st, store_step_done(st, s, "UPDATE jobs", err), err);
 }
 
@@ -666,15 +663,15 @@ store_set_output(struct store *st, int64_t id, const char *output_path,
 	enum lq_status r = store_begin_fenced(st, id, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET output_path = "
+	struct store_stmt *s = store_prepare_cached(st, "UPDATE jobs SET output_path = "
 	    "?, updated_at = ? WHERE id = ?", err);
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
 	}
 	store_bind_text(s, 1, output_path);
-	sqlite3_bind_double(s, 2, util_now());
-	sqlite3_bind_int64(s, 3, id);
+	store_bind_double(s, 2, util_now());
+	store_bind_int64(s, 3, id);
 	return finish_write(st, store_step_done(st, s, "UPDATE jobs", err), err);
 }
 
@@ -685,7 +682,7 @@ store_pin_model_digest(struct store *st, int64_t id, const char *digest,
 	enum lq_status r = store_begin_fenced(st, id, err);
 	if (r != LQ_OK)
 		return r;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET model_digests "
+	struct store_stmt *s = store_prepare_cached(st, "UPDATE jobs SET model_digests "
 	    "= ? WHERE id = ? AND (model_digests IS NULL OR model_digests = '')",
 	    err);
 	if (s == NULL) {
@@ -693,7 +690,7 @@ store_pin_model_digest(struct store *st, int64_t id, const char *digest,
 		return err->status;
 	}
 	store_bind_text(s, 1, digest);
-	sqlite3_bind_int64(s, 2, id);
+	store_bind_int64(s, 2, id);
 	return finish_write(st, store_step_done(st, s, "UPDATE jobs", err), err);
 }
 
@@ -713,13 +710,13 @@ store_repin_legacy_model_digest(struct store *st, int64_t id,
 	if ((r = store_begin(st, err)) != LQ_OK)
 		return r;
 	for (int i = 0; i < 2; i++) {
-		sqlite3_stmt *s = store_prepare_cached(st, sql[i], err);
+		struct store_stmt *s = store_prepare_cached(st, sql[i], err);
 		if (s == NULL) {
 			store_rollback(st);
 			return err->status;
 		}
 		store_bind_text(s, 1, digest);
-		sqlite3_bind_int64(s, 2, id);
+		store_bind_int64(s, 2, id);
 		store_bind_text(s, 3, legacy);
 		if ((r = store_step_done(st, s, sql[i], err)) != LQ_OK) {
 			store_rollback(st);
@@ -734,13 +731,13 @@ store_repin_legacy_model_digest(struct store *st, int64_t id,
  * prepares the transition's UPDATE in it; on failure nothing is left open
  * and err says why.
  */
-static sqlite3_stmt *
+static struct store_stmt *
 begin_update(struct store *st, int64_t id, const char *sql,
     struct lq_error *err)
 {
 	if (store_begin_fenced(st, id, err) != LQ_OK)
 		return NULL;
-	sqlite3_stmt *s = store_prepare_cached(st, sql, err);
+	struct store_stmt *s = store_prepare_cached(st, sql, err);
 	if (s == NULL)
 		store_rollback(st);
 	return s;
@@ -748,7 +745,7 @@ begin_update(struct store *st, int64_t id, const char *sql,
 
 /* Wraps "UPDATE + event" in one transaction. */
 static enum lq_status
-transition_with_event(struct store *st, sqlite3_stmt *s, int64_t id,
+transition_with_event(struct store *st, struct store_stmt *s, int64_t id,
     const char *what, const char *kind, const char *detail,
     struct lq_error *err)
 {
@@ -765,7 +762,7 @@ enum lq_status
 store_finish_job(struct store *st, int64_t id, const char *owner,
     const char *output_path, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'done', "
+	struct store_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'done', "
 	    "lease_owner = NULL, lease_expires = NULL, phase = 'done', "
 	    "output_path = coalesce(?1, output_path), error_code = NULL, "
 	    "error_message = NULL, error_grade = NULL, updated_at = ?2, "
@@ -775,8 +772,8 @@ store_finish_job(struct store *st, int64_t id, const char *owner,
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, output_path);
-	sqlite3_bind_double(s, 2, util_now());
-	sqlite3_bind_int64(s, 3, id);
+	store_bind_double(s, 2, util_now());
+	store_bind_int64(s, 3, id);
 	store_bind_text(s, 4, owner);
 	return transition_with_event(st, s, id, "finish", "finished", NULL, err);
 }
@@ -807,7 +804,7 @@ requeue(struct store *st, int64_t id, const char *owner, double backoff,
     enum job_requeue_reason reason, const char *code, enum lq_status grade,
     const char *message, enum job_state *new_state, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE jobs SET "
+	struct store_stmt *s = store_prepare_cached(st, "UPDATE jobs SET "
 	    "failures = CASE WHEN step > coalesce(claim_step, 0) THEN ?6 "
 	    "ELSE failures + ?6 END, "
 	    "attempts = attempts - ?7, "
@@ -820,14 +817,14 @@ requeue(struct store *st, int64_t id, const char *owner, double backoff,
 	if (s == NULL)
 		return err->status;
 	double now = util_now();
-	sqlite3_bind_double(s, 1, now);
-	sqlite3_bind_double(s, 2, backoff);
+	store_bind_double(s, 1, now);
+	store_bind_double(s, 2, backoff);
 	store_bind_text(s, 3, code);
 	store_bind_text(s, 4, message);
 	store_bind_text(s, 5, grade == LQ_OK ? NULL : error_status_name(grade));
-	sqlite3_bind_int(s, 6, reason == JOB_REQUEUE_CRASH ? 1 : 0);
-	sqlite3_bind_int(s, 7, reason == JOB_REQUEUE_HOST ? 1 : 0);
-	sqlite3_bind_int64(s, 8, id);
+	store_bind_int(s, 6, reason == JOB_REQUEUE_CRASH ? 1 : 0);
+	store_bind_int(s, 7, reason == JOB_REQUEUE_HOST ? 1 : 0);
+	store_bind_int64(s, 8, id);
 	store_bind_text(s, 9, owner);
 	enum lq_status r = transition(st, s, id, "requeue", err);
 	if (r != LQ_OK)
@@ -839,8 +836,8 @@ requeue(struct store *st, int64_t id, const char *owner, double backoff,
 	    "WHERE id = ?2", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_double(s, 1, now);
-	sqlite3_bind_int64(s, 2, id);
+	store_bind_double(s, 1, now);
+	store_bind_int64(s, 2, id);
 	if ((r = store_step_done(st, s, "UPDATE jobs", err)) != LQ_OK)
 		return r;
 	struct store_job j;
@@ -889,7 +886,7 @@ enum lq_status
 store_fail_job(struct store *st, int64_t id, const char *owner,
     const char *code, const char *message, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
+	struct store_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
 	    "'poisoned', lease_owner = NULL, lease_expires = NULL, "
 	    "error_code = ?1, error_message = ?2, error_grade = 'failed', "
 	    "updated_at = ?3, finished_at = ?3, run_seconds = run_seconds + "
@@ -899,8 +896,8 @@ store_fail_job(struct store *st, int64_t id, const char *owner,
 		return err->status;
 	store_bind_text(s, 1, code);
 	store_bind_text(s, 2, message);
-	sqlite3_bind_double(s, 3, util_now());
-	sqlite3_bind_int64(s, 4, id);
+	store_bind_double(s, 3, util_now());
+	store_bind_int64(s, 4, id);
 	store_bind_text(s, 5, owner);
 	return transition_with_event(st, s, id, "fail", "poisoned", NULL, err);
 }
@@ -908,30 +905,30 @@ store_fail_job(struct store *st, int64_t id, const char *owner,
 enum lq_status
 store_cancel_job(struct store *st, int64_t id, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
+	struct store_stmt *s = begin_update(st, id, "UPDATE jobs SET state = "
 	    "'cancelled', lease_owner = NULL, lease_expires = NULL, "
 	    "error_code = NULL, error_message = NULL, error_grade = NULL, "
 	    "updated_at = ?1, finished_at = ?1 WHERE id = ?2 AND state IN "
 	    "('queued', 'running')", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_double(s, 1, util_now());
-	sqlite3_bind_int64(s, 2, id);
+	store_bind_double(s, 1, util_now());
+	store_bind_int64(s, 2, id);
 	return transition_with_event(st, s, id, "cancel", "cancelled", NULL, err);
 }
 
 enum lq_status
 store_retry_job(struct store *st, int64_t id, struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'queued', "
+	struct store_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'queued', "
 	    "attempts = 0, failures = 0, not_before = NULL, finished_at = NULL, "
 	    "error_code = NULL, error_message = NULL, error_grade = NULL, "
 	    "updated_at = ?1 WHERE id = ?2 AND state IN ('poisoned', "
 	    "'cancelled')", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_double(s, 1, util_now());
-	sqlite3_bind_int64(s, 2, id);
+	store_bind_double(s, 1, util_now());
+	store_bind_int64(s, 2, id);
 	return transition_with_event(st, s, id, "retry", "retried", NULL, err);
 }
 
@@ -939,22 +936,22 @@ enum lq_status
 store_redo_job(struct store *st, int64_t id, const char *reason,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'queued', "
+	struct store_stmt *s = begin_update(st, id, "UPDATE jobs SET state = 'queued', "
 	    "failures = 0, not_before = NULL, finished_at = NULL, error_code = "
 	    "NULL, error_message = NULL, error_grade = NULL, updated_at = ?1 "
 	    "WHERE id = ?2 AND state = 'done'", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_double(s, 1, util_now());
-	sqlite3_bind_int64(s, 2, id);
+	store_bind_double(s, 1, util_now());
+	store_bind_int64(s, 2, id);
 	enum lq_status r = transition(st, s, id, "redo", err);
 	if (r == LQ_OK) {
-		sqlite3_stmt *d = store_prepare_cached(st,
+		struct store_stmt *d = store_prepare_cached(st,
 		    "DELETE FROM artifacts WHERE job_id = ?", err);
 		if (d == NULL) {
 			r = err->status;
 		} else {
-			sqlite3_bind_int64(d, 1, id);
+			store_bind_int64(d, 1, id);
 			r = store_step_done(st, d, "DELETE artifacts", err);
 		}
 	}
@@ -980,22 +977,22 @@ store_list_events(struct store *st, int64_t job_id,
     int (*fn)(double at, const char *kind, const char *detail, void *ud),
     void *ud, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, "SELECT at, kind, detail FROM "
+	struct store_stmt *s = store_prepare_cached(st, "SELECT at, kind, detail FROM "
 	    "events WHERE job_id = ? ORDER BY id", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
+	store_bind_int64(s, 1, job_id);
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (fn(sqlite3_column_double(s, 0),
-		    (const char *)sqlite3_column_text(s, 1),
-		    (const char *)sqlite3_column_text(s, 2), ud)) {
-			rc = SQLITE_DONE;
+	while ((rc = store_step(s)) == STORE_ROW) {
+		if (fn(store_column_double(s, 0),
+		    store_column_str(s, 1),
+		    store_column_str(s, 2), ud)) {
+			rc = STORE_DONE;
 			break;
 		}
 	}
 	store_done(s);
-	if (rc != SQLITE_DONE)
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "SELECT events", err);
 	return LQ_OK;
 }

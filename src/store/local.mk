@@ -5,6 +5,7 @@ SCHEMA_FILES = schema/0001_init.sql schema/0002_model_identity.sql \
 EXTRA_DIST += $(SCHEMA_FILES)
 libstore_a_SOURCES += \
 	src/store/store.c src/store/store.h src/store/store-int.h \
+	src/store/lite.c \
 	src/store/integrity.c \
 	src/store/jobs.c src/store/jobs.h
 nodist_libstore_a_SOURCES += src/store/schema.gen.c

@@ -16,25 +16,25 @@ store_get_file_hash(struct store *st, const char *path, int64_t size, int64_t mt
     int64_t inode, char hex[65], int *found, struct lq_error *err)
 {
 	*found = 0;
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "SELECT blake2b FROM file_hashes WHERE path = ? AND size = ? AND mtime_ns = ? "
 	    "AND inode = ?", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, path);
-	sqlite3_bind_int64(s, 2, size);
-	sqlite3_bind_int64(s, 3, mtime_ns);
-	sqlite3_bind_int64(s, 4, inode);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		const unsigned char *t = sqlite3_column_text(s, 0);
+	store_bind_int64(s, 2, size);
+	store_bind_int64(s, 3, mtime_ns);
+	store_bind_int64(s, 4, inode);
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
+		const char *t = store_column_str(s, 0);
 		if (t != NULL && strlen((const char *)t) == 64) {
 			memcpy(hex, t, 65);
 			*found = 1;
 		}
 	}
 	store_done(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	if (rc != STORE_ROW && rc != STORE_DONE)
 		return store_sql_error(st, "SELECT file_hashes", err);
 	return LQ_OK;
 }
@@ -43,7 +43,7 @@ enum lq_status
 store_put_file_hash(struct store *st, const char *path, int64_t size, int64_t mtime_ns,
     int64_t inode, const char *hex, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO file_hashes(path, size, mtime_ns, inode, blake2b, hashed_at) "
 	    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET size = excluded.size, "
 	    "mtime_ns = excluded.mtime_ns, inode = excluded.inode, blake2b = excluded.blake2b, "
@@ -51,11 +51,11 @@ store_put_file_hash(struct store *st, const char *path, int64_t size, int64_t mt
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, path);
-	sqlite3_bind_int64(s, 2, size);
-	sqlite3_bind_int64(s, 3, mtime_ns);
-	sqlite3_bind_int64(s, 4, inode);
+	store_bind_int64(s, 2, size);
+	store_bind_int64(s, 3, mtime_ns);
+	store_bind_int64(s, 4, inode);
 	store_bind_text(s, 5, hex);
-	sqlite3_bind_double(s, 6, util_now());
+	store_bind_double(s, 6, util_now());
 	return store_step_done(st, s, "INSERT file_hashes", err);
 }
 
@@ -126,11 +126,11 @@ static enum lq_status
 put_files(struct store *st, int64_t id, const struct store_model_file *files, size_t n,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, "DELETE FROM model_files WHERE model_id = ?",
+	struct store_stmt *s = store_prepare_cached(st, "DELETE FROM model_files WHERE model_id = ?",
 	    err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, id);
+	store_bind_int64(s, 1, id);
 	if (store_step_done(st, s, "DELETE model_files", err) != LQ_OK)
 		return err->status;
 	for (size_t i = 0; i < n; i++) {
@@ -139,11 +139,11 @@ put_files(struct store *st, int64_t id, const struct store_model_file *files, si
 		    "VALUES (?, ?, ?, ?, ?, ?)", err);
 		if (s == NULL)
 			return err->status;
-		sqlite3_bind_int64(s, 1, id);
+		store_bind_int64(s, 1, id);
 		store_bind_text(s, 2, files[i].relpath);
-		sqlite3_bind_int64(s, 3, files[i].size);
-		sqlite3_bind_int64(s, 4, files[i].mtime_ns);
-		sqlite3_bind_int64(s, 5, files[i].inode);
+		store_bind_int64(s, 3, files[i].size);
+		store_bind_int64(s, 4, files[i].mtime_ns);
+		store_bind_int64(s, 5, files[i].inode);
 		store_bind_text(s, 6, files[i].blake2b);
 		if (store_step_done(st, s, "INSERT model_files", err) != LQ_OK)
 			return err->status;
@@ -159,14 +159,14 @@ store_put_model(struct store *st, const struct store_model *m, int64_t *id,
 		return err->status;
 	enum lq_status rc;
 	if (m->name != NULL) {
-		sqlite3_stmt *q = store_prepare_cached(st,
+		struct store_stmt *q = store_prepare_cached(st,
 		    "SELECT path FROM models WHERE name = ? AND path <> ?", err);
 		if (q == NULL)
 			goto fail;
 		store_bind_text(q, 1, m->name);
 		store_bind_text(q, 2, m->path);
-		int r = sqlite3_step(q);
-		if (r == SQLITE_ROW) {
+		int r = store_step(q);
+		if (r == STORE_ROW) {
 			char *other = store_column_text(q, 0);
 			store_done(q);
 			error_set(err, LQ_FAILED, "LQ-DB-010",
@@ -176,12 +176,12 @@ store_put_model(struct store *st, const struct store_model *m, int64_t *id,
 			goto fail;
 		}
 		store_done(q);
-		if (r != SQLITE_DONE) {
+		if (r != STORE_DONE) {
 			store_sql_error(st, "SELECT models", err);
 			goto fail;
 		}
 	}
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "INSERT INTO models(name, path, family, config_json, digest, added_at) "
 	    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
 	    /* re-adding without --name keeps the name it had */
@@ -195,19 +195,19 @@ store_put_model(struct store *st, const struct store_model *m, int64_t *id,
 	store_bind_text(s, 3, m->family);
 	store_bind_text(s, 4, m->config_json);
 	store_bind_text(s, 5, m->digest);
-	sqlite3_bind_double(s, 6, util_now());
+	store_bind_double(s, 6, util_now());
 	if (store_step_done(st, s, "INSERT models", err) != LQ_OK)
 		goto fail;
 	s = store_prepare_cached(st, "SELECT id FROM models WHERE path = ?", err);
 	if (s == NULL)
 		goto fail;
 	store_bind_text(s, 1, m->path);
-	if (sqlite3_step(s) != SQLITE_ROW) {
+	if (store_step(s) != STORE_ROW) {
 		store_done(s);
 		store_sql_error(st, "SELECT models.id", err);
 		goto fail;
 	}
-	*id = sqlite3_column_int64(s, 0);
+	*id = store_column_int64(s, 0);
 	store_done(s);
 	if (put_files(st, *id, m->files, m->nfiles, err) != LQ_OK)
 		goto fail;
@@ -225,12 +225,12 @@ store_update_model_files(struct store *st, int64_t id, const char *digest,
 {
 	if (store_begin(st, err) != LQ_OK)
 		return err->status;
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE models SET digest = ? WHERE id = ?",
+	struct store_stmt *s = store_prepare_cached(st, "UPDATE models SET digest = ? WHERE id = ?",
 	    err);
 	if (s == NULL)
 		goto fail;
 	store_bind_text(s, 1, digest);
-	sqlite3_bind_int64(s, 2, id);
+	store_bind_int64(s, 2, id);
 	if (store_step_done(st, s, "UPDATE models", err) != LQ_OK ||
 	    put_files(st, id, files, n, err) != LQ_OK || store_commit(st, err) != LQ_OK)
 		goto fail;
@@ -243,30 +243,30 @@ fail:
 #define MODEL_COLUMNS "id, name, path, family, config_json, digest, added_at"
 
 static void
-read_model(sqlite3_stmt *s, struct store_model *m)
+read_model(struct store_stmt *s, struct store_model *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->id = sqlite3_column_int64(s, 0);
+	m->id = store_column_int64(s, 0);
 	m->name = store_column_text(s, 1);
 	m->path = store_column_text(s, 2);
 	m->family = store_column_text(s, 3);
 	m->config_json = store_column_text(s, 4);
 	m->digest = store_column_text(s, 5);
-	m->added_at = sqlite3_column_double(s, 6);
+	m->added_at = store_column_double(s, 6);
 }
 
 static enum lq_status
 load_files(struct store *st, struct store_model *m, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "SELECT relpath, size, mtime_ns, inode, blake2b FROM model_files "
 	    "WHERE model_id = ? ORDER BY relpath", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, m->id);
+	store_bind_int64(s, 1, m->id);
 	size_t cap = 0;
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_step(s)) == STORE_ROW) {
 		if (m->nfiles == cap) {
 			cap = cap ? 2 * cap : 16;
 			m->files = xrealloc(m->files, cap * sizeof(*m->files));
@@ -274,14 +274,14 @@ load_files(struct store *st, struct store_model *m, struct lq_error *err)
 		struct store_model_file *f = &m->files[m->nfiles++];
 		memset(f, 0, sizeof(*f));
 		f->relpath = store_column_text(s, 0);
-		f->size = sqlite3_column_int64(s, 1);
-		f->mtime_ns = sqlite3_column_int64(s, 2);
-		f->inode = sqlite3_column_int64(s, 3);
-		const unsigned char *h = sqlite3_column_text(s, 4);
+		f->size = store_column_int64(s, 1);
+		f->mtime_ns = store_column_int64(s, 2);
+		f->inode = store_column_int64(s, 3);
+		const char *h = store_column_str(s, 4);
 		snprintf(f->blake2b, sizeof(f->blake2b), "%s", h ? (const char *)h : "");
 	}
 	store_done(s);
-	if (rc != SQLITE_DONE)
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "SELECT model_files", err);
 	return LQ_OK;
 }
@@ -291,20 +291,20 @@ find_one(struct store *st, const char *sql, const char *key, int64_t id,
     struct store_model *out, int *found, struct lq_error *err)
 {
 	*found = 0;
-	sqlite3_stmt *s = store_prepare_cached(st, sql, err);
+	struct store_stmt *s = store_prepare_cached(st, sql, err);
 	if (s == NULL)
 		return err->status;
 	if (key)
 		store_bind_text(s, 1, key);
 	else
-		sqlite3_bind_int64(s, 1, id);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+		store_bind_int64(s, 1, id);
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
 		read_model(s, out);
 		*found = 1;
 	}
 	store_done(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	if (rc != STORE_ROW && rc != STORE_DONE)
 		return store_sql_error(st, "SELECT models", err);
 	if (*found && load_files(st, out, err) != LQ_OK) {
 		store_model_clear(out);
@@ -339,13 +339,13 @@ store_list_models(struct store *st, struct store_model **out, size_t *n, struct 
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *s = store_prepare_cached(st,
+	struct store_stmt *s = store_prepare_cached(st,
 	    "SELECT " MODEL_COLUMNS " FROM models ORDER BY name IS NULL, name, path", err);
 	if (s == NULL)
 		return err->status;
 	size_t cap = 0;
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = store_step(s)) == STORE_ROW) {
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 8;
 			*out = xrealloc(*out, cap * sizeof(**out));
@@ -353,7 +353,7 @@ store_list_models(struct store *st, struct store_model **out, size_t *n, struct 
 		read_model(s, &(*out)[(*n)++]);
 	}
 	store_done(s);
-	if (rc != SQLITE_DONE) {
+	if (rc != STORE_DONE) {
 		store_models_free(*out, *n);
 		*out = NULL;
 		*n = 0;

@@ -43,51 +43,32 @@ store_path(const struct store *st)
 enum lq_status
 store_sql_error(struct store *st, const char *call, struct lq_error *err)
 {
-	int code = sqlite3_extended_errcode(st->db);
-	int primary = code & 0xff;
-	if (primary == SQLITE_FULL || primary == SQLITE_IOERR) {
-		/* A full or failing disk is not bad input: RETRY, naming errno
-		 * (nothing of the failed transaction was committed). */
-		int e = sqlite3_system_errno(st->db);
-		if (e == 0 && primary == SQLITE_FULL)
-			e = ENOSPC;	/* SQLite's unix VFS clears errno for FULL */
-		error_set(err, LQ_RETRY, STORE_CODE_STORAGE, "%s failed on %s: %s"
-		    "%s%s", call, st->path, sqlite3_errmsg(st->db),
-		    e ? ": " : "", e ? strerror(e) : "");
-		error_set_hint(err, "free space on the database's file system; "
-		    "what was committed before is kept");
-		return LQ_RETRY;
-	}
-	enum lq_status status = (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
-	    ? LQ_RETRY : LQ_FAILED;
-	return error_set(err, status, "LQ-DB-001", "%s failed on %s: %s", call,
-	    st->path, sqlite3_errmsg(st->db));
+	return st->drv->error(st, call, err);
 }
 
-sqlite3_stmt *
+struct store_stmt *
 store_prepare(struct store *st, const char *sql, struct lq_error *err)
 {
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
-		store_sql_error(st, "sqlite3_prepare_v2", err);
-		return NULL;
-	}
-	return s;
+	return st->drv->prepare(st, sql, 0, err);
 }
 
-sqlite3_stmt *
+void
+store_finalize(struct store_stmt *s)
+{
+	if (s != NULL)
+		s->st->drv->finalize(s);
+}
+
+struct store_stmt *
 store_prepare_cached(struct store *st, const char *sql, struct lq_error *err)
 {
 	size_t i;
 	for (i = 0; i < STORE_STMT_CACHE && st->cache[i].sql != NULL; i++)
 		if (st->cache[i].sql == sql || strcmp(st->cache[i].sql, sql) == 0)
 			return st->cache[i].stmt;
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s,
-	    NULL) != SQLITE_OK) {
-		store_sql_error(st, "sqlite3_prepare_v3", err);
+	struct store_stmt *s = st->drv->prepare(st, sql, 1, err);
+	if (s == NULL)
 		return NULL;
-	}
 	LQ_ASSERT(i < STORE_STMT_CACHE);	/* raise STORE_STMT_CACHE */
 	st->cache[i].sql = sql;
 	st->cache[i].stmt = s;
@@ -95,49 +76,149 @@ store_prepare_cached(struct store *st, const char *sql, struct lq_error *err)
 }
 
 void
-store_done(sqlite3_stmt *s)
+store_done(struct store_stmt *s)
 {
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
+	s->st->drv->reset(s);
+}
+
+int
+store_step(struct store_stmt *s)
+{
+	return s->st->drv->step(s);
 }
 
 enum lq_status
-store_step_done(struct store *st, sqlite3_stmt *s, const char *what,
+store_step_done(struct store *st, struct store_stmt *s, const char *what,
     struct lq_error *err)
 {
-	int rc = sqlite3_step(s);
+	int rc = store_step(s);
+	if (rc != STORE_DONE) {
+		/* the error before the reset, which may clear it */
+		enum lq_status r = rc == STORE_ERROR ?
+		    store_sql_error(st, what, err) :
+		    error_set(err, LQ_FAILED, "LQ-DB-001", "%s on %s returned "
+		    "rows", what, st->path);
+		store_done(s);
+		return r;
+	}
 	store_done(s);
-	if (rc != SQLITE_DONE)
-		return store_sql_error(st, what, err);
 	return LQ_OK;
+}
+
+enum lq_status
+store_step_id(struct store *st, struct store_stmt *s, const char *what,
+    int64_t *id, struct lq_error *err)
+{
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
+		*id = store_column_int64(s, 0);
+		rc = store_step(s);
+	}
+	enum lq_status r = LQ_OK;
+	if (rc == STORE_ERROR)
+		r = store_sql_error(st, what, err);
+	store_done(s);
+	return r;
+}
+
+int64_t
+store_changes(struct store *st)
+{
+	return st->drv->changes(st);
 }
 
 enum lq_status
 store_exec(struct store *st, const char *sql, struct lq_error *err)
 {
-	char *msg = NULL;
-	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		enum lq_status s = store_sql_error(st, "sqlite3_exec", err);
-		sqlite3_free(msg);
-		return s;
-	}
-	return LQ_OK;
+	return st->drv->exec(st, sql, err);
 }
 
 void
-store_bind_text(sqlite3_stmt *s, int i, const char *v)
+store_bind_int64(struct store_stmt *s, int i, int64_t v)
+{
+	s->st->drv->bind_int64(s, i, v);
+}
+
+void
+store_bind_int(struct store_stmt *s, int i, int v)
+{
+	s->st->drv->bind_int64(s, i, v);
+}
+
+void
+store_bind_double(struct store_stmt *s, int i, double v)
+{
+	s->st->drv->bind_double(s, i, v);
+}
+
+void
+store_bind_text(struct store_stmt *s, int i, const char *v)
 {
 	if (v == NULL)
-		sqlite3_bind_null(s, i);
+		s->st->drv->bind_null(s, i);
 	else
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+		s->st->drv->bind_text(s, i, v);
+}
+
+void
+store_bind_blob(struct store_stmt *s, int i, const void *p, size_t n)
+{
+	s->st->drv->bind_blob(s, i, p, n);
+}
+
+void
+store_bind_null(struct store_stmt *s, int i)
+{
+	s->st->drv->bind_null(s, i);
+}
+
+int
+store_column_is_null(struct store_stmt *s, int i)
+{
+	return s->st->drv->column_is_null(s, i);
+}
+
+int64_t
+store_column_int64(struct store_stmt *s, int i)
+{
+	return s->st->drv->column_int64(s, i);
+}
+
+int
+store_column_int(struct store_stmt *s, int i)
+{
+	return (int)s->st->drv->column_int64(s, i);
+}
+
+double
+store_column_double(struct store_stmt *s, int i)
+{
+	return s->st->drv->column_double(s, i);
+}
+
+const char *
+store_column_str(struct store_stmt *s, int i)
+{
+	return s->st->drv->column_text(s, i);
 }
 
 char *
-store_column_text(sqlite3_stmt *s, int i)
+store_column_text(struct store_stmt *s, int i)
 {
-	const unsigned char *t = sqlite3_column_text(s, i);
-	return t != NULL ? xstrdup((const char *)t) : NULL;
+	const char *t = store_column_str(s, i);
+	return t != NULL ? xstrdup(t) : NULL;
+}
+
+const void *
+store_column_blob(struct store_stmt *s, int i)
+{
+	return s->st->drv->column_blob(s, i);
+}
+
+size_t
+store_column_bytes(struct store_stmt *s, int i)
+{
+	return s->st->drv->column_bytes(s, i);
 }
 
 int
@@ -152,13 +233,7 @@ store_schema_latest(void)
 int
 store_schema_version(struct store *st)
 {
-	sqlite3_stmt *s = NULL;
-	int v = -1;
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) ==
-	    SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
-	return v;
+	return st->drv->schema_version(st);
 }
 
 /* LQ-DB-002: the database's schema is newer than this binary's. */
@@ -196,10 +271,8 @@ migrate(struct store *st, struct lq_error *err)
 			store_rollback(st);
 			continue;
 		}
-		char pragma[64];
-		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", version);
 		if ((s = store_exec(st, (const char *)f->data, err)) != LQ_OK ||
-		    (s = store_exec(st, pragma, err)) != LQ_OK) {
+		    (s = st->drv->set_schema_version(st, version, err)) != LQ_OK) {
 			store_rollback(st);
 			char *why = xstrdup(err->message);
 			error_set(err, s, "LQ-DB-003", "migration %s: %.600s",
@@ -250,6 +323,7 @@ static enum lq_status
 open_readonly(const char *path, struct store **out, struct lq_error *err)
 {
 	struct store *st = xcalloc(1, sizeof(*st));
+	st->drv = &store_driver_sqlite;
 	st->path = xstrdup(path);
 	*out = NULL;
 	int rc = open_ro_handle(path, 0, &st->db);
@@ -324,6 +398,7 @@ open_read_write(const char *path, int check, struct store **out,
     struct lq_error *err)
 {
 	struct store *st = xcalloc(1, sizeof(*st));
+	st->drv = &store_driver_sqlite;
 	st->path = xstrdup(path);
 	*out = NULL;
 	int rc = sqlite3_open_v2(path, &st->db,
@@ -383,8 +458,8 @@ store_close(struct store *st)
 	if (st == NULL)
 		return;
 	for (size_t i = 0; i < STORE_STMT_CACHE; i++)
-		sqlite3_finalize(st->cache[i].stmt);
-	sqlite3_close_v2(st->db);
+		store_finalize(st->cache[i].stmt);
+	st->drv->close(st);
 	free(st->lease_owner);
 	free(st->path);
 	free(st);
@@ -395,7 +470,7 @@ store_begin(struct store *st, struct lq_error *err)
 {
 	if (st->txn_depth++ > 0)
 		return LQ_OK;
-	enum lq_status s = store_exec(st, "BEGIN IMMEDIATE", err);
+	enum lq_status s = store_exec(st, st->drv->begin_sql, err);
 	if (s != LQ_OK)
 		st->txn_depth = 0;
 	return s;
@@ -410,7 +485,9 @@ store_commit(struct store *st, struct lq_error *err)
 	st->lease_checked = 0;
 	enum lq_status s = store_exec(st, "COMMIT", err);
 	if (s != LQ_OK) {
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		struct lq_error ignored;
+		error_clear(&ignored);
+		store_exec(st, "ROLLBACK", &ignored);
 	}
 	return s;
 }
@@ -422,7 +499,9 @@ store_rollback(struct store *st)
 		return;
 	st->txn_depth = 0;
 	st->lease_checked = 0;
-	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	struct lq_error ignored;
+	error_clear(&ignored);
+	store_exec(st, "ROLLBACK", &ignored);
 }
 
 enum lq_status
@@ -431,20 +510,20 @@ store_get_pipeline_cache(struct store *st, const char *fingerprint, void **blob,
 {
 	*blob = NULL;
 	*size = 0;
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "SELECT data FROM pipeline_cache WHERE fingerprint = ?", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, fingerprint);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_bytes(s, 0);
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
+		size_t n = store_column_bytes(s, 0);
 		*blob = xmalloc(n);
-		memcpy(*blob, sqlite3_column_blob(s, 0), n);
+		memcpy(*blob, store_column_blob(s, 0), n);
 		*size = n;
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	store_finalize(s);
+	if (rc != STORE_ROW && rc != STORE_DONE)
 		return store_sql_error(st, "SELECT pipeline_cache", err);
 	return LQ_OK;
 }
@@ -453,17 +532,17 @@ enum lq_status
 store_put_pipeline_cache(struct store *st, const char *fingerprint,
     const void *blob, size_t size, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "INSERT OR REPLACE INTO pipeline_cache(fingerprint, data, created_at) "
 	    "VALUES (?, ?, ?)", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, fingerprint);
-	sqlite3_bind_blob64(s, 2, blob, size, SQLITE_TRANSIENT);
-	sqlite3_bind_double(s, 3, util_now());
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
+	store_bind_blob(s, 2, blob, size);
+	store_bind_double(s, 3, util_now());
+	int rc = store_step(s);
+	store_finalize(s);
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "INSERT pipeline_cache", err);
 	return LQ_OK;
 }
@@ -477,24 +556,24 @@ store_get_text_cache(struct store *st, const char *encoder_digest,
 	*size = 0;
 	if (shape != NULL)
 		*shape = NULL;
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "SELECT data, shape FROM text_cache WHERE encoder_digest = ? AND "
 	    "tokens_digest = ?", err);
 	if (s == NULL)
 		return err->status;
 	store_bind_text(s, 1, encoder_digest);
 	store_bind_text(s, 2, tokens_digest);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		size_t n = (size_t)sqlite3_column_bytes(s, 0);
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
+		size_t n = store_column_bytes(s, 0);
 		*data = xmalloc(n);
-		memcpy(*data, sqlite3_column_blob(s, 0), n);
+		memcpy(*data, store_column_blob(s, 0), n);
 		*size = n;
 		if (shape != NULL)
 			*shape = store_column_text(s, 1);
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+	store_finalize(s);
+	if (rc != STORE_ROW && rc != STORE_DONE)
 		return store_sql_error(st, "SELECT text_cache", err);
 	return LQ_OK;
 }
@@ -504,7 +583,7 @@ store_put_text_cache(struct store *st, const char *encoder_digest,
     const char *tokens_digest, const char *dtype, const char *shape,
     const void *data, size_t size, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare(st,
+	struct store_stmt *s = store_prepare(st,
 	    "INSERT OR REPLACE INTO text_cache(encoder_digest, tokens_digest, "
 	    "dtype, shape, data, created_at) VALUES (?, ?, ?, ?, ?, ?)", err);
 	if (s == NULL)
@@ -513,11 +592,11 @@ store_put_text_cache(struct store *st, const char *encoder_digest,
 	store_bind_text(s, 2, tokens_digest);
 	store_bind_text(s, 3, dtype);
 	store_bind_text(s, 4, shape);
-	sqlite3_bind_blob64(s, 5, data, size, SQLITE_TRANSIENT);
-	sqlite3_bind_double(s, 6, util_now());
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
+	store_bind_blob(s, 5, data, size);
+	store_bind_double(s, 6, util_now());
+	int rc = store_step(s);
+	store_finalize(s);
+	if (rc != STORE_DONE)
 		return store_sql_error(st, "INSERT text_cache", err);
 	return LQ_OK;
 }

@@ -12,11 +12,11 @@ enum lq_status
 store_add_job_webhook(struct store *st, int64_t job_id, const char *url,
     struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, "INSERT OR IGNORE INTO "
+	struct store_stmt *s = store_prepare_cached(st, "INSERT OR IGNORE INTO "
 	    "job_webhooks(job_id, url) VALUES (?, ?)", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_int64(s, 1, job_id);
+	store_bind_int64(s, 1, job_id);
 	store_bind_text(s, 2, url);
 	return store_step_done(st, s, "INSERT job_webhooks", err);
 }
@@ -36,25 +36,25 @@ store_next_webhook(struct store *st, double now, struct store_webhook *out,
 {
 	memset(out, 0, sizeof(*out));
 	*found = 0;
-	sqlite3_stmt *s = store_prepare_cached(st, "SELECT id, job_id, url, "
+	struct store_stmt *s = store_prepare_cached(st, "SELECT id, job_id, url, "
 	    "state, body, attempts, next_at FROM webhook_outbox WHERE "
 	    "delivered_at IS NULL AND abandoned_at IS NULL AND next_at <= ? "
 	    "ORDER BY next_at, id LIMIT 1", err);
 	if (s == NULL)
 		return err->status;
-	sqlite3_bind_double(s, 1, now);
-	int rc = sqlite3_step(s);
+	store_bind_double(s, 1, now);
+	int rc = store_step(s);
 	enum lq_status r = LQ_OK;
-	if (rc == SQLITE_ROW) {
-		out->id = sqlite3_column_int64(s, 0);
-		out->job_id = sqlite3_column_int64(s, 1);
+	if (rc == STORE_ROW) {
+		out->id = store_column_int64(s, 0);
+		out->job_id = store_column_int64(s, 1);
 		out->url = store_column_text(s, 2);
 		out->state = store_column_text(s, 3);
 		out->body = store_column_text(s, 4);
-		out->attempts = sqlite3_column_int(s, 5);
-		out->next_at = sqlite3_column_double(s, 6);
+		out->attempts = store_column_int(s, 5);
+		out->next_at = store_column_double(s, 6);
 		*found = 1;
-	} else if (rc != SQLITE_DONE) {
+	} else if (rc != STORE_DONE) {
 		r = store_sql_error(st, "SELECT webhook_outbox", err);
 	}
 	store_done(s);
@@ -65,24 +65,24 @@ enum lq_status
 store_webhook_result(struct store *st, int64_t id, int delivered, long status,
     const char *error, double next_at, struct lq_error *err)
 {
-	sqlite3_stmt *s = store_prepare_cached(st, "UPDATE webhook_outbox SET "
+	struct store_stmt *s = store_prepare_cached(st, "UPDATE webhook_outbox SET "
 	    "attempts = attempts + 1, last_status = ?, last_error = ?, "
 	    "delivered_at = ?, abandoned_at = ?, next_at = ? WHERE id = ?", err);
 	if (s == NULL)
 		return err->status;
 	double now = util_now();
-	sqlite3_bind_int64(s, 1, status);
+	store_bind_int64(s, 1, status);
 	store_bind_text(s, 2, error);
 	if (delivered)
-		sqlite3_bind_double(s, 3, now);
+		store_bind_double(s, 3, now);
 	else
-		sqlite3_bind_null(s, 3);
+		store_bind_null(s, 3);
 	if (!delivered && next_at < 0)
-		sqlite3_bind_double(s, 4, now);
+		store_bind_double(s, 4, now);
 	else
-		sqlite3_bind_null(s, 4);
-	sqlite3_bind_double(s, 5, next_at < 0 ? now : next_at);
-	sqlite3_bind_int64(s, 6, id);
+		store_bind_null(s, 4);
+	store_bind_double(s, 5, next_at < 0 ? now : next_at);
+	store_bind_int64(s, 6, id);
 	return store_step_done(st, s, "UPDATE webhook_outbox", err);
 }
 
@@ -92,16 +92,16 @@ store_webhook_pending(struct store *st, int *n, double *next_at,
 {
 	*n = 0;
 	*next_at = 0;
-	sqlite3_stmt *s = store_prepare_cached(st, "SELECT count(*), "
+	struct store_stmt *s = store_prepare_cached(st, "SELECT count(*), "
 	    "coalesce(min(next_at), 0) FROM webhook_outbox WHERE delivered_at "
 	    "IS NULL AND abandoned_at IS NULL", err);
 	if (s == NULL)
 		return err->status;
-	int rc = sqlite3_step(s);
+	int rc = store_step(s);
 	enum lq_status r = LQ_OK;
-	if (rc == SQLITE_ROW) {
-		*n = sqlite3_column_int(s, 0);
-		*next_at = sqlite3_column_double(s, 1);
+	if (rc == STORE_ROW) {
+		*n = store_column_int(s, 0);
+		*next_at = store_column_double(s, 1);
 	} else {
 		r = store_sql_error(st, "SELECT webhook_outbox", err);
 	}

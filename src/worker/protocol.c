@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/codes.h"
 #include "core/file.h"
 #include "core/json.h"
 #include "store/jobs.h"
@@ -43,15 +44,17 @@ before_first_step(const char *phase)
 int
 worker_exit_for(const struct lq_error *e, const char *phase)
 {
-	if (strcmp(e->code, JOB_CODE_LEASE_LOST) == 0)
+	enum lq_code c = error_code(e);
+	unsigned flags = lq_code_info(c)->flags;
+	if (c == lq_code_find(JOB_CODE_LEASE_LOST))
 		return WORKER_EXIT_LEASE_LOST;
-	if (strcmp(e->code, FILE_CODE_STORAGE) == 0 ||
-	    strcmp(e->code, STORE_CODE_STORAGE) == 0)
+	if (c == lq_code_find(FILE_CODE_STORAGE) ||
+	    c == lq_code_find(STORE_CODE_STORAGE))
 		return EXIT_IOERR;
 	if (e->status == LQ_FATAL ||
-	    (strncmp(e->code, "LQ-GPU-", 7) == 0 && before_first_step(phase)))
+	    ((flags & LQ_CODE_F_HOST) && before_first_step(phase)))
 		return EXIT_UNAVAILABLE;
-	if (strncmp(e->code, "LQ-DB-", 6) == 0)
+	if (flags & LQ_CODE_F_QUEUE)
 		return EXIT_IOERR;
 	if (e->status == LQ_RETRY)
 		return EXIT_TEMPFAIL;

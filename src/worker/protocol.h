@@ -70,12 +70,13 @@ enum worker_outcome worker_outcome_of(int wait_status);
 
 /*
  * The child's exit status for a render that failed with `e` while the
- * job was in `phase` (NULL: unknown), by the table above: LQ-RUN-INT and
- * other RETRY errors 75; a host fault 69 (LQ_FATAL, or any LQ-GPU-* error
- * in load, compile or encode-text, before the first denoising step); a
- * lost lease (LQ-JOB-005) 77; a full or failing disk (FILE_CODE_STORAGE,
- * STORE_CODE_STORAGE) and other LQ-DB-* 74; other LQ_FAILED 65 (the caller
- * poisons the job).
+ * job was in `phase` (NULL: unknown), by the table above and the flags of
+ * e's row in core/codes.def: LQ-RUN-INT and other RETRY errors 75; a host
+ * fault 69 (LQ_FATAL, or a HOST code, LQ-GPU-*, in load, compile or
+ * encode-text, before the first denoising step); a lost lease (LQ-JOB-005)
+ * 77; a full or failing disk (FILE_CODE_STORAGE, STORE_CODE_STORAGE) and
+ * other QUEUE codes (LQ-DB-*) 74; other LQ_FAILED 65 (the caller poisons
+ * the job).
  */
 int worker_exit_for(const struct lq_error *e, const char *phase);
 

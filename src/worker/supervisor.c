@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/codes.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -229,6 +230,7 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 				while ((n = read(ch->err_fd, buf, sizeof(buf))) > 0) {
 					tail_add(tail, buf, (size_t)n);
 					fwrite(buf, 1, (size_t)n, stderr);
+					log_partial_line(buf[n - 1] != '\n');
 				}
 				close(ch->err_fd);
 				ch->err_fd = -1;
@@ -464,7 +466,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			    "untouched); stopping", (long long)job.id, job.name);
 			host = 1;
 		} else if (signals_seen || (o == WORKER_TEMPFAIL && rep.present &&
-		    strcmp(rep.code, "LQ-RUN-INT") == 0)) {
+		    lq_code_find(rep.code) == LQ_CODE_RUN_INT)) {
 			/* interrupted (at our request, or the child's own SIGTERM):
 			 * the lease goes back at once, no failure */
 			char msg[160];

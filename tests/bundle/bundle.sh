@@ -21,10 +21,10 @@ expect_status 0 "$LATENTQ" key generate
 expect_grep '^key default: public key [0-9a-f]{64} ' "$T/out"
 expect_eq "$(stat -c %a "$T/config/latentq/default.key")" 600 "secret key mode"
 checks=$((checks + 1)); [ -s "$T/config/latentq/default.pub" ] || fail "no default.pub"
-expect_status 1 "$LATENTQ" key generate default
-expect_grep 'default.key: File exists' "$T/err"
+expect_status 73 "$LATENTQ" key generate default
+expect_grep 'default.key: File exists.*\[LQ-SIGN-002\]' "$T/err"
 expect_status 0 "$LATENTQ" key generate other
-expect_status 1 "$LATENTQ" key generate ../x
+expect_status 64 "$LATENTQ" key generate ../x
 expect_grep 'LQ-SIGN-001' "$T/err"
 
 # Queue A: killed at step k.
@@ -69,7 +69,7 @@ expect_status 0 "$LATENTQ" -d "$T/ref.db" export -o "$T/done.tgz" clip
 expect_status 0 "$LATENTQ" -d "$T/c.db" import -C "$T/c" "$T/done.tgz"
 expect_eq "$(digest "$T/c/videos/clip.mp4")" "$ref_mp4" "C: output carried"
 expect_eq "$(sqlite3 "$T/c.db" "SELECT state || ' ' || count(*) FROM jobs, artifacts")" "done 2" "C: done with its two artifacts"
-expect_status 1 "$LATENTQ" -d "$T/ref.db" export -o "$T/x.zip" clip
+expect_status 64 "$LATENTQ" -d "$T/ref.db" export -o "$T/x.zip" clip
 expect_grep 'LQ-BUNDLE-001' "$T/err"
 expect_grep '"\.zip" names no bundle format' "$T/err"
 # An output changed after it was recorded is not exported.

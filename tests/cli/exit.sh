@@ -56,6 +56,13 @@ expect_eq $rc 70 "out of host memory"
 expect_grep 'out of host memory allocating' "$T/err"
 rm -f "$T/huge.yaml"
 
+# 73 an output file named on the command line cannot be created: a key
+# that exists is never overwritten
+XDG_CONFIG_HOME=$T/config; export XDG_CONFIG_HOME
+status 0 "$LATENTQ" key generate
+status 73 "$LATENTQ" key generate
+expect_grep 'default.key: File exists.*\[LQ-SIGN-002\]' "$T/err"
+
 # 74 the queue database cannot be read
 printf 'this is not an SQLite database, only sixty-some bytes of text\n' > "$T/junk.db"
 status 74 "$LATENTQ" -d "$T/junk.db" status

@@ -9,8 +9,13 @@
 #include <string.h>
 
 #include "core/codes.h"
+#include "core/exit.h"
+#include "core/file.h"
 #include "core/util.h"
+#include "store/jobs.h"
+#include "store/store.h"
 #include "test.h"
+#include "worker/protocol.h"
 
 static const char *srcdir;
 
@@ -86,6 +91,158 @@ test_sources(void)
 	CHECK_INT(n, LQ_CODE_COUNT - 1);
 }
 
+/*
+ * FLAGS name at most one exit status (two would be OR-ed into a third
+ * silently), HOST is the LQ-GPU-* rows and QUEUE the LQ-DB-* rows but
+ * LQ-DB-010 (a model name conflict: bad input, not a database fault).
+ */
+static void
+test_flags(void)
+{
+	char *p = xasprintf("%s/src/core/codes.def", srcdir);
+	char *def = util_read_file(p, NULL);
+	free(p);
+	CHECK(def != NULL);
+	int rows = 0;
+	for (const char *q = def ? strstr(def, "\nLQ_CODE(") : NULL; q;
+	    q = strstr(q + 1, "\nLQ_CODE(")) {
+		char text[40], flags[80];
+		if (sscanf(q, "\nLQ_CODE(%*[A-Z0-9_], \"%39[^\"]\", %*[A-Z], "
+		    "%79[A-Z0-9|],", text, flags) != 2) {
+			fprintf(stderr, "codes.def: cannot read the row at %.40s\n",
+			    q + 1);
+			CHECK(0);
+			continue;
+		}
+		rows++;
+		int exits = 0;
+		char *save = NULL;
+		for (char *f = strtok_r(flags, "|", &save); f;
+		    f = strtok_r(NULL, "|", &save))
+			if (strcmp(f, "0") != 0 && strcmp(f, "SNAP") != 0 &&
+			    strcmp(f, "HOST") != 0 && strcmp(f, "QUEUE") != 0)
+				exits++;
+		if (exits > 1) {
+			fprintf(stderr, "codes.def: %s names %d exit statuses\n",
+			    text, exits);
+			CHECK(0);
+		}
+	}
+	free(def);
+	CHECK_INT(rows, LQ_CODE_COUNT - 1);
+	for (int i = 1; i < LQ_CODE_COUNT; i++) {
+		const struct lq_code_info *c = lq_code_info((enum lq_code)i);
+		CHECK(lq_exit_meaning(c->exit_status) != NULL);
+		CHECK(c->exit_status != EXIT_OK);
+		CHECK_INT(!!(c->flags & LQ_CODE_F_HOST),
+		    strncmp(c->text, "LQ-GPU-", 7) == 0);
+		CHECK_INT(!!(c->flags & LQ_CODE_F_QUEUE),
+		    strncmp(c->text, "LQ-DB-", 6) == 0 && i != LQ_CODE_DB_010);
+	}
+}
+
+static int
+exit_for(enum lq_status status, const char *code)
+{
+	struct lq_error e;
+	error_clear(&e);
+	error_set(&e, status, code, "x");
+	return lq_exit_for_error(&e);
+}
+
+static int
+worker_exit(enum lq_status status, const char *code, const char *phase)
+{
+	struct lq_error e;
+	error_clear(&e);
+	error_set(&e, status, code, "x");
+	return worker_exit_for(&e, phase);
+}
+
+/* A command's exit status and the worker child's come from the rows. */
+static void
+test_exit(void)
+{
+	/* the grade decides first */
+	CHECK_INT(exit_for(LQ_RETRY, "LQ-GPU-OOM"), EXIT_TEMPFAIL);
+	CHECK_INT(exit_for(LQ_RETRY, "LQ-DB-001"), EXIT_TEMPFAIL);
+	CHECK_INT(exit_for(LQ_FATAL, "LQ-GPU-NODEV"), EXIT_UNAVAILABLE);
+	/* then the row's exit status */
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-DB-004"), EXIT_IOERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-DB-002"), EXIT_DATAERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-DB-NOENT"), EXIT_NOINPUT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-DB-010"), EXIT_DATAERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-JOB-001"), EXIT_NOINPUT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-JOB-002"), EXIT_DATAERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-MAN-011"), EXIT_NOINPUT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-IO-001"), EXIT_IOERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-MODEL-023"), EXIT_DATAERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-SIGN-001"), EXIT_USAGE);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-SIGN-002"), EXIT_CANTCREAT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-BUNDLE-001"), EXIT_USAGE);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-ST-001"), EXIT_DATAERR);
+	/* no status named: 1; an unknown code too */
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-GPU-RANGE"), EXIT_RUNTIME);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-BUNDLE-006"), EXIT_RUNTIME);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-NOPE-001"), EXIT_RUNTIME);
+
+	/* the worker child (worker/protocol.h) */
+	CHECK_INT(worker_exit(LQ_FAILED, JOB_CODE_LEASE_LOST, "denoise"),
+	    WORKER_EXIT_LEASE_LOST);
+	CHECK_INT(worker_exit(LQ_RETRY, FILE_CODE_STORAGE, "decode"), EXIT_IOERR);
+	CHECK_INT(worker_exit(LQ_RETRY, STORE_CODE_STORAGE, "denoise"),
+	    EXIT_IOERR);
+	CHECK_INT(worker_exit(LQ_FATAL, "LQ-RUN-SPAWN", "denoise"),
+	    EXIT_UNAVAILABLE);
+	/* a device error before the first step is the host's, after it the job's */
+	CHECK_INT(worker_exit(LQ_RETRY, "LQ-GPU-OOM", "load"), EXIT_UNAVAILABLE);
+	CHECK_INT(worker_exit(LQ_FAILED, "LQ-GPU-VK", "compile"),
+	    EXIT_UNAVAILABLE);
+	CHECK_INT(worker_exit(LQ_RETRY, "LQ-GPU-OOM", "denoise"), EXIT_TEMPFAIL);
+	CHECK_INT(worker_exit(LQ_FAILED, "LQ-GPU-VK", "denoise"), EXIT_DATAERR);
+	CHECK_INT(worker_exit(LQ_FAILED, "LQ-GPU-VK", NULL), EXIT_DATAERR);
+	/* the queue database's faults give the job back */
+	CHECK_INT(worker_exit(LQ_FAILED, "LQ-DB-001", "denoise"), EXIT_IOERR);
+	CHECK_INT(worker_exit(LQ_FAILED, "LQ-DB-004", NULL), EXIT_IOERR);
+	/* an output file's fault is the job's */
+	CHECK_INT(worker_exit(LQ_FAILED, "LQ-IO-004", "decode"), EXIT_DATAERR);
+	CHECK_INT(worker_exit(LQ_RETRY, "LQ-RUN-INT", "denoise"), EXIT_TEMPFAIL);
+	CHECK_INT(worker_exit(LQ_FAILED, "LQ-RUN-NAN", "denoise"), EXIT_DATAERR);
+}
+
+/*
+ * latentq(1) DIAGNOSTICS gives a section-1 row as the table does:
+ * ".It Sy CODE" then "(grade[, exit N]) Meaning." with roff escapes.
+ */
+static void
+man1_entry(const struct lq_code_info *c, char *buf, size_t n)
+{
+	static const char *const grades[] = {
+		[LQ_WARN] = "warning", [LQ_RETRY] = "retry",
+		[LQ_FAILED] = "failed", [LQ_FATAL] = "fatal",
+	};
+	struct strbuf sb = {0};
+	strbuf_printf(&sb, ".It Sy %s\n(%s", c->text, grades[c->grade]);
+	if (c->grade == LQ_FAILED && c->exit_status != EXIT_RUNTIME)
+		strbuf_printf(&sb, ", exit %d", c->exit_status);
+	strbuf_printf(&sb, ") ");
+	for (const char *m = c->meaning; *m; m++) {
+		char ch = m == c->meaning && *m >= 'a' && *m <= 'z' ?
+		    (char)(*m - 'a' + 'A') : *m;
+		if (ch == '\'')
+			strbuf_printf(&sb, "\\(aq");
+		else if (ch == '-')
+			strbuf_printf(&sb, "\\-");
+		else
+			strbuf_printf(&sb, "%c", ch);
+	}
+	strbuf_printf(&sb, "%s\n", sb.len > 0 && sb.buf[sb.len - 1] == '.' ?
+	    "" : ".");
+	char *e = strbuf_release(&sb);
+	snprintf(buf, n, "%s", e);
+	free(e);
+}
+
 /* Each row is documented where its section says, and the reverse. */
 static void
 test_man(void)
@@ -114,6 +271,15 @@ test_man(void)
 				    "codes.def)\n", pages[k].page, c->text,
 				    c->section);
 				CHECK(0);
+			} else if (c->section == 1) {
+				char entry[512];
+				man1_entry(c, entry, sizeof(entry));
+				if (strstr(man, entry) == NULL) {
+					fprintf(stderr, "%s: %s is not documented "
+					    "as its row says:\n%s", pages[k].page,
+					    c->text, entry);
+					CHECK(0);
+				}
 			}
 		}
 		/* every code the page lists is a row of its section */
@@ -145,6 +311,8 @@ main(void)
 		srcdir = LQ_SRCDIR;
 	test_rows();
 	test_sources();
+	test_flags();
+	test_exit();
 	test_man();
 	return test_summary();
 }

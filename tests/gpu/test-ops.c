@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "core/log.h"
 #include "gpu/gpu.h"
 #include "gpu/ops.h"
@@ -66,9 +67,9 @@ up(const struct gpu_tensor *t, float *h)
 	size_t n = (size_t)gpu_tensor_numel(t);
 	for (size_t i = 0; i < n; i++) {
 		if (t->dtype == GPU_F16)
-			h[i] = gpu_f16_to_f32(gpu_f32_to_f16(h[i]));
+			h[i] = half_f16_to_f32(half_f32_to_f16(h[i]));
 		else if (t->dtype == GPU_BF16)
-			h[i] = gpu_bf16_to_f32(gpu_f32_to_bf16(h[i]));
+			h[i] = half_bf16_to_f32(half_f32_to_bf16(h[i]));
 	}
 	if (gpu_tensor_upload_f32(ctx, t, h, &err) != LQ_OK) {
 		error_print(&err, stderr);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/half.h"
 #include "core/log.h"
 #include "gpu/gpu.h"
 #include "gpu/internal.h"
@@ -406,19 +407,19 @@ test_vk_status(void)
 static void
 test_half(void)
 {
-	CHECK(gpu_f16_to_f32(gpu_f32_to_f16(1.0f)) == 1.0f);
-	CHECK(gpu_f32_to_f16(1.0f) == 0x3c00);
-	CHECK(gpu_f32_to_f16(-2.0f) == 0xc000);
-	CHECK(gpu_f32_to_f16(65504.0f) == 0x7bff);
-	CHECK(gpu_f32_to_f16(1e6f) == 0x7c00);
-	CHECK(gpu_f32_to_f16(5.96046448e-8f) == 0x0001);	/* smallest subnormal */
-	CHECK(gpu_f16_to_f32(0x0001) == 5.96046448e-8f);
-	CHECK(gpu_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00);	/* tie to even */
-	CHECK(gpu_f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);
-	CHECK(gpu_f32_to_bf16(1.0f) == 0x3f80);
-	CHECK(gpu_bf16_to_f32(0x3f80) == 1.0f);
-	CHECK(gpu_f32_to_bf16(1.0f + 1.0f / 256) == 0x3f80);	/* tie to even */
-	CHECK(gpu_f32_to_bf16(1.0f + 3.0f / 256) == 0x3f82);
+	CHECK(half_f16_to_f32(half_f32_to_f16(1.0f)) == 1.0f);
+	CHECK(half_f32_to_f16(1.0f) == 0x3c00);
+	CHECK(half_f32_to_f16(-2.0f) == 0xc000);
+	CHECK(half_f32_to_f16(65504.0f) == 0x7bff);
+	CHECK(half_f32_to_f16(1e6f) == 0x7c00);
+	CHECK(half_f32_to_f16(5.96046448e-8f) == 0x0001);	/* smallest subnormal */
+	CHECK(half_f16_to_f32(0x0001) == 5.96046448e-8f);
+	CHECK(half_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00);	/* tie to even */
+	CHECK(half_f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);
+	CHECK(half_f32_to_bf16(1.0f) == 0x3f80);
+	CHECK(half_bf16_to_f32(0x3f80) == 1.0f);
+	CHECK(half_f32_to_bf16(1.0f + 1.0f / 256) == 0x3f80);	/* tie to even */
+	CHECK(half_f32_to_bf16(1.0f + 3.0f / 256) == 0x3f82);
 }
 
 int

@@ -26,8 +26,8 @@ cmp -s "$M/vae/config.json" "$T/other/vae/config.json" || fail "configs depend o
 
 expect_status 64 "$LATENTQ" model synth --preset huge "$T/huge"
 expect_grep 'LQ-MODEL-030' "$T/err"
-expect_status 1 "$LATENTQ" model synth --preset tiny "$M"
-expect_grep 'not empty' "$T/err"
+expect_status 73 "$LATENTQ" model synth --preset tiny "$M"
+expect_grep 'not empty.*\[LQ-MODEL-031\]' "$T/err"
 expect_status 64 "$LATENTQ" model frobnicate
 expect_grep 'unknown verb' "$T/err"
 
@@ -51,7 +51,8 @@ expect_grep '^ok: 11 files match' "$T/out"
 printf ' ' >> "$M/scheduler/scheduler_config.json"
 echo extra > "$M/README.md"
 rm "$M/tokenizer/special_tokens_map.json"
-expect_status 1 "$LATENTQ" model verify tiny
+expect_status 65 "$LATENTQ" model verify tiny
+expect_grep 'model tiny: 3 files changed since it was added; `latentq model verify --update tiny` records the new state \[LQ-MODEL-023\]' "$T/err"
 expect_grep '^changed +scheduler/scheduler_config.json' "$T/out"
 expect_grep '^added +README.md' "$T/out"
 expect_grep '^removed +tokenizer/special_tokens_map.json' "$T/out"
@@ -95,6 +96,9 @@ head -c 4096 "$N/transformer/diffusion_pytorch_model.safetensors" | grep -q '"dt
 head -c 4096 "$N/transformer/diffusion_pytorch_model.safetensors" | grep -q '"dtype":"F32"' &&
 	fail "bf16 preset wrote an F32 tensor"
 expect_status 0 "$LATENTQ" model add --name narrow "$N"
+# a name another folder has is bad input (65), not an I/O error
+expect_status 65 "$LATENTQ" model add --name narrow "$M"
+expect_grep 'model name "narrow" is already used by .*\[LQ-DB-010\]' "$T/err"
 # the 13B preset's dimensions (sparse: nothing written but headers)
 expect_status 0 "$LATENTQ" model synth --preset 0.9.7-13b --sparse "$T/13b"
 expect_grep '"num_layers": 48' "$T/13b/transformer/config.json"
@@ -108,7 +112,8 @@ expect_status 64 "$LATENTQ" model synth --preset tiny --set 'vae.decoder_block_o
 expect_grep 'is not JSON.*LQ-MODEL-032' "$T/err"
 expect_status 64 "$LATENTQ" model synth --preset tiny --set num_layers=1 "$T/bad3"
 expect_grep 'not COMPONENT.KEY=JSON.*LQ-MODEL-032' "$T/err"
-expect_status 1 "$LATENTQ" model synth --preset tiny --set transformer.num_layers=-1 "$T/bad4"
+# a value the config refuses is bad input (LQ-MODEL-003 exits 65 by the code table)
+expect_status 65 "$LATENTQ" model synth --preset tiny --set transformer.num_layers=-1 "$T/bad4"
 expect_grep 'LQ-MODEL-003' "$T/err"
 checks=$((checks + 1))
 [ ! -e "$T/bad1" ] && [ ! -e "$T/bad4" ] || fail "a refused --set left a folder"

@@ -229,6 +229,60 @@ test_report(void)
 	tensor_table_free(&t);
 }
 
+/* A parameter saved two ways (TENSOR_SPEC_EITHER): either layout passes,
+ * both missing is one "missing" naming every layout. */
+static int
+either_missing(const struct tensor_table *t, const char *const *names,
+    int n, char *first, size_t firstsz)
+{
+	struct st_writer *w = st_writer_new();
+	static double zeros[64];
+	int64_t s23[2] = {2, 3}, s4[1] = {4};
+	st_writer_add(w, "keep.weight", ST_F32, 2, s23, zeros);
+	for (int i = 0; i < n; i++)
+		st_writer_add(w, names[i], ST_F32, strstr(names[i], "bias") ?
+		    1 : 2, strstr(names[i], "bias") ? s4 : s23, zeros);
+	char *path = xasprintf("%s/either.safetensors", tmp);
+	struct lq_error err;
+	LQ_ASSERT(st_writer_write(w, path, &err) == LQ_OK);
+	st_writer_free(w);
+	struct st_set *s;
+	LQ_ASSERT(st_set_open(path, &s, &err) == LQ_OK);
+	struct expected_report r;
+	error_clear(&err);
+	(void)expected_check(t, s, "either/", &r, &err);
+	int missing = (int)r.n_missing;
+	snprintf(first, firstsz, "%s", r.n_missing ? r.missing[0] : "");
+	expected_report_free(&r);
+	st_set_close(s);
+	unlink(path);
+	free(path);
+	return missing;
+}
+
+static void
+test_either(void)
+{
+	struct tensor_table t = {0};
+	int64_t s23[2] = {2, 3}, s4[1] = {4};
+	char first[256];
+	tensor_table_add(&t, "keep.weight", 2, s23, TENSOR_DTYPES_FLOAT, 0);
+	tensor_table_add(&t, "table", 2, s23, TENSOR_DTYPES_FLOAT,
+	    TENSOR_SPEC_EITHER);
+	tensor_table_add(&t, "lin.weight", 2, s23, TENSOR_DTYPES_FLOAT,
+	    TENSOR_SPEC_EITHER | TENSOR_SPEC_OPTIONAL);
+	tensor_table_add(&t, "lin.bias", 1, s4, TENSOR_DTYPES_FLOAT,
+	    TENSOR_SPEC_EITHER | TENSOR_SPEC_OPTIONAL);
+	tensor_table_sort(&t);
+	CHECK_INT(either_missing(&t, (const char *[]){"table"}, 1, first,
+	    sizeof(first)), 0);
+	CHECK_INT(either_missing(&t, (const char *[]){"lin.weight", "lin.bias"},
+	    2, first, sizeof(first)), 0);
+	CHECK_INT(either_missing(&t, NULL, 0, first, sizeof(first)), 1);
+	CHECK_STR(first, "lin.bias or lin.weight or table");
+	tensor_table_free(&t);
+}
+
 int
 main(void)
 {
@@ -238,6 +292,7 @@ main(void)
 	LQ_ASSERT(mkdtemp(tmp) != NULL);
 	test_folders();
 	test_report();
+	test_either();
 	char *cmd = xasprintf("rm -rf '%s'", tmp);
 	(void)!system(cmd);
 	free(cmd);

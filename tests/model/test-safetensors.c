@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/half.h"
 #include "core/util.h"
 #include "model/safetensors.h"
 #include "../test.h"
@@ -132,19 +133,19 @@ test_half(void)
 	for (uint32_t h = 0; h < 0x10000; h++) {
 		if ((h & 0x7c00) == 0x7c00)
 			continue;
-		if (st_f32_to_f16(st_f16_to_f32((uint16_t)h)) != h)
+		if (half_f32_to_f16(half_f16_to_f32((uint16_t)h)) != h)
 			bad++;
 	}
 	CHECK_INT(bad, 0);
-	CHECK_INT(st_f32_to_f16(1.0f), 0x3c00);
-	CHECK_INT(st_f32_to_f16(65520.0f), 0x7c00);	/* rounds to inf */
-	CHECK_INT(st_f32_to_f16(5.9604645e-8f), 0x0001);	/* 2^-24 */
-	CHECK_INT(st_f32_to_f16(2.98e-8f), 0x0000);	/* below half of 2^-24 */
-	CHECK_INT(st_f32_to_f16(1.0f + 1.0f / 4096), 0x3c00);	/* tie to even */
-	CHECK_INT(st_f32_to_bf16(1.0f), 0x3f80);
-	CHECK_INT(st_f32_to_bf16(1.0f + 1.0f / 256), 0x3f80);	/* tie to even */
-	CHECK_NEAR(st_bf16_to_f32(0x4049), 3.140625, 0);
-	CHECK_NEAR(st_f16_to_f32(0x0001), 5.9604644775390625e-8, 0);
+	CHECK_INT(half_f32_to_f16(1.0f), 0x3c00);
+	CHECK_INT(half_f32_to_f16(65520.0f), 0x7c00);	/* rounds to inf */
+	CHECK_INT(half_f32_to_f16(5.9604645e-8f), 0x0001);	/* 2^-24 */
+	CHECK_INT(half_f32_to_f16(2.98e-8f), 0x0000);	/* below half of 2^-24 */
+	CHECK_INT(half_f32_to_f16(1.0f + 1.0f / 4096), 0x3c00);	/* tie to even */
+	CHECK_INT(half_f32_to_bf16(1.0f), 0x3f80);
+	CHECK_INT(half_f32_to_bf16(1.0f + 1.0f / 256), 0x3f80);	/* tie to even */
+	CHECK_NEAR(half_bf16_to_f32(0x4049), 3.140625, 0);
+	CHECK_NEAR(half_f16_to_f32(0x0001), 5.9604644775390625e-8, 0);
 }
 
 static void

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/half.h"
 #include "core/util.h"
 #include "model/safetensors.h"
 #include "nn/forward.h"
@@ -22,8 +23,8 @@ static char tmp[] = "/tmp/latentq-dtype.XXXXXX";
 static float
 round_to(float f, enum st_dtype dt)
 {
-	return dt == ST_F16 ? st_f16_to_f32(st_f32_to_f16(f)) :
-	    st_bf16_to_f32(st_f32_to_bf16(f));
+	return dt == ST_F16 ? half_f16_to_f32(half_f32_to_f16(f)) :
+	    half_bf16_to_f32(half_f32_to_bf16(f));
 }
 
 /* Writes `dst`/config.json and the weights of `src` in `dt` (or as F32

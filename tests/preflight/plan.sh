@@ -81,6 +81,14 @@ YAML
 expect_status 65 "$LATENTQ" preflight --device-caps "$LAVA" "$T/prompt.yaml"
 expect_grep 'error LQ-DEV-001: job prompted: jobs\[0\]\.prompt_embeds: planned peak device memory .* while encode-text .*; prompt_embeds: a file of precomputed embeddings' "$T/out"
 
+# 704x1216x121 with a prompt: neither the text encoder nor the clip's
+# transformer activations fit; the change names both (prompt_embeds, and
+# then the largest num_frames that fits).
+sed -e 's/height: 512/height: 704/' -e 's/width: 768/width: 1216/' \
+    "$T/prompt.yaml" >"$T/prompt-big.yaml"
+expect_status 65 "$LATENTQ" preflight --device-caps "$LAVA" "$T/prompt-big.yaml"
+expect_grep 'jobs\[0\]\.prompt_embeds: .*; prompt_embeds: a file of precomputed embeddings \(the text encoder alone needs [0-9.]+ GiB\), and then num_frames: [0-9]+' "$T/out"
+
 # A device of 1.85 GiB: the 0.9.1 decoder's 1.4 GiB of bf16 weights still
 # fit with small tiles, the clip's transformer activations do not; the
 # plan names the largest num_frames that fits, and that clip is accepted

@@ -444,10 +444,10 @@ test_fence(struct store *st)
 	CHECK_INT(store_exec(st, sql, &err), LQ_OK);
 	free(sql);
 	int events = 0;
-	sqlite3_stmt *s = store_prepare(st, "SELECT count(*) FROM events", &err);
-	CHECK_INT(sqlite3_step(s), SQLITE_ROW);
-	events = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
+	struct store_stmt *s = store_prepare(st, "SELECT count(*) FROM events", &err);
+	CHECK_INT(store_step(s), STORE_ROW);
+	events = store_column_int(s, 0);
+	store_finalize(s);
 
 	float x[NFLOAT];
 	fill(x, 2);
@@ -481,11 +481,11 @@ test_fence(struct store *st)
 
 	s = store_prepare(st, "SELECT count(*), (SELECT step || state || "
 	    "lease_owner FROM jobs WHERE id = ?) FROM events", &err);
-	sqlite3_bind_int64(s, 1, job);
-	CHECK_INT(sqlite3_step(s), SQLITE_ROW);
-	CHECK_INT(sqlite3_column_int(s, 0), events);
-	CHECK_STR((const char *)sqlite3_column_text(s, 1), "1runningother:2:2");
-	sqlite3_finalize(s);
+	store_bind_int64(s, 1, job);
+	CHECK_INT(store_step(s), STORE_ROW);
+	CHECK_INT(store_column_int(s, 0), events);
+	CHECK_STR(store_column_str(s, 1), "1runningother:2:2");
+	store_finalize(s);
 
 	/* The other jobs of the database are not this lease's business, and
 	 * unbinding ends the fence. */
