@@ -109,8 +109,7 @@ fault_point(const char *job, const char *phase, int step, int attempt)
 		 * deliberate raise() as a SEGV and exit 1 instead) */
 		signal(SIGSEGV, SIG_DFL);
 		raise(SIGSEGV);
-	}
-	else if (strcmp(action, "abort") == 0)
+	} else if (strcmp(action, "abort") == 0)
 		abort();
 	else if (strcmp(action, "kill") == 0)
 		raise(SIGKILL);
