@@ -11,8 +11,9 @@ bench_SCRIPTS_LIST += tests/bench/bench-render.sh
 EXTRA_DIST += tests/bench/bench-streaming.sh
 bench_SCRIPTS_LIST += tests/bench/bench-streaming.sh
 
-# The demo manifest and its model, installed under $(pkgdatadir)/jobs/.
-nobase_dist_pkgdata_DATA = jobs/demo.yaml \
+# The demo manifests (text-to-video, image-to-video) and their model, installed under $(pkgdatadir)/jobs/.
+nobase_dist_pkgdata_DATA = jobs/demo.yaml jobs/i2v.yaml \
+	jobs/images/red-circle.png \
 	jobs/models/ltxv-demo/PROVENANCE.md \
 	jobs/models/ltxv-demo/README.md \
 	jobs/models/ltxv-demo/model_index.json \

@@ -175,6 +175,8 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->seed = get_u64(&r, "seed");
 	jc->latents = get_string(&r, "latents");
 	jc->decode_noise = get_string(&r, "decode_noise");
+	jc->noise = get_string(&r, "noise");
+	jc->image = get_string(&r, "image");
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");

@@ -49,6 +49,8 @@ struct job_config {
 	double decode_timestep, decode_noise_scale;
 	uint64_t seed;
 	const char *latents, *decode_noise;
+	const char *noise;			/* safetensors of random draws */
+	const char *image;			/* image-to-video: the first frame */
 	const char *model;			/* a folder or a registered name */
 	const char *transformer, *vae, *text_encoder, *scheduler;
 	const char *model_digest;		/* NULL: not pinned */

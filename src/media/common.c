@@ -32,6 +32,7 @@ media_provenance_tags(const struct media_provenance *p, struct media_tag *tags,
 	}
 	TAG("latentq_model_digest", p->model_digest);
 	TAG("latentq_config_digest", p->config_digest);
+	TAG("latentq_image_digest", p->image_digest);
 	TAG("latentq_version", p->version ? p->version : PACKAGE_VERSION);
 #undef TAG
 	LQ_ASSERT(n <= MEDIA_PROVENANCE_TAGS);

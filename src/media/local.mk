@@ -3,7 +3,7 @@
 # so the two fragments never edit the same lines.
 libmedia_a_SOURCES += \
 	src/media/media.h src/media/media-int.h \
-	src/media/common.c src/media/video.c src/media/png.c
+	src/media/common.c src/media/video.c src/media/png.c src/media/image.c
 libstore_a_SOURCES += src/store/checkpoints.c src/store/checkpoints.h
 
 check_PROGRAMS += tests/media/test-media tests/store/test-checkpoints

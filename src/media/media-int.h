@@ -10,7 +10,7 @@
 void media_init_libav(void);
 
 /* Most tags media_provenance_tags can produce. */
-#define MEDIA_PROVENANCE_TAGS 9
+#define MEDIA_PROVENANCE_TAGS 10
 
 /*
  * Fills tags[] (MEDIA_PROVENANCE_TAGS entries) from p, skipping NULL

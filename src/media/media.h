@@ -71,6 +71,7 @@ struct media_provenance {
 	uint64_t seed;
 	const char *model_digest;
 	const char *config_digest;
+	const char *image_digest;	/* image-to-video's image (BLAKE2b-256) */
 	const char *version;		/* latentq's; NULL = PACKAGE_VERSION */
 };
 
@@ -163,6 +164,18 @@ enum lq_status media_write_png(const char *path, const uint8_t *rgb,
  */
 enum lq_status media_read_png(const char *path, uint8_t **rgb, int *height,
     int *width, struct lq_error *err);
+
+/*
+ * Reads a still image as RGB24 [height, width, 3]: a PNG (by its
+ * signature) with media_read_png; anything else through libavformat /
+ * libavcodec (JPEG: FFmpeg's mjpeg decoder, converted with the matrix the
+ * file declares: JFIF is BT.601 full range), which must hold exactly one
+ * frame (LQ-MEDIA-008 otherwise).  *rgb is caller-owned (free()).  A JPEG
+ * decodes within a level or two of other decoders (PIL's libjpeg), not
+ * bit-identically.
+ */
+enum lq_status media_read_image(const char *path, uint8_t **rgb,
+    int *height, int *width, struct lq_error *err);
 
 /*
  * `frames: DIR`: creates DIR (and missing parents) and writes each frame as

@@ -508,9 +508,17 @@ take_frames(struct video_reader *r, struct media_video *out, int want_rgb,
 				    "for %s", av_get_pix_fmt_name(f->format),
 				    r->path);
 			}
-			const int *bt709 = sws_getCoefficients(SWS_CS_ITU709);
-			if (sws_setColorspaceDetails(r->sws, bt709,
-			    f->color_range == AVCOL_RANGE_JPEG, bt709, 1, 0,
+			/* the matrix the stream declares: BT.709 (latentq's
+			 * own MP4s) unless it says BT.601 or is a JPEG-range
+			 * frame without a colour space (JFIF) */
+			int cs = f->colorspace == AVCOL_SPC_BT470BG ||
+			    f->colorspace == AVCOL_SPC_SMPTE170M ||
+			    (f->colorspace == AVCOL_SPC_UNSPECIFIED &&
+			    f->color_range == AVCOL_RANGE_JPEG) ?
+			    SWS_CS_ITU601 : SWS_CS_ITU709;
+			const int *coef = sws_getCoefficients(cs);
+			if (sws_setColorspaceDetails(r->sws, coef,
+			    f->color_range == AVCOL_RANGE_JPEG, coef, 1, 0,
 			    1 << 16, 1 << 16) < 0) {
 				av_frame_unref(f);
 				return error_set(err, LQ_FAILED, "LQ-MEDIA-003",

@@ -197,6 +197,41 @@ check_class(struct cfg *c, const char *want)
 	return LQ_OK;
 }
 
+/* ---- latent upsampler ---- */
+
+enum lq_status
+diffusers_parse_latent_upsampler(const cJSON *j, const char *path,
+    struct ltxv_upsampler_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	if (check_class(&c, "LTXLatentUpsamplerModel") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->in_channels = cfg_int(&c, "in_channels", 128, 1);
+	o->mid_channels = cfg_int(&c, "mid_channels", 512, 1);
+	o->num_blocks_per_stage = cfg_int(&c, "num_blocks_per_stage", 4, 0);
+	o->dims = cfg_int(&c, "dims", 3, 2);
+	o->spatial_upsample = cfg_bool(&c, "spatial_upsample", 1);
+	o->temporal_upsample = cfg_bool(&c, "temporal_upsample", 0);
+	if (c.failed)
+		return LQ_FAILED;
+	if (o->dims != 2 && o->dims != 3)
+		return cfg_fail(err, path, "dims", "LQ-MODEL-003",
+		    "dims %d is not 2 or 3", o->dims);
+	if (!o->spatial_upsample && !o->temporal_upsample)
+		return cfg_fail(err, path, "spatial_upsample", "LQ-MODEL-003",
+		    "either spatial_upsample or temporal_upsample must be true");
+	if (o->mid_channels % 32 != 0)
+		return cfg_fail(err, path, "mid_channels", "LQ-MODEL-003",
+		    "mid_channels %d is not a multiple of GroupNorm's 32 groups",
+		    o->mid_channels);
+	if (o->dims == 2 && o->temporal_upsample)
+		return cfg_fail(err, path, "temporal_upsample", "LQ-MODEL-003",
+		    "dims 2 with temporal_upsample cannot run upstream (its "
+		    "Conv3d upsampler receives frames folded into the batch)");
+	return LQ_OK;
+}
+
 /* ---- transformer ---- */
 
 enum lq_status

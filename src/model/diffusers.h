@@ -117,6 +117,17 @@ struct ltxv_vae_config {
 	int is_ltx_095_encoder;		/* last down_block_types is LTXVideo095DownBlock3D */
 };
 
+/* LTXLatentUpsamplerModel (diffusers pipelines/ltx/modeling_latent_upsampler.py);
+ * the `latent_upsampler/` of an LTX 0.9.7+ pipeline folder. */
+struct ltxv_upsampler_config {
+	int in_channels;		/* 128 */
+	int mid_channels;		/* 512 */
+	int num_blocks_per_stage;	/* 4 */
+	int dims;			/* 3 */
+	int spatial_upsample;		/* true */
+	int temporal_upsample;		/* false */
+};
+
 /* transformers T5Config, as T5EncoderModel uses it. */
 struct t5_config {
 	int vocab_size;			/* 32128 */
@@ -196,6 +207,13 @@ enum lq_status diffusers_parse_transformer(const cJSON *cfg, const char *path,
     struct ltxv_transformer_config *out, struct lq_error *err);
 enum lq_status diffusers_parse_vae(const cJSON *cfg, const char *path,
     struct ltxv_vae_config *out, struct lq_error *err);
+/* Checks what upstream's __init__ refuses or its forward cannot run:
+ * dims 2 or 3, some upsampling, mid_channels a multiple of GroupNorm's 32
+ * groups, no temporal upsampling with dims 2 (LQ-MODEL-003 naming the
+ * key). */
+enum lq_status diffusers_parse_latent_upsampler(const cJSON *cfg,
+    const char *path, struct ltxv_upsampler_config *out,
+    struct lq_error *err);
 enum lq_status diffusers_parse_t5(const cJSON *cfg, const char *path, struct t5_config *out,
     struct lq_error *err);
 /* Reads tokenizer_config.json (if any) and finds the files in `dir`; the

@@ -15,6 +15,8 @@
 #include "nn/forward_t5.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/ltxv_vae_encoder.h"
+#include "nn/ltxv_upsampler.h"
 #include "nn/weights.h"
 
 int
@@ -24,6 +26,10 @@ nn_component_parse(const char *name, enum nn_component *out)
 		*out = NN_COMPONENT_TRANSFORMER;
 	else if (strcmp(name, "vae-decoder") == 0)
 		*out = NN_COMPONENT_VAE_DECODER;
+	else if (strcmp(name, "vae-encoder") == 0)
+		*out = NN_COMPONENT_VAE_ENCODER;
+	else if (strcmp(name, "latent-upsampler") == 0)
+		*out = NN_COMPONENT_LATENT_UPSAMPLER;
 	else if (strcmp(name, "text-encoder") == 0)
 		*out = NN_COMPONENT_TEXT_ENCODER;
 	else
@@ -574,6 +580,135 @@ out:
 	return st;
 }
 
+/*
+ * AutoencoderKLLTXVideo.encode(x).latent_dist: `sample` (or upstream's
+ * argument name `x`) [B, 3, F, H, W] -> parameters, mean, logvar, std,
+ * mode, and with `posterior_noise` (the mean's shape) sample.
+ */
+static enum lq_status
+run_vae_encoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    const struct ltxv_vae_tiling *tiling, struct lq_error *err)
+{
+	struct ltxv_vae_encoder *e = NULL;
+	const struct st_tensor *tx, *tn = NULL;
+	const char *xname = input_find(in, "sample") ? "sample" : "x";
+	float *x = NULL, *noise = NULL, *par = NULL, *mean = NULL, *lv = NULL;
+	float *sd = NULL, *smp = NULL;
+	struct gpu_buffer *b_x = NULL;
+	struct gpu_tensor g_x;
+	int64_t lat[5], par_shape[5], n, S;
+	enum lq_status st;
+
+	if ((st = input_f32(in, xname, 5, "sample [B, 3, F, H, W]", &tx, &x, err)))
+		goto out;
+	if ((st = ltxv_vae_encoder_load(ctx, dir, &e, err)) ||
+	    (st = ltxv_vae_encoder_latent_shape(e, tx->shape, lat, err)))
+		goto out;
+	n = lat[0] * lat[1] * lat[2] * lat[3] * lat[4];
+	S = lat[2] * lat[3] * lat[4];
+	if (input_find(in, "posterior_noise")) {
+		if ((st = input_f32(in, "posterior_noise", 5, "the latent's shape",
+		    &tn, &noise, err)))
+			goto out;
+		if (memcmp(tn->shape, lat, sizeof(lat)) != 0) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "posterior_noise must have the latent's shape [%lld, "
+			    "%lld, %lld, %lld, %lld]", (long long)lat[0],
+			    (long long)lat[1], (long long)lat[2], (long long)lat[3],
+			    (long long)lat[4]);
+			error_set_field(err, "posterior_noise");
+			goto out;
+		}
+	}
+	par = xmalloc(sizeof(float) * (size_t)(2 * n));
+	if (tiling != NULL) {
+		/* every tile is its own encoder call on the host's slices */
+		if ((st = ltxv_vae_encode_tiled(e, x, tx->shape, tiling, par, err)))
+			goto out;
+	} else if ((st = upload(ctx, 5, tx->shape, x, &b_x, &g_x, err)) ||
+	    (st = ltxv_vae_encode(e, &g_x, par, dump, err))) {
+		goto out;
+	}
+	mean = xmalloc(sizeof(float) * (size_t)n);
+	lv = xmalloc(sizeof(float) * (size_t)n);
+	sd = xmalloc(sizeof(float) * (size_t)n);
+	ltxv_latent_dist(par, lat[0], lat[1], S, mean, lv, sd);
+	memcpy(par_shape, lat, sizeof(lat));
+	par_shape[1] = 2 * lat[1];
+	st_writer_add(w, "parameters", ST_F32, 5, par_shape, par);
+	st_writer_add(w, "mean", ST_F32, 5, lat, mean);
+	st_writer_add(w, "logvar", ST_F32, 5, lat, lv);
+	st_writer_add(w, "std", ST_F32, 5, lat, sd);
+	st_writer_add(w, "mode", ST_F32, 5, lat, mean);
+	if (noise) {
+		smp = xmalloc(sizeof(float) * (size_t)n);
+		ltxv_latent_dist_sample(mean, sd, noise, n, smp);
+		st_writer_add(w, "sample", ST_F32, 5, lat, smp);
+	}
+	{
+		size_t wb, cap, peak;
+
+		ltxv_vae_encoder_memory(e, &wb, &cap, &peak);
+		report_memory(report, "vae encoder", wb, cap, peak,
+		    b_x ? gpu_buffer_size(b_x) : 0);
+	}
+out:
+	gpu_buffer_free(b_x);
+	ltxv_vae_encoder_free(e);
+	free(x);
+	free(noise);
+	free(par);
+	free(mean);
+	free(lv);
+	free(sd);
+	free(smp);
+	return st;
+}
+
+/* LTXLatentUpsamplerModel: hidden_states [B, C, F, H, W] -> output. */
+static enum lq_status
+run_upsampler(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    struct lq_error *err)
+{
+	struct ltxv_upsampler *u = NULL;
+	const struct st_tensor *tx;
+	float *x = NULL, *out = NULL;
+	struct gpu_buffer *b_x = NULL, *b_y = NULL;
+	struct gpu_tensor g_x, g_y;
+	int64_t oshape[5];
+	enum lq_status st;
+
+	if ((st = input_f32(in, "hidden_states", 5, "[B, in_channels, F, H, W]",
+	    &tx, &x, err)) ||
+	    (st = ltxv_upsampler_load(ctx, dir, &u, err)))
+		goto out;
+	ltxv_upsampler_output_shape(u, tx->shape, oshape);
+	if ((st = upload(ctx, 5, tx->shape, x, &b_x, &g_x, err)) ||
+	    (st = upload(ctx, 5, oshape, NULL, &b_y, &g_y, err)) ||
+	    (st = ltxv_upsampler_forward(u, &g_x, &g_y, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_y));
+	if ((st = gpu_tensor_download_f32(ctx, &g_y, out, err)))
+		goto out;
+	st_writer_add(w, "output", ST_F32, 5, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		ltxv_upsampler_memory(u, &wb, &cap, &peak);
+		report_memory(report, "latent upsampler", wb, cap, peak,
+		    gpu_buffer_size(b_x) + gpu_buffer_size(b_y));
+	}
+out:
+	gpu_buffer_free(b_x);
+	gpu_buffer_free(b_y);
+	ltxv_upsampler_free(u);
+	free(x);
+	free(out);
+	return st;
+}
+
 enum lq_status
 nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 {
@@ -584,7 +719,10 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 	struct dump_sink sink = { w };
 	struct nn_dump dump = { dump_to_writer, &sink };
 	const char *sub = o->component == NN_COMPONENT_TRANSFORMER ? "transformer" :
-	    o->component == NN_COMPONENT_VAE_DECODER ? "vae" : "text_encoder";
+	    o->component == NN_COMPONENT_VAE_DECODER ||
+	    o->component == NN_COMPONENT_VAE_ENCODER ? "vae" :
+	    o->component == NN_COMPONENT_LATENT_UPSAMPLER ? "latent_upsampler" :
+	    "text_encoder";
 	char *dir = component_dir(o->model, sub);
 	enum lq_status st = LQ_OK;
 
@@ -612,6 +750,15 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		st = run_vae(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report,
 		    o->noise_fallback, o->vae_tiling, err);
+		break;
+	case NN_COMPONENT_VAE_ENCODER:
+		st = run_vae_encoder(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, o->vae_tiling,
+		    err);
+		break;
+	case NN_COMPONENT_LATENT_UPSAMPLER:
+		st = run_upsampler(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, err);
 		break;
 	case NN_COMPONENT_TEXT_ENCODER:
 		st = nn_forward_text_encoder(ctx, dir,

@@ -14,6 +14,11 @@
  *   vae-decoder: z [B,C,F,H,W], decode_timestep (or upstream's name,
  *     temb) [B] or [1] (timestep-conditioned decoders), injected noise `<module>#<k>` [H,W] (decoders
  *     with decoder_inject_noise) -> sample
+ *   vae-encoder: sample [B,3,F,H,W] (or `x`, encode's argument name),
+ *     posterior_noise [B,C,F',H',W'] (optional) -> parameters, mean,
+ *     logvar, std, mode, and sample = mean + std * posterior_noise when
+ *     the noise was given
+ *   latent-upsampler: hidden_states [B,C,F,H,W] -> output
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
  * Any float or integer dtype is accepted and converted.  Later --inputs
@@ -34,6 +39,8 @@ enum nn_component {
 	NN_COMPONENT_TRANSFORMER,
 	NN_COMPONENT_VAE_DECODER,
 	NN_COMPONENT_TEXT_ENCODER,
+	NN_COMPONENT_VAE_ENCODER,
+	NN_COMPONENT_LATENT_UPSAMPLER,
 };
 
 struct nn_forward_opts {
@@ -59,7 +66,9 @@ struct nn_forward_opts {
 	const struct ltxv_vae_tiling *vae_tiling;
 };
 
-/* Parses "transformer", "vae-decoder", "text-encoder"; 0 ok, -1 unknown. */
+/* Parses "transformer", "vae-decoder", "vae-encoder", "latent-upsampler",
+ * "text-encoder";
+ * 0 ok, -1 unknown. */
 int nn_component_parse(const char *name, enum nn_component *out);
 
 /*

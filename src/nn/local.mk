@@ -7,6 +7,9 @@ liblatentq_a_SOURCES += \
 	src/nn/ltxv_embed.c src/nn/ltxv_embed.h \
 	src/nn/ltxv_transformer.c src/nn/ltxv_transformer.h \
 	src/nn/ltxv_vae.c src/nn/ltxv_vae.h src/nn/ltxv_latents.c \
+	src/nn/ltxv_vae_int.h \
+	src/nn/ltxv_vae_encoder.c src/nn/ltxv_vae_encoder.h \
+	src/nn/ltxv_upsampler.c src/nn/ltxv_upsampler.h \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5.c \
 	src/cmd/forward.c
@@ -21,6 +24,7 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/forward-goldens.sh \
 	tests/nn/forward-intermediates.sh tests/nn/plan-measured.sh \
 	tests/nn/forward-split.sh tests/nn/forward-tiled.sh \
+	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
 	tests/nn/norm-out-linear.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
@@ -39,4 +43,5 @@ tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/plan-measured.sh tests/nn/forward-split.sh \
 	tests/nn/forward-tiled.sh tests/nn/norm-out-linear.sh \
+	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
 	tests/data/ltxv tests/data/ltxv-extra

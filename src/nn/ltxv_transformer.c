@@ -65,8 +65,12 @@ struct ltxv_transformer {
 	int64_t scores_budget;	/* floats, see heads_per_chunk */
 	/* reserved */
 	struct gpu_pool *pool;
-	int rB, rN, rT;
+	int rB, rN, rT, rK;
 	float *h_cos, *h_sin, *h_bias, *h_tfeat;
+	/* timestep runs of this forward (see segments()): sample, first
+	 * token, token count, timestep; rK entries */
+	int64_t *seg_b, *seg_start, *seg_len;
+	float *seg_t;
 	/* RoPE tables currently in h_cos/h_sin */
 	int rope_valid, rope_F, rope_H, rope_W, rope_has_scale;
 	double rope_s[3];
@@ -333,6 +337,10 @@ ltxv_transformer_free(struct ltxv_transformer *m)
 	free(m->h_sin);
 	free(m->h_bias);
 	free(m->h_tfeat);
+	free(m->seg_b);
+	free(m->seg_start);
+	free(m->seg_len);
+	free(m->seg_t);
 	free(m);
 }
 
@@ -355,13 +363,14 @@ ltxv_attention_opts_from_env(struct ltxv_attention_opts *o)
 /*
  * The tensors one forward carves from the pool, in forward's order
  * (elements of f32; fills carve[], returns how many), so the pool is
- * sized from the same list forward allocates.
+ * sized from the same list forward allocates.  K is the number of
+ * timestep runs (segments(): B unless timesteps are per token).
  */
 #define POOL_CARVES 32
 static int
 pool_carves(const struct ltxv_transformer_config *c,
     const struct ltxv_attention_opts *att, int64_t B, int64_t N, int64_t T,
-    int64_t carve[POOL_CARVES])
+    int64_t K, int64_t carve[POOL_CARVES])
 {
 	const int64_t D = c->inner_dim, ff = c->ff_inner_dim;
 	int n = 0;
@@ -369,15 +378,15 @@ pool_carves(const struct ltxv_transformer_config *c,
 	carve[n++] = N * D;		/* cos */
 	carve[n++] = N * D;		/* sin */
 	carve[n++] = B * T;		/* key bias */
-	carve[n++] = B * TPROJ_DIM;	/* time features */
+	carve[n++] = K * TPROJ_DIM;	/* time features */
 	carve[n++] = B * N * D;		/* h */
-	carve[n++] = B * D;		/* t1 */
-	carve[n++] = B * D;		/* emb */
-	carve[n++] = B * D;		/* silu(emb) */
-	carve[n++] = B * 6 * D;		/* temb */
+	carve[n++] = K * D;		/* t1 */
+	carve[n++] = K * D;		/* emb */
+	carve[n++] = K * D;		/* silu(emb) */
+	carve[n++] = K * 6 * D;		/* temb */
 	carve[n++] = B * T * D;		/* caption linear_1 */
 	carve[n++] = B * T * D;		/* caption projection */
-	carve[n++] = B * 6 * D;		/* ada */
+	carve[n++] = K * 6 * D;		/* ada */
 	for (int i = 0; i < 6; i++)
 		carve[n++] = B * N * D;	/* norm, q, k, v, o, proj */
 	carve[n++] = B * T * D;		/* cross k */
@@ -393,7 +402,7 @@ pool_carves(const struct ltxv_transformer_config *c,
 		carve[n++] = heads_per_chunk(att->scores_budget,
 		    c->num_attention_heads, N, NK) * N * NK;
 	}
-	carve[n++] = B * 2 * D;		/* final shift / scale */
+	carve[n++] = K * 2 * D;		/* final shift / scale */
 	LQ_ASSERT(n <= POOL_CARVES);
 	return n;
 }
@@ -403,11 +412,11 @@ pool_carves(const struct ltxv_transformer_config *c,
 static uint64_t
 pool_bytes(const struct ltxv_transformer_config *c,
     const struct ltxv_attention_opts *att, const struct device_caps *caps,
-    int64_t B, int64_t N, int64_t T, uint64_t *largest)
+    int64_t B, int64_t N, int64_t T, int64_t K, uint64_t *largest)
 {
 	int64_t carve[POOL_CARVES];
 	uint64_t bytes[POOL_CARVES], big = 0;
-	int n = pool_carves(c, att, B, N, T, carve);
+	int n = pool_carves(c, att, B, N, T, K, carve);
 
 	for (int i = 0; i < n; i++) {
 		bytes[i] = (uint64_t)carve[i] * sizeof(float);
@@ -437,7 +446,7 @@ ltxv_transformer_plan(const struct ltxv_transformer_config *c,
 	if (w != NULL)
 		out->weights = streaming == NN_WEIGHTS_STREAMED ?
 		    w->streamed.device : w->resident.device;
-	out->activations = pool_bytes(c, att, caps, B, N, T, &big);
+	out->activations = pool_bytes(c, att, caps, B, N, T, B, &big);
 	/* hidden_states, encoder_hidden_states and the output, f32, as the
 	 * caller (render.c, nn/forward.c) creates them */
 	out->io = gpu_buffer_plan_size((uint64_t)B * N * c->in_channels * 4) +
@@ -458,19 +467,23 @@ ltxv_transformer_plan(const struct ltxv_transformer_config *c,
 	}
 }
 
-enum lq_status
-ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
+/* ltxv_transformer_reserve for K timestep runs (at least B). */
+static enum lq_status
+reserve_k(struct ltxv_transformer *m, int B, int N, int T, int K,
     struct lq_error *err)
 {
 	size_t need;
 	enum lq_status st;
 
-	if (m->pool && B <= m->rB && N <= m->rN && T <= m->rT)
+	if (K < B)
+		K = B;
+	if (m->pool && B <= m->rB && N <= m->rN && T <= m->rT && K <= m->rK)
 		return LQ_OK;
 	if (m->pool) {
 		B = B > m->rB ? B : m->rB;
 		N = N > m->rN ? N : m->rN;
 		T = T > m->rT ? T : m->rT;
+		K = K > m->rK ? K : m->rK;
 	}
 	{
 		struct ltxv_attention_opts att = {
@@ -479,7 +492,7 @@ ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
 		};
 
 		need = pool_bytes(&m->cfg, &att, gpu_ctx_caps(m->ctx), B, N, T,
-		    NULL);
+		    K, NULL);
 	}
 	gpu_pool_free(m->pool);
 	m->pool = NULL;
@@ -489,16 +502,130 @@ ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
 	m->rB = B;
 	m->rN = N;
 	m->rT = T;
+	m->rK = K;
 	free(m->h_cos);
 	free(m->h_sin);
 	free(m->h_bias);
 	free(m->h_tfeat);
+	free(m->seg_b);
+	free(m->seg_start);
+	free(m->seg_len);
+	free(m->seg_t);
+	m->seg_b = xmalloc(sizeof(int64_t) * (size_t)K);
+	m->seg_start = xmalloc(sizeof(int64_t) * (size_t)K);
+	m->seg_len = xmalloc(sizeof(int64_t) * (size_t)K);
+	m->seg_t = xmalloc(sizeof(float) * (size_t)K);
 	m->h_cos = xmalloc(sizeof(float) * (size_t)N * (size_t)m->D);
 	m->h_sin = xmalloc(sizeof(float) * (size_t)N * (size_t)m->D);
 	m->h_bias = xmalloc(sizeof(float) * (size_t)B * (size_t)(T ? T : 1));
-	m->h_tfeat = xmalloc(sizeof(float) * (size_t)B * TPROJ_DIM);
+	m->h_tfeat = xmalloc(sizeof(float) * (size_t)K * TPROJ_DIM);
 	m->rope_valid = 0;
 	return LQ_OK;
+}
+
+enum lq_status
+ltxv_transformer_reserve(struct ltxv_transformer *m, int B, int N, int T,
+    struct lq_error *err)
+{
+	return reserve_k(m, B, N, T, m->rK, err);
+}
+
+/*
+ * Runs of equal timesteps: per sample b, the tokens [start, start+len) that
+ * share one timestep (one run per sample without timestep_tokens).  Each
+ * run gets its own time embedding and modulation rows: upstream's
+ * per-token `time_embed(timestep.flatten())` with identical rows computed
+ * once.  Counts the runs into *K; fills m->seg_* while they fit m->rK.
+ */
+static void
+segments(struct ltxv_transformer *m, const struct ltxv_transformer_args *a,
+    int64_t B, int64_t N, int *K)
+{
+	int k = 0;
+
+	for (int64_t b = 0; b < B; b++) {
+		const float *tt = a->timestep_tokens ? a->timestep_tokens + b * N :
+		    NULL;
+		int64_t start = 0;
+
+		while (start < N) {
+			float t = tt ? tt[start] : a->timestep[b];
+			int64_t end = start + 1;
+
+			if (tt)
+				while (end < N && memcmp(&tt[end], &t, sizeof(t)) == 0)
+					end++;
+			else
+				end = N;
+			if (k < m->rK) {
+				m->seg_b[k] = b;
+				m->seg_start[k] = start;
+				m->seg_len[k] = end - start;
+				m->seg_t[k] = t;
+			}
+			k++;
+			start = end;
+		}
+	}
+	*K = k;
+}
+
+/* Tokens [start, start+len) of sample b of x [B, N, D] (contiguous) as a
+ * contiguous [1, len, D] tensor. */
+static struct gpu_tensor
+tokens(const struct gpu_tensor *x, int64_t b, int64_t start, int64_t len)
+{
+	int64_t N = x->shape[1], D = x->shape[2];
+
+	return gpu_tensor_make(x->buf, x->offset +
+	    (size_t)((b * N + start) * D) * sizeof(float), GPU_F32, 3,
+	    (int64_t[]){ 1, len, D });
+}
+
+/* Row k of a [K, D] view (any row stride) as a [1, D] view. */
+static struct gpu_tensor
+row1(const struct gpu_tensor *r, int64_t k)
+{
+	return gpu_tensor_slice(r, 0, k, 1);
+}
+
+/* ops_modulate of x [B, N, D] in place, run k's tokens with row k of
+ * scale / shift ([K, D] views). */
+static enum lq_status
+modulate_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
+    const struct gpu_tensor *x, const struct gpu_tensor *scale,
+    const struct gpu_tensor *shift, int K)
+{
+	enum lq_status st = LQ_OK;
+
+	for (int k = 0; k < K && st == LQ_OK; k++) {
+		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
+		    m->seg_len[k]);
+		struct gpu_tensor sc = row1(scale, k), sh = row1(shift, k);
+
+		st = ops_modulate(cmd, &xs, &xs, &sc, &sh);
+	}
+	return st;
+}
+
+/* ops_gated_add x += gate * r on x, r [B, N, D], per run as above. */
+static enum lq_status
+gated_add_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
+    const struct gpu_tensor *x, const struct gpu_tensor *gate,
+    const struct gpu_tensor *r, int K)
+{
+	enum lq_status st = LQ_OK;
+
+	for (int k = 0; k < K && st == LQ_OK; k++) {
+		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
+		    m->seg_len[k]);
+		struct gpu_tensor rs = tokens(r, m->seg_b[k], m->seg_start[k],
+		    m->seg_len[k]);
+		struct gpu_tensor g = row1(gate, k);
+
+		st = ops_gated_add(cmd, &xs, &xs, &g, &rs);
+	}
+	return st;
 }
 
 int
@@ -699,6 +826,7 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	int64_t B, N, T, D = m->D;
 	size_t mark;
 	char name[96];
+	int K;
 	enum lq_status st;
 
 	if (hs->ndim != 3 || hs->shape[2] != c->in_channels)
@@ -719,9 +847,19 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		    "ltxv transformer: grid %d x %d x %d does not hold the %lld "
 		    "tokens of hidden_states", args->num_frames, args->height,
 		    args->width, (long long)N);
+	if (args->timestep == NULL && args->timestep_tokens == NULL)
+		return error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "ltxv transformer: no timestep");
 	st = ltxv_transformer_reserve(m, (int)B, (int)N, (int)T, err);
 	if (st != LQ_OK)
 		return st;
+	segments(m, args, B, N, &K);
+	if (K > m->rK) {
+		/* more timestep runs than reserved: once, then kept */
+		if ((st = reserve_k(m, (int)B, (int)N, (int)T, K, err)))
+			return st;
+		segments(m, args, B, N, &K);
+	}
 
 	/* Host float32 islands: RoPE tables (cached per grid), timestep
 	 * features and the cross-attention mask bias. */
@@ -762,7 +900,7 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 			memcpy(m->rope_s, s, sizeof(m->rope_s));
 		}
 	}
-	ltxv_timestep_features(args->timestep, (int)B, TPROJ_DIM, m->h_tfeat);
+	ltxv_timestep_features(m->seg_t, K, TPROJ_DIM, m->h_tfeat);
 	for (int64_t i = 0; i < B * T; i++)
 		m->h_bias[i] = args->encoder_attention_mask ?
 		    (1.0f - args->encoder_attention_mask[i]) * -10000.0f : 0.0f;
@@ -772,7 +910,7 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	POOL(cos, 1, N, D);
 	POOL(sin, 1, N, D);
 	POOL(kbias, B, T);
-	POOL(tfeat, B, TPROJ_DIM);
+	POOL(tfeat, K, TPROJ_DIM);
 	OP(gpu_tensor_upload(m->ctx, &cos, m->h_cos, err));
 	OP(gpu_tensor_upload(m->ctx, &sin, m->h_sin, err));
 	OP(gpu_tensor_upload(m->ctx, &kbias, m->h_bias, err));
@@ -799,7 +937,7 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 			    m->h_bias, err));
 		}
 		OP(nn_dump_host(dump, "time_embed.emb.time_proj", 2,
-		    (int64_t[]){ B, TPROJ_DIM }, m->h_tfeat, err));
+		    (int64_t[]){ K, TPROJ_DIM }, m->h_tfeat, err));
 	}
 
 	POOL(x, B, N, D);
@@ -808,10 +946,10 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 
 	/* AdaLayerNormSingle: emb = linear_2(SiLU(linear_1(features)));
 	 * temb = linear(SiLU(emb)). */
-	POOL(t1, B, D);
-	POOL(emb, B, D);
-	POOL(se, B, D);
-	POOL(temb, B, 6 * D);
+	POOL(t1, K, D);
+	POOL(emb, K, D);
+	POOL(se, K, D);
+	POOL(temb, K, 6 * D);
 	OP(ops_linear(cmd, &t1, &tfeat, &m->te_l1_w, &m->te_l1_b, OPS_ACT_SILU));
 	OP(ops_linear(cmd, &emb, &t1, &m->te_l2_w, &m->te_l2_b, OPS_ACT_NONE));
 	DUMP("time_embed.emb.timestep_embedder", emb);
@@ -827,7 +965,7 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	OP(ops_linear(cmd, &ctx, &cap1, &m->cap_l2_w, &m->cap_l2_b, OPS_ACT_NONE));
 	DUMP("caption_projection", ctx);
 
-	POOL(ada, B, 6, D);
+	POOL(ada, K, 6, D);
 	POOL(nrm, B, N, D);
 	POOL(q, B, N, D);
 	POOL(k, B, N, D);
@@ -860,12 +998,12 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		OP(ops_rms_norm(cmd, &nrm, &x, opt(&b->norm1_w), (float)c->norm_eps));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.norm1", i);
 		DUMP(name, nrm);
-		OP(ops_modulate(cmd, &nrm, &nrm, &scale_msa, &shift_msa));
+		OP(modulate_segments(m, cmd, &nrm, &scale_msa, &shift_msa, K));
 		OP(attention(m, cmd, &b->attn1, &proj, &nrm, &nrm, &q, &k, &v, &o,
 		    &cos, &sin, NULL, &sc));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn1", i);
 		DUMP(name, proj);
-		OP(ops_gated_add(cmd, &x, &x, &gate_msa, &proj));
+		OP(gated_add_segments(m, cmd, &x, &gate_msa, &proj, K));
 
 		OP(attention(m, cmd, &b->attn2, &proj, &x, &ctx, &q, &k2, &v2, &o,
 		    NULL, NULL, args->encoder_attention_mask ? &kbias : NULL, &sc));
@@ -874,12 +1012,12 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		OP(ops_gated_add(cmd, &x, &x, NULL, &proj));
 
 		OP(ops_rms_norm(cmd, &nrm, &x, opt(&b->norm2_w), (float)c->norm_eps));
-		OP(ops_modulate(cmd, &nrm, &nrm, &scale_mlp, &shift_mlp));
+		OP(modulate_segments(m, cmd, &nrm, &scale_mlp, &shift_mlp, K));
 		OP(ops_linear(cmd, &ffh, &nrm, &b->ff0_w, &b->ff0_b, m->ff_act));
 		OP(ops_linear(cmd, &proj, &ffh, &b->ff2_w, &b->ff2_b, OPS_ACT_NONE));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.ff", i);
 		DUMP(name, proj);
-		OP(ops_gated_add(cmd, &x, &x, &gate_mlp, &proj));
+		OP(gated_add_segments(m, cmd, &x, &gate_mlp, &proj, K));
 		snprintf(name, sizeof(name), "transformer_blocks.%d", i);
 		DUMP(name, x);
 		if (m->streaming && i + 1 < c->num_layers) {
@@ -903,14 +1041,14 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	/* Final layer: scale_shift_table (2, D) + embedded_timestep, or
 	 * norm_out.linear(SiLU(embedded_timestep)) viewed as (2, D) -> shift
 	 * (row 0), scale (row 1); LayerNorm(eps 1e-6, no affine). */
-	POOL(fin, B, 2, D);
+	POOL(fin, K, 2, D);
 	{
-		int64_t shp[3] = { B, 2, D };
+		int64_t shp[3] = { K, 2, D };
 		struct gpu_tensor shift = row(&fin, 0), scale = row(&fin, 1);
 
 		if (m->norm_out_linear) {
 			struct gpu_tensor f2 = gpu_tensor_reshape(&fin, 2,
-			    (int64_t[]){ B, 2 * D });
+			    (int64_t[]){ K, 2 * D });
 
 			OP(ops_linear(cmd, &f2, &se, &m->norm_out_w,
 			    &m->norm_out_b, OPS_ACT_NONE));
@@ -918,14 +1056,14 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 			struct gpu_tensor tab = gpu_tensor_broadcast(
 			    &m->scale_shift_table, 3, shp);
 			struct gpu_tensor e3 = gpu_tensor_reshape(&emb, 3,
-			    (int64_t[]){ B, 1, D });
+			    (int64_t[]){ K, 1, D });
 			struct gpu_tensor eb = gpu_tensor_broadcast(&e3, 3, shp);
 
 			OP(ops_add(cmd, &fin, &tab, &eb));
 		}
 		OP(ops_layer_norm(cmd, &nrm, &x, NULL, NULL, 1e-6f));
 		DUMP("norm_out", nrm);
-		OP(ops_modulate(cmd, &nrm, &nrm, &scale, &shift));
+		OP(modulate_segments(m, cmd, &nrm, &scale, &shift, K));
 	}
 	OP(ops_linear(cmd, output, &nrm, &m->proj_out_w, &m->proj_out_b, OPS_ACT_NONE));
 	if (dump) {

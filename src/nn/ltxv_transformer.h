@@ -117,6 +117,11 @@ struct ltxv_transformer_args {
 	const struct gpu_tensor *encoder_hidden_states;
 	/* Host [B]: per-sample timestep on the scheduler's 0..1000 scale. */
 	const float *timestep;
+	/* Host [B, N] per-token timesteps instead (LTXImageToVideoPipeline's
+	 * `t * (1 - conditioning_mask)`: upstream's timestep of shape
+	 * [B, N]), or NULL.  Tokens are grouped into runs of equal values,
+	 * each embedded once. */
+	const float *timestep_tokens;
 	/* Host [B, T]: 1 = real token, 0 = padding; NULL = no mask (upstream
 	 * turns it into the additive bias (1 - mask) * -10000). */
 	const float *encoder_attention_mask;

@@ -21,6 +21,7 @@
 #include "gpu/ops.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_vae.h"
+#include "nn/ltxv_vae_int.h"
 #include "nn/plan.h"
 #include "nn/weights.h"
 
@@ -29,17 +30,6 @@
 struct vae_temb {		/* PixArtAlphaCombinedTimestepSizeEmbeddings */
 	struct gpu_tensor l1_w, l1_b, l2_w, l2_b;
 	int dim;
-};
-
-struct vae_resnet {
-	char path[96];
-	int cin, cout, inject, tc;
-	struct gpu_tensor conv1_w, conv1_b, conv2_w, conv2_b;
-	struct gpu_tensor norm3_w, norm3_b, short_w, short_b;	/* buf NULL: none */
-	struct gpu_tensor pcs1, pcs2;		/* per_channel_scale as [C] */
-	struct gpu_tensor sst;			/* scale_shift_table [4, C] */
-	struct gpu_tensor noise[2];		/* this decode's fields */
-	int noise_h, noise_w;
 };
 
 struct vae_block {
@@ -98,12 +88,12 @@ parse_config(const char *dir, struct ltxv_vae_config *c, struct lq_error *err)
 /* ---- weights ---- */
 
 static enum lq_status
-wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
+wgetw(struct nn_weights *w, struct gpu_tensor *out, int ndim,
     const int64_t *shape, struct lq_error *err, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
 static enum lq_status
-wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
+wgetw(struct nn_weights *w, struct gpu_tensor *out, int ndim,
     const int64_t *shape, struct lq_error *err, const char *fmt, ...)
 {
 	char name[256];
@@ -112,8 +102,10 @@ wget(struct ltxv_vae *v, struct gpu_tensor *out, int ndim,
 	va_start(ap, fmt);
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
-	return nn_weights_get(v->w, name, ndim, shape, out, err);
+	return nn_weights_get(w, name, ndim, shape, out, err);
 }
+
+#define wget(v, ...) wgetw((v)->w, __VA_ARGS__)
 
 static enum lq_status
 load_temb(struct ltxv_vae *v, struct vae_temb *t, const char *path, int dim,
@@ -134,9 +126,10 @@ load_temb(struct ltxv_vae *v, struct vae_temb *t, const char *path, int dim,
 	return LQ_OK;
 }
 
-static enum lq_status
-load_resnet(struct ltxv_vae *v, struct vae_resnet *r, const char *path,
-    int cin, int cout, int inject, int tc, struct lq_error *err)
+enum lq_status
+ltxv_vae_resnet_load(struct nn_weights *v, struct vae_resnet *r,
+    const char *path, int cin, int cout, int inject, int tc,
+    struct lq_error *err)
 {
 	enum lq_status st;
 
@@ -145,32 +138,32 @@ load_resnet(struct ltxv_vae *v, struct vae_resnet *r, const char *path,
 	r->cout = cout;
 	r->inject = inject;
 	r->tc = tc;
-	if ((st = wget(v, &r->conv1_w, 5, SHAPE(cout, cin, 3, 3, 3), err,
+	if ((st = wgetw(v, &r->conv1_w, 5, SHAPE(cout, cin, 3, 3, 3), err,
 	    "%s.conv1.conv.weight", path)) ||
-	    (st = wget(v, &r->conv1_b, 1, SHAPE(cout), err, "%s.conv1.conv.bias", path)) ||
-	    (st = wget(v, &r->conv2_w, 5, SHAPE(cout, cout, 3, 3, 3), err,
+	    (st = wgetw(v, &r->conv1_b, 1, SHAPE(cout), err, "%s.conv1.conv.bias", path)) ||
+	    (st = wgetw(v, &r->conv2_w, 5, SHAPE(cout, cout, 3, 3, 3), err,
 	    "%s.conv2.conv.weight", path)) ||
-	    (st = wget(v, &r->conv2_b, 1, SHAPE(cout), err, "%s.conv2.conv.bias", path)))
+	    (st = wgetw(v, &r->conv2_b, 1, SHAPE(cout), err, "%s.conv2.conv.bias", path)))
 		return st;
 	if (cin != cout) {
-		if ((st = wget(v, &r->norm3_w, 1, SHAPE(cin), err, "%s.norm3.weight", path)) ||
-		    (st = wget(v, &r->norm3_b, 1, SHAPE(cin), err, "%s.norm3.bias", path)) ||
-		    (st = wget(v, &r->short_w, 5, SHAPE(cout, cin, 1, 1, 1), err,
+		if ((st = wgetw(v, &r->norm3_w, 1, SHAPE(cin), err, "%s.norm3.weight", path)) ||
+		    (st = wgetw(v, &r->norm3_b, 1, SHAPE(cin), err, "%s.norm3.bias", path)) ||
+		    (st = wgetw(v, &r->short_w, 5, SHAPE(cout, cin, 1, 1, 1), err,
 		    "%s.conv_shortcut.conv.weight", path)) ||
-		    (st = wget(v, &r->short_b, 1, SHAPE(cout), err,
+		    (st = wgetw(v, &r->short_b, 1, SHAPE(cout), err,
 		    "%s.conv_shortcut.conv.bias", path)))
 			return st;
 	}
 	if (inject) {
-		if ((st = wget(v, &r->pcs1, 3, SHAPE(cin, 1, 1), err,
+		if ((st = wgetw(v, &r->pcs1, 3, SHAPE(cin, 1, 1), err,
 		    "%s.per_channel_scale1", path)) ||
-		    (st = wget(v, &r->pcs2, 3, SHAPE(cin, 1, 1), err,
+		    (st = wgetw(v, &r->pcs2, 3, SHAPE(cin, 1, 1), err,
 		    "%s.per_channel_scale2", path)))
 			return st;
 		r->pcs1 = gpu_tensor_reshape(&r->pcs1, 1, SHAPE(cin));
 		r->pcs2 = gpu_tensor_reshape(&r->pcs2, 1, SHAPE(cin));
 	}
-	if (tc && (st = wget(v, &r->sst, 2, SHAPE(4, cin), err,
+	if (tc && (st = wgetw(v, &r->sst, 2, SHAPE(4, cin), err,
 	    "%s.scale_shift_table", path)))
 		return st;
 	return LQ_OK;
@@ -202,7 +195,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 	}
 	for (int j = 0; j < v->mid.nres; j++) {
 		snprintf(path, sizeof(path), "decoder.mid_block.resnets.%d", j);
-		if ((st = load_resnet(v, &v->mid.res[j], path, C0, C0,
+		if ((st = ltxv_vae_resnet_load(v->w, &v->mid.res[j], path, C0, C0,
 		    c->dec_mid_inject_noise, v->tc, err)))
 			return st;
 	}
@@ -231,7 +224,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 				goto mismatch;
 			b->has_conv_in = 1;
 			snprintf(path, sizeof(path), "%s.conv_in", b->path);
-			if ((st = load_resnet(v, &b->conv_in, path, u->in_channels,
+			if ((st = ltxv_vae_resnet_load(v->w, &b->conv_in, path, u->in_channels,
 			    u->out_channels, u->inject_noise, v->tc, err)))
 				return st;
 			cur = u->out_channels;
@@ -265,7 +258,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 		b->res = xcalloc((size_t)(b->nres + 1), sizeof(*b->res));
 		for (int j = 0; j < b->nres; j++) {
 			snprintf(path, sizeof(path), "%s.resnets.%d", b->path, j);
-			if ((st = load_resnet(v, &b->res[j], path, u->out_channels,
+			if ((st = ltxv_vae_resnet_load(v->w, &b->res[j], path, u->out_channels,
 			    u->out_channels, u->inject_noise, v->tc, err)))
 				return st;
 		}
@@ -622,18 +615,8 @@ ltxv_vae_memory(const struct ltxv_vae *v, size_t *weights,
 
 /* ---- decode ---- */
 
-struct vae_run {
-	struct ltxv_vae *v;
-	struct gpu_cmd *cmd;
-	const struct nn_dump *dump;
-	struct gpu_tensor slot[5];	/* 0, 1 ping-pong; 2, 3, 4 temporaries */
-	struct gpu_tensor tfeat, thid, temb, ss;
-	int64_t B;
-};
-
-/* A contiguous [B, C, F, H, W] view at the start of a slot. */
-static struct gpu_tensor
-view5(const struct gpu_tensor *slot, int64_t B, int64_t C, int64_t F,
+struct gpu_tensor
+ltxv_vae_view5(const struct gpu_tensor *slot, int64_t B, int64_t C, int64_t F,
     int64_t H, int64_t W)
 {
 	int64_t shp[5] = { B, C, F, H, W };
@@ -669,14 +652,18 @@ row(const struct gpu_tensor *tab, int k)
 	return r;
 }
 
-static struct ops_conv3d_params
-conv3_params(const struct ltxv_vae *v)
+#define view5 ltxv_vae_view5
+
+struct ops_conv3d_params
+ltxv_vae_conv3_params(int causal, int stride_t, int stride_h, int stride_w)
 {
 	struct ops_conv3d_params p;
 
 	memset(&p, 0, sizeof(p));
-	p.stride[0] = p.stride[1] = p.stride[2] = 1;
-	if (v->cfg.decoder_causal) {
+	p.stride[0] = stride_t;
+	p.stride[1] = stride_h;
+	p.stride[2] = stride_w;
+	if (causal) {
 		p.pad_t[0] = 2;
 		p.pad_t[1] = 0;
 	} else {
@@ -690,7 +677,13 @@ conv3_params(const struct ltxv_vae *v)
 }
 
 static struct ops_conv3d_params
-conv1_params(void)
+conv3_params(const struct ltxv_vae *v)
+{
+	return ltxv_vae_conv3_params(v->cfg.decoder_causal, 1, 1, 1);
+}
+
+struct ops_conv3d_params
+ltxv_vae_conv1_params(void)
 {
 	struct ops_conv3d_params p;
 
@@ -720,13 +713,14 @@ time_embed(struct vae_run *run, const struct vae_temb *te,
  * LTXVideoResnetBlock3d.forward(x, temb) from slot `xs` into slot `ys`
  * (slots 2, 3, 4 are scratch).  x is [B, cin, F, H, W].
  */
-static enum lq_status
-resnet(struct vae_run *run, const struct vae_resnet *r, int xs, int ys,
-    int64_t F, int64_t H, int64_t W, const struct gpu_tensor *temb)
+enum lq_status
+ltxv_vae_resnet_forward(struct vae_run *run, const struct vae_resnet *r,
+    int xs, int ys, int64_t F, int64_t H, int64_t W,
+    const struct gpu_tensor *temb)
 {
-	struct ltxv_vae *v = run->v;
 	struct gpu_cmd *cmd = run->cmd;
-	struct ops_conv3d_params p3 = conv3_params(v), p1 = conv1_params();
+	struct ops_conv3d_params p3 = ltxv_vae_conv3_params(run->causal, 1, 1, 1);
+	struct ops_conv3d_params p1 = ltxv_vae_conv1_params();
 	int64_t B = run->B;
 	struct gpu_tensor x = view5(&run->slot[xs], B, r->cin, F, H, W);
 	struct gpu_tensor hn = view5(&run->slot[2], B, r->cin, F, H, W);
@@ -766,7 +760,7 @@ resnet(struct vae_run *run, const struct vae_resnet *r, int xs, int ys,
 		struct gpu_tensor s2 = view5(&run->slot[4], B, r->cout, F, H, W);
 
 		OP(ops_layer_norm_channels(cmd, &s1, &x, &r->norm3_w, &r->norm3_b,
-		    (float)v->cfg.resnet_norm_eps));
+		    run->eps));
 		OP(ops_conv3d(cmd, &s2, &s1, &r->short_w, &r->short_b, &p1));
 		OP(ops_add(cmd, &y, &y, &s2));
 	} else {
@@ -943,6 +937,8 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	run.cmd = cmd;
 	run.dump = dump;
 	run.B = B;
+	run.causal = v->cfg.decoder_causal;
+	run.eps = (float)v->cfg.resnet_norm_eps;
 	mx = slot_numel(&v->cfg, B, F, H, W);
 	mark = gpu_pool_mark(v->pool);
 	gpu_cmd_begin(cmd);
@@ -982,7 +978,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 			DUMP("decoder.mid_block.time_embedder", temb);
 		}
 		for (int j = 0; j < v->mid.nres; j++) {
-			OP(resnet(&run, &v->mid.res[j], s, 1 - s, F, H, W,
+			OP(ltxv_vae_resnet_forward(&run, &v->mid.res[j], s, 1 - s, F, H, W,
 			    v->mid.has_te ? &temb : NULL));
 			s = 1 - s;
 		}
@@ -997,7 +993,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 		struct gpu_tensor temb;
 
 		if (b->has_conv_in) {
-			OP(resnet(&run, &b->conv_in, s, 1 - s, F, H, W, NULL));
+			OP(ltxv_vae_resnet_forward(&run, &b->conv_in, s, 1 - s, F, H, W, NULL));
 			s = 1 - s;
 		}
 		if (b->has_te)
@@ -1010,7 +1006,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 			W *= 2;
 		}
 		for (int j = 0; j < b->nres; j++) {
-			OP(resnet(&run, &b->res[j], s, 1 - s, F, H, W,
+			OP(ltxv_vae_resnet_forward(&run, &b->res[j], s, 1 - s, F, H, W,
 			    b->has_te ? &temb : NULL));
 			s = 1 - s;
 		}
@@ -1376,20 +1372,8 @@ ltxv_vae_tiling_call(const struct ltxv_vae_config *c, const int64_t z[5],
 	largest_call(z, &p, out);
 }
 
-/*
- * A host video piece [B, C, F, H, W] (row-major, owned) — one decoder
- * call's output, a spatially composed temporal tile, or the whole video.
- */
-struct piece {
-	float *x;
-	int64_t B, C, F, H, W;
-	int64_t Fs;		/* frames stored per (b, c): F, or more after
-				   the last frames were dropped in place */
-	size_t cap;		/* floats allocated */
-};
-
 static void
-piece_shape(struct piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
+piece_shape(struct vae_piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
     int64_t W)
 {
 	size_t n = (size_t)(B * C * F * H * W);
@@ -1407,7 +1391,7 @@ piece_shape(struct piece *p, int64_t B, int64_t C, int64_t F, int64_t H,
 }
 
 static float *
-at(const struct piece *p, int64_t b, int64_t c, int64_t f, int64_t h,
+at(const struct vae_piece *p, int64_t b, int64_t c, int64_t f, int64_t h,
     int64_t w)
 {
 	return p->x + ((((b * p->C + c) * p->Fs + f) * p->H + h) * p->W + w);
@@ -1428,7 +1412,7 @@ blend_weights(int y, int E, float *wa, float *wb)
 
 /* blend_v: the height axis; a and b share B, C, F and W. */
 static void
-blend_v(const struct piece *a, struct piece *b, int extent)
+blend_v(const struct vae_piece *a, struct vae_piece *b, int extent)
 {
 	int64_t E = min64(min64(a->H, b->H), extent);
 
@@ -1453,7 +1437,7 @@ blend_v(const struct piece *a, struct piece *b, int extent)
 
 /* blend_h: the width axis; a and b share B, C, F and H. */
 static void
-blend_h(const struct piece *a, struct piece *b, int extent)
+blend_h(const struct vae_piece *a, struct vae_piece *b, int extent)
 {
 	int64_t E = min64(min64(a->W, b->W), extent);
 
@@ -1475,7 +1459,7 @@ blend_h(const struct piece *a, struct piece *b, int extent)
 
 /* blend_t: the frame axis; a and b share B, C, H and W. */
 static void
-blend_t(const struct piece *a, struct piece *b, int extent)
+blend_t(const struct vae_piece *a, struct vae_piece *b, int extent)
 {
 	int64_t E = min64(min64(a->F, b->F), extent), hw = b->H * b->W;
 
@@ -1499,7 +1483,7 @@ blend_t(const struct piece *a, struct piece *b, int extent)
 
 /* Copies src[:, :, :, 0:h, 0:w] into dst[:, :, :, y0:y0+h, x0:x0+w]. */
 static void
-place(struct piece *dst, const struct piece *src, int64_t y0, int64_t x0,
+place(struct vae_piece *dst, const struct vae_piece *src, int64_t y0, int64_t x0,
     int64_t h, int64_t w)
 {
 	for (int64_t n = 0; n < src->B; n++)
@@ -1509,6 +1493,46 @@ place(struct piece *dst, const struct piece *src, int64_t y0, int64_t x0,
 					memcpy(at(dst, n, c, f, y0 + y, x0),
 					    at(src, n, c, f, y, 0),
 					    (size_t)w * sizeof(float));
+}
+
+/* The piece helpers, for the encoder's tiling (ltxv_vae_int.h). */
+void
+ltxv_vae_piece_shape(struct vae_piece *p, int64_t B, int64_t C, int64_t F,
+    int64_t H, int64_t W)
+{
+	piece_shape(p, B, C, F, H, W);
+}
+
+float *
+ltxv_vae_piece_at(const struct vae_piece *p, int64_t b, int64_t c, int64_t f,
+    int64_t h, int64_t w)
+{
+	return at(p, b, c, f, h, w);
+}
+
+void
+ltxv_vae_blend_v(const struct vae_piece *a, struct vae_piece *b, int extent)
+{
+	blend_v(a, b, extent);
+}
+
+void
+ltxv_vae_blend_h(const struct vae_piece *a, struct vae_piece *b, int extent)
+{
+	blend_h(a, b, extent);
+}
+
+void
+ltxv_vae_blend_t(const struct vae_piece *a, struct vae_piece *b, int extent)
+{
+	blend_t(a, b, extent);
+}
+
+void
+ltxv_vae_piece_place(struct vae_piece *dst, const struct vae_piece *src,
+    int64_t y0, int64_t x0, int64_t h, int64_t w)
+{
+	place(dst, src, y0, x0, h, w);
 }
 
 /* One tiled decode in progress. */
@@ -1542,7 +1566,7 @@ tiled_noise(void *ud, const char *module, int k, int height, int width,
 /* self.decoder(z[:, :, f0:f0+nf, h0:h0+nh, w0:w0+nw], temb) into *out. */
 static enum lq_status
 decoder_call(struct tiled *td, int64_t f0, int64_t nf, int64_t h0, int64_t nh,
-    int64_t w0, int64_t nw, struct piece *out, struct lq_error *err)
+    int64_t w0, int64_t nw, struct vae_piece *out, struct lq_error *err)
 {
 	struct ltxv_vae *v = td->v;
 	int64_t B = td->zs[0], C = td->zs[1], F = td->zs[2], H = td->zs[3],
@@ -1582,15 +1606,15 @@ decoder_call(struct tiled *td, int64_t f0, int64_t nf, int64_t h0, int64_t nh,
  * to the stride and placed.  Only the previous row of tiles is kept.
  */
 static enum lq_status
-spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
+spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct vae_piece *out,
     struct lq_error *err)
 {
 	const struct tile_plan *p = &td->p;
 	int64_t H = td->zs[3], W = td->zs[4];
 	int64_t ncol = (W + p->lstr_w - 1) / p->lstr_w;
 	int s = td->v->cfg.spatial_compression_ratio;
-	struct piece *prev = xcalloc((size_t)ncol, sizeof(*prev));
-	struct piece *cur = xcalloc((size_t)ncol, sizeof(*cur));
+	struct vae_piece *prev = xcalloc((size_t)ncol, sizeof(*prev));
+	struct vae_piece *cur = xcalloc((size_t)ncol, sizeof(*cur));
 	int64_t y0 = 0;
 	enum lq_status st = LQ_OK;
 	int first = 1;
@@ -1599,7 +1623,7 @@ spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 		int64_t x0 = 0, rowh = 0;
 
 		for (int64_t j = 0, col = 0; j < W; j += p->lstr_w, col++) {
-			struct piece *t = &cur[col];
+			struct vae_piece *t = &cur[col];
 			int64_t h, w;
 
 			st = decoder_call(td, f0, nf, i, min64(p->lmin_h, H - i), j,
@@ -1622,7 +1646,7 @@ spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 		first = 0;
 		y0 += rowh;
 		{
-			struct piece *sw = prev;
+			struct vae_piece *sw = prev;
 
 			prev = cur;
 			cur = sw;
@@ -1639,7 +1663,7 @@ spatial_tiled(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 
 /* One temporal tile (or the whole latent): spatially tiled or one call. */
 static enum lq_status
-decode_frames(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
+decode_frames(struct tiled *td, int64_t f0, int64_t nf, struct vae_piece *out,
     struct lq_error *err)
 {
 	if (td->p.spatial)
@@ -1649,7 +1673,7 @@ decode_frames(struct tiled *td, int64_t f0, int64_t nf, struct piece *out,
 
 static enum lq_status
 emit(struct tiled *td, const struct ltxv_vae_sink *sink, int64_t f0,
-    int64_t n, const struct piece *x, struct lq_error *err)
+    int64_t n, const struct vae_piece *x, struct lq_error *err)
 {
 	if (f0 >= td->out_frames)
 		return LQ_OK;
@@ -1666,7 +1690,7 @@ ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *arg
 {
 	struct tiled td;
 	struct ltxv_vae_tiling none;
-	struct piece a = { 0 }, b = { 0 };
+	struct vae_piece a = { 0 }, b = { 0 };
 	int64_t call[5], os[5];
 	enum lq_status st;
 
@@ -1719,7 +1743,7 @@ ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *arg
 	 * with the previous (already blended) tile and keep `stride`
 	 * frames; tile 0 keeps stride + 1. */
 	{
-		struct piece *prev = &a, *cur = &b;
+		struct vae_piece *prev = &a, *cur = &b;
 		int64_t f_out = 0;
 
 		for (int64_t i = 0; i < zs[2]; i += td.p.lstr_f) {
@@ -1742,7 +1766,7 @@ ltxv_vae_decode_tiled(struct ltxv_vae *v, const struct ltxv_vae_decode_args *arg
 				goto out;
 			f_out += keep;
 			{
-				struct piece *sw = prev;
+				struct vae_piece *sw = prev;
 
 				prev = cur;
 				cur = sw;

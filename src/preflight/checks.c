@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/digest.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "gpu/caps.h"
@@ -226,6 +227,7 @@ pf_check_config(struct pf_job_state *s)
 	range(s, "max_attempts", 1, 0, 1000, "max_attempts is in [1, 1000]", "3");
 	check_input_file(s, "latents");
 	check_input_file(s, "decode_noise");
+	check_input_file(s, "noise");
 	enum nn_plan_choice ws;
 	if (nn_plan_choice_parse(s->jc.weight_streaming, &ws) != 0) {
 		char t[64];
@@ -353,6 +355,53 @@ check_grid(struct pf_job_state *s, const char *key, const char *code,
 	    "%s is not a multiple of %" PRId64 " (%s)", t, grid, why);
 	error_set_hint(e, "nearest valid: %s", alt);
 	return 0;
+}
+
+/*
+ * image: a PNG the render can read, of exactly the job's size (latentq does
+ * not resample it), and the VAE must have an encoder.  Its content digest
+ * is recorded in the config as image_digest, so it is part of the job's
+ * config digest (a changed image is a different job) and the render checks
+ * the file still has it.
+ */
+void
+pf_check_image(struct pf_job_state *s)
+{
+	const char *path = json_get_string(s->config, "image", NULL);
+	if (path == NULL)
+		return;
+	uint8_t *rgb = NULL;
+	int h = 0, w = 0;
+	struct lq_error fe;
+	error_clear(&fe);
+	if (media_read_image(path, &rgb, &h, &w, &fe) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-001",
+		    "%s is not a readable PNG or JPEG image: %s", path, fe.message);
+		error_set_hint(e, "give a PNG or JPEG of the job's width x height");
+		return;
+	}
+	free(rgb);
+	if (s->geometry_ok && (h != s->height || w != s->width)) {
+		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-002",
+		    "image %s is %dx%d (width x height); the job renders %" PRId64
+		    "x%" PRId64 " and latentq does not resample images", path, w,
+		    h, s->width, s->height);
+		error_set_hint(e, "resize the image to %" PRId64 "x%" PRId64 ", or "
+		    "set width: %d and height: %d", s->width, s->height, w, h);
+		return;
+	}
+	if (s->pm && s->pm->dm && s->pm->dm->transformer_config.patch_size_t != 1) {
+		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-002",
+		    "image-to-video needs the transformer's patch_size_t 1, not %d",
+		    s->pm->dm->transformer_config.patch_size_t);
+		error_set_hint(e, "use an LTX-Video transformer (patch_size_t 1)");
+		return;
+	}
+	char hex[DIGEST_HEX_SIZE];
+	if (digest_file(path, hex, &fe) == LQ_OK) {
+		cJSON_DeleteItemFromObjectCaseSensitive(s->config, "image_digest");
+		cJSON_AddStringToObject(s->config, "image_digest", hex);
+	}
 }
 
 void

@@ -141,6 +141,7 @@ void pf_check_sampling(struct pf_job_state *s);
 void pf_check_prompt(struct pf_job_state *s);
 void pf_check_mesh(struct pf_job_state *s);
 void pf_check_lora(struct pf_job_state *s);
+void pf_check_image(struct pf_job_state *s);
 void pf_check_device(struct pf_job_state *s);
 /* Output paths of one job: prefix and containment (collisions are
  * compared across jobs in preflight.c).  Returns normalized paths. */

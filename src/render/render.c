@@ -42,6 +42,7 @@
 #include "model/safetensors.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/ltxv_vae_encoder.h"
 #include "nn/plan.h"
 #include "nn/t5.h"
 #include "model/hash.h"
@@ -75,6 +76,8 @@ struct render {
 	struct gpu_ctx *gpu;
 	struct ltxv_transformer *transformer;
 	struct ltxv_vae *vae;
+	struct ltxv_vae_encoder *enc;	/* image-to-video, while encoding */
+	struct st_file *noise;		/* noise: FILE, or NULL */
 	struct scheduler_config sched_cfg;
 	struct scheduler_schedule sched;
 	char model_digest[DIGEST_HEX_SIZE];
@@ -90,6 +93,11 @@ struct render {
 	float *text;			/* [2B or B, T, Cc] */
 	float *mask;			/* [2B or B, T] */
 	float *timesteps;		/* [2B or B] */
+	/* image-to-video (LTXImageToVideoPipeline): tokens of latent frame
+	 * 0 per sample (conditioning_mask 1), 0 without an image; the
+	 * per-token timesteps t * (1 - mask) [2B or B, S] */
+	int64_t cond_tokens;
+	float *timestep_tokens;
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
 	char *name_shown;		/* job name, control characters escaped */
@@ -103,6 +111,9 @@ render_free(struct render *r)
 {
 	ltxv_transformer_free(r->transformer);
 	ltxv_vae_free(r->vae);
+	ltxv_vae_encoder_free(r->enc);
+	st_file_close(r->noise);
+	free(r->timestep_tokens);
 	gpu_buffer_free(r->buf_in);
 	gpu_buffer_free(r->buf_text);
 	gpu_buffer_free(r->buf_out);
@@ -293,6 +304,24 @@ phase_load(struct render *r, struct lq_error *err)
 	}
 	r->S = (int)latents_seq_len(&r->shape);
 	r->C = (int)latents_token_dim(&r->shape);
+	if (jc->noise != NULL) {
+		char *p = job_path(r, jc->noise);
+		s = st_file_open(p, &r->noise, err);
+		free(p);
+		if (s != LQ_OK)
+			return s;
+	}
+	if (jc->image != NULL) {
+		/* the conditioning mask is 1 on latent frame 0; packed, that
+		 * is the first (H/p)(W/p) tokens of each sample when p_t = 1 */
+		if (r->shape.patch_size_t != 1)
+			return error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image: "
+			    "the transformer's patch_size_t is %lld; image-to-"
+			    "video needs 1 (latent frame 0 as whole tokens)",
+			    (long long)r->shape.patch_size_t);
+		r->cond_tokens = (r->shape.height / r->shape.patch_size) *
+		    (r->shape.width / r->shape.patch_size);
+	}
 	r->Cc = tc->caption_channels;
 	/* diffusers: do_classifier_free_guidance = guidance_scale > 1 */
 	r->cfg = jc->guidance_scale > 1.0;
@@ -532,6 +561,8 @@ load_networks(struct render *r, struct lq_error *err)
 	r->model_in = xcalloc((size_t)rows * r->S * r->C, sizeof(float));
 	r->velocity = xcalloc((size_t)rows * r->S * r->C, sizeof(float));
 	r->timesteps = xcalloc((size_t)rows, sizeof(float));
+	if (r->cond_tokens > 0)
+		r->timestep_tokens = xcalloc((size_t)rows * r->S, sizeof(float));
 	if (r->jc.save_tensors != NULL)
 		r->trajectory = xcalloc((size_t)r->jc.num_inference_steps * n,
 		    sizeof(float));
@@ -626,6 +657,201 @@ record_peak(struct render *r, struct lq_error *err)
 	    err);
 }
 
+/*
+ * A random draw of `n` floats named `name` (upstream's name, see
+ * latentq-manifest(5) `noise`): the noise file's tensor when it holds one
+ * (of exactly `ndim` / `shape`, else LQ-RUN-NOISE naming both shapes), else
+ * latentq's normal(seed, purpose, i).
+ */
+static enum lq_status
+draw(const struct render *r, const char *name, int ndim, const int64_t *shape,
+    uint32_t purpose, float *out, struct lq_error *err)
+{
+	const struct st_tensor *t = r->noise ? st_file_find(r->noise, name) :
+	    NULL;
+	size_t n = 1;
+
+	for (int i = 0; i < ndim; i++)
+		n *= (size_t)shape[i];
+	if (t == NULL) {
+		rng_fill_normal(r->jc.seed, purpose, 0, out, n);
+		return LQ_OK;
+	}
+	if (t->ndim != ndim || memcmp(t->shape, shape,
+	    sizeof(int64_t) * (size_t)ndim) != 0) {
+		char want[96] = "", have[96] = "";
+		size_t a = 0, b = 0;
+
+		for (int i = 0; i < ndim; i++)
+			a += (size_t)snprintf(want + a, sizeof(want) - a, "%s%lld",
+			    i ? ", " : "", (long long)shape[i]);
+		for (int i = 0; i < t->ndim && b < sizeof(have); i++)
+			b += (size_t)snprintf(have + b, sizeof(have) - b, "%s%lld",
+			    i ? ", " : "", (long long)t->shape[i]);
+		error_set(err, LQ_FAILED, "LQ-RUN-NOISE", "%s: %s is [%s], the "
+		    "job draws [%s]", r->jc.noise, name, have, want);
+		error_set_field(err, "noise");
+		error_set_hint(err, "give %s the shape diffusers draws it in, or "
+		    "leave it out to draw it from seed %llu", name,
+		    (unsigned long long)r->jc.seed);
+		return LQ_FAILED;
+	}
+	float *f = st_tensor_to_f32(t);
+	memcpy(out, f, n * sizeof(float));
+	free(f);
+	return LQ_OK;
+}
+
+/*
+ * LTXImageToVideoPipeline's image latent (pipelines/ltx/
+ * pipeline_ltx_image2video.py, prepare_latents): the job's image,
+ * VideoProcessor.preprocess'd (uint8 / 255 * 2 - 1, [1, 3, H, W]), encoded
+ * as a one-frame video, its latent_dist *sampled* per video with
+ * posterior_noise [B, C, 1, h, w], then _normalize_latents with the VAE's
+ * latents_mean / latents_std and upstream's default scaling factor 1.0.
+ * Writes out [B, C, 1, h, w].  The image must already have the job's
+ * size (latentq does not resample; see latentq-manifest(5) `image`).
+ */
+static enum lq_status
+image_latents(struct render *r, float *out, struct lq_error *err)
+{
+	enum lq_status s;
+	char *path = job_path(r, r->jc.image);
+	uint8_t *rgb = NULL;
+	int h = 0, w = 0;
+
+	if ((s = enter_phase(r, "encode-image", 0, err)) != LQ_OK ||
+	    (s = ltxv_vae_encoder_load(r->gpu, r->dm->vae.dir, &r->enc, err)) !=
+	    LQ_OK) {
+		free(path);
+		return s;
+	}
+	/* preflight recorded the image's digest in the config */
+	const char *want = json_get_string(r->config, "image_digest", NULL);
+	char have[DIGEST_HEX_SIZE];
+	s = digest_file(path, have, err);
+	if (s == LQ_OK && want != NULL && strcmp(want, have) != 0) {
+		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s changed since "
+		    "the job was submitted (digest %.16s…, now %.16s…)", path,
+		    want, have);
+		error_set_field(err, "image");
+		error_set_hint(err, "restore the image, or submit the job again "
+		    "with --again to render from the new one");
+		s = LQ_FAILED;
+	}
+	if (s == LQ_OK)
+		s = media_read_image(path, &rgb, &h, &w, err);
+	if (s == LQ_OK && (h != r->jc.height || w != r->jc.width)) {
+		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s is %dx%d "
+		    "(width x height); the job renders %" PRId64 "x%" PRId64,
+		    path, w, h, r->jc.width, r->jc.height);
+		error_set_field(err, "image");
+		error_set_hint(err, "give an image of exactly the job's width x "
+		    "height (latentq does not resample it), or set width: %d "
+		    "and height: %d", w, h);
+		s = LQ_FAILED;
+	}
+	free(path);
+	if (s != LQ_OK) {
+		free(rgb);
+		return s;
+	}
+	int64_t H = h, W = w, x_shape[5] = {1, 3, 1, H, W}, lat[5];
+	size_t hw = (size_t)(H * W);
+	float *x = xmalloc(3 * hw * sizeof(float));
+	/* PIL -> np.float32 / 255 -> 2x - 1, HWC -> CHW */
+	for (size_t i = 0; i < hw; i++)
+		for (int c = 0; c < 3; c++) {
+			float v = (float)rgb[i * 3 + (size_t)c] / 255.0f;
+			x[(size_t)c * hw + i] = 2.0f * v - 1.0f;
+		}
+	free(rgb);
+	if ((s = ltxv_vae_encoder_latent_shape(r->enc, x_shape, lat, err)) !=
+	    LQ_OK) {
+		free(x);
+		return s;
+	}
+	int64_t C = lat[1], S = lat[2] * lat[3] * lat[4];
+	if (lat[2] != 1 || lat[3] != r->shape.height || lat[4] != r->shape.width ||
+	    C != r->shape.channels) {
+		free(x);
+		return error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "the VAE encodes "
+		    "the image to [%lld, %lld, %lld, %lld], not the job's latent "
+		    "frame [%lld, 1, %lld, %lld]", (long long)lat[1],
+		    (long long)lat[2], (long long)lat[3], (long long)lat[4],
+		    (long long)r->shape.channels, (long long)r->shape.height,
+		    (long long)r->shape.width);
+	}
+	struct gpu_buffer *bx = NULL;
+	float *par = xmalloc(2 * (size_t)(C * S) * sizeof(float));
+	float *mean = xmalloc((size_t)(C * S) * sizeof(float));
+	float *std = xmalloc((size_t)(C * S) * sizeof(float));
+	if ((s = gpu_buffer_create(r->gpu, 3 * hw * sizeof(float), &bx, err)) ==
+	    LQ_OK) {
+		struct gpu_tensor tx = gpu_tensor_make(bx, 0, GPU_F32, 5, x_shape);
+		if ((s = gpu_tensor_upload_f32(r->gpu, &tx, x, err)) == LQ_OK)
+			s = ltxv_vae_encode(r->enc, &tx, par, NULL, err);
+	}
+	gpu_buffer_free(bx);
+	free(x);
+	int64_t pshape[5] = {r->B, C, 1, lat[3], lat[4]};
+	if (s == LQ_OK) {
+		ltxv_latent_dist(par, 1, C, S, mean, NULL, std);
+		s = draw(r, "posterior_noise", 5, pshape,
+		    RNG_PURPOSE_POSTERIOR_NOISE, out, err);
+	}
+	if (s == LQ_OK) {
+		struct latents_shape one = {r->B, C, 1, lat[3], lat[4], 1, 1};
+		for (int b = 0; b < r->B; b++)
+			ltxv_latent_dist_sample(mean, std, out + b * C * S, C * S,
+			    out + b * C * S);
+		/* _normalize_latents(x, latents_mean, latents_std): its
+		 * scaling_factor argument keeps the default 1.0 here */
+		latents_normalize(&one, out, ltxv_vae_encoder_latents_mean(r->enc),
+		    ltxv_vae_encoder_latents_std(r->enc), 1.0);
+	}
+	free(par);
+	free(mean);
+	free(std);
+	/* the encoder is needed once per render */
+	ltxv_vae_encoder_free(r->enc);
+	r->enc = NULL;
+	return s;
+}
+
+/*
+ * A render's first latents without `latents:` (LTXPipeline /
+ * LTXImageToVideoPipeline.prepare_latents): initial_noise [B, C, F, h, w]
+ * (the noise file's, else latentq's RNG), with an image its latent on
+ * frame 0 (init * mask + noise * (1 - mask) is exactly that), packed.
+ */
+static enum lq_status
+fresh_latents(struct render *r, struct lq_error *err)
+{
+	const struct latents_shape *sh = &r->shape;
+	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
+	    sh->width};
+	size_t n = latents_numel(sh);
+	float *z = xmalloc(n * sizeof(float));
+	enum lq_status s = draw(r, "initial_noise", 5, shape,
+	    RNG_PURPOSE_INITIAL_LATENTS, z, err);
+	if (s == LQ_OK && r->jc.image != NULL) {
+		size_t per = (size_t)(sh->height * sh->width);
+		float *img = xmalloc((size_t)(sh->batch * sh->channels) * per *
+		    sizeof(float));
+		s = image_latents(r, img, err);
+		for (int64_t bc = 0; s == LQ_OK && bc < sh->batch * sh->channels;
+		    bc++)
+			memcpy(z + (size_t)bc * (size_t)sh->frames * per,
+			    img + (size_t)bc * per, per * sizeof(float));
+		free(img);
+	}
+	if (s == LQ_OK)
+		latents_pack(sh, z, r->latents);
+	free(z);
+	return s;
+}
+
 /* Initial latents: a checkpoint, a supplied file, or latentq's noise. */
 static enum lq_status
 initial_latents(struct render *r, int *start_step, struct lq_error *err)
@@ -693,8 +919,7 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		st_file_close(f);
 		return s;
 	}
-	latents_init_noise(&r->shape, r->jc.seed, r->latents);
-	return LQ_OK;
+	return fresh_latents(r, err);
 }
 
 static void
@@ -758,6 +983,13 @@ phase_denoise(struct render *r, struct lq_error *err)
 		float t = r->sched.timesteps[k];
 		for (int i = 0; i < rows; i++)
 			r->timesteps[i] = t;
+		/* image-to-video: timestep = t * (1 - conditioning_mask) per
+		 * token, 0 on latent frame 0 */
+		if (r->timestep_tokens != NULL)
+			for (int i = 0; i < rows; i++)
+				for (int j = 0; j < r->S; j++)
+					r->timestep_tokens[(size_t)i * r->S + j] =
+					    t * (j < r->cond_tokens ? 0.0f : 1.0f);
 		/* latent_model_input = cat([latents] * 2) with guidance */
 		memcpy(r->model_in, r->latents, n * sizeof(float));
 		if (r->cfg)
@@ -767,7 +999,8 @@ phase_denoise(struct render *r, struct lq_error *err)
 			return s;
 		struct ltxv_transformer_args a = {
 			.hidden_states = &t_in, .encoder_hidden_states = &t_text,
-			.timestep = r->timesteps, .encoder_attention_mask = r->mask,
+			.timestep = r->timesteps, .timestep_tokens = r->timestep_tokens,
+			.encoder_attention_mask = r->mask,
 			.num_frames = (int)r->shape.frames,
 			.height = (int)r->shape.height, .width = (int)r->shape.width,
 			.rope_interpolation_scale = rope,
@@ -785,8 +1018,19 @@ phase_denoise(struct render *r, struct lq_error *err)
 			    r->jc.guidance_rescale);
 			v = r->guided;
 		}
-		scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
-		    r->sched.sigmas[k + 1]);
+		if (r->cond_tokens == 0) {
+			scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
+			    r->sched.sigmas[k + 1]);
+		} else {
+			/* scheduler.step on latent frames 1.. only; frame 0
+			 * (the image) is concatenated back unchanged */
+			size_t skip = (size_t)r->cond_tokens * r->C;
+			size_t per = (size_t)r->S * r->C;
+			for (int b = 0; b < r->B; b++)
+				scheduler_step_euler(r->latents + b * per + skip,
+				    v + b * per + skip, per - skip,
+				    r->sched.sigmas[k], r->sched.sigmas[k + 1]);
+		}
 		fault_slow(r->job->name, k + 1, r->opt->attempt);
 		if (fault_nan(r->job->name, k + 1, r->opt->attempt))
 			r->latents[n / 2] = NAN;
@@ -835,11 +1079,14 @@ phase_denoise(struct render *r, struct lq_error *err)
 	return LQ_OK;
 }
 
-/* The decoder's injected noise: from decode_noise: FILE, else latentq's RNG. */
+/* The decoder's injected noise: from decode_noise: FILE (every field
+ * required), else from noise: FILE (the fields it holds), else latentq's
+ * RNG. */
 struct noise_source {
 	struct render *r;
 	struct st_file *file;
 	int draws;
+	int partial;		/* the file is noise:, missing fields drawn */
 };
 
 static enum lq_status
@@ -848,15 +1095,16 @@ fill_noise(void *ud, const char *module, int k, int height, int width,
 {
 	struct noise_source *ns = ud;
 	int draw = ns->draws++;
-	if (ns->file != NULL) {
-		char name[256];
-		snprintf(name, sizeof(name), "%s#%d", module, k);
+	char name[256];
+	snprintf(name, sizeof(name), "%s#%d", module, k);
+	if (ns->file != NULL && (!ns->partial || st_file_find(ns->file, name))) {
 		const struct st_tensor *t = st_file_find(ns->file, name);
 		if (t == NULL || t->ndim != 2 || t->shape[0] != height ||
 		    t->shape[1] != width)
 			return error_set(err, LQ_FAILED, "LQ-RUN-NOISE", "%s: no "
-			    "tensor %s of shape [%d, %d]", ns->r->jc.decode_noise,
-			    name, height, width);
+			    "tensor %s of shape [%d, %d]", ns->partial ?
+			    ns->r->jc.noise : ns->r->jc.decode_noise, name, height,
+			    width);
 		float *f = st_tensor_to_f32(t);
 		memcpy(out, f, (size_t)height * width * sizeof(float));
 		free(f);
@@ -962,6 +1210,7 @@ video_out_init(struct video_out *vo, struct render *r, const int64_t shape[5])
 		.negative_prompt = r->jc.negative_prompt, .has_seed = 1,
 		.seed = r->jc.seed, .model_digest = r->model_digest,
 		.config_digest = r->job->config_digest,
+		.image_digest = json_get_string(r->config, "image_digest", NULL),
 	};
 	vo->mp4 = xcalloc((size_t)B, sizeof(*vo->mp4));
 	vo->mp4_path = xcalloc((size_t)B, sizeof(*vo->mp4_path));
@@ -1130,6 +1379,8 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 		float *noise = xmalloc(n * sizeof(float));
 		const struct st_tensor *t = noise_file ?
 		    st_file_find(noise_file, "decode_noise") : NULL;
+		if (t == NULL && r->noise != NULL)
+			t = st_file_find(r->noise, "decode_noise");
 		if (t != NULL && (size_t)(t->nbytes / st_dtype_size(t->dtype)) == n) {
 			float *f = st_tensor_to_f32(t);
 			memcpy(noise, f, n * sizeof(float));
@@ -1150,7 +1401,8 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 	video_out_init(vo, r, out_shape);
 	struct ltxv_vae_sink sink = {video_out_frames, vo};
 	for (int try_no = 1;; try_no++) {
-		struct noise_source ns = {r, noise_file, 0};
+		struct noise_source ns = {r, noise_file ? noise_file : r->noise, 0,
+		    noise_file == NULL};
 		struct ltxv_vae_noise noise = {fill_noise, &ns};
 		struct ltxv_vae_decode_args a = {
 			.decode_timestep = vc->timestep_conditioning ? dts : NULL,

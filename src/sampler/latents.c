@@ -188,6 +188,84 @@ latents_denormalize(const struct latents_shape *sh, float *x,
 }
 
 void
+latents_normalize(const struct latents_shape *sh, float *x,
+    const float *latents_mean, const float *latents_std,
+    double scaling_factor)
+{
+	size_t spatial = (size_t)(sh->frames * sh->height * sh->width);
+	float sf = (float)scaling_factor, v;
+
+	for (int64_t b = 0; b < sh->batch; b++)
+		for (int64_t c = 0; c < sh->channels; c++) {
+			float *px = x + (size_t)(b * sh->channels + c) * spatial;
+
+			for (size_t i = 0; i < spatial; i++) {
+				v = px[i] - latents_mean[c];
+				v = v * sf;
+				px[i] = v / latents_std[c];
+			}
+		}
+}
+
+/* torch.std_mean(t, dim=None) of n floats: unbiased std and mean, each
+ * rounded to float32. */
+static void
+std_mean(const float *t, int64_t n, float *sd, float *mean)
+{
+	double m = 0, ss = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		m += t[i];
+	m /= (double)n;
+	for (int64_t i = 0; i < n; i++)
+		ss += ((double)t[i] - m) * ((double)t[i] - m);
+	*mean = (float)m;
+	*sd = n > 1 ? (float)sqrt(ss / (double)(n - 1)) : NAN;
+}
+
+void
+latents_adain_filter(float *x, const float *ref, int64_t batch,
+    int64_t channels, int64_t n, int64_t n_ref, double factor)
+{
+	float w = (float)factor;
+
+	for (int64_t b = 0; b < batch; b++)
+		for (int64_t c = 0; c < channels; c++) {
+			float *px = x + (b * channels + c) * n;
+			float r_sd, r_mean, i_sd, i_mean;
+
+			std_mean(ref + (b * channels + c) * n_ref, n_ref, &r_sd,
+			    &r_mean);
+			std_mean(px, n, &i_sd, &i_mean);
+			for (int64_t i = 0; i < n; i++) {
+				float y = px[i] - i_mean;
+
+				y = y / i_sd;
+				y = y * r_sd;
+				y = y + r_mean;
+				/* torch.lerp(start, end, weight), CPU */
+				px[i] = w < 0.5f ? px[i] + w * (y - px[i]) :
+				    y - (y - px[i]) * (1.0f - w);
+			}
+		}
+}
+
+void
+latents_tone_map(float *x, size_t n, double compression)
+{
+	double s = compression * 0.75;
+	float k = (float)(4.0 * s), a = (float)(0.8 * s);
+
+	for (size_t i = 0; i < n; i++) {
+		float d = fabsf(x[i]) - 1.0f;
+		float sig = 1.0f / (1.0f + expf(-(k * d)));
+		float scale = 1.0f - a * sig;
+
+		x[i] = x[i] * scale;
+	}
+}
+
+void
 latents_mix_noise(float *x, const float *noise, size_t batch,
     size_t per_sample, const float *decode_noise_scale)
 {

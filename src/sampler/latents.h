@@ -83,6 +83,34 @@ void latents_denormalize(const struct latents_shape *sh, float *x,
     double scaling_factor);
 
 /*
+ * The inverse, LTXPipeline._normalize_latents (LTXImageToVideoPipeline's
+ * image latent, LTXLatentUpsamplePipeline's output), in place on
+ * [B, C, F, H, W]: x = (x - latents_mean[c]) * scaling_factor /
+ * latents_std[c] (float32, three roundings).
+ */
+void latents_normalize(const struct latents_shape *sh, float *x,
+    const float *latents_mean, const float *latents_std,
+    double scaling_factor);
+
+/*
+ * LTXLatentUpsamplePipeline.adain_filter_latent (pipelines/ltx/
+ * pipeline_ltx_latent_upsample.py), in place on x [B, C, n]: per (b, c),
+ * y = ((x - mean(x)) / std(x)) * std(ref) + mean(ref) with torch.std_mean's
+ * unbiased std (N - 1) over all n (resp. n_ref) values of ref [B, C,
+ * n_ref] (the denormalised latents before upsampling), the statistics
+ * rounded to float32 as torch's 0-d results; then x = torch.lerp(x, y,
+ * factor).  Statistics accumulate in double as torch's CPU reduction does.
+ */
+void latents_adain_filter(float *x, const float *ref, int64_t batch,
+    int64_t channels, int64_t n, int64_t n_ref, double factor);
+
+/*
+ * LTXLatentUpsamplePipeline.tone_map_latents, in place on n values:
+ * s = 0.75 * compression; x *= 1 - 0.8 s * sigmoid(4 s (|x| - 1)).
+ */
+void latents_tone_map(float *x, size_t n, double compression);
+
+/*
  * Timestep-conditioned decode noise, in place on [B, per_sample]:
  * x = (1 - s[b]) * x + s[b] * noise with s[b] = decode_noise_scale of
  * sample b as a float32 tensor (1 - s in float32), as LTXPipeline does

@@ -6,9 +6,9 @@ liblatentq_a_SOURCES += \
 	src/sampler/latents.c src/sampler/latents.h
 
 check_PROGRAMS += tests/sampler/test-scheduler tests/sampler/test-rng \
-	tests/sampler/test-latents
+	tests/sampler/test-latents tests/sampler/test-upsample-pipeline
 TESTS += tests/sampler/test-scheduler tests/sampler/test-rng \
-	tests/sampler/test-latents
+	tests/sampler/test-latents tests/sampler/test-upsample-pipeline
 tests_sampler_test_scheduler_SOURCES = tests/sampler/test-scheduler.c \
 	tests/sampler/golden.h
 tests_sampler_test_scheduler_LDADD = $(LQ_TEST_LDADD)
@@ -17,4 +17,7 @@ tests_sampler_test_rng_LDADD = $(LQ_TEST_LDADD)
 tests_sampler_test_latents_SOURCES = tests/sampler/test-latents.c \
 	tests/sampler/golden.h
 tests_sampler_test_latents_LDADD = $(LQ_TEST_LDADD)
+tests_sampler_test_upsample_pipeline_SOURCES = \
+	tests/sampler/test-upsample-pipeline.c
+tests_sampler_test_upsample_pipeline_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/data/sampler tests/sampler/rng_reference.py

@@ -33,6 +33,8 @@
  *                [B, S, D] as LTXPipeline.prepare_latents does;
  *                latents_init_noise)
  *     2          decode noise of a timestep-conditioned VAE, [B, C, F, H, W]
+ *     3          image-to-video's posterior draw (latent_dist.sample), one
+ *                image latent per video: [B, C, 1, H, W]
  *     0x100 + k  the decoder's k-th injected-noise draw, [H, W] (k = 0, 1,
  *                ... in the decoder's call order)
  *
@@ -47,6 +49,7 @@
 enum {
 	RNG_PURPOSE_INITIAL_LATENTS = 1,
 	RNG_PURPOSE_DECODE_NOISE = 2,
+	RNG_PURPOSE_POSTERIOR_NOISE = 3,
 	RNG_PURPOSE_INJECTED_NOISE_BASE = 0x100,
 };
 /* Purpose of the decoder's k-th injected-noise draw. */

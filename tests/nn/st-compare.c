@@ -10,7 +10,9 @@
  * names the tensor differently) is checked: MINE must hold the key with
  * the golden's shape and max |mine - golden| <= suggested_atol.  Prints one
  * line per key with the max abs and max rel error (rel = max abs / max
- * |golden|).  Exit 0 when all pass and at least one was checked, else 1.
+ * |golden|).  A statistic with an "index" i applies to slice i of the
+ * first dimension only (per-step tolerances of a [steps, ...] tensor).
+ * Exit 0 when all pass and at least one was checked, else 1.
  */
 #include <math.h>
 #include <stdio.h>
@@ -51,7 +53,8 @@ wanted(const struct ctx *c, const char *key)
 }
 
 static void
-check(struct ctx *c, const char *key, const char *mkey, double atol)
+check(struct ctx *c, const char *key, const char *mkey, double atol,
+    int slice)
 {
 	const struct st_tensor *g = st_file_find(c->gold, key);
 	const struct st_tensor *m = st_file_find(c->mine, mkey);
@@ -79,7 +82,21 @@ check(struct ctx *c, const char *key, const char *mkey, double atol)
 	n = st_tensor_numel(g);
 	gf = st_tensor_to_f32(g);
 	mf = st_tensor_to_f32(m);
-	for (int64_t i = 0; i < n; i++) {
+	int64_t lo = 0, hi = n;
+	if (slice >= 0) {
+		int64_t per = g->ndim > 0 && g->shape[0] > 0 ? n / g->shape[0] : 0;
+
+		if (g->ndim == 0 || slice >= g->shape[0]) {
+			printf("FAIL %-40s has no slice %d\n", key, slice);
+			c->failed++;
+			free(gf);
+			free(mf);
+			return;
+		}
+		lo = slice * per;
+		hi = lo + per;
+	}
+	for (int64_t i = lo; i < hi; i++) {
 		double d = fabs((double)mf[i] - (double)gf[i]);
 
 		if (!(d <= maxabs))	/* NaN counts as failure */
@@ -89,8 +106,13 @@ check(struct ctx *c, const char *key, const char *mkey, double atol)
 	}
 	free(gf);
 	free(mf);
+	char shown[160];
+	if (slice >= 0)
+		snprintf(shown, sizeof(shown), "%s[%d]", key, slice);
+	else
+		snprintf(shown, sizeof(shown), "%s", key);
 	printf("%s %-40s max abs %.3g  max rel %.3g  (atol %.3g)\n",
-	    maxabs <= atol ? "ok  " : "FAIL", key, maxabs,
+	    maxabs <= atol ? "ok  " : "FAIL", shown, maxabs,
 	    maxg > 0 ? maxabs / maxg : maxabs, atol);
 	if (!(maxabs <= atol))
 		c->failed++;
@@ -110,8 +132,11 @@ walk(struct ctx *c, const cJSON *j)
 			const char *mk = strcmp(f->valuestring, c->rel) == 0 ?
 			    wanted(c, k->valuestring) : NULL;
 
+			const cJSON *ix = cJSON_GetObjectItemCaseSensitive(j, "index");
+
 			if (mk)
-				check(c, k->valuestring, mk, a->valuedouble);
+				check(c, k->valuestring, mk, a->valuedouble,
+				    cJSON_IsNumber(ix) ? (int)ix->valuedouble : -1);
 			return;
 		}
 	}

@@ -11,6 +11,7 @@
 
 #include "core/json.h"
 #include "core/util.h"
+#include "media/media.h"
 #include "model/diffusers.h"
 #include "model/expected.h"
 #include "model/safetensors.h"
@@ -391,5 +392,19 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	p = xasprintf("%s/embeds-corrupt.safetensors", tmp);
 	write_text(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":");
 	free(p);
+	/* image-to-video: a 96 x 64 (width x height) PNG */
+	{
+		uint8_t *rgb = xcalloc(64 * 96 * 3, 1);
+		struct lq_error err;
+
+		error_clear(&err);
+		p = xasprintf("%s/image-96x64.png", tmp);
+		if (media_write_png(p, rgb, 64, 96, NULL, &err) != LQ_OK) {
+			error_print(&err, stderr);
+			exit(99);
+		}
+		free(p);
+		free(rgb);
+	}
 }
 

@@ -8,6 +8,12 @@
  *                                     inputs (first wins on a name clash)
  *   st-tool fill OUT NAME D0 [D1...]  one F32 tensor NAME of that shape,
  *                                     deterministic values in [-1, 1]
+ *   st-tool pick OUT IN KEY[:NEW]...  tensors KEY of IN (renamed NEW) into
+ *                                     OUT; a missing KEY is an error
+ *   st-tool png OUT IN KEY            U8 tensor KEY [H, W, 3] of IN as an
+ *                                     RGB PNG
+ *   st-tool image OUT IMAGE KEY       an image (media_read_image: PNG,
+ *                                     JPEG) as U8 tensor KEY [H, W, 3]
  *   st-tool lora OUT MODULE OUT IN R  a PEFT-format LoRA for one Linear of a
  *                                     transformer (keys
  *                                     transformer.MODULE.lora_{A,B}.weight),
@@ -21,6 +27,7 @@
 
 #include "core/error.h"
 #include "core/util.h"
+#include "media/media.h"
 #include "model/safetensors.h"
 
 static struct st_file *
@@ -159,6 +166,86 @@ do_lora(const char *out, const char *module, int64_t n_out, int64_t n_in,
 }
 
 static int
+do_pick(const char *out, const char *in, int n, char **keys)
+{
+	struct st_file *f = open_or_die(in);
+	struct st_writer *w = st_writer_new();
+	struct lq_error err;
+	int rc = 0;
+
+	for (int i = 0; i < n && rc == 0; i++) {
+		char *key = xstrdup(keys[i]), *colon = strchr(key, ':');
+		const struct st_tensor *t;
+
+		if (colon)
+			*colon = '\0';
+		t = st_file_find(f, key);
+		if (t == NULL) {
+			fprintf(stderr, "st-tool: %s has no tensor %s\n", in, key);
+			rc = 1;
+		} else {
+			st_writer_add(w, colon ? colon + 1 : key, t->dtype, t->ndim,
+			    t->shape, t->data);
+		}
+		free(key);
+	}
+	error_clear(&err);
+	if (rc == 0 && st_writer_write(w, out, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_writer_free(w);
+	st_file_close(f);
+	return rc;
+}
+
+static int
+do_png(const char *out, const char *in, const char *key)
+{
+	struct st_file *f = open_or_die(in);
+	const struct st_tensor *t = st_file_find(f, key);
+	struct lq_error err;
+	int rc = 0;
+
+	error_clear(&err);
+	if (t == NULL || t->dtype != ST_U8 || t->ndim != 3 || t->shape[2] != 3) {
+		fprintf(stderr, "st-tool: %s has no U8 [H, W, 3] tensor %s\n", in,
+		    key);
+		rc = 1;
+	} else if (media_write_png(out, t->data, (int)t->shape[0],
+	    (int)t->shape[1], NULL, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_file_close(f);
+	return rc;
+}
+
+static int
+do_image(const char *out, const char *in, const char *key)
+{
+	uint8_t *rgb = NULL;
+	int h = 0, w = 0, rc = 0;
+	struct lq_error err;
+
+	error_clear(&err);
+	if (media_read_image(in, &rgb, &h, &w, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return 1;
+	}
+	struct st_writer *wr = st_writer_new();
+	int64_t shape[3] = {h, w, 3};
+	st_writer_add(wr, key, ST_U8, 3, shape, rgb);
+	if (st_writer_write(wr, out, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_writer_free(wr);
+	free(rgb);
+	return rc;
+}
+
+static int
 do_fill(const char *out, const char *name, int ndim, char **dims)
 {
 	int64_t shape[8], n = 1;
@@ -200,7 +287,15 @@ main(int argc, char **argv)
 		return do_diff(argv[2], argv[3], argv[4], atof(argv[5]));
 	if (argc >= 4 && strcmp(argv[1], "merge") == 0)
 		return do_merge(argv[2], argc - 3, argv + 3);
+	if (argc == 5 && strcmp(argv[1], "image") == 0)
+		return do_image(argv[2], argv[3], argv[4]);
+	if (argc == 5 && strcmp(argv[1], "png") == 0)
+		return do_png(argv[2], argv[3], argv[4]);
+	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
+		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
-	    "fill OUT NAME D0 [D1...] | lora OUT MODULE OUT IN RANK\n");
+	    "fill OUT NAME D0 [D1...] | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
+	    "image OUT IMAGE KEY | "
+	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }
