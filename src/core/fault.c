@@ -103,9 +103,13 @@ fault_point(const char *job, const char *phase, int step, int attempt)
 	fprintf(stderr, "latentq: fault injection: %s at %s step %d "
 	    "(attempt %d)\n", action, phase, step, attempt);
 	fflush(stderr);
-	if (strcmp(action, "segv") == 0)
+	if (strcmp(action, "segv") == 0) {
+		/* die by the signal as a real crash does, whatever handler a
+		 * runtime installed (AddressSanitizer's would report this
+		 * deliberate raise() as a SEGV and exit 1 instead) */
+		signal(SIGSEGV, SIG_DFL);
 		raise(SIGSEGV);
-	else if (strcmp(action, "abort") == 0)
+	} else if (strcmp(action, "abort") == 0)
 		abort();
 	else if (strcmp(action, "kill") == 0)
 		raise(SIGKILL);

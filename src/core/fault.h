@@ -4,7 +4,7 @@
  *
  * LATENTQ_FAULT holds a comma-separated list of rules
  *     [JOB/]ACTION@PHASE[:STEP][#ATTEMPT]
- * ACTION is segv (raise SIGSEGV), abort (SIGABRT), kill (SIGKILL itself),
+ * ACTION is segv (raise SIGSEGV, default action), abort (SIGABRT), kill (SIGKILL itself),
  * exit (exit status 1), oom (report out of device memory: a retryable
  * failure), or nan (denoise only: the latent after that step's update gets
  * a NaN before the finiteness guard looks at it), or slow=SECONDS (denoise

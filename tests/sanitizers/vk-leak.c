@@ -1,7 +1,7 @@
 /*
  * vk-leak.c — the smallest Vulkan program: create an instance, enumerate
  * its devices, destroy it.  No latentq code.  Under LeakSanitizer it shows
- * the Mesa/loader report that tests/sanitizers/lsan.supp suppresses (see
+ * Mesa's lavapipe leak that tests/sanitizers/keep-icd.so avoids (see
  * there); tests/sanitizers/lsan-mesa.sh runs it.  Exits 77 without Vulkan.
  */
 #include <stdio.h>

@@ -473,8 +473,10 @@ test_fence(struct store *st)
 	    &err), LQ_FAILED);
 	CHECK_STR(err.code, "LQ-JOB-005");
 	CHECK(access(path, F_OK) != 0);		/* not renamed into place */
+	char *tmp = xstrdup(t.tmp);	/* file_discard_temp clears t */
 	file_discard_temp(&t);
-	CHECK(access(t.tmp, F_OK) != 0);	/* and the temporary removed */
+	CHECK(access(tmp, F_OK) != 0);		/* and the temporary removed */
+	free(tmp);
 	CHECK_INT(store_finish_job(st, job, "host:1:1", NULL, &err), LQ_FAILED);
 	CHECK_INT(store_fail_job(st, job, "host:1:1", "X", "x", &err),
 	    LQ_FAILED);
