@@ -71,10 +71,11 @@ db_hash_record(void *ctx, const char *path, int64_t size, int64_t mtime_ns,
 }
 
 /*
- * The device to check against when no caps file is given: --device /
- * LATENTQ_DEVICE as an index or a name fragment, else the first.  Only the
- * physical devices are listed (no logical device, no pipeline).  Returns 0
- * when there is none.
+ * The device to check against when no caps file is given: the first that
+ * --device / LATENTQ_DEVICE names (gpu_devices_match: slot indices or name
+ * fragments, a list for a mesh; none: the render's own preference), with
+ * device_count the number named.  Only the devices are listed (no logical
+ * device, no pipeline).  Returns 0 when there is none.
  */
 static int
 live_caps(const char *want, struct device_caps *out)
@@ -87,24 +88,17 @@ live_caps(const char *want, struct device_caps *out)
 		free(all);
 		return 0;
 	}
-	int pick = 0;
-	if (want != NULL && want[0] != '\0') {
-		char *end;
-		long i = strtol(want, &end, 10);
-		pick = -1;
-		if (*end == '\0' && i >= 0 && i < n)
-			pick = (int)i;
-		for (int k = 0; pick < 0 && k < n; k++)
-			if (strstr(all[k].name, want) != NULL)
-				pick = k;
+	/* the devices the render would open (gpu_devices_match): a mesh
+	 * of mesh.devices takes the first that many of them */
+	int *slots = xcalloc((size_t)n, sizeof(*slots));
+	int m = gpu_devices_match(all, n, want, slots, n, &err);
+	if (m > 0) {
+		*out = all[slots[0]];
+		out->device_count = m;
 	}
-	if (pick >= 0) {
-		*out = all[pick];
-		if (out->device_count < n)
-			out->device_count = n;
-	}
+	free(slots);
 	free(all);
-	return pick >= 0;
+	return m > 0;
 }
 
 int

@@ -295,24 +295,62 @@ phys_list(VkInstance inst, VkPhysicalDevice **out, uint32_t *n,
 	return LQ_OK;
 }
 
+int
+gpu_logical_devices(void)
+{
+	const char *v = getenv("LATENTQ_LOGICAL_DEVICES");
+	if (v == NULL || *v == '\0')
+		return 1;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (*end != '\0' || n < 1 || n > GPU_MAX_LOGICAL_DEVICES) {
+		log_warn("LATENTQ_LOGICAL_DEVICES=%s ignored: not a count from 1 "
+		    "to %d", v, GPU_MAX_LOGICAL_DEVICES);
+		return 1;
+	}
+	return (int)n;
+}
+
+/*
+ * The device slots: physical device i's gpu_logical_devices() logical
+ * devices are slots i*L .. i*L+L-1, each with the physical device's caps
+ * (index = the slot, device_count = all slots).  *pds (may be NULL) gets
+ * the physical devices, caller-owned.
+ */
+static enum lq_status
+slots_list(VkInstance inst, VkPhysicalDevice **pds, struct device_caps **out,
+    int *n, int *per, struct lq_error *err)
+{
+	VkPhysicalDevice *p = NULL;
+	uint32_t np = 0;
+	enum lq_status st = phys_list(inst, &p, &np, err);
+	if (st != LQ_OK)
+		return st;
+	int L = gpu_logical_devices();
+	*out = xcalloc((size_t)np * L, sizeof(**out));
+	for (uint32_t i = 0; i < np; i++)
+		for (int l = 0; l < L; l++)
+			caps_fill(p[i], (int)i * L + l, (int)np * L,
+			    &(*out)[i * L + l]);
+	*n = (int)np * L;
+	*per = L;
+	if (pds != NULL)
+		*pds = p;
+	else
+		free(p);
+	return LQ_OK;
+}
+
 enum lq_status
 gpu_devices_list(struct device_caps **out, int *n, struct lq_error *err)
 {
 	VkInstance inst;
+	int per;
 	*out = NULL;
 	*n = 0;
 	if (instance_create(0, &inst, err) != LQ_OK)
 		return LQ_FAILED;
-	VkPhysicalDevice *pds;
-	uint32_t np;
-	enum lq_status st = phys_list(inst, &pds, &np, err);
-	if (st == LQ_OK) {
-		*out = xcalloc(np, sizeof(**out));
-		for (uint32_t i = 0; i < np; i++)
-			caps_fill(pds[i], (int)i, (int)np, &(*out)[i]);
-		*n = (int)np;
-		free(pds);
-	}
+	enum lq_status st = slots_list(inst, NULL, out, n, &per, err);
 	vkDestroyInstance(inst, NULL);
 	return st;
 }
@@ -339,50 +377,86 @@ debug_cb(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
 	return VK_FALSE;
 }
 
-/* Picks by opts/env: index, name substring, or discrete > integrated > first. */
-static enum lq_status
-device_choose(struct device_caps *caps, int n, const char *want, int *idx,
-    struct lq_error *err)
+/* Preference of a device with no --device: discrete, integrated, other. */
+static int
+type_rank(const struct device_caps *c)
 {
-	if (want != NULL && *want != '\0') {
+	return strcmp(c->device_type, "discrete") == 0 ? 0 :
+	    strcmp(c->device_type, "integrated") == 0 ? 1 : 2;
+}
+
+static int
+slot_add(int *slots, int k, int max, int slot)
+{
+	for (int i = 0; i < k; i++)
+		if (slots[i] == slot)
+			return k;
+	if (k < max)
+		slots[k] = slot;
+	return k + 1;
+}
+
+int
+gpu_devices_match(const struct device_caps *all, int n, const char *spec,
+    int *slots, int max, struct lq_error *err)
+{
+	int k = 0;
+	if (spec == NULL || *spec == '\0') {
+		for (int r = 0; r < 3; r++)
+			for (int i = 0; i < n; i++)
+				if (type_rank(&all[i]) == r)
+					k = slot_add(slots, k, max, i);
+		return k;
+	}
+	char *list = xstrdup(spec), *save = NULL;
+	for (char *e = strtok_r(list, ",", &save); e != NULL;
+	    e = strtok_r(NULL, ",", &save)) {
+		while (*e == ' ')
+			e++;
 		char *end;
-		long v = strtol(want, &end, 10);
-		if (*end == '\0') {
+		long v = strtol(e, &end, 10);
+		int found = 0;
+		if (*e != '\0' && *end == '\0') {
 			if (v >= 0 && v < n) {
-				*idx = (int)v;
-				return LQ_OK;
+				k = slot_add(slots, k, max, (int)v);
+				found = 1;
 			}
 		} else {
-			for (int i = 0; i < n; i++) {
-				if (strcasestr(caps[i].name, want) != NULL) {
-					*idx = i;
-					return LQ_OK;
+			for (int i = 0; *e != '\0' && i < n; i++)
+				if (strcasestr(all[i].name, e) != NULL) {
+					k = slot_add(slots, k, max, i);
+					found = 1;
 				}
-			}
 		}
-		struct strbuf sb = {0};
-		for (int i = 0; i < n; i++)
-			strbuf_printf(&sb, "%s%d: %s", i ? ", " : "", i,
-			    caps[i].name);
-		char *list = strbuf_release(&sb);
-		error_set(err, LQ_FATAL, "LQ-GPU-NODEV",
-		    "no Vulkan device matches \"%s\"", want);
-		error_set_field(err, "device");
-		error_set_hint(err, "available: %s", list);
-		free(list);
-		return LQ_FATAL;
-	}
-	int best = 0, rank = 99;
-	for (int i = 0; i < n; i++) {
-		int r = strcmp(caps[i].device_type, "discrete") == 0 ? 0 :
-		    strcmp(caps[i].device_type, "integrated") == 0 ? 1 : 2;
-		if (r < rank) {
-			rank = r;
-			best = i;
+		if (!found) {
+			struct strbuf sb = {0};
+			for (int i = 0; i < n; i++)
+				strbuf_printf(&sb, "%s%d: %s", i ? ", " : "", i,
+				    all[i].name);
+			char *avail = strbuf_release(&sb);
+			error_set(err, LQ_FATAL, "LQ-GPU-NODEV",
+			    "no Vulkan device matches \"%s\"%s%s%s", e,
+			    strcmp(e, spec) != 0 ? " (in \"" : "",
+			    strcmp(e, spec) != 0 ? spec : "",
+			    strcmp(e, spec) != 0 ? "\")" : "");
+			error_set_field(err, "device");
+			error_set_hint(err, "available: %s", avail);
+			free(avail);
+			free(list);
+			return -1;
 		}
 	}
-	*idx = best;
-	return LQ_OK;
+	free(list);
+	return k;
+}
+
+int
+gpu_devices_same_kind(const struct device_caps *a, const struct device_caps *b)
+{
+	return a->vendor_id == b->vendor_id && a->device_id == b->device_id &&
+	    a->driver_version == b->driver_version &&
+	    strcmp(a->name, b->name) == 0 &&
+	    strcmp(a->driver_info, b->driver_info) == 0;
 }
 
 static void
@@ -542,16 +616,16 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		}
 	}
 	VkPhysicalDevice *pds;
-	uint32_t np;
-	if (phys_list(ctx->instance, &pds, &np, err) != LQ_OK)
+	struct device_caps *all;
+	int np, per, idx;
+	if (slots_list(ctx->instance, &pds, &all, &np, &per, err) != LQ_OK)
 		goto fail;
-	struct device_caps *all = xcalloc(np, sizeof(*all));
-	for (uint32_t i = 0; i < np; i++)
-		caps_fill(pds[i], (int)i, (int)np, &all[i]);
-	int idx;
-	st = device_choose(all, (int)np, want, &idx, err);
+	/* the first device the spec names (a list names a mesh's devices:
+	 * one ctx per slot, gpu_devices_match) */
+	st = gpu_devices_match(all, np, want, &idx, 1, err) > 0 ? LQ_OK :
+	    LQ_FATAL;
 	if (st == LQ_OK) {
-		ctx->phys = pds[idx];
+		ctx->phys = pds[idx / per];
 		ctx->caps = all[idx];
 	}
 	free(all);

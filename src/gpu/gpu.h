@@ -41,8 +41,12 @@
  * further, is LQ_FAILED (LQ-GPU-RANGE) naming the tensor and the limit.
  *
  * Environment:
- *   LATENTQ_DEVICE=N|NAME      device by index or case-insensitive name
- *                              substring when opts->device is NULL
+ *   LATENTQ_DEVICE=N|NAME[,...]  device by slot index or case-insensitive
+ *                              name substring when opts->device is NULL
+ *                              (a list names a mesh's devices; a ctx
+ *                              opens the first, gpu_devices_match)
+ *   LATENTQ_LOGICAL_DEVICES=N  each physical device is N logical devices
+ *                              (slots; gpu_logical_devices)
  *   LATENTQ_VALIDATE=1         enable VK_LAYER_KHRONOS_validation and count
  *                              its messages (gpu_ctx_validation_messages)
  *   LATENTQ_NO_PIPELINE_CACHE=1  never load or save the pipeline cache
@@ -131,6 +135,39 @@ struct gpu_cmd;		/* a command recording */
  */
 enum lq_status gpu_devices_list(struct device_caps **out, int *n,
     struct lq_error *err);
+
+/*
+ * Device slots.  Every physical device is LATENTQ_LOGICAL_DEVICES (1 to
+ * GPU_MAX_LOGICAL_DEVICES, default 1) logical devices: physical i's are
+ * slots i*L .. i*L+L-1, each its own VkDevice with its own memory, queue
+ * and pools when opened (gpu_ctx_create), all with physical i's caps.
+ * Slots are what gpu_devices_list lists, what caps.index and
+ * caps.device_count count, and what --device indices name.  This is how
+ * a device mesh (issue 16) runs on one GPU or on lavapipe.
+ */
+#define GPU_MAX_LOGICAL_DEVICES 16
+int gpu_logical_devices(void);
+
+/*
+ * The device slots a --device spec names, in order: a comma list of slot
+ * indices and case-insensitive name substrings (a name names every slot
+ * whose name holds it); NULL or "" names every slot, discrete before
+ * integrated before the others.  A slot named twice counts once.  Writes
+ * the first `max` into slots[] and returns how many the spec names (may
+ * exceed max); -1 when an entry names no device (LQ_FATAL, LQ-GPU-NODEV,
+ * field "device", the hint listing the available ones).  Pure: `all` is
+ * gpu_devices_list's array of n.
+ */
+int gpu_devices_match(const struct device_caps *all, int n, const char *spec,
+    int *slots, int max, struct lq_error *err);
+
+/*
+ * 1 when a and b are devices of one kind (vendor and device id, name and
+ * driver version): a mesh's devices must be, so every device runs the same
+ * kernels to the same bits and a mesh checkpoint resumes on its kind.
+ */
+int gpu_devices_same_kind(const struct device_caps *a,
+    const struct device_caps *b);
 
 /*
  * Creates the instance, picks the device (opts->device), creates the

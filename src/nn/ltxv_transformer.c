@@ -22,6 +22,7 @@
  * and bias table.flatten().
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,23 @@ struct ltxv_transformer {
 	/* RoPE tables currently in h_cos/h_sin */
 	int rope_valid, rope_F, rope_H, rope_W, rope_has_scale;
 	double rope_s[3];
+	/* context parallelism (ltxv_transformer_set_context): NULL, or rank
+	 * cp_rank of cp; h_cp stages one exchange, [B, N, D] (local N) */
+	struct ltxv_cp_group *cp;
+	int cp_rank;
+	float *h_cp;
+};
+
+/* A context-parallel group (ltxv_transformer.h): its barrier and the
+ * host copies of one self-attention's q, k, v and o, [B, N, D] (whole N). */
+struct ltxv_cp_group {
+	int P, B, D;
+	int64_t N;
+	float *q, *k, *v, *o;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int waiting, aborted;
+	unsigned generation;
 };
 
 /* Scratch of the unfused attention path (see sdpa()). */
@@ -324,11 +342,105 @@ fail:
 	return st;
 }
 
+enum lq_status
+ltxv_cp_group_create(int P, int B, int64_t N, int D,
+    struct ltxv_cp_group **out, struct lq_error *err)
+{
+	*out = NULL;
+	if (P < 1 || B < 1 || N < 1 || D < 1 || N % P != 0 || D % P != 0)
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltxv transformer: "
+		    "context degree %d does not divide %lld tokens and inner_dim "
+		    "%d", P, (long long)N, D);
+	struct ltxv_cp_group *g = xcalloc(1, sizeof(*g));
+	size_t n = (size_t)B * (size_t)N * (size_t)D;
+	g->P = P;
+	g->B = B;
+	g->N = N;
+	g->D = D;
+	g->q = xmalloc(n * sizeof(float));
+	g->k = xmalloc(n * sizeof(float));
+	g->v = xmalloc(n * sizeof(float));
+	g->o = xmalloc(n * sizeof(float));
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	*out = g;
+	return LQ_OK;
+}
+
+void
+ltxv_cp_group_free(struct ltxv_cp_group *g)
+{
+	if (g == NULL)
+		return;
+	pthread_cond_destroy(&g->cv);
+	pthread_mutex_destroy(&g->mu);
+	free(g->q);
+	free(g->k);
+	free(g->v);
+	free(g->o);
+	free(g);
+}
+
+void
+ltxv_cp_group_abort(struct ltxv_cp_group *g)
+{
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->aborted = 1;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Waits until all P ranks arrive; LQ-NN-MESH when the group aborted. */
+static enum lq_status
+cp_barrier(struct ltxv_cp_group *g, struct lq_error *err)
+{
+	pthread_mutex_lock(&g->mu);
+	unsigned gen = g->generation;
+	if (!g->aborted && ++g->waiting == g->P) {
+		g->waiting = 0;
+		g->generation++;
+		pthread_cond_broadcast(&g->cv);
+	} else {
+		while (!g->aborted && g->generation == gen)
+			pthread_cond_wait(&g->cv, &g->mu);
+	}
+	int aborted = g->aborted && g->generation == gen;
+	pthread_mutex_unlock(&g->mu);
+	if (aborted)
+		return error_set(err, LQ_FAILED, "LQ-NN-MESH", "ltxv transformer: "
+		    "another device of the context group failed");
+	return LQ_OK;
+}
+
+enum lq_status
+ltxv_transformer_set_context(struct ltxv_transformer *m,
+    struct ltxv_cp_group *g, int rank, struct lq_error *err)
+{
+	if (g != NULL && (m->cfg.num_attention_heads % g->P != 0 ||
+	    m->D != g->D || rank < 0 || rank >= g->P))
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltxv transformer: "
+		    "context degree %d does not divide the %d attention heads "
+		    "(or rank %d / inner_dim %d does not fit the group)",
+		    g->P, m->cfg.num_attention_heads, rank, m->D);
+	m->cp = g;
+	m->cp_rank = rank;
+	m->rope_valid = 0;
+	if (m->pool != NULL) {
+		/* the tables and the staging follow the group: reserve again */
+		gpu_pool_free(m->pool);
+		m->pool = NULL;
+	}
+	return LQ_OK;
+}
+
 void
 ltxv_transformer_free(struct ltxv_transformer *m)
 {
 	if (m == NULL)
 		return;
+	free(m->h_cp);
 	gpu_cmd_free(m->cmd);
 	gpu_pool_free(m->pool);
 	nn_weights_free(m->w);
@@ -515,8 +627,13 @@ reserve_k(struct ltxv_transformer *m, int B, int N, int T, int K,
 	m->seg_start = xmalloc(sizeof(int64_t) * (size_t)K);
 	m->seg_len = xmalloc(sizeof(int64_t) * (size_t)K);
 	m->seg_t = xmalloc(sizeof(float) * (size_t)K);
-	m->h_cos = xmalloc(sizeof(float) * (size_t)N * (size_t)m->D);
-	m->h_sin = xmalloc(sizeof(float) * (size_t)N * (size_t)m->D);
+	/* the tables cover the whole grid; a context rank uploads its rows */
+	size_t grid = (size_t)N * (size_t)(m->cp ? m->cp->P : 1);
+	m->h_cos = xmalloc(sizeof(float) * grid * (size_t)m->D);
+	m->h_sin = xmalloc(sizeof(float) * grid * (size_t)m->D);
+	free(m->h_cp);
+	m->h_cp = m->cp ? xmalloc(sizeof(float) * (size_t)B * (size_t)N *
+	    (size_t)m->D) : NULL;
 	m->h_bias = xmalloc(sizeof(float) * (size_t)B * (size_t)(T ? T : 1));
 	m->h_tfeat = xmalloc(sizeof(float) * (size_t)K * TPROJ_DIM);
 	m->rope_valid = 0;
@@ -709,7 +826,7 @@ sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o
     const struct attn_scratch *sc)
 {
 	int64_t B = q->shape[0], Nq = q->shape[1], Nk = k->shape[1];
-	int64_t H = m->cfg.num_attention_heads, Dh = m->cfg.attention_head_dim;
+	int64_t Dh = m->cfg.attention_head_dim, H = q->shape[2] / Dh;
 	float scale = (float)(1.0 / sqrt((double)Dh));
 	static const int perm[4] = { 0, 2, 1, 3 };
 	struct gpu_tensor q4, k4, v4, qp, kp, vp, qh, kh, vh, oh, s, o4, op;
@@ -776,6 +893,129 @@ sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o
 	return ops_copy(cmd, &o4, &op);
 }
 
+/* LATENTQ_MESH_NO_KV_GATHER=1: the negative control (ltxv_transformer.h). */
+static int
+cp_no_gather(void)
+{
+	const char *v = getenv("LATENTQ_MESH_NO_KV_GATHER");
+	return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+/* Rows [r0, r0 + n) of each of B samples of a [B, N, D] host array into
+ * (to_group 0) or out of (1) the [B, n, D] staging array. */
+static void
+cp_rows(float *all, int64_t N, float *part, int64_t B, int64_t r0, int64_t n,
+    int64_t D, int to_group)
+{
+	for (int64_t b = 0; b < B; b++) {
+		float *g = all + ((size_t)(b * N + r0) * (size_t)D);
+		float *p = part + (size_t)(b * n) * (size_t)D;
+
+		if (to_group)
+			memcpy(g, p, sizeof(float) * (size_t)(n * D));
+		else
+			memcpy(p, g, sizeof(float) * (size_t)(n * D));
+	}
+}
+
+/* Columns [c0, c0 + w) of every row of a [R, D] host array out of
+ * (to_group 0) or into (1) the [R, w] staging array. */
+static void
+cp_cols(float *all, int64_t D, float *part, int64_t R, int64_t c0, int64_t w,
+    int to_group)
+{
+	for (int64_t i = 0; i < R; i++) {
+		float *g = all + (size_t)i * (size_t)D + (size_t)c0;
+		float *p = part + (size_t)i * (size_t)w;
+
+		if (to_group)
+			memcpy(g, p, sizeof(float) * (size_t)w);
+		else
+			memcpy(p, g, sizeof(float) * (size_t)w);
+	}
+}
+
+/*
+ * Ulysses self-attention of rank r (ltxv_transformer.h): q, k, v are this
+ * rank's tokens [B, N/P, D] (recorded, not yet run); o gets its tokens'
+ * attention output [B, N/P, D].  All-to-all: every rank's tokens into the
+ * group's whole q/k/v, then this rank's D/P columns (H/P whole heads) of
+ * all N tokens into q/k/v's own buffers viewed [B, N, D/P] (the same
+ * element count), sdpa over those heads, its columns of the whole o, and
+ * back this rank's tokens of every head.  Leaves cmd begun.
+ */
+static enum lq_status
+cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v,
+    const struct attn_scratch *sc, struct lq_error *err)
+{
+	struct ltxv_cp_group *g = m->cp;
+	const int64_t P = g->P, B = q->shape[0], Nl = q->shape[1], D = q->shape[2];
+	const int64_t N = Nl * P, Dp = D / P, r = m->cp_rank;
+	const struct gpu_tensor *qkv[3] = { q, k, v };
+	float *all[3] = { g->q, g->k, g->v };
+	struct gpu_tensor heads[3], oh;
+	enum lq_status st;
+
+	if (N != g->N || B > g->B || D != g->D)
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltxv transformer: "
+		    "context rank %lld has [%lld, %lld, %lld] tokens; the group "
+		    "holds [%d, %lld, %d]", (long long)r, (long long)B,
+		    (long long)Nl, (long long)D, g->B, (long long)g->N, g->D);
+	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
+		return st;
+	for (int i = 0; i < 3; i++) {
+		if ((st = gpu_tensor_download_f32(m->ctx, qkv[i], m->h_cp, err)))
+			return st;
+		cp_rows(all[i], N, m->h_cp, B, r * Nl, Nl, D, 1);
+	}
+	if ((st = cp_barrier(g, err)) != LQ_OK)
+		return st;
+	for (int i = 0; i < 3; i++) {
+		heads[i] = gpu_tensor_make(qkv[i]->buf, qkv[i]->offset, GPU_F32, 3,
+		    (int64_t[]){ B, N, Dp });
+		cp_cols(all[i], D, m->h_cp, B * N, r * Dp, Dp, 0);
+		if ((st = gpu_tensor_upload_f32(m->ctx, &heads[i], m->h_cp, err)))
+			return st;
+	}
+	oh = gpu_tensor_make(o->buf, o->offset, GPU_F32, 3,
+	    (int64_t[]){ B, N, Dp });
+	gpu_cmd_begin(cmd);
+	{
+		/* the unfused path's scratch holds [B, N/P, D]-sized copies
+		 * (the same count as [B, N, D/P]); its scores N × N per head */
+		struct attn_scratch s2 = *sc;
+
+		if (!m->fused_attention) {
+			int64_t cap = gpu_tensor_numel(&sc->scores);
+
+			s2.hc = cap / (N * N);
+			if (s2.hc < 1)
+				return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+				    "ltxv transformer: the unfused attention's "
+				    "scores budget holds no head of %lld × %lld "
+				    "under context parallelism", (long long)N,
+				    (long long)N);
+		}
+		if ((st = sdpa(m, cmd, &oh, &heads[0], &heads[1], &heads[2], NULL,
+		    &s2)) != LQ_OK)
+			return st;
+	}
+	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
+		return st;
+	if ((st = gpu_tensor_download_f32(m->ctx, &oh, m->h_cp, err)))
+		return st;
+	cp_cols(g->o, D, m->h_cp, B * N, r * Dp, Dp, 1);
+	if ((st = cp_barrier(g, err)) != LQ_OK)
+		return st;
+	cp_rows(g->o, N, m->h_cp, B, r * Nl, Nl, D, 0);
+	if ((st = gpu_tensor_upload_f32(m->ctx, o, m->h_cp, err)))
+		return st;
+	gpu_cmd_begin(cmd);
+	return LQ_OK;
+}
+
 static enum lq_status
 attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
     const struct ltxv_attn *a, const struct gpu_tensor *out,
@@ -783,7 +1023,7 @@ attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
     struct gpu_tensor *q, struct gpu_tensor *k, struct gpu_tensor *v,
     struct gpu_tensor *o, const struct gpu_tensor *cos,
     const struct gpu_tensor *sin, const struct gpu_tensor *key_bias,
-    const struct attn_scratch *sc)
+    const struct attn_scratch *sc, int self, struct lq_error *err)
 {
 	enum lq_status st;
 
@@ -805,7 +1045,11 @@ attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 		if ((st = ops_rope(cmd, k, k, cos, sin)))
 			return st;
 	}
-	if ((st = sdpa(m, cmd, o, q, k, v, key_bias, sc)))
+	if (self && m->cp != NULL && !cp_no_gather())
+		st = cp_sdpa(m, cmd, o, q, k, v, sc, err);
+	else
+		st = sdpa(m, cmd, o, q, k, v, key_bias, sc);
+	if (st != LQ_OK)
 		return st;
 	return ops_linear(cmd, out, o, &a->to_out_w, opt(&a->to_out_b),
 	    OPS_ACT_NONE);
@@ -841,12 +1085,15 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	if (output->ndim != 3 || output->shape[0] != B ||
 	    output->shape[1] != N || output->shape[2] != c->out_channels)
 		return shape_error(err, "output", output, "[B, N, out_channels]");
-	if ((int64_t)args->num_frames * args->height * args->width != N ||
+	/* a context rank holds N of the grid's P N tokens */
+	const int64_t P = m->cp ? m->cp->P : 1;
+	if ((int64_t)args->num_frames * args->height * args->width != N * P ||
 	    args->num_frames <= 0 || args->height <= 0 || args->width <= 0)
 		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
 		    "ltxv transformer: grid %d x %d x %d does not hold the %lld "
-		    "tokens of hidden_states", args->num_frames, args->height,
-		    args->width, (long long)N);
+		    "tokens of hidden_states%s", args->num_frames, args->height,
+		    args->width, (long long)(N * P), P > 1 ?
+		    " (over the context group)" : "");
 	if (args->timestep == NULL && args->timestep_tokens == NULL)
 		return error_set(err, LQ_FAILED, "LQ-NN-INPUT",
 		    "ltxv transformer: no timestep");
@@ -911,8 +1158,11 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 	POOL(sin, 1, N, D);
 	POOL(kbias, B, T);
 	POOL(tfeat, K, TPROJ_DIM);
-	OP(gpu_tensor_upload(m->ctx, &cos, m->h_cos, err));
-	OP(gpu_tensor_upload(m->ctx, &sin, m->h_sin, err));
+	/* RoPE is per token: a context rank's rows of the grid's tables */
+	OP(gpu_tensor_upload(m->ctx, &cos, m->h_cos + (size_t)(m->cp_rank * N *
+	    D), err));
+	OP(gpu_tensor_upload(m->ctx, &sin, m->h_sin + (size_t)(m->cp_rank * N *
+	    D), err));
 	OP(gpu_tensor_upload(m->ctx, &kbias, m->h_bias, err));
 	OP(gpu_tensor_upload(m->ctx, &tfeat, m->h_tfeat, err));
 	if (dump) {
@@ -1000,13 +1250,14 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		DUMP(name, nrm);
 		OP(modulate_segments(m, cmd, &nrm, &scale_msa, &shift_msa, K));
 		OP(attention(m, cmd, &b->attn1, &proj, &nrm, &nrm, &q, &k, &v, &o,
-		    &cos, &sin, NULL, &sc));
+		    &cos, &sin, NULL, &sc, 1, err));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn1", i);
 		DUMP(name, proj);
 		OP(gated_add_segments(m, cmd, &x, &gate_msa, &proj, K));
 
 		OP(attention(m, cmd, &b->attn2, &proj, &x, &ctx, &q, &k2, &v2, &o,
-		    NULL, NULL, args->encoder_attention_mask ? &kbias : NULL, &sc));
+		    NULL, NULL, args->encoder_attention_mask ? &kbias : NULL, &sc,
+		    0, err));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn2", i);
 		DUMP(name, proj);
 		OP(ops_gated_add(cmd, &x, &x, NULL, &proj));
@@ -1076,6 +1327,9 @@ out:
 	 * error left empty here was how a too-large tensor used to fail) */
 	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
 		(void)gpu_cmd_status(cmd, err);
+	/* the other ranks of a context group must not wait for this one */
+	if (st != LQ_OK && m->cp != NULL)
+		ltxv_cp_group_abort(m->cp);
 	gpu_pool_reset(m->pool, mark);
 	return st;
 }

@@ -150,6 +150,49 @@ enum lq_status ltxv_transformer_forward(struct ltxv_transformer *m,
     const struct nn_dump *dump, struct lq_error *err);
 
 /*
+ * Context parallelism, Ulysses style (DeepSpeed-Ulysses; diffusers'
+ * ContextParallelConfig(ulysses_degree=P) in hooks/context_parallel.py),
+ * doc/mesh.md has the op-by-op table.  The P ranks of a group are P
+ * models (one per device), each given the same weights and inputs but
+ * only its own contiguous token shard: hidden_states, timestep_tokens and
+ * the output are [B, N/P, ...], rank r holding tokens [r N/P, (r+1) N/P)
+ * of the grid num_frames × height × width; encoder_hidden_states and its
+ * mask are whole on every rank (cross-attention is replicated).  Every
+ * op is per token except self-attention: after to_q/k/v, norm_q/k and
+ * RoPE on its tokens, rank r sends each rank its heads and receives all
+ * tokens of heads [r H/P, (r+1) H/P) (all-to-all through host memory),
+ * computes those heads whole over the whole sequence, and the inverse
+ * all-to-all brings every token's heads back before to_out.  So each
+ * output value is computed by the same kernel on the same data as on one
+ * device: bit-identical.  The P forwards run at once, one thread each
+ * (a ctx is used by one thread); the group's barrier joins them at each
+ * exchange.  A rank that fails aborts the group, so the others return
+ * LQ-NN-MESH instead of waiting.
+ *
+ * LATENTQ_MESH_NO_KV_GATHER=1 (tests, the negative control of issue 16)
+ * skips the exchange: each rank attends over its own tokens only, the
+ * seed of the upstream bugs; outputs then differ from one device.
+ *
+ * Ownership: the group is caller-owned (ltxv_cp_group_free after every
+ * model of it); its host buffers hold the whole q, k, v and o of one
+ * forward, [B, N, inner_dim] f32 each.
+ */
+struct ltxv_cp_group;
+enum lq_status ltxv_cp_group_create(int P, int B, int64_t N, int D,
+    struct ltxv_cp_group **out, struct lq_error *err);
+void ltxv_cp_group_free(struct ltxv_cp_group *g);
+/* Wakes every rank waiting at the group's barrier with LQ-NN-MESH; later
+ * waits fail at once.  For a rank that fails outside forward. */
+void ltxv_cp_group_abort(struct ltxv_cp_group *g);
+/*
+ * Makes m rank `rank` of g (NULL: the whole sequence, the default).  Call
+ * before ltxv_transformer_reserve; the heads must divide by the group's P
+ * (preflight's LQ-MESH-005), else LQ_FAILED LQ-NN-SHAPE.
+ */
+enum lq_status ltxv_transformer_set_context(struct ltxv_transformer *m,
+    struct ltxv_cp_group *g, int rank, struct lq_error *err);
+
+/*
  * Attention choices that change the pool: the fused kernel (off with
  * LATENTQ_NN_UNFUSED_ATTENTION=1) and the unfused path's score budget in
  * floats (LATENTQ_NN_SCORES_BUDGET, default 64 Mi).  _from_env reads them

@@ -19,6 +19,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,31 @@
 
 volatile sig_atomic_t render_interrupted;
 
+/*
+ * One device of the job's mesh (issue 16, doc/mesh.md): rank i = data
+ * coordinate × context + context coordinate.  Each holds its own
+ * transformer (the same weights), input/output buffers and host staging,
+ * and runs the transformer on its rows (data) and its tokens (context);
+ * everything else (text encoder, scheduler, guidance, VAE) runs on rank 0,
+ * whose ctx is r->gpu.
+ */
+struct mesh_rank {
+	struct render *r;
+	int slot;			/* device slot (gpu_devices_match) */
+	int data, context;		/* mesh coordinates */
+	struct gpu_ctx *gpu;		/* owned */
+	struct ltxv_transformer *transformer;
+	struct gpu_buffer *buf_in, *buf_text, *buf_out;
+	int row0, rows;			/* transformer rows [row0, row0+rows) */
+	int tok0, toks;			/* video tokens [tok0, tok0+toks) */
+	float *in, *out;		/* [rows, toks, C] host staging */
+	float *tt;			/* [rows, toks] per-token timesteps */
+	/* per step */
+	struct ltxv_transformer_args args;
+	enum lq_status status;
+	struct lq_error err;
+};
+
 /* Everything one render holds; released by render_free. */
 struct render {
 	struct store *st;
@@ -73,8 +99,10 @@ struct render {
 	char *base_dir;			/* the manifest's folder */
 
 	struct diffusers_model *dm;
-	struct gpu_ctx *gpu;
-	struct ltxv_transformer *transformer;
+	struct gpu_ctx *gpu;		/* ranks[0].gpu (borrowed) */
+	struct mesh_rank *ranks;	/* n_ranks = data × context */
+	int n_ranks, data, context;
+	struct ltxv_cp_group **cp;	/* one per data coordinate, context > 1 */
 	struct ltxv_vae *vae;
 	struct ltxv_vae_encoder *enc;	/* image-to-video, while encoding */
 	struct st_file *noise;		/* noise: FILE, or NULL */
@@ -98,7 +126,6 @@ struct render {
 	 * per-token timesteps t * (1 - mask) [2B or B, S] */
 	int64_t cond_tokens;
 	float *timestep_tokens;
-	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
 	char *name_shown;		/* job name, control characters escaped */
 	struct nn_plan plan;		/* nn/plan.h, for the device in use */
@@ -106,18 +133,41 @@ struct render {
 	enum ltxv_vae_tiling_mode vae_tiling_mode;	/* the job's vae_tiling */
 };
 
+/* Frees the ranks' transformers, buffers and staging (their ctxs stay). */
+static void
+ranks_free_networks(struct render *r)
+{
+	for (int i = 0; i < r->n_ranks; i++) {
+		struct mesh_rank *k = &r->ranks[i];
+
+		ltxv_transformer_free(k->transformer);
+		gpu_buffer_free(k->buf_in);
+		gpu_buffer_free(k->buf_text);
+		gpu_buffer_free(k->buf_out);
+		free(k->in);
+		free(k->out);
+		free(k->tt);
+		k->transformer = NULL;
+		k->buf_in = k->buf_text = k->buf_out = NULL;
+		k->in = k->out = k->tt = NULL;
+	}
+	for (int d = 0; r->cp != NULL && d < r->data; d++)
+		ltxv_cp_group_free(r->cp[d]);
+	free(r->cp);
+	r->cp = NULL;
+}
+
 static void
 render_free(struct render *r)
 {
-	ltxv_transformer_free(r->transformer);
+	ranks_free_networks(r);
 	ltxv_vae_free(r->vae);
 	ltxv_vae_encoder_free(r->enc);
 	st_file_close(r->noise);
 	free(r->timestep_tokens);
-	gpu_buffer_free(r->buf_in);
-	gpu_buffer_free(r->buf_text);
-	gpu_buffer_free(r->buf_out);
-	gpu_ctx_free(r->gpu);
+	for (int i = r->n_ranks - 1; i >= 0; i--)
+		gpu_ctx_free(r->ranks[i].gpu);
+	free(r->ranks);
 	diffusers_free(r->dm);
 	scheduler_schedule_free(&r->sched);
 	free(r->latents);
@@ -346,39 +396,112 @@ phase_load(struct render *r, struct lq_error *err)
 	    (int)jc->num_inference_steps, r->S, &r->sched, err);
 }
 
+/*
+ * Opens the mesh's devices: the first mesh.devices slots that --device /
+ * LATENTQ_DEVICE names (gpu_devices_match), all of one kind, one ctx for
+ * each rank of data × context (the tensor axis is not split: its devices
+ * are required, and idle).  Fewer devices than the mesh, or devices of
+ * different kinds, is LQ_FATAL LQ-RUN-MESH-HOST: the worker gives the job
+ * back untouched (worker_exit_for: EXIT_UNAVAILABLE), never rendering a
+ * mesh on fewer devices (issue 16), as preflight's LQ-MESH-007 refuses it
+ * on this host.  Records the devices_used event.
+ */
+static enum lq_status
+open_mesh(struct render *r, struct lq_error *err)
+{
+	const char *spec = r->opt->device ? r->opt->device :
+	    getenv("LATENTQ_DEVICE");
+	int want = r->jc.mesh.devices > 1 ? (int)r->jc.mesh.devices : 1;
+	struct device_caps *all = NULL;
+	int n = 0;
+	enum lq_status s = gpu_devices_list(&all, &n, err);
+	if (s != LQ_OK)
+		return s;
+	int *slots = xcalloc((size_t)n + 1, sizeof(*slots));
+	int m = gpu_devices_match(all, n, spec, slots, n, err);
+	if (m < 0) {
+		free(slots);
+		free(all);
+		return err->status;
+	}
+	int kind = 1;
+	for (int i = 1; i < m && i < want; i++)
+		kind &= gpu_devices_same_kind(&all[slots[0]], &all[slots[i]]);
+	if (m < want || !kind) {
+		error_set(err, LQ_FATAL, "LQ-RUN-MESH-HOST", "job %lld's mesh "
+		    "needs %d devices of one kind but %s%s%s names %d here%s; the "
+		    "job is left for a host that has them", (long long)r->job->id,
+		    want, spec ? "--device \"" : "this host", spec ? spec : "",
+		    spec ? "\"" : "", m, kind ? "" : " (of different kinds)");
+		error_set_hint(err, "render it where %d devices of one kind are "
+		    "present (LATENTQ_LOGICAL_DEVICES=%d for logical ones), or "
+		    "submit it again with a smaller mesh", want, want);
+		free(slots);
+		free(all);
+		return LQ_FATAL;
+	}
+	r->data = r->jc.mesh.data > 1 ? (int)r->jc.mesh.data : 1;
+	r->context = r->jc.mesh.context > 1 ? (int)r->jc.mesh.context : 1;
+	r->n_ranks = r->data * r->context;
+	r->ranks = xcalloc((size_t)r->n_ranks, sizeof(*r->ranks));
+	struct gpu_cache_io io = {cache_load, cache_save, r->st};
+	cJSON *used = cJSON_CreateArray();
+	for (int i = 0; i < r->n_ranks && s == LQ_OK; i++) {
+		struct mesh_rank *k = &r->ranks[i];
+		char dev[16];
+
+		k->r = r;
+		k->slot = slots[i];
+		k->data = i / r->context;
+		k->context = i % r->context;
+		snprintf(dev, sizeof(dev), "%d", k->slot);
+		struct gpu_ctx_opts o = {.device = dev, .cache =
+		    getenv("LATENTQ_NO_PIPELINE_CACHE") ? NULL : &io};
+		s = gpu_ctx_create(&o, &k->gpu, err);
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddNumberToObject(d, "index", k->slot);
+		cJSON_AddStringToObject(d, "uuid", all[k->slot].uuid);
+		cJSON *c = cJSON_AddObjectToObject(d, "mesh");
+		cJSON_AddNumberToObject(c, "data", k->data);
+		cJSON_AddNumberToObject(c, "context", k->context);
+		cJSON_AddNumberToObject(c, "tensor", 0);
+		cJSON_AddItemToArray(used, d);
+	}
+	free(slots);
+	free(all);
+	if (s != LQ_OK) {
+		cJSON_Delete(used);
+		return s;
+	}
+	r->gpu = r->ranks[0].gpu;
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddItemToObject(ev, "devices_used", used);
+	char *detail = json_canonical(ev);
+	cJSON_Delete(ev);
+	s = store_add_event(r->st, r->job->id, "devices_used", detail, err);
+	free(detail);
+	return s;
+}
+
 static enum lq_status
 phase_compile(struct render *r, struct lq_error *err)
 {
 	enum lq_status s;
 	if ((s = enter_phase(r, "compile", -1, err)) != LQ_OK)
 		return s;
-	struct gpu_cache_io io = {cache_load, cache_save, r->st};
-	struct gpu_ctx_opts o = {.device = r->opt->device, .cache =
-	    getenv("LATENTQ_NO_PIPELINE_CACHE") ? NULL : &io};
-	if ((s = gpu_ctx_create(&o, &r->gpu, err)) != LQ_OK)
+	if ((s = open_mesh(r, err)) != LQ_OK)
 		return s;
 	const struct device_caps *caps = gpu_ctx_caps(r->gpu);
-	if (r->jc.mesh.devices > caps->device_count) {
-		/* never a mesh on fewer devices (issue 16): FATAL gives the
-		 * job back untouched (worker_exit_for: EXIT_UNAVAILABLE), as
-		 * preflight's LQ-MESH-007 refuses it on this host */
-		error_set(err, LQ_FATAL, "LQ-RUN-MESH-HOST", "job %lld's mesh "
-		    "needs %" PRId64 " devices but this host has %d; the job is "
-		    "left for a host that has them", (long long)r->job->id,
-		    r->jc.mesh.devices, caps->device_count);
-		error_set_hint(err, "render it where %" PRId64 " devices of one "
-		    "kind are present, or submit it again with a smaller mesh",
-		    r->jc.mesh.devices);
-		return LQ_FATAL;
-	}
 	char fp[512];
 	snprintf(fp, sizeof(fp), "%s|%s|%u|%s", caps->name, caps->uuid,
 	    caps->driver_version, PACKAGE_VERSION);
 	digest_hex(fp, strlen(fp), r->device_fingerprint);
-	if ((s = gpu_ctx_warmup(r->gpu, err)) != LQ_OK)
-		return s;
-	gpu_ctx_save_cache(r->gpu, err);
-	error_clear(err);
+	for (int i = 0; i < r->n_ranks; i++) {
+		if ((s = gpu_ctx_warmup(r->ranks[i].gpu, err)) != LQ_OK)
+			return s;
+		gpu_ctx_save_cache(r->ranks[i].gpu, err);
+		error_clear(err);
+	}
 	return LQ_OK;
 }
 
@@ -517,6 +640,58 @@ phase_encode_text(struct render *r, struct lq_error *err)
 	return s;
 }
 
+/*
+ * Each rank's share of the transformer's `rows` rows and r->S tokens
+ * (job_rows_per_device rows per data coordinate, r->S / context tokens
+ * per context coordinate; preflight's LQ-MESH-006 / -004 keep both
+ * whole), its context group, activations, buffers and host staging.  The
+ * decoder is loaded, and its activations reserved, when it decodes
+ * (phase_decode), for the tiles the plan chose.
+ */
+static enum lq_status
+mesh_reserve(struct render *r, int rows, struct lq_error *err)
+{
+	enum lq_status s;
+	if (rows % r->data != 0 || r->S % r->context != 0)
+		return error_set(err, LQ_FAILED, "LQ-MESH-006", "%d transformer "
+		    "rows and %d tokens do not split over data %d × context %d",
+		    rows, r->S, r->data, r->context);
+	int rpd = rows / r->data, tpc = r->S / r->context;
+	if (r->context > 1) {
+		r->cp = xcalloc((size_t)r->data, sizeof(*r->cp));
+		for (int d = 0; d < r->data; d++)
+			if ((s = ltxv_cp_group_create(r->context, rpd, r->S,
+			    r->dm->transformer_config.inner_dim, &r->cp[d],
+			    err)) != LQ_OK)
+				return s;
+	}
+	for (int i = 0; i < r->n_ranks; i++) {
+		struct mesh_rank *k = &r->ranks[i];
+		k->row0 = k->data * rpd;
+		k->rows = rpd;
+		k->tok0 = k->context * tpc;
+		k->toks = tpc;
+		if (r->cp != NULL && (s = ltxv_transformer_set_context(
+		    k->transformer, r->cp[k->data], k->context, err)) != LQ_OK)
+			return s;
+		if ((s = ltxv_transformer_reserve(k->transformer, rpd, tpc, r->T,
+		    err)) != LQ_OK)
+			return s;
+		size_t lat = (size_t)rpd * tpc * r->C * sizeof(float);
+		size_t txt = (size_t)rpd * r->T * r->Cc * sizeof(float);
+		if ((s = gpu_buffer_create(k->gpu, lat, &k->buf_in, err)) != LQ_OK ||
+		    (s = gpu_buffer_create(k->gpu, lat, &k->buf_out, err)) !=
+		    LQ_OK ||
+		    (s = gpu_buffer_create(k->gpu, txt, &k->buf_text, err)) != LQ_OK)
+			return s;
+		k->in = xcalloc((size_t)rpd * tpc * r->C, sizeof(float));
+		k->out = xcalloc((size_t)rpd * tpc * r->C, sizeof(float));
+		if (r->cond_tokens > 0)
+			k->tt = xcalloc((size_t)rpd * tpc, sizeof(float));
+	}
+	return LQ_OK;
+}
+
 static enum lq_status
 load_networks(struct render *r, struct lq_error *err)
 {
@@ -541,9 +716,13 @@ load_networks(struct render *r, struct lq_error *err)
 	struct ltxv_transformer_opts topts = {
 		.streaming = r->plan.streaming == NN_WEIGHTS_STREAMED,
 	};
-	if (s == LQ_OK)
-		s = ltxv_transformer_load_opts(r->gpu, r->dm->transformer.dir,
-		    nl > 0 ? &ls : NULL, &topts, &r->transformer, err);
+	/* every rank its own copy of the weights (LoRAs fused alike) */
+	for (int i = 0; s == LQ_OK && i < r->n_ranks; i++) {
+		ls.fused = 0;
+		s = ltxv_transformer_load_opts(r->ranks[i].gpu,
+		    r->dm->transformer.dir, nl > 0 ? &ls : NULL, &topts,
+		    &r->ranks[i].transformer, err);
+	}
 	for (size_t i = 0; i < opened; i++)
 		lora_free(loras[i]);
 	free(loras);
@@ -566,7 +745,8 @@ load_networks(struct render *r, struct lq_error *err)
 		    "\"streaming\":%s,\"resident_weight_bytes\":%zu,"
 		    "\"streamed_weight_bytes\":%zu,\"activation_bytes\":%"
 		    PRIu64 "}", nn_plan_choice_name(mode),
-		    ltxv_transformer_streaming(r->transformer, NULL, NULL) ?
+		    ltxv_transformer_streaming(r->ranks[0].transformer, NULL,
+		    NULL) ?
 		    "true" : "false", r->w_transformer.resident.device,
 		    r->w_transformer.streamed.device,
 		    r->plan.transformer.activations);
@@ -574,16 +754,7 @@ load_networks(struct render *r, struct lq_error *err)
 		    detail, err)) != LQ_OK)
 			return s;
 	}
-	if ((s = ltxv_transformer_reserve(r->transformer, rows, r->S, r->T,
-	    err)) != LQ_OK)
-		return s;
-	/* the decoder is loaded, and its activations reserved, when it
-	 * decodes (phase_decode), for the tiles the plan chose */
-	size_t lat = (size_t)rows * r->S * r->C * sizeof(float);
-	size_t txt = (size_t)rows * r->T * r->Cc * sizeof(float);
-	if ((s = gpu_buffer_create(r->gpu, lat, &r->buf_in, err)) != LQ_OK ||
-	    (s = gpu_buffer_create(r->gpu, lat, &r->buf_out, err)) != LQ_OK ||
-	    (s = gpu_buffer_create(r->gpu, txt, &r->buf_text, err)) != LQ_OK)
+	if ((s = mesh_reserve(r, rows, err)) != LQ_OK)
 		return s;
 	size_t n = (size_t)r->B * r->S * r->C;
 	r->latents = xcalloc(n, sizeof(float));
@@ -598,7 +769,7 @@ load_networks(struct render *r, struct lq_error *err)
 		    sizeof(float));
 	if (log_get_level() >= LOG_LEVEL_INFO && r->opt->progress_tty == 0) {
 		size_t tw, tp, tk;
-		ltxv_transformer_memory(r->transformer, &tw, &tp, &tk);
+		ltxv_transformer_memory(r->ranks[0].transformer, &tw, &tp, &tk);
 		log_debug("device memory: transformer %zu + %zu bytes", tw, tp);
 	}
 	return LQ_OK;
@@ -977,6 +1148,102 @@ show_progress(struct render *r, int step, double t0, int first)
 	}
 }
 
+/* Rows [row0, row0+rows) × tokens [tok0, tok0+toks) of a host
+ * [.., S, w] array into (gather 1) or out of (0) the rank's [rows, toks,
+ * w] staging. */
+static void
+mesh_share(const struct render *r, const struct mesh_rank *k, float *whole,
+    float *share, int w, int gather)
+{
+	for (int b = 0; b < k->rows; b++) {
+		float *a = whole + ((size_t)(k->row0 + b) * r->S + k->tok0) * w;
+		float *p = share + (size_t)b * k->toks * w;
+		if (gather)
+			memcpy(p, a, (size_t)k->toks * w * sizeof(float));
+		else
+			memcpy(a, p, (size_t)k->toks * w * sizeof(float));
+	}
+}
+
+/* One rank's transformer forward on its share: upload, run, download. */
+static void *
+rank_forward(void *ud)
+{
+	struct mesh_rank *k = ud;
+	struct render *r = k->r;
+	int64_t shape[3] = {k->rows, k->toks, r->C};
+	struct gpu_tensor t_in = gpu_tensor_make(k->buf_in, 0, GPU_F32, 3, shape);
+	struct gpu_tensor t_out = gpu_tensor_make(k->buf_out, 0, GPU_F32, 3,
+	    shape);
+	struct gpu_tensor t_text = gpu_tensor_make(k->buf_text, 0, GPU_F32, 3,
+	    (int64_t[]){k->rows, r->T, r->Cc});
+
+	error_clear(&k->err);
+	k->args.hidden_states = &t_in;
+	k->args.encoder_hidden_states = &t_text;
+	k->status = gpu_tensor_upload_f32(k->gpu, &t_in, k->in, &k->err);
+	if (k->status == LQ_OK)
+		k->status = ltxv_transformer_forward(k->transformer, &k->args,
+		    &t_out, NULL, &k->err);
+	if (k->status == LQ_OK)
+		k->status = gpu_tensor_download_f32(k->gpu, &t_out, k->out,
+		    &k->err);
+	if (k->status != LQ_OK && r->cp != NULL)
+		ltxv_cp_group_abort(r->cp[k->data]);
+	return NULL;
+}
+
+/*
+ * The transformer on r->model_in → r->velocity over the mesh: each rank
+ * its rows and tokens, all at once (one thread per rank; a ctx is used by
+ * one thread), context groups exchanging inside forward.  A failure is
+ * the first failing rank's own error (not another's LQ-NN-MESH).
+ */
+static enum lq_status
+mesh_forward(struct render *r, struct lq_error *err)
+{
+	pthread_t th[GPU_MAX_LOGICAL_DEVICES * 8];
+	int started[GPU_MAX_LOGICAL_DEVICES * 8] = {0};
+	LQ_ASSERT(r->n_ranks <= (int)(sizeof(th) / sizeof(th[0])));
+	for (int i = 0; i < r->n_ranks; i++) {
+		struct mesh_rank *k = &r->ranks[i];
+		mesh_share(r, k, r->model_in, k->in, r->C, 1);
+		if (k->tt != NULL)
+			mesh_share(r, k, r->timestep_tokens, k->tt, 1, 1);
+	}
+	if (r->n_ranks == 1) {
+		rank_forward(&r->ranks[0]);
+	} else {
+		for (int i = 0; i < r->n_ranks; i++)
+			started[i] = pthread_create(&th[i], NULL, rank_forward,
+			    &r->ranks[i]) == 0;
+		for (int i = 0; i < r->n_ranks; i++) {
+			if (started[i])
+				pthread_join(th[i], NULL);
+			else
+				error_set(&r->ranks[i].err, r->ranks[i].status =
+				    LQ_RETRY, "LQ-RUN-RETRY", "cannot start the "
+				    "thread of mesh device %d", i);
+		}
+	}
+	int bad = -1;
+	for (int i = 0; i < r->n_ranks; i++) {
+		const struct mesh_rank *k = &r->ranks[i];
+		if (k->status == LQ_OK)
+			continue;
+		if (bad < 0 || (lq_code_find(r->ranks[bad].err.code) ==
+		    LQ_CODE_NN_MESH && lq_code_find(k->err.code) != LQ_CODE_NN_MESH))
+			bad = i;
+	}
+	if (bad >= 0) {
+		*err = r->ranks[bad].err;
+		return r->ranks[bad].status;
+	}
+	for (int i = 0; i < r->n_ranks; i++)
+		mesh_share(r, &r->ranks[i], r->velocity, r->ranks[i].out, r->C, 0);
+	return LQ_OK;
+}
+
 static enum lq_status
 phase_denoise(struct render *r, struct lq_error *err)
 {
@@ -988,20 +1255,28 @@ phase_denoise(struct render *r, struct lq_error *err)
 		return s;
 	int rows = r->cfg ? 2 * r->B : r->B;
 	size_t n = (size_t)r->B * r->S * r->C;
-	int64_t in_shape[3] = {rows, r->S, r->C};
-	int64_t text_shape[3] = {rows, r->T, r->Cc};
-	struct gpu_tensor t_in = gpu_tensor_make(r->buf_in, 0, GPU_F32, 3, in_shape);
-	struct gpu_tensor t_out = gpu_tensor_make(r->buf_out, 0, GPU_F32, 3,
-	    in_shape);
-	struct gpu_tensor t_text = gpu_tensor_make(r->buf_text, 0, GPU_F32, 3,
-	    text_shape);
-	if ((s = gpu_tensor_upload_f32(r->gpu, &t_text, r->text, err)) != LQ_OK)
-		return s;
 	const struct ltxv_vae_config *vc = &r->dm->vae_config;
 	double rope[3] = {
 		vc->temporal_compression_ratio / r->jc.frame_rate,
 		vc->spatial_compression_ratio, vc->spatial_compression_ratio,
 	};
+	/* each rank's text rows, once (replicated over context) */
+	for (int i = 0; i < r->n_ranks; i++) {
+		struct mesh_rank *k = &r->ranks[i];
+		struct gpu_tensor t_text = gpu_tensor_make(k->buf_text, 0, GPU_F32,
+		    3, (int64_t[]){k->rows, r->T, r->Cc});
+		if ((s = gpu_tensor_upload_f32(k->gpu, &t_text, r->text +
+		    (size_t)k->row0 * r->T * r->Cc, err)) != LQ_OK)
+			return s;
+		k->args = (struct ltxv_transformer_args){
+			.timestep = r->timesteps + k->row0,
+			.timestep_tokens = k->tt,
+			.encoder_attention_mask = r->mask + (size_t)k->row0 * r->T,
+			.num_frames = (int)r->shape.frames,
+			.height = (int)r->shape.height, .width = (int)r->shape.width,
+			.rope_interpolation_scale = rope,
+		};
+	}
 	int N = r->jc.num_inference_steps;
 	double t0 = util_monotonic();
 	int64_t cp_shape[3] = {r->B, r->S, r->C};
@@ -1024,22 +1299,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 		memcpy(r->model_in, r->latents, n * sizeof(float));
 		if (r->cfg)
 			memcpy(r->model_in + n, r->latents, n * sizeof(float));
-		if ((s = gpu_tensor_upload_f32(r->gpu, &t_in, r->model_in, err)) !=
-		    LQ_OK)
-			return s;
-		struct ltxv_transformer_args a = {
-			.hidden_states = &t_in, .encoder_hidden_states = &t_text,
-			.timestep = r->timesteps, .timestep_tokens = r->timestep_tokens,
-			.encoder_attention_mask = r->mask,
-			.num_frames = (int)r->shape.frames,
-			.height = (int)r->shape.height, .width = (int)r->shape.width,
-			.rope_interpolation_scale = rope,
-		};
-		if ((s = ltxv_transformer_forward(r->transformer, &a, &t_out, NULL,
-		    err)) != LQ_OK)
-			return s;
-		if ((s = gpu_tensor_download_f32(r->gpu, &t_out, r->velocity,
-		    err)) != LQ_OK)
+		if ((s = mesh_forward(r, err)) != LQ_OK)
 			return s;
 		const float *v = r->velocity;
 		if (r->cfg) {
@@ -1357,12 +1617,7 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 	if ((s = enter_phase(r, "decode", r->jc.num_inference_steps, err)) != LQ_OK)
 		return s;
 	/* the transformer is done: the decoder gets the device alone */
-	ltxv_transformer_free(r->transformer);
-	r->transformer = NULL;
-	gpu_buffer_free(r->buf_in);
-	gpu_buffer_free(r->buf_out);
-	gpu_buffer_free(r->buf_text);
-	r->buf_in = r->buf_out = r->buf_text = NULL;
+	ranks_free_networks(r);
 	if ((s = ltxv_vae_load(r->gpu, r->dm->vae.dir, &r->vae, err)) != LQ_OK)
 		return s;
 	const struct ltxv_vae_config *vc = &r->dm->vae_config;
