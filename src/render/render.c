@@ -428,11 +428,16 @@ open_mesh(struct render *r, struct lq_error *err)
 	for (int i = 1; i < m && i < want; i++)
 		kind &= gpu_devices_same_kind(&all[slots[0]], &all[slots[i]]);
 	if (m < want || !kind) {
+		char named[160];
+		if (spec != NULL)
+			snprintf(named, sizeof(named), "--device \"%s\" names %d",
+			    spec, m);
+		else
+			snprintf(named, sizeof(named), "this host has %d", m);
 		error_set(err, LQ_FATAL, "LQ-RUN-MESH-HOST", "job %lld's mesh "
-		    "needs %d devices of one kind but %s%s%s names %d here%s; the "
-		    "job is left for a host that has them", (long long)r->job->id,
-		    want, spec ? "--device \"" : "this host", spec ? spec : "",
-		    spec ? "\"" : "", m, kind ? "" : " (of different kinds)");
+		    "needs %d devices of one kind but %s%s; the job is left for "
+		    "a host that has them", (long long)r->job->id, want, named,
+		    kind ? "" : " (of different kinds)");
 		error_set_hint(err, "render it where %d devices of one kind are "
 		    "present (LATENTQ_LOGICAL_DEVICES=%d for logical ones), or "
 		    "submit it again with a smaller mesh", want, want);

@@ -261,6 +261,87 @@ test_device_choice(void)
 	free(all);
 }
 
+/* issue 16: device slots (LATENTQ_LOGICAL_DEVICES) and --device lists */
+static void
+test_device_mesh(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	struct device_caps *all = NULL, fake[4];
+	int n = 0, slots[8];
+	setenv("LATENTQ_LOGICAL_DEVICES", "3", 1);
+	CHECK_INT(gpu_logical_devices(), 3);
+	CHECK_INT(gpu_devices_list(&all, &n, &err), LQ_OK);
+	CHECK(n >= 3 && n % 3 == 0);
+	if (n >= 3) {
+		CHECK_INT(all[2].index, 2);
+		CHECK_INT(all[2].device_count, n);
+		CHECK_STR(all[2].uuid, all[0].uuid);
+		CHECK(gpu_devices_same_kind(&all[0], &all[2]));
+	}
+	/* two logical devices of one physical device: two VkDevices, each
+	 * with its own memory */
+	struct gpu_ctx *a = NULL, *b = NULL;
+	struct gpu_buffer *ba = NULL;
+	CHECK_INT(gpu_ctx_create(&(struct gpu_ctx_opts){.device = "1"}, &a,
+	    &err), LQ_OK);
+	CHECK_INT(gpu_ctx_create(&(struct gpu_ctx_opts){.device = "2"}, &b,
+	    &err), LQ_OK);
+	if (a != NULL && b != NULL) {
+		CHECK_INT(gpu_ctx_caps(a)->index, 1);
+		CHECK_INT(gpu_ctx_caps(b)->index, 2);
+		CHECK_INT(gpu_buffer_create(a, 1 << 20, &ba, &err), LQ_OK);
+		uint64_t la = 0, lb = 0;
+		gpu_ctx_memory(a, &la, NULL);
+		gpu_ctx_memory(b, &lb, NULL);
+		CHECK(la >= (1u << 20));
+		CHECK(lb < (1u << 20));
+		gpu_buffer_free(ba);
+	}
+	gpu_ctx_free(b);
+	gpu_ctx_free(a);
+	setenv("LATENTQ_LOGICAL_DEVICES", "0", 1);
+	CHECK_INT(gpu_logical_devices(), 1);	/* ignored with a warning */
+	unsetenv("LATENTQ_LOGICAL_DEVICES");
+	CHECK_INT(gpu_logical_devices(), 1);
+	free(all);
+
+	/* gpu_devices_match on a made-up host: cpu, discrete, discrete,
+	 * integrated */
+	memset(fake, 0, sizeof(fake));
+	const char *names[4] = {"llvmpipe", "Radeon A", "Radeon A", "Intel B"};
+	const char *types[4] = {"cpu", "discrete", "discrete", "integrated"};
+	for (int i = 0; i < 4; i++) {
+		fake[i].index = i;
+		snprintf(fake[i].name, sizeof(fake[i].name), "%s", names[i]);
+		snprintf(fake[i].device_type, sizeof(fake[i].device_type), "%s",
+		    types[i]);
+	}
+	CHECK_INT(gpu_devices_match(fake, 4, NULL, slots, 8, &err), 4);
+	CHECK_INT(slots[0], 1);		/* discrete first, then integrated */
+	CHECK_INT(slots[1], 2);
+	CHECK_INT(slots[2], 3);
+	CHECK_INT(slots[3], 0);
+	CHECK_INT(gpu_devices_match(fake, 4, "3,0", slots, 8, &err), 2);
+	CHECK_INT(slots[0], 3);
+	CHECK_INT(slots[1], 0);
+	CHECK_INT(gpu_devices_match(fake, 4, "radeon", slots, 8, &err), 2);
+	CHECK_INT(slots[0], 1);
+	CHECK_INT(slots[1], 2);
+	/* a slot named twice counts once; max bounds what is written */
+	CHECK_INT(gpu_devices_match(fake, 4, "2,radeon, 0", slots, 1, &err), 3);
+	CHECK_INT(slots[0], 2);
+	error_clear(&err);
+	CHECK_INT(gpu_devices_match(fake, 4, "1,nvidia", slots, 8, &err), -1);
+	CHECK_STR(err.code, "LQ-GPU-NODEV");
+	CHECK_CONTAINS(err.message, "\"nvidia\" (in \"1,nvidia\")");
+	CHECK_CONTAINS(err.hint, "3: Intel B");
+	error_clear(&err);
+	CHECK_INT(gpu_devices_match(fake, 4, "4", slots, 8, &err), -1);
+	fake[2].driver_version = 7;
+	CHECK(!gpu_devices_same_kind(&fake[1], &fake[2]));
+}
+
 static void
 test_buffers_pool(void)
 {
@@ -438,6 +519,7 @@ main(void)
 	test_vk_status();
 	test_caps_json(&all[0]);
 	test_device_choice();
+	test_device_mesh();
 	test_buffers_pool();
 	test_staging();
 	test_pipeline_cache();
