@@ -19,6 +19,8 @@ EXTRA_DIST += tests/bench/bench-streaming.sh
 bench_SCRIPTS_LIST += tests/bench/bench-streaming.sh
 EXTRA_DIST += tests/bench/bench-store.sh
 bench_SCRIPTS_LIST += tests/bench/bench-store.sh
+EXTRA_DIST += tests/bench/bench-mesh.sh
+bench_SCRIPTS_LIST += tests/bench/bench-mesh.sh
 
 # The demo manifests (text-to-video, image-to-video) and their model, installed under $(pkgdatadir)/jobs/.
 nobase_dist_pkgdata_DATA = jobs/demo.yaml jobs/i2v.yaml \

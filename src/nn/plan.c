@@ -82,6 +82,9 @@ plan_fixed(const struct nn_plan_request *r, int num_frames, int height,
 	int rows = r->guidance ? 2 * B : B;
 	int T = r->max_sequence_length > 0 ? r->max_sequence_length : 1;
 	int N = F * H * W;
+	/* one device's share of the transformer (render.c mesh_reserve) */
+	int dp = r->data > 1 ? r->data : 1, cp = r->context > 1 ? r->context : 1;
+	int rows_dev = (rows + dp - 1) / dp, N_dev = (N + cp - 1) / cp;
 	uint64_t lat_host;
 
 	memset(p, 0, sizeof(*p));
@@ -89,7 +92,7 @@ plan_fixed(const struct nn_plan_request *r, int num_frames, int height,
 	if (r->text_encoder != NULL)
 		t5_encoder_plan(r->text_encoder, r->text_set, r->caps,
 		    r->guidance ? 2 : 1, T, &p->text_encoder);
-	ltxv_transformer_plan(tc, r->w_transformer, r->caps, rows, N, T,
+	ltxv_transformer_plan(tc, r->w_transformer, r->caps, rows_dev, N_dev, T,
 	    streaming, NULL, &p->transformer);
 	ltxv_vae_plan(vc, r->w_vae, r->caps, B, F, H, W, tiling, &p->vae);
 	p->streaming = streaming;
@@ -125,6 +128,12 @@ plan_fixed(const struct nn_plan_request *r, int num_frames, int height,
 		p->host_bytes = p->transformer.host;
 	if (p->vae.host > p->host_bytes)
 		p->host_bytes = p->vae.host;
+	/* a mesh: every device's transformer host scratch, and each context
+	 * group's whole q, k, v, o (ltxv_cp_group) */
+	if (dp * cp > 1)
+		lat_host += (uint64_t)(dp * cp - 1) * p->transformer.host;
+	if (cp > 1)
+		lat_host += (uint64_t)dp * 4 * rows_dev * N * tc->inner_dim * 4;
 	p->host_bytes += lat_host;
 	p->fits = p->budget == 0 || p->peak_device_bytes <= p->budget;
 }

@@ -100,6 +100,10 @@ struct nn_plan_request {
 	const struct st_set *text_set;	/* the text encoder's headers */
 	int batch;			/* videos (job_batch) */
 	int guidance;			/* 1: cond + uncond rows (guidance_scale > 1) */
+	/* the mesh's data and context degrees (<= 1: 1; doc/mesh.md): each
+	 * device's transformer holds rows / data rows of tokens / context
+	 * tokens (rounded up); text encoder and VAE run on one device */
+	int data, context;
 	int num_frames, height, width;	/* pixels */
 	int max_sequence_length;	/* text tokens T */
 	/* vae_tiling: AUTO = tile only when untiled does not fit; ON uses

@@ -964,8 +964,10 @@ pf_check_device(struct pf_job_state *s)
 		/* the render's batch and text length: the embeddings file's
 		 * when the job gives one (render.c phase_load) */
 		.batch = embeds && s->embeds_B > 0 ? (int)s->embeds_B :
-		    (int)((s->global_batch + s->data - 1) / s->data),
+		    (int)s->global_batch,
 		.guidance = s->cfg_on,
+		.data = (int)s->data,
+		.context = (int)s->context,
 		.num_frames = (int)s->num_frames,
 		.height = (int)s->height,
 		.width = (int)s->width,

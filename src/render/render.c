@@ -821,6 +821,8 @@ make_plan(struct render *r, struct lq_error *err)
 		.text_set = text,
 		.batch = r->B,
 		.guidance = r->cfg,
+		.data = r->data,
+		.context = r->context,
 		.num_frames = r->jc.num_frames,
 		.height = r->jc.height,
 		.width = r->jc.width,

@@ -19,4 +19,8 @@ checks=$((checks + 1)); [ ! -e "$T/m/videos/cp.mp4" ] || fail "a 2-device job wa
 # preflight refuses the same job on this host with its own code
 expect_status 65 "$LATENTQ" -d "$T/q2.db" preflight "$T/m/m.yaml"
 expect_grep 'LQ-MESH-007' "$T/out"
+# two logical devices hold it; a --device list of one does not
+LATENTQ_LOGICAL_DEVICES=2 expect_status 0 "$LATENTQ" -d "$T/q2.db" preflight "$T/m/m.yaml"
+LATENTQ_LOGICAL_DEVICES=2 expect_status 65 "$LATENTQ" -d "$T/q2.db" --device 1 preflight "$T/m/m.yaml"
+expect_grep 'LQ-MESH-007' "$T/out"
 finish

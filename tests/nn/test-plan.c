@@ -215,9 +215,53 @@ test_choices(void)
 	}
 }
 
+/* issue 16: the plan of a mesh device is the transformer of its share:
+ * rows / data rows of tokens / context tokens */
+static void
+test_mesh(void)
+{
+	struct ltxv_transformer_config tc;
+	struct ltxv_vae_config vc;
+	struct t5_config cc;
+	struct nn_plan one, dp, cp, ref;
+	struct nn_plan_bytes half;
+
+	CHECK_INT(model_synth_preset("ltxv", "small", &tc, &vc, &cc), 0);
+	struct nn_plan_request rq = {
+		.transformer = &tc, .vae = &vc, .batch = 1, .guidance = 1,
+		.num_frames = 17, .height = 128, .width = 128,
+		.max_sequence_length = 16,
+	};
+	ltxv_vae_tiling_init(&rq.tiling);
+	nn_plan_render(&rq, &one);
+	rq.data = 2;
+	nn_plan_render(&rq, &dp);
+	rq.data = 1;
+	rq.context = 2;
+	nn_plan_render(&rq, &cp);
+	/* one guided video on data 2: one row per device, as batch 1 without
+	 * guidance on one device */
+	rq.context = 0;
+	rq.guidance = 0;
+	nn_plan_render(&rq, &ref);
+	CHECK(dp.transformer.activations == ref.transformer.activations);
+	CHECK(dp.transformer.activations < one.transformer.activations);
+	/* context 2: the transformer of half the tokens (2 rows) */
+	int F = (17 - 1) / vc.temporal_compression_ratio + 1;
+	int HW = 128 / vc.spatial_compression_ratio;
+	ltxv_transformer_plan(&tc, NULL, NULL, 2, F * HW * HW / 2, 16,
+	    NN_WEIGHTS_RESIDENT, NULL, &half);
+	CHECK(cp.transformer.activations == half.activations);
+	CHECK(cp.transformer.activations < one.transformer.activations);
+	/* the group's host q, k, v, o come on top */
+	CHECK(cp.host_bytes > one.host_bytes);
+	CHECK(cp.vae.activations == one.vae.activations);
+}
+
 int
 main(void)
 {
+	test_mesh();
 	test_tile();
 	test_choices();
 	test_pool_plan();
