@@ -7,6 +7,7 @@
  *
  * Use:
  *   ltxv_transformer_load(ctx, "model/transformer", &m, &err);
+ *   [ltxv_transformer_set_context(m, group, rank, &err);  (a mesh, below)]
  *   ltxv_transformer_reserve(m, B, N, T, &err);     (allocates, once)
  *   for each step: ltxv_transformer_forward(m, &args, &out, NULL, &err);
  *   ltxv_transformer_free(m);

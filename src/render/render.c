@@ -13,6 +13,10 @@
  *
  * Everything is allocated before the denoising loop; the loop allocates
  * nothing.
+ *
+ * On a device mesh (issue 16, doc/mesh.md) the transformer runs on every
+ * rank at once, each on its rows (data) and tokens (context); the host
+ * arrays and everything else are as on one device, so the bits are too.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -83,6 +87,8 @@ struct mesh_rank {
 	float *in, *out;		/* [rows, toks, C] host staging */
 	float *tt;			/* [rows, toks] per-token timesteps */
 	/* per step */
+	pthread_t thread;
+	int started;
 	struct ltxv_transformer_args args;
 	enum lq_status status;
 	struct lq_error err;
@@ -1209,9 +1215,6 @@ rank_forward(void *ud)
 static enum lq_status
 mesh_forward(struct render *r, struct lq_error *err)
 {
-	pthread_t th[GPU_MAX_LOGICAL_DEVICES * 8];
-	int started[GPU_MAX_LOGICAL_DEVICES * 8] = {0};
-	LQ_ASSERT(r->n_ranks <= (int)(sizeof(th) / sizeof(th[0])));
 	for (int i = 0; i < r->n_ranks; i++) {
 		struct mesh_rank *k = &r->ranks[i];
 		mesh_share(r, k, r->model_in, k->in, r->C, 1);
@@ -1221,17 +1224,21 @@ mesh_forward(struct render *r, struct lq_error *err)
 	if (r->n_ranks == 1) {
 		rank_forward(&r->ranks[0]);
 	} else {
-		for (int i = 0; i < r->n_ranks; i++)
-			started[i] = pthread_create(&th[i], NULL, rank_forward,
-			    &r->ranks[i]) == 0;
 		for (int i = 0; i < r->n_ranks; i++) {
-			if (started[i])
-				pthread_join(th[i], NULL);
-			else
-				error_set(&r->ranks[i].err, r->ranks[i].status =
-				    LQ_RETRY, "LQ-RUN-RETRY", "cannot start the "
-				    "thread of mesh device %d", i);
+			struct mesh_rank *k = &r->ranks[i];
+			int e = pthread_create(&k->thread, NULL, rank_forward, k);
+			k->started = e == 0;
+			if (k->started)
+				continue;
+			k->status = error_set(&k->err, LQ_RETRY, "LQ-RUN-RETRY",
+			    "cannot start the thread of mesh device %d: %s", i,
+			    strerror(e));
+			if (r->cp != NULL)	/* its group must not wait for it */
+				ltxv_cp_group_abort(r->cp[k->data]);
 		}
+		for (int i = 0; i < r->n_ranks; i++)
+			if (r->ranks[i].started)
+				pthread_join(r->ranks[i].thread, NULL);
 	}
 	int bad = -1;
 	for (int i = 0; i < r->n_ranks; i++) {

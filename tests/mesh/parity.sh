@@ -1,8 +1,8 @@
 #!/bin/sh
 # Issue 16: renders of the demo model on meshes of logical devices are
 # bit-identical to one device: context parallel (Ulysses), data parallel
-# over the rows of one guided video (per_device_batch_size 0.5), and both;
-# every device is recorded in devices_used.
+# over the rows of one guided video (per_device_batch_size 0.5), and both,
+# image-to-video too; every device is recorded in devices_used.
 . "${top_srcdir:-.}/tests/mesh/mesh-common.sh"
 
 M=$T/model
@@ -17,6 +17,16 @@ same_bits "{devices: 2, data: 2}, per_device_batch_size 0.5" "$T/one" "$T/dp2"
 mesh_job "$T/dp2cp2" "$M" 64x64x9 "{devices: 4, data: 2, context: 2}" 0.5
 mesh_render "$T/dp2cp2"
 same_bits "{devices: 4, data: 2, context: 2}" "$T/one" "$T/dp2cp2"
+
+# image-to-video: per-token timesteps (0 on the image's latent frame) are
+# sharded with the tokens
+mesh_job "$T/i2v1" "$M" 64x64x9 "{devices: 1}" 1
+echo "    image: $top_srcdir/jobs/images/red-circle.png" >> "$T/i2v1/m.yaml"
+mesh_render "$T/i2v1"
+mesh_job "$T/i2v4" "$M" 64x64x9 "{devices: 4, data: 2, context: 2}" 0.5
+echo "    image: $top_srcdir/jobs/images/red-circle.png" >> "$T/i2v4/m.yaml"
+mesh_render "$T/i2v4"
+same_bits "image-to-video on {devices: 4, data: 2, context: 2}" "$T/i2v1" "$T/i2v4"
 
 # devices_used: one entry per device, its slot, uuid and mesh coordinates
 "$LATENTQ" -d "$T/dp2cp2/q.db" show --json 1 > "$T/show.json"
