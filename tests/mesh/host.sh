@@ -12,7 +12,7 @@ LATENTQ_LOGICAL_DEVICES=1; export LATENTQ_LOGICAL_DEVICES
 expect_status 69 "$LATENTQ" -d "$T/q.db" render "$T/m/m.yaml"
 expect_grep 'LQ-RUN-MESH-HOST' "$T/err"
 expect_grep 'needs 2 devices of one kind but this host has 1' "$T/err"
-expect_eq "$(sqlite3 "$T/q.db" "SELECT state || ' ' || failures FROM jobs")" "queued 0" "given back untouched"
+expect_eq "$(sqlite3 "$T/q.db" "SELECT state || ' ' || attempts || ' ' || failures FROM jobs")" "queued 0 0" "given back untouched"
 expect_eq "$(sqlite3 "$T/q.db" "SELECT count(*) FROM checkpoints")" 0 "no step rendered"
 checks=$((checks + 1)); [ ! -e "$T/m/videos/cp.mp4" ] || fail "a 2-device job was rendered on one device"
 
