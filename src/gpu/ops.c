@@ -370,6 +370,19 @@ ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	    NULL, negative_slope, 0);
 }
 
+enum lq_status
+ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, float lo, float hi)
+{
+	OP_BEGIN(cmd);
+	if (!same_shape(x, y) || !(lo <= hi))
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "ops_clamp: y %s and x %s differ, or lo %g > hi %g",
+		    DESC(y), DESC(x), lo, hi);
+	return ew_record(cmd, "ops_clamp", LQ_EW_CLAMP, y, x, NULL, NULL, lo,
+	    hi);
+}
+
 /*
  * A per-(batch, d) row view [B, D] (or [D]) broadcast over [B, N, D]:
  * strides (row stride or 0, 0, 1).

@@ -210,6 +210,9 @@ enum lq_status ops_gelu_tanh(struct gpu_cmd *cmd, const struct gpu_tensor *y,
  * elementwise (strided as ops_copy).  In place ok. */
 enum lq_status ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, float negative_slope);
+/* torch.clamp(x, lo, hi), elementwise (strided).  In place ok. */
+enum lq_status ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, float lo, float hi);
 
 /*
  * Per-channel affine on x [B, C, S...]:

@@ -380,6 +380,19 @@ test_elementwise(void)
 		free(h);
 	}
 	begin();
+	x = T(GPU_F32, 3, SH(B, N, D));
+	y = T(GPU_F32, 3, SH(B, N, D));
+	{
+		float *h = rnd(n, 3);
+		up(&x, h);
+		ops_clamp(cmd, &y, &x, -1.0f, 1.0f);
+		run();
+		for (size_t k = 0; k < n; k++)
+			ref[k] = h[k] < -1 ? -1 : h[k] > 1 ? 1 : h[k];
+		compare("clamp [-1, 1]", &y, ref, 0, 0);
+		free(h);
+	}
+	begin();
 	y = T(GPU_F32, 2, SH(3, 5));
 	ops_fill(cmd, &y, 2.5f);
 	run();
