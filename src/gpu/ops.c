@@ -1308,10 +1308,11 @@ struct conv_geom {
 /* One conv3d dispatch: y [B, Co', ...] for w [Co', Ci', ...] over x
  * [B, Ci', ...] (blocks of channels are views of dim 1). */
 static enum lq_status
-conv_emit(struct gpu_cmd *cmd, const char *op, const struct conv_geom *g,
+conv3d_emit(struct gpu_cmd *cmd, const char *op, const void *geom,
     const struct gpu_tensor *y, const struct gpu_tensor *x,
     const struct gpu_tensor *w, const struct gpu_tensor *b, int accumulate)
 {
+	const struct conv_geom *g = geom;
 	int64_t B = x->shape[0], Co = w->shape[0];
 	const int *out = g->out;
 	uint64_t npos = (uint64_t)out[0] * out[1] *
@@ -1355,6 +1356,75 @@ conv_emit(struct gpu_cmd *cmd, const char *op, const struct conv_geom *g,
 	return gpu_cmd_dispatch(cmd, GPU_K_CONV3D, bind, wr, &pc, gx,
 	    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
 	    op);
+}
+
+/* One dispatch of a convolution over views of y, x, w (and b): its
+ * geometry `g`, `accumulate` starting the sums from y. */
+typedef enum lq_status (*conv_emit_fn)(struct gpu_cmd *cmd, const char *op,
+    const void *g, const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *w, const struct gpu_tensor *b, int accumulate);
+
+/*
+ * A convolution (ops_conv3d, ops_conv1d) on y [B, Co, ...] from x
+ * [B, Ci, ...] with w's output channels on dim `od` (0; 1 for torch's
+ * transposed [Ci, Co, k]) and input channels on dim 1 - od.  Whole when
+ * everything fits one binding; else one sample at a time, blocks of output
+ * channels (as many as fit for one input channel: along a transposed w's
+ * Co one block spans nearly all of w), and where the sample's input or the
+ * block's w does not fit, blocks of input channels whose partial sums pass
+ * through y (accumulate): the sums keep their order, so the bits do not
+ * change; the bias is added once, by the last block.
+ */
+static enum lq_status
+conv_split(struct gpu_cmd *cmd, const char *op, conv_emit_fn emit,
+    const void *g, const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *w, const struct gpu_tensor *b, int od)
+{
+	int64_t B = x->shape[0], Ci = x->shape[1], Co = y->shape[1];
+	const struct gpu_tensor *all[4] = {y, x, w, b};
+
+	if (all_fit(cmd, 4, all))
+		return emit(cmd, op, g, y, x, w, b, 0);
+	struct gpu_tensor w_ci = SL(w, 1 - od, 0, 1);
+	for (int64_t bi = 0; bi < B; bi++) {
+		struct gpu_tensor xb = SL(x, 0, bi, 1), yb = SL(y, 0, bi, 1);
+		for (int64_t o0 = 0; o0 < Co;) {
+			const struct gpu_tensor *yw[3] = {&yb, &w_ci, b};
+			int64_t oc = fit_len(cmd, 3, yw, (int[]){1, od, 0}, NULL,
+			    o0, Co - o0);
+			if (oc == 0) {
+				struct gpu_tensor w1 = SL(&w_ci, od, o0, 1);
+				int wbad = !gpu_bind_fits(cmd, &w1);
+				return split_fail(cmd, op, wbad ? "w" : "y",
+				    wbad ? w : y, "output channel");
+			}
+			struct gpu_tensor yo = SL(&yb, 1, o0, oc), wo = SL(w, od, o0, oc);
+			struct gpu_tensor bo;
+			if (b != NULL)
+				bo = SL(b, 0, o0, oc);
+			const struct gpu_tensor *bp = b ? &bo : NULL;
+			if (gpu_bind_fits(cmd, &xb) && gpu_bind_fits(cmd, &wo)) {
+				TRY(emit(cmd, op, g, &yo, &xb, &wo, bp, 0));
+				o0 += oc;
+				continue;
+			}
+			for (int64_t c0 = 0; c0 < Ci;) {
+				const struct gpu_tensor *xw[2] = {&xb, &wo};
+				int64_t cc = fit_len(cmd, 2, xw, (int[]){1, 1 - od},
+				    NULL, c0, Ci - c0);
+				if (cc == 0)
+					return split_fail(cmd, op, "x", x,
+					    "input channel");
+				struct gpu_tensor xc = SL(&xb, 1, c0, cc);
+				struct gpu_tensor wc = SL(&wo, 1 - od, c0, cc);
+				TRY(emit(cmd, op, g, &yo, &xc, &wc,
+				    c0 + cc == Ci ? bp : NULL, c0 > 0));
+				c0 += cc;
+			}
+			o0 += oc;
+		}
+	}
+	return LQ_OK;
 }
 
 enum lq_status
@@ -1406,69 +1476,27 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	    1u << LQ_CONV_T_REPLICATE : 0) |
 	    (p->s_mode == OPS_PAD_REPLICATE ? 1u << LQ_CONV_S_REPLICATE : 0);
 	g.w_sco = w->stride[0];
-	int64_t Ci = x->shape[1];
-	const struct gpu_tensor *all[4] = {y, x, w, b};
-	if (all_fit(cmd, 4, all))
-		return conv_emit(cmd, op, &g, y, x, w, b, 0);
-	/*
-	 * Split, one sample at a time: blocks of output channels (rows of w
-	 * and y), and where a sample's input does not fit, blocks of input
-	 * channels whose partial sums pass through y (CONV_ACCUMULATE): the
-	 * sum over ci, kt, kh, kw keeps its order, so the bits do not
-	 * change; the bias is added once, by the last block.
-	 */
-	for (int64_t bi = 0; bi < B; bi++) {
-		struct gpu_tensor xb = SL(x, 0, bi, 1), yb = SL(y, 0, bi, 1);
-		for (int64_t o0 = 0; o0 < Co;) {
-			const struct gpu_tensor *yw[3] = {&yb, w, b};
-			int64_t oc = fit_len(cmd, 3, yw, (int[]){1, 0, 0}, NULL, o0,
-			    Co - o0);
-			if (oc == 0) {
-				struct gpu_tensor w1 = SL(w, 0, o0, 1);
-				int wbad = !gpu_bind_fits(cmd, &w1);
-				return split_fail(cmd, op, wbad ? "w" : "y",
-				    wbad ? w : y, "output channel");
-			}
-			struct gpu_tensor yo = SL(&yb, 1, o0, oc), wo = SL(w, 0, o0, oc);
-			struct gpu_tensor bo;
-			if (b != NULL)
-				bo = SL(b, 0, o0, oc);
-			const struct gpu_tensor *bp = b ? &bo : NULL;
-			if (gpu_bind_fits(cmd, &xb)) {
-				TRY(conv_emit(cmd, op, &g, &yo, &xb, &wo, bp, 0));
-				o0 += oc;
-				continue;
-			}
-			for (int64_t c0 = 0; c0 < Ci;) {
-				const struct gpu_tensor *xw[2] = {&xb, &wo};
-				int64_t cc = fit_len(cmd, 2, xw, (int[]){1, 1}, NULL,
-				    c0, Ci - c0);
-				if (cc == 0)
-					return split_fail(cmd, op, "x", x,
-					    "input channel");
-				struct gpu_tensor xc = SL(&xb, 1, c0, cc);
-				struct gpu_tensor wc = SL(&wo, 1, c0, cc);
-				int last = c0 + cc == Ci;
-				TRY(conv_emit(cmd, op, &g, &yo, &xc, &wc,
-				    last ? bp : NULL, c0 > 0));
-				c0 += cc;
-			}
-			o0 += oc;
-		}
-	}
-	return LQ_OK;
+	return conv_split(cmd, op, conv3d_emit, &g, y, x, w, b, 0);
 }
 
 /* ---- conv1d ---- */
 
+/* A checked conv1d: its parameters with stride and dilation >= 1. */
+struct conv1d_geom {
+	const struct ops_conv1d_params *p;
+	int s, d;
+};
+
 /* One conv1d dispatch over views: y [B, Co', To], x [B, Ci', T], w a view
  * of Co' output and Ci' input channels (dims by p->transposed). */
 static enum lq_status
-conv1d_emit(struct gpu_cmd *cmd, const char *op,
-    const struct ops_conv1d_params *p, int s, int d,
+conv1d_emit(struct gpu_cmd *cmd, const char *op, const void *geom,
     const struct gpu_tensor *y, const struct gpu_tensor *x,
     const struct gpu_tensor *w, const struct gpu_tensor *b, int accumulate)
 {
+	const struct conv1d_geom *g = geom;
+	const struct ops_conv1d_params *p = g->p;
+	int s = g->s, d = g->d;
 	int od = p->transposed ? 1 : 0;
 	uint64_t n = (uint64_t)gpu_tensor_numel(y);
 	struct conv1d_push pc = {
@@ -1505,7 +1533,7 @@ ops_conv1d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	const char *op = p->transposed ? "ops_conv1d (transposed)" : "ops_conv1d";
 	int s = p->stride > 0 ? p->stride : 1, d = p->dilation > 0 ? p->dilation : 1;
 	int od = p->transposed ? 1 : 0;	/* w's output-channel dim */
-	int64_t B, Ci, Co, T, k, To;
+	int64_t B, Co, T, k, To;
 
 	OP_BEGIN(cmd);
 	TRY(need_f32(cmd, op, "x", x));
@@ -1520,7 +1548,6 @@ ops_conv1d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    DESC(x), DESC(w), p->transposed ? "[Ci, Co, k]" :
 		    "[Co, Ci, k]");
 	B = x->shape[0];
-	Ci = x->shape[1];
 	T = x->shape[2];
 	Co = w->shape[od];
 	k = w->shape[2];
@@ -1538,55 +1565,8 @@ ops_conv1d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    "%s: y %s must be [%" PRId64 ", %" PRId64 ", %" PRId64 "]",
 		    op, DESC(y), B, Co, To);
 	TRY(param_vec(cmd, op, "bias", b, Co));
-	const struct gpu_tensor *all[4] = {y, x, w, b};
-	if (all_fit(cmd, 4, all))
-		return conv1d_emit(cmd, op, p, s, d, y, x, w, b, 0);
-	/* Split as ops_conv3d: one sample at a time, blocks of output
-	 * channels (as many as fit for one input channel: ConvTranspose1d's
-	 * w [Ci, Co, k] spans all of w along Co), and where the sample's
-	 * input or the block's w does not fit, blocks of input channels
-	 * accumulating through y (same order, same bits); the bias is
-	 * added once, by the last block. */
-	struct gpu_tensor w_ci = SL(w, 1 - od, 0, 1);
-	for (int64_t bi = 0; bi < B; bi++) {
-		struct gpu_tensor xb = SL(x, 0, bi, 1), yb = SL(y, 0, bi, 1);
-		for (int64_t o0 = 0; o0 < Co;) {
-			const struct gpu_tensor *yw[3] = {&yb, &w_ci, b};
-			int64_t oc = fit_len(cmd, 3, yw, (int[]){1, od, 0}, NULL,
-			    o0, Co - o0);
-			if (oc == 0) {
-				struct gpu_tensor w1 = SL(&w_ci, od, o0, 1);
-				int wbad = !gpu_bind_fits(cmd, &w1);
-				return split_fail(cmd, op, wbad ? "w" : "y",
-				    wbad ? w : y, "output channel");
-			}
-			struct gpu_tensor yo = SL(&yb, 1, o0, oc), wo = SL(w, od, o0, oc);
-			struct gpu_tensor bo;
-			if (b != NULL)
-				bo = SL(b, 0, o0, oc);
-			const struct gpu_tensor *bp = b ? &bo : NULL;
-			if (gpu_bind_fits(cmd, &xb) && gpu_bind_fits(cmd, &wo)) {
-				TRY(conv1d_emit(cmd, op, p, s, d, &yo, &xb, &wo, bp, 0));
-				o0 += oc;
-				continue;
-			}
-			for (int64_t c0 = 0; c0 < Ci;) {
-				const struct gpu_tensor *xw[2] = {&xb, &wo};
-				int64_t cc = fit_len(cmd, 2, xw, (int[]){1, 1 - od},
-				    NULL, c0, Ci - c0);
-				if (cc == 0)
-					return split_fail(cmd, op, "x", x,
-					    "input channel");
-				struct gpu_tensor xc = SL(&xb, 1, c0, cc);
-				struct gpu_tensor wc = SL(&wo, 1 - od, c0, cc);
-				TRY(conv1d_emit(cmd, op, p, s, d, &yo, &xc, &wc,
-				    c0 + cc == Ci ? bp : NULL, c0 > 0));
-				c0 += cc;
-			}
-			o0 += oc;
-		}
-	}
-	return LQ_OK;
+	struct conv1d_geom g = { p, s, d };
+	return conv_split(cmd, op, conv1d_emit, &g, y, x, w, b, od);
 }
 
 static enum lq_status
