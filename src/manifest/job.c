@@ -177,6 +177,9 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->decode_noise = get_string(&r, "decode_noise");
 	jc->noise = get_string(&r, "noise");
 	jc->image = get_string(&r, "image");
+	jc->has_denoise_strength = value(&r, "denoise_strength") != NULL;
+	jc->denoise_strength = jc->has_denoise_strength ?
+	    get_number(&r, "denoise_strength") : 1.0;
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");
@@ -247,6 +250,12 @@ job_config_free(struct job_config *jc)
 {
 	free(jc->loras);
 	memset(jc, 0, sizeof(*jc));
+}
+
+int
+job_condition_pipeline(const struct job_config *jc)
+{
+	return jc->has_denoise_strength;
 }
 
 int64_t

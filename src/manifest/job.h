@@ -51,6 +51,10 @@ struct job_config {
 	const char *latents, *decode_noise;
 	const char *noise;			/* safetensors of random draws */
 	const char *image;			/* image-to-video: the first frame */
+	/* LTXConditionPipeline (job_condition_pipeline): denoise_strength
+	 * in (0, 1], 1 when absent; has_denoise_strength when written */
+	double denoise_strength;
+	int has_denoise_strength;
 	const char *model;			/* a folder or a registered name */
 	const char *transformer, *vae, *text_encoder, *scheduler;
 	const char *model_digest;		/* NULL: not pinned */
@@ -79,6 +83,14 @@ enum lq_status job_config_from_json(const cJSON *config, struct job_config *jc,
 
 /* Releases what job_config_from_json allocated and zeroes *jc. */
 void job_config_free(struct job_config *jc);
+
+/*
+ * 1 when the job renders with diffusers' LTXConditionPipeline semantics
+ * (pipelines/ltx/pipeline_ltx_condition.py: linear_quadratic_schedule,
+ * per-token Euler step, video coordinates, the initial noise always
+ * drawn) rather than LTXPipeline's: the job has denoise_strength.
+ */
+int job_condition_pipeline(const struct job_config *jc);
 
 /*
  * Videos the job renders: per_device_batch_size × mesh.data.  Data

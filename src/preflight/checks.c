@@ -562,8 +562,14 @@ pf_check_sampling(struct pf_job_state *s)
 		struct scheduler_schedule sch;
 		struct lq_error serr;
 		error_clear(&serr);
-		if (scheduler_set_timesteps(sc, (int)steps, tok, &sch, &serr) ==
-		    LQ_OK) {
+		if (job_condition_pipeline(&s->jc)) {
+			/* LTXConditionPipeline's schedule: its one failure
+			 * (dynamic shifting) is pf_check_condition's */
+			if (scheduler_set_timesteps_condition(sc, (int)steps,
+			    &sch, &serr) == LQ_OK)
+				scheduler_schedule_free(&sch);
+		} else if (scheduler_set_timesteps(sc, (int)steps, tok, &sch,
+		    &serr) == LQ_OK) {
 			scheduler_schedule_free(&sch);
 		} else {
 			struct lq_error *e = pf_job_add(s, "num_inference_steps",
@@ -613,6 +619,74 @@ pf_check_sampling(struct pf_job_state *s)
 		    "classifier-free guidance",
 		    pf_job_text(s, "guidance_rescale", t, sizeof(t)), g);
 		error_set_hint(e, "remove guidance_rescale or raise guidance_scale above 1");
+	}
+}
+
+/* ---- LTXConditionPipeline -------------------------------------------- */
+
+/*
+ * denoise_strength (LTXConditionPipeline, pipelines/ltx/
+ * pipeline_ltx_condition.py): in (0, 1]; it runs int(N * s) of the N
+ * steps (scheduler_denoise_start), at least one; with `latents:` it must
+ * be below 1 (upstream ignores the latents at 1); `image:` is
+ * LTXImageToVideoPipeline's key, not this pipeline's; and the schedule
+ * must be one the pipeline can set (no dynamic shifting).
+ */
+void
+pf_check_condition(struct pf_job_state *s)
+{
+	char t[64];
+	if (!job_condition_pipeline(&s->jc))
+		return;
+	double ds = s->jc.denoise_strength;
+	int64_t steps = s->jc.num_inference_steps;
+	if (!(ds > 0.0 && ds <= 1.0)) {
+		struct lq_error *e = pf_job_add(s, "denoise_strength", LQ_FAILED,
+		    "LQ-COND-001", "%s is outside (0, 1]: denoise_strength is the "
+		    "share of the schedule that runs",
+		    pf_job_text(s, "denoise_strength", t, sizeof(t)));
+		error_set_hint(e, "nearest valid: %g (0.4 refines upsampled "
+		    "latents as LTX-Video's two-stage recipe does)",
+		    ds <= 0.0 ? 0.4 : 1.0);
+	} else if (steps >= 1 && steps <= MAX_STEPS &&
+	    scheduler_denoise_start((int)steps, ds) >= steps) {
+		/* the smallest strength that runs one step */
+		double lo = 1.0 / (double)steps;
+		while (scheduler_denoise_start((int)steps, lo) >= steps)
+			lo = nextafter(lo, 2.0);
+		struct lq_error *e = pf_job_add(s, "denoise_strength", LQ_FAILED,
+		    "LQ-COND-002", "%s of %" PRId64 " steps runs no step "
+		    "(int(%" PRId64 " x %g) = 0)",
+		    pf_job_text(s, "denoise_strength", t, sizeof(t)), steps,
+		    steps, ds);
+		error_set_hint(e, "denoise_strength at least %.17g, or more "
+		    "num_inference_steps (%d at this strength)", lo,
+		    (int)ceil(1.0 / ds));
+	}
+	if (ds == 1.0 && s->jc.latents != NULL) {
+		struct lq_error *e = pf_job_add(s, "denoise_strength", LQ_FAILED,
+		    "LQ-COND-003", "denoise_strength 1 with latents: "
+		    "LTXConditionPipeline ignores the given latents and starts "
+		    "from pure noise");
+		error_set_hint(e, "denoise_strength: 0.999 (what the distilled "
+		    "recipe uses), or drop latents");
+	}
+	if (s->jc.image != NULL) {
+		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED,
+		    "LQ-COND-005", "image: is LTXImageToVideoPipeline's key; a "
+		    "job with denoise_strength renders with LTXConditionPipeline");
+		error_set_hint(e, "drop denoise_strength to animate the image "
+		    "with image:");
+	}
+	if (s->pm && s->pm->sched_ok && s->pm->sched.use_dynamic_shifting) {
+		struct lq_error *e = pf_job_add(s, "scheduler", LQ_FAILED,
+		    "LQ-COND-004", "the scheduler config has "
+		    "use_dynamic_shifting true; LTXConditionPipeline (a job with "
+		    "denoise_strength) never passes mu, and diffusers refuses "
+		    "that schedule");
+		error_set_hint(e, "give `scheduler:` a folder whose "
+		    "scheduler_config.json has \"use_dynamic_shifting\": false "
+		    "(as converted for LTX-Video 0.9.5 and 0.9.7)");
 	}
 }
 

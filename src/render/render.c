@@ -98,6 +98,11 @@ struct render {
 	 * per-token timesteps t * (1 - mask) [2B or B, S] */
 	int64_t cond_tokens;
 	float *timestep_tokens;
+	/* LTXConditionPipeline (job_condition_pipeline): the step the loop
+	 * starts at (denoise_strength's get_timesteps; 0 without) and the
+	 * video_coords [3, S] the transformer gets */
+	int first_step;
+	float *video_coords;
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
 	char *name_shown;		/* job name, control characters escaped */
@@ -114,6 +119,7 @@ render_free(struct render *r)
 	ltxv_vae_encoder_free(r->enc);
 	st_file_close(r->noise);
 	free(r->timestep_tokens);
+	free(r->video_coords);
 	gpu_buffer_free(r->buf_in);
 	gpu_buffer_free(r->buf_text);
 	gpu_buffer_free(r->buf_out);
@@ -338,8 +344,20 @@ phase_load(struct render *r, struct lq_error *err)
 	r->Cc = tc->caption_channels;
 	/* diffusers: do_classifier_free_guidance = guidance_scale > 1 */
 	r->cfg = jc->guidance_scale > 1.0;
-	return scheduler_set_timesteps(&r->sched_cfg,
-	    (int)jc->num_inference_steps, r->S, &r->sched, err);
+	if (!job_condition_pipeline(jc))
+		return scheduler_set_timesteps(&r->sched_cfg,
+		    (int)jc->num_inference_steps, r->S, &r->sched, err);
+	/* LTXConditionPipeline: the full schedule (the scheduler keeps it;
+	 * the per-token step looks its sigmas up), run from first_step */
+	if ((s = scheduler_set_timesteps_condition(&r->sched_cfg,
+	    (int)jc->num_inference_steps, &r->sched, err)) != LQ_OK)
+		return s;
+	r->first_step = scheduler_denoise_start((int)jc->num_inference_steps,
+	    jc->denoise_strength);
+	r->video_coords = xmalloc(3 * (size_t)r->S * sizeof(float));
+	latents_video_coords(&r->shape, vc->spatial_compression_ratio,
+	    vc->temporal_compression_ratio, jc->frame_rate, r->video_coords);
+	return LQ_OK;
 }
 
 static enum lq_status
@@ -577,8 +595,8 @@ load_networks(struct render *r, struct lq_error *err)
 	if (r->cond_tokens > 0)
 		r->timestep_tokens = xcalloc((size_t)rows * r->S, sizeof(float));
 	if (r->jc.save_tensors != NULL)
-		r->trajectory = xcalloc((size_t)r->jc.num_inference_steps * n,
-		    sizeof(float));
+		r->trajectory = xcalloc((size_t)(r->jc.num_inference_steps -
+		    r->first_step) * n, sizeof(float));
 	if (log_get_level() >= LOG_LEVEL_INFO && r->opt->progress_tty == 0) {
 		size_t tw, tp, tk;
 		ltxv_transformer_memory(r->transformer, &tw, &tp, &tk);
@@ -865,6 +883,64 @@ fresh_latents(struct render *r, struct lq_error *err)
 	return s;
 }
 
+/* `latents: FILE` packed into out [B, S, C] (latents_import's shapes). */
+static enum lq_status
+supplied_latents(struct render *r, float *out, struct lq_error *err)
+{
+	char *p = job_path(r, r->jc.latents);
+	struct st_file *f = NULL;
+	enum lq_status s = st_file_open(p, &f, err);
+	free(p);
+	if (s != LQ_OK)
+		return s;
+	const struct st_tensor *t = st_file_find(f, "latents");
+	if (t == NULL && st_file_count(f) == 1)
+		t = st_file_tensor(f, 0);
+	if (t == NULL) {
+		st_file_close(f);
+		return error_set(err, LQ_FAILED, "LQ-LAT-002", "%s has no "
+		    "tensor named latents", r->jc.latents);
+	}
+	float *data = st_tensor_to_f32(t);
+	s = latents_import(&r->shape, t->ndim, t->shape, data, out, err);
+	free(data);
+	st_file_close(f);
+	return s;
+}
+
+/*
+ * LTXConditionPipeline.prepare_latents (pipelines/ltx/
+ * pipeline_ltx_condition.py): initial_noise [B, C, F, h, w] is ALWAYS
+ * drawn first; with `latents:` and denoise_strength < 1 the supplied
+ * (normalised) latents are noised to latent_sigma = sigmas[first_step]:
+ * sigma * noise + (1 - sigma) * latents; else the noise is the latents
+ * (upstream ignores latents= at denoise_strength 1; preflight refuses
+ * that job).  Packed into r->latents.
+ */
+static enum lq_status
+condition_latents(struct render *r, struct lq_error *err)
+{
+	const struct latents_shape *sh = &r->shape;
+	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
+	    sh->width};
+	size_t n = latents_numel(sh);
+	float *z = xmalloc(n * sizeof(float));
+	enum lq_status s = draw(r, "initial_noise", 5, shape,
+	    RNG_PURPOSE_INITIAL_LATENTS, z, err);
+	if (s == LQ_OK && r->jc.latents != NULL && r->jc.denoise_strength < 1) {
+		float *noise = xmalloc(n * sizeof(float));
+		latents_pack(sh, z, noise);
+		if ((s = supplied_latents(r, r->latents, err)) == LQ_OK)
+			latents_noise_to_sigma(r->latents, noise, n,
+			    r->sched.sigmas[r->first_step]);
+		free(noise);
+	} else if (s == LQ_OK) {
+		latents_pack(sh, z, r->latents);
+	}
+	free(z);
+	return s;
+}
+
 /* Initial latents: a checkpoint, a supplied file, or latentq's noise. */
 static enum lq_status
 initial_latents(struct render *r, int *start_step, struct lq_error *err)
@@ -887,7 +963,8 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		    (long long)r->job->id, skipped);
 	if (found) {
 		if (cp.size != n * sizeof(float) || strcmp(cp.dtype, "F32") != 0 ||
-		    cp.step > r->jc.num_inference_steps) {
+		    cp.step > r->jc.num_inference_steps ||
+		    cp.step <= r->first_step) {
 			s = error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "checkpoint of "
 			    "step %d has %zu bytes of %s, expected %zu of F32",
 			    cp.step, cp.size, cp.dtype, n * sizeof(float));
@@ -907,31 +984,13 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		if (r->trajectory == NULL)
 			return LQ_OK;
 		return store_fill_trajectory(r->st, r->job->id, r->trajectory,
-		    n * sizeof(float), step, err);
+		    n * sizeof(float), r->first_step, step, err);
 	}
-	*start_step = 0;
-	if (r->jc.latents != NULL) {
-		char *p = job_path(r, r->jc.latents);
-		struct st_file *f = NULL;
-		s = st_file_open(p, &f, err);
-		free(p);
-		if (s != LQ_OK)
-			return s;
-		const struct st_tensor *t = st_file_find(f, "latents");
-		if (t == NULL && st_file_count(f) == 1)
-			t = st_file_tensor(f, 0);
-		if (t == NULL) {
-			st_file_close(f);
-			return error_set(err, LQ_FAILED, "LQ-LAT-002", "%s has no "
-			    "tensor named latents", r->jc.latents);
-		}
-		float *data = st_tensor_to_f32(t);
-		s = latents_import(&r->shape, t->ndim, t->shape, data, r->latents,
-		    err);
-		free(data);
-		st_file_close(f);
-		return s;
-	}
+	*start_step = r->first_step;
+	if (job_condition_pipeline(&r->jc))
+		return condition_latents(r, err);
+	if (r->jc.latents != NULL)
+		return supplied_latents(r, r->latents, err);
 	return fresh_latents(r, err);
 }
 
@@ -1017,6 +1076,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 			.num_frames = (int)r->shape.frames,
 			.height = (int)r->shape.height, .width = (int)r->shape.width,
 			.rope_interpolation_scale = rope,
+			.video_coords = r->video_coords,
 		};
 		if ((s = ltxv_transformer_forward(r->transformer, &a, &t_out, NULL,
 		    err)) != LQ_OK)
@@ -1031,7 +1091,15 @@ phase_denoise(struct render *r, struct lq_error *err)
 			    r->jc.guidance_rescale);
 			v = r->guided;
 		}
-		if (r->cond_tokens == 0) {
+		if (r->video_coords != NULL) {
+			/* LTXConditionPipeline: scheduler.step with
+			 * per_token_timesteps = timestep[:B] */
+			size_t per = (size_t)r->S * r->C;
+			for (int b = 0; b < r->B; b++)
+				scheduler_step_tokens(&r->sched, r->latents + b * per,
+				    v + b * per, (size_t)r->S, (size_t)r->C, NULL, t,
+				    NULL, (float)r->sched_cfg.num_train_timesteps);
+		} else if (r->cond_tokens == 0) {
 			scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
 			    r->sched.sigmas[k + 1]);
 		} else {
@@ -1057,8 +1125,8 @@ phase_denoise(struct render *r, struct lq_error *err)
 			return LQ_FAILED;
 		}
 		if (r->trajectory != NULL)
-			memcpy(r->trajectory + (size_t)k * n, r->latents,
-			    n * sizeof(float));
+			memcpy(r->trajectory + (size_t)(k - r->first_step) * n,
+			    r->latents, n * sizeof(float));
 		struct store_checkpoint_new cp = {
 			.job_id = r->job->id, .step = k + 1,
 			.sigma = r->sched.sigmas[k + 1], .dtype = "F32", .ndim = 3,
@@ -1526,7 +1594,8 @@ phase_encode_video(struct render *r, struct video_out *vo,
 	/* save_tensors: named as the goldens name them */
 	char *path = job_path(r, r->jc.save_tensors);
 	struct st_writer *w = st_writer_new();
-	int64_t ls[4] = {r->jc.num_inference_steps, r->B, r->S, r->C};
+	int64_t ls[4] = {r->jc.num_inference_steps - r->first_step, r->B, r->S,
+	    r->C};
 	st_writer_add(w, "latents_after_step", ST_F32, 4, ls, r->trajectory);
 	int64_t vs[5] = {out_shape[0], F, H, W, 3};
 	st_writer_add(w, "video_np", ST_F32, 5, vs, vo->all_np);

@@ -10,6 +10,10 @@
  *                                     deterministic values in [-1, 1]
  *   st-tool pick OUT IN KEY[:NEW]...  tensors KEY of IN (renamed NEW) into
  *                                     OUT; a missing KEY is an error
+ *   st-tool unprefix OUT IN PREFIX    every tensor of IN, PREFIX dropped
+ *                                     from the names that start with it
+ *                                     (the goldens' "vae.decoder..." ->
+ *                                     the decoder's "decoder...")
  *   st-tool png OUT IN KEY            U8 tensor KEY [H, W, 3] of IN as an
  *                                     RGB PNG
  *   st-tool image OUT IMAGE KEY       an image (media_read_image: PNG,
@@ -128,6 +132,28 @@ do_merge(const char *out, int n, char **in)
 		free(seen[s]);
 	free(seen);
 	free(files);
+	return rc;
+}
+
+static int
+do_unprefix(const char *out, const char *in, const char *prefix)
+{
+	struct st_file *f = open_or_die(in);
+	struct st_writer *w = st_writer_new();
+	size_t np = strlen(prefix);
+	for (size_t k = 0; k < st_file_count(f); k++) {
+		const struct st_tensor *t = st_file_tensor(f, k);
+		const char *name = strncmp(t->name, prefix, np) == 0 ?
+		    t->name + np : t->name;
+		st_writer_add(w, name, t->dtype, t->ndim, t->shape, t->data);
+	}
+	struct lq_error err;
+	error_clear(&err);
+	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
+	if (rc)
+		error_print(&err, stderr);
+	st_writer_free(w);
+	st_file_close(f);
 	return rc;
 }
 
@@ -291,11 +317,13 @@ main(int argc, char **argv)
 		return do_image(argv[2], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[1], "png") == 0)
 		return do_png(argv[2], argv[3], argv[4]);
+	if (argc == 5 && strcmp(argv[1], "unprefix") == 0)
+		return do_unprefix(argv[2], argv[3], argv[4]);
 	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
 		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
 	    "fill OUT NAME D0 [D1...] | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
-	    "image OUT IMAGE KEY | "
+	    "image OUT IMAGE KEY | unprefix OUT IN PREFIX | "
 	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }

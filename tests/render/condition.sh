@@ -1,0 +1,92 @@
+#!/bin/sh
+# LTXConditionPipeline through render jobs, against the upstream goldens of
+# tests/data/ltxv-twostage (every random draw supplied with `noise:`):
+#   refine/      latents: + denoise_strength 0.4 (10 steps, 4 run)
+# latents_after_step within the per-step suggested_atol, video_np within
+# its atol, video_uint8 within ±1.  A refine killed (SIGKILL) mid-denoise
+# resumes to a byte-identical MP4 and save_tensors file.
+. "${top_srcdir:-.}/tests/cli/common.sh"
+
+D=$top_srcdir/tests/data/ltxv-twostage
+X=$top_srcdir/tests/data/ltxv-extra
+CMP=${top_builddir:-.}/tests/nn/st-compare
+ST=${top_builddir:-.}/tests/render/st-tool
+digest() { sha256sum "$1" | cut -d' ' -f1; }
+
+# noise CASE: the case's recorded draws as one noise: file (the decoder's
+# injected noise under the decoder's own module names)
+noise() {
+	"$ST" unprefix "$T/$1.inject.st" "$D/$1/decode.inject_noise.safetensors" \
+	    vae. || fail "st-tool unprefix"
+	"$ST" merge "$T/$1.noise.st" "$D/$1/prepare.safetensors" \
+	    "$D/$1/output.safetensors" "$T/$1.inject.st" ${2:-} ||
+	    fail "st-tool merge"
+}
+# manifest NAME DIR CASE [EXTRA LINES] : the case's call as a job
+manifest() {
+	cat > "$2/m.yaml" <<YAML
+jobs:
+  - name: $1
+    model: $top_srcdir/tests/data/pipeline/pipeB/model
+    transformer: $X/models/transformer
+    vae: $X/models/vae091
+    scheduler: $D/scheduler
+    prompt_embeds: $D/$3/text.safetensors
+    height: 64
+    width: 96
+    num_frames: 9
+    frame_rate: 25
+    guidance_scale: 3.0
+    decode_timestep: 0.05
+    decode_noise_scale: 0.025
+    max_sequence_length: 12
+    seed: 7
+    save_tensors: tensors.safetensors
+    output: videos/$1.mp4
+${4:-}
+YAML
+}
+
+# ---- refine: latents + denoise_strength ----------------------------------
+mkdir -p "$T/refine"
+noise refine
+"$ST" pick "$T/refine/latents.st" "$D/refine/prepare.safetensors" \
+    latents_in:latents || fail "st-tool pick"
+cp "$T/refine.noise.st" "$T/refine/noise.st"
+manifest refine "$T/refine" refine "    num_inference_steps: 10
+    guidance_rescale: 0.7
+    denoise_strength: 0.4
+    latents: latents.st
+    noise: noise.st"
+expect_status 0 "$LATENTQ" -d "$T/refine.db" render "$T/refine/m.yaml"
+checks=$((checks + 2))
+"$CMP" "$D/index.json" "$D" refine/steps.safetensors \
+    "$T/refine/tensors.safetensors" latents_after_step ||
+    fail "refine latents_after_step beyond suggested_atol"
+"$CMP" "$D/index.json" "$D" refine/output.safetensors \
+    "$T/refine/tensors.safetensors" video_np video_uint8 ||
+    fail "refine video beyond suggested_atol"
+# four steps ran, recorded as steps 7..10 of the full schedule
+expect_eq "$(sqlite3 "$T/refine.db" "SELECT group_concat(step) FROM (SELECT step FROM checkpoints ORDER BY step)")" "7,8,9,10" "refine: checkpoints of steps 7..10"
+
+# latentq's own draws (seed 7): a refine killed after step 8 (the second
+# step run) resumes there to the same MP4 and the same save_tensors.
+for run in ref kill; do
+	mkdir -p "$T/r$run"
+	manifest refine "$T/r$run" refine "    num_inference_steps: 10
+    guidance_rescale: 0.7
+    denoise_strength: 0.4
+    latents: $T/refine/latents.st"
+done
+expect_status 0 "$LATENTQ" -d "$T/rref.db" render "$T/rref/m.yaml"
+LATENTQ_FAULT="kill@denoise:8#1" expect_status 0 "$LATENTQ" \
+    -d "$T/rkill.db" render "$T/rkill/m.yaml"
+expect_eq "$(sqlite3 "$T/rkill.db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "refine kill: one crash"
+expect_eq "$(sqlite3 "$T/rkill.db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"step":8}' "refine kill: resumed after step 8"
+expect_eq "$(digest "$T/rkill/videos/refine.mp4")" "$(digest "$T/rref/videos/refine.mp4")" "refine kill: MP4 identical"
+expect_eq "$(digest "$T/rkill/tensors.safetensors")" "$(digest "$T/rref/tensors.safetensors")" "refine kill: save_tensors identical"
+checks=$((checks + 1))
+cmp -s "$T/rref/videos/refine.mp4" "$T/refine/videos/refine.mp4" &&
+    fail "seed 7 rendered upstream's draws"
+
+finish
