@@ -180,6 +180,7 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->has_denoise_strength = value(&r, "denoise_strength") != NULL;
 	jc->denoise_strength = jc->has_denoise_strength ?
 	    get_number(&r, "denoise_strength") : 1.0;
+	jc->image_cond_noise_scale = get_number(&r, "image_cond_noise_scale");
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");
@@ -238,6 +239,32 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 			i++;
 		}
 	}
+	const cJSON *conds = cJSON_GetObjectItemCaseSensitive(config,
+	    "conditions");
+	if (conds != NULL && !cJSON_IsNull(conds) && !cJSON_IsArray(conds))
+		bad(&r, "conditions", "a list");
+	if (cJSON_IsArray(conds) && cJSON_GetArraySize(conds) > 0) {
+		jc->n_conditions = (size_t)cJSON_GetArraySize(conds);
+		jc->conditions = xcalloc(jc->n_conditions,
+		    sizeof(*jc->conditions));
+		size_t i = 0;
+		const cJSON *c;
+		cJSON_ArrayForEach(c, conds) {
+			struct reader cr = { .obj = c,
+			    .parent = manifest_key_find("conditions"), .err = err,
+			    .failed = r.failed };
+			if (!cJSON_IsObject(c))
+				bad(&cr, "[]", "an {image, frame_index, strength} "
+				    "mapping");
+			jc->conditions[i].image = get_string(&cr, "image");
+			jc->conditions[i].frame_index = get_int(&cr, "frame_index");
+			jc->conditions[i].strength = get_number(&cr, "strength");
+			if (jc->conditions[i].image == NULL)
+				bad(&cr, "image", "given");
+			r.failed = cr.failed;
+			i++;
+		}
+	}
 	if (r.failed) {
 		job_config_free(jc);
 		return LQ_FAILED;
@@ -249,13 +276,14 @@ void
 job_config_free(struct job_config *jc)
 {
 	free(jc->loras);
+	free(jc->conditions);
 	memset(jc, 0, sizeof(*jc));
 }
 
 int
 job_condition_pipeline(const struct job_config *jc)
 {
-	return jc->has_denoise_strength;
+	return jc->has_denoise_strength || jc->n_conditions > 0;
 }
 
 int64_t

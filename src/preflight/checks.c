@@ -358,31 +358,30 @@ check_grid(struct pf_job_state *s, const char *key, const char *code,
 }
 
 /*
- * image: a PNG the render can read, of exactly the job's size (latentq does
- * not resample it), and the VAE must have an encoder.  Its content digest
- * is recorded in the config as image_digest, so it is part of the job's
- * config digest (a changed image is a different job) and the render checks
- * the file still has it.
+ * An image (image:, or a condition's image at `field`): a PNG or JPEG the
+ * render can read, of exactly the job's size (latentq does not resample
+ * it), with a patch_size_t 1 transformer.  Its content digest is recorded
+ * as image_digest in `digest_into` (the config, or the condition's
+ * mapping), so it is part of the job's config digest (a changed image is
+ * a different job) and the render checks the file still has it.
  */
-void
-pf_check_image(struct pf_job_state *s)
+static void
+check_image_file(struct pf_job_state *s, const char *field, const char *path,
+    cJSON *digest_into)
 {
-	const char *path = json_get_string(s->config, "image", NULL);
-	if (path == NULL)
-		return;
 	uint8_t *rgb = NULL;
 	int h = 0, w = 0;
 	struct lq_error fe;
 	error_clear(&fe);
 	if (media_read_image(path, &rgb, &h, &w, &fe) != LQ_OK) {
-		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-001",
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-001",
 		    "%s is not a readable PNG or JPEG image: %s", path, fe.message);
 		error_set_hint(e, "give a PNG or JPEG of the job's width x height");
 		return;
 	}
 	free(rgb);
 	if (s->geometry_ok && (h != s->height || w != s->width)) {
-		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-002",
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-002",
 		    "image %s is %dx%d (width x height); the job renders %" PRId64
 		    "x%" PRId64 " and latentq does not resample images", path, w,
 		    h, s->width, s->height);
@@ -391,7 +390,7 @@ pf_check_image(struct pf_job_state *s)
 		return;
 	}
 	if (s->pm && s->pm->dm && s->pm->dm->transformer_config.patch_size_t != 1) {
-		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-002",
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-002",
 		    "image-to-video needs the transformer's patch_size_t 1, not %d",
 		    s->pm->dm->transformer_config.patch_size_t);
 		error_set_hint(e, "use an LTX-Video transformer (patch_size_t 1)");
@@ -399,9 +398,17 @@ pf_check_image(struct pf_job_state *s)
 	}
 	char hex[DIGEST_HEX_SIZE];
 	if (digest_file(path, hex, &fe) == LQ_OK) {
-		cJSON_DeleteItemFromObjectCaseSensitive(s->config, "image_digest");
-		cJSON_AddStringToObject(s->config, "image_digest", hex);
+		cJSON_DeleteItemFromObjectCaseSensitive(digest_into, "image_digest");
+		cJSON_AddStringToObject(digest_into, "image_digest", hex);
 	}
+}
+
+void
+pf_check_image(struct pf_job_state *s)
+{
+	const char *path = json_get_string(s->config, "image", NULL);
+	if (path != NULL)
+		check_image_file(s, "image", path, s->config);
 }
 
 void
@@ -674,16 +681,63 @@ pf_check_condition(struct pf_job_state *s)
 	if (s->jc.image != NULL) {
 		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED,
 		    "LQ-COND-005", "image: is LTXImageToVideoPipeline's key; a "
-		    "job with denoise_strength renders with LTXConditionPipeline");
-		error_set_hint(e, "drop denoise_strength to animate the image "
-		    "with image:");
+		    "job with denoise_strength or conditions renders with "
+		    "LTXConditionPipeline");
+		error_set_hint(e, "write the image as conditions: [{image: %s}], "
+		    "or drop denoise_strength and conditions",
+		    s->jc.image);
+	}
+	double ns = s->jc.image_cond_noise_scale;
+	if (s->jc.n_conditions > 0 && !(ns >= 0.0)) {
+		struct lq_error *e = pf_job_add(s, "image_cond_noise_scale",
+		    LQ_FAILED, "LQ-COND-008", "%s is negative: it scales the "
+		    "noise put on condition tokens",
+		    pf_job_text(s, "image_cond_noise_scale", t, sizeof(t)));
+		error_set_hint(e, "nearest valid: 0 (none, as the two-stage "
+		    "recipe), or 0.15 (the pipeline's default)");
+	}
+	cJSON *conds = cJSON_GetObjectItemCaseSensitive(s->config, "conditions");
+	for (size_t i = 0; i < s->jc.n_conditions; i++) {
+		const struct job_condition *c = &s->jc.conditions[i];
+		char field[64];
+		snprintf(field, sizeof(field), "conditions[%zu]", i);
+		if (i > 0) {
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-COND-006", "%zu conditions: latentq renders one "
+			    "image condition", s->jc.n_conditions);
+			error_set_hint(e, "keep one condition, at frame_index 0");
+			break;
+		}
+		if (c->frame_index != 0) {
+			snprintf(field, sizeof(field), "conditions[%zu].frame_index",
+			    i);
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-COND-006", "frame_index %" PRId64 ": latentq "
+			    "conditions on frame 0 only (other frames append "
+			    "condition tokens upstream, not implemented)",
+			    c->frame_index);
+			error_set_hint(e, "frame_index: 0");
+			continue;
+		}
+		if (!(c->strength >= 0.0 && c->strength <= 1.0)) {
+			snprintf(field, sizeof(field), "conditions[%zu].strength", i);
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-COND-007", "strength %g is outside [0, 1] (the "
+			    "lerp weight of the condition's latents)", c->strength);
+			error_set_hint(e, "nearest valid: %g", c->strength < 0 ?
+			    0.0 : 1.0);
+			continue;
+		}
+		snprintf(field, sizeof(field), "conditions[%zu].image", i);
+		check_image_file(s, field, c->image,
+		    cJSON_GetArrayItem(conds, (int)i));
 	}
 	if (s->pm && s->pm->sched_ok && s->pm->sched.use_dynamic_shifting) {
 		struct lq_error *e = pf_job_add(s, "scheduler", LQ_FAILED,
 		    "LQ-COND-004", "the scheduler config has "
 		    "use_dynamic_shifting true; LTXConditionPipeline (a job with "
-		    "denoise_strength) never passes mu, and diffusers refuses "
-		    "that schedule");
+		    "denoise_strength or conditions) never passes mu, and "
+		    "diffusers refuses that schedule");
 		error_set_hint(e, "give `scheduler:` a folder whose "
 		    "scheduler_config.json has \"use_dynamic_shifting\": false "
 		    "(as converted for LTX-Video 0.9.5 and 0.9.7)");

@@ -103,6 +103,13 @@ struct render {
 	 * video_coords [3, S] the transformer gets */
 	int first_step;
 	float *video_coords;
+	/* conditions: conditioning_mask [S] (the strength on the tokens of
+	 * latent frame 0, cond_tokens of them), the latents right after
+	 * prepare_latents [B, S, C] (init_latents, for image_cond_noise),
+	 * and that noise: every step run's [steps run, B, S, C] */
+	float *cond_mask;
+	float *init_latents;
+	float *icn;
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
 	char *name_shown;		/* job name, control characters escaped */
@@ -120,6 +127,9 @@ render_free(struct render *r)
 	st_file_close(r->noise);
 	free(r->timestep_tokens);
 	free(r->video_coords);
+	free(r->cond_mask);
+	free(r->init_latents);
+	free(r->icn);
 	gpu_buffer_free(r->buf_in);
 	gpu_buffer_free(r->buf_text);
 	gpu_buffer_free(r->buf_out);
@@ -330,9 +340,10 @@ phase_load(struct render *r, struct lq_error *err)
 		if (s != LQ_OK)
 			return s;
 	}
-	if (jc->image != NULL) {
-		/* the conditioning mask is 1 on latent frame 0; packed, that
-		 * is the first (H/p)(W/p) tokens of each sample when p_t = 1 */
+	if (jc->image != NULL || jc->n_conditions > 0) {
+		/* the conditioning mask is 1 (a condition's strength) on
+		 * latent frame 0; packed, that is the first (H/p)(W/p) tokens
+		 * of each sample when p_t = 1 */
 		if (r->shape.patch_size_t != 1)
 			return error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image: "
 			    "the transformer's patch_size_t is %lld; image-to-"
@@ -357,6 +368,19 @@ phase_load(struct render *r, struct lq_error *err)
 	r->video_coords = xmalloc(3 * (size_t)r->S * sizeof(float));
 	latents_video_coords(&r->shape, vc->spatial_compression_ratio,
 	    vc->temporal_compression_ratio, jc->frame_rate, r->video_coords);
+	if (jc->n_conditions > 0) {
+		/* condition_latent_frames_mask[:, :1] = strength, gathered per
+		 * token (frame_index 0: no extra condition tokens) */
+		r->cond_mask = xcalloc((size_t)r->S, sizeof(float));
+		for (int64_t j = 0; j < r->cond_tokens; j++)
+			r->cond_mask[j] = (float)jc->conditions[0].strength;
+		size_t n = (size_t)r->B * r->S * r->C;
+		if (jc->image_cond_noise_scale > 0) {
+			r->init_latents = xmalloc(n * sizeof(float));
+			r->icn = xmalloc((size_t)(jc->num_inference_steps -
+			    r->first_step) * n * sizeof(float));
+		}
+	}
 	return LQ_OK;
 }
 
@@ -734,20 +758,28 @@ draw(const struct render *r, const char *name, int ndim, const int64_t *shape,
 }
 
 /*
- * LTXImageToVideoPipeline's image latent (pipelines/ltx/
- * pipeline_ltx_image2video.py, prepare_latents): the job's image,
+ * An image's latent, the same math in both pipelines that encode one:
+ * LTXImageToVideoPipeline.prepare_latents (pipelines/ltx/
+ * pipeline_ltx_image2video.py; the job's `image`, sampled per video:
+ * batch = B, noise posterior_noise) and LTXConditionPipeline.prepare_latents
+ * (pipeline_ltx_condition.py; a condition's image, encoded once:
+ * batch = 1, noise condition_posterior_noise).  The image is
  * VideoProcessor.preprocess'd (uint8 / 255 * 2 - 1, [1, 3, H, W]), encoded
- * as a one-frame video, its latent_dist *sampled* per video with
- * posterior_noise [B, C, 1, h, w], then _normalize_latents with the VAE's
- * latents_mean / latents_std and upstream's default scaling factor 1.0.
- * Writes out [B, C, 1, h, w].  The image must already have the job's
- * size (latentq does not resample; see latentq-manifest(5) `image`).
+ * as a one-frame video, its latent_dist *sampled* with the draw `noise`
+ * [batch, C, 1, h, w] (retrieve_latents), then _normalize_latents with the
+ * VAE's latents_mean / latents_std and upstream's default scaling factor
+ * 1.0.  Writes out [batch, C, 1, h, w].  The image must already have the
+ * job's size (latentq does not resample; see latentq-manifest(5) `image`)
+ * and the digest preflight recorded (`want`, may be NULL); `field` names
+ * the key in errors.
  */
 static enum lq_status
-image_latents(struct render *r, float *out, struct lq_error *err)
+image_latents(struct render *r, const char *image, const char *want,
+    const char *field, const char *noise, uint32_t purpose, int64_t batch,
+    float *out, struct lq_error *err)
 {
 	enum lq_status s;
-	char *path = job_path(r, r->jc.image);
+	char *path = job_path(r, image);
 	uint8_t *rgb = NULL;
 	int h = 0, w = 0;
 
@@ -757,15 +789,13 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 		free(path);
 		return s;
 	}
-	/* preflight recorded the image's digest in the config */
-	const char *want = json_get_string(r->config, "image_digest", NULL);
 	char have[DIGEST_HEX_SIZE];
 	s = digest_file(path, have, err);
 	if (s == LQ_OK && want != NULL && strcmp(want, have) != 0) {
 		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s changed since "
 		    "the job was submitted (digest %.16s…, now %.16s…)", path,
 		    want, have);
-		error_set_field(err, "image");
+		error_set_field(err, "%s", field);
 		error_set_hint(err, "restore the image, or submit the job again "
 		    "with --again to render from the new one");
 		s = LQ_FAILED;
@@ -776,7 +806,7 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s is %dx%d "
 		    "(width x height); the job renders %" PRId64 "x%" PRId64,
 		    path, w, h, r->jc.width, r->jc.height);
-		error_set_field(err, "image");
+		error_set_field(err, "%s", field);
 		error_set_hint(err, "give an image of exactly the job's width x "
 		    "height (latentq does not resample it), or set width: %d "
 		    "and height: %d", w, h);
@@ -825,15 +855,14 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 	}
 	gpu_buffer_free(bx);
 	free(x);
-	int64_t pshape[5] = {r->B, C, 1, lat[3], lat[4]};
+	int64_t pshape[5] = {batch, C, 1, lat[3], lat[4]};
 	if (s == LQ_OK) {
 		ltxv_latent_dist(par, 1, C, S, mean, NULL, std);
-		s = draw(r, "posterior_noise", 5, pshape,
-		    RNG_PURPOSE_POSTERIOR_NOISE, out, err);
+		s = draw(r, noise, 5, pshape, purpose, out, err);
 	}
 	if (s == LQ_OK) {
-		struct latents_shape one = {r->B, C, 1, lat[3], lat[4], 1, 1};
-		for (int b = 0; b < r->B; b++)
+		struct latents_shape one = {batch, C, 1, lat[3], lat[4], 1, 1};
+		for (int64_t b = 0; b < batch; b++)
 			ltxv_latent_dist_sample(mean, std, out + b * C * S, C * S,
 			    out + b * C * S);
 		/* _normalize_latents(x, latents_mean, latents_std): its
@@ -870,7 +899,10 @@ fresh_latents(struct render *r, struct lq_error *err)
 		size_t per = (size_t)(sh->height * sh->width);
 		float *img = xmalloc((size_t)(sh->batch * sh->channels) * per *
 		    sizeof(float));
-		s = image_latents(r, img, err);
+		/* preflight recorded the image's digest in the config */
+		s = image_latents(r, r->jc.image, json_get_string(r->config,
+		    "image_digest", NULL), "image", "posterior_noise",
+		    RNG_PURPOSE_POSTERIOR_NOISE, r->B, img, err);
 		for (int64_t bc = 0; s == LQ_OK && bc < sh->batch * sh->channels;
 		    bc++)
 			memcpy(z + (size_t)bc * (size_t)sh->frames * per,
@@ -910,15 +942,18 @@ supplied_latents(struct render *r, float *out, struct lq_error *err)
 
 /*
  * LTXConditionPipeline.prepare_latents (pipelines/ltx/
- * pipeline_ltx_condition.py): initial_noise [B, C, F, h, w] is ALWAYS
- * drawn first; with `latents:` and denoise_strength < 1 the supplied
- * (normalised) latents are noised to latent_sigma = sigmas[first_step]:
- * sigma * noise + (1 - sigma) * latents; else the noise is the latents
- * (upstream ignores latents= at denoise_strength 1; preflight refuses
- * that job).  Packed into r->latents.
+ * pipeline_ltx_condition.py), packed into out [B, S, C]:
+ * initial_noise [B, C, F, h, w] is ALWAYS drawn first; with `latents:`
+ * and denoise_strength < 1 the supplied (normalised) latents are noised
+ * to latent_sigma = sigmas[first_step]: sigma * noise + (1 - sigma) *
+ * latents; else the noise is the latents (upstream ignores latents= at
+ * denoise_strength 1; preflight refuses that job).  Then the condition
+ * (one image at frame_index 0): its latent (image_latents, batch 1, the
+ * draw condition_posterior_noise) is lerped into latent frame 0 of every
+ * video with its strength (torch.lerp).
  */
 static enum lq_status
-condition_latents(struct render *r, struct lq_error *err)
+condition_latents(struct render *r, float *out, struct lq_error *err)
 {
 	const struct latents_shape *sh = &r->shape;
 	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
@@ -928,15 +963,39 @@ condition_latents(struct render *r, struct lq_error *err)
 	enum lq_status s = draw(r, "initial_noise", 5, shape,
 	    RNG_PURPOSE_INITIAL_LATENTS, z, err);
 	if (s == LQ_OK && r->jc.latents != NULL && r->jc.denoise_strength < 1) {
-		float *noise = xmalloc(n * sizeof(float));
-		latents_pack(sh, z, noise);
-		if ((s = supplied_latents(r, r->latents, err)) == LQ_OK)
-			latents_noise_to_sigma(r->latents, noise, n,
+		/* noised as unpacked [B, C, F, h, w], elementwise */
+		float *given = xmalloc(n * sizeof(float));
+		if ((s = supplied_latents(r, out, err)) == LQ_OK) {
+			latents_unpack(sh, out, given);
+			latents_noise_to_sigma(given, z, n,
 			    r->sched.sigmas[r->first_step]);
-		free(noise);
-	} else if (s == LQ_OK) {
-		latents_pack(sh, z, r->latents);
+			memcpy(z, given, n * sizeof(float));
+		}
+		free(given);
 	}
+	if (s == LQ_OK && r->jc.n_conditions > 0) {
+		const struct job_condition *c = &r->jc.conditions[0];
+		size_t per = (size_t)(sh->height * sh->width);
+		float *cond = xmalloc((size_t)sh->channels * per * sizeof(float));
+		const cJSON *cj = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+		    r->config, "conditions"), 0);
+		s = image_latents(r, c->image, json_get_string(cj, "image_digest",
+		    NULL), "conditions[0].image", "condition_posterior_noise",
+		    RNG_PURPOSE_CONDITION_POSTERIOR, 1, cond, err);
+		/* latents[:, :, :1] = torch.lerp(latents[:, :, :1], cond, s) */
+		float w = (float)c->strength;
+		for (int64_t b = 0; s == LQ_OK && b < sh->batch; b++)
+			for (int64_t ch = 0; ch < sh->channels; ch++) {
+				float *f0 = z + ((size_t)(b * sh->channels + ch) *
+				    (size_t)sh->frames) * per;
+				for (size_t i = 0; i < per; i++)
+					f0[i] = latents_lerp(f0[i],
+					    cond[(size_t)ch * per + i], w);
+			}
+		free(cond);
+	}
+	if (s == LQ_OK)
+		latents_pack(sh, z, out);
 	free(z);
 	return s;
 }
@@ -973,6 +1032,13 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		}
 		memcpy(r->latents, cp.latent, cp.size);
 		*start_step = cp.step;
+		/* image_cond_noise puts noise on init_latents every step: the
+		 * prepared latents again (the same draws, so the same bits) */
+		if (r->init_latents != NULL &&
+		    (s = condition_latents(r, r->init_latents, err)) != LQ_OK) {
+			store_checkpoint_clear(&cp);
+			return s;
+		}
 		char detail[64];
 		snprintf(detail, sizeof(detail), "{\"step\":%d}", cp.step);
 		store_add_event(r->st, r->job->id, "resumed", detail, err);
@@ -987,8 +1053,12 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		    n * sizeof(float), r->first_step, step, err);
 	}
 	*start_step = r->first_step;
-	if (job_condition_pipeline(&r->jc))
-		return condition_latents(r, err);
+	if (job_condition_pipeline(&r->jc)) {
+		if ((s = condition_latents(r, r->latents, err)) == LQ_OK &&
+		    r->init_latents != NULL)
+			memcpy(r->init_latents, r->latents, n * sizeof(float));
+		return s;
+	}
 	if (r->jc.latents != NULL)
 		return supplied_latents(r, r->latents, err);
 	return fresh_latents(r, err);
@@ -1050,14 +1120,36 @@ phase_denoise(struct render *r, struct lq_error *err)
 	int keep = r->opt->keep_checkpoints;
 	if (r->jc.save_tensors != NULL)
 		keep = 0;	/* every step's latent is an output */
+	if (r->icn != NULL) {
+		/* image_cond_noise: one [B, S, C] draw per step run */
+		int64_t ishape[4] = {N - r->first_step, r->B, r->S, r->C};
+		if ((s = draw(r, "image_cond_noise", 4, ishape,
+		    RNG_PURPOSE_IMAGE_COND_NOISE, r->icn, err)) != LQ_OK)
+			return s;
+	}
 	for (int k = start; k < N; k++) {
 		double step_t0 = util_monotonic();
 		float t = r->sched.timesteps[k];
 		for (int i = 0; i < rows; i++)
 			r->timesteps[i] = t;
-		/* image-to-video: timestep = t * (1 - conditioning_mask) per
-		 * token, 0 on latent frame 0 */
-		if (r->timestep_tokens != NULL)
+		if (r->icn != NULL)
+			latents_image_cond_noise(r->latents, r->init_latents,
+			    r->icn + (size_t)(k - r->first_step) * n, r->cond_mask,
+			    (size_t)r->B, (size_t)r->S, (size_t)r->C,
+			    r->jc.image_cond_noise_scale, t);
+		if (r->cond_mask != NULL) {
+			/* LTXConditionPipeline: timestep = min(t, (1 -
+			 * conditioning_mask) * 1000) per token */
+			for (int i = 0; i < rows; i++)
+				for (int j = 0; j < r->S; j++) {
+					float a = 1.0f - r->cond_mask[j];
+					a = a * 1000.0f;
+					r->timestep_tokens[(size_t)i * r->S + j] =
+					    t < a ? t : a;
+				}
+		} else if (r->timestep_tokens != NULL)
+			/* image-to-video: timestep = t * (1 - conditioning_mask)
+			 * per token, 0 on latent frame 0 */
 			for (int i = 0; i < rows; i++)
 				for (int j = 0; j < r->S; j++)
 					r->timestep_tokens[(size_t)i * r->S + j] =
@@ -1097,8 +1189,10 @@ phase_denoise(struct render *r, struct lq_error *err)
 			size_t per = (size_t)r->S * r->C;
 			for (int b = 0; b < r->B; b++)
 				scheduler_step_tokens(&r->sched, r->latents + b * per,
-				    v + b * per, (size_t)r->S, (size_t)r->C, NULL, t,
-				    NULL, (float)r->sched_cfg.num_train_timesteps);
+				    v + b * per, (size_t)r->S, (size_t)r->C,
+				    r->cond_mask != NULL ? r->timestep_tokens +
+				    (size_t)b * r->S : NULL, t, r->cond_mask,
+				    (float)r->sched_cfg.num_train_timesteps);
 		} else if (r->cond_tokens == 0) {
 			scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
 			    r->sched.sigmas[k + 1]);

@@ -380,3 +380,24 @@ latents_noise_to_sigma(float *x, const float *noise, size_t n, float sigma)
 		x[i] = a + b;
 	}
 }
+
+void
+latents_image_cond_noise(float *x, const float *init, const float *noise,
+    const float *mask, size_t batch, size_t tokens, size_t dim,
+    double noise_scale, float t)
+{
+	float tf = t / 1000.0f, t2 = tf * tf;
+	float scale = (float)noise_scale;
+
+	for (size_t b = 0; b < batch; b++)
+		for (size_t j = 0; j < tokens; j++) {
+			if (!(mask[j] > 1.0f - 1e-6f))
+				continue;
+			size_t o = (b * tokens + j) * dim;
+			for (size_t c = 0; c < dim; c++) {
+				float a = scale * noise[o + c];
+				a = a * t2;
+				x[o + c] = init[o + c] + a;
+			}
+		}
+}

@@ -77,6 +77,18 @@ void latents_video_coords(const struct latents_shape *sh, int spatial,
 void latents_noise_to_sigma(float *x, const float *noise, size_t n,
     float sigma);
 
+/*
+ * LTXConditionPipeline.add_noise_to_image_conditioning_latents at the start
+ * of a step at timestep t (0..1000), in place on packed x [batch, tokens,
+ * dim]: the tokens whose conditioning mask (mask [tokens], the same for
+ * every sample) is > 1 - 1e-6 become init + noise_scale * noise * (t /
+ * 1000)^2 (float32, left to right); init (the latents right after
+ * prepare_latents) and noise (this step's randn) are [batch, tokens, dim].
+ */
+void latents_image_cond_noise(float *x, const float *init, const float *noise,
+    const float *mask, size_t batch, size_t tokens, size_t dim,
+    double noise_scale, float t);
+
 /* torch.lerp(start, end, weight) on the CPU, float32: start + w (end -
  * start) when |w| < 0.5, else end - (end - start)(1 - w). */
 float latents_lerp(float start, float end, float weight);

@@ -2,9 +2,13 @@
 # LTXConditionPipeline through render jobs, against the upstream goldens of
 # tests/data/ltxv-twostage (every random draw supplied with `noise:`):
 #   refine/      latents: + denoise_strength 0.4 (10 steps, 4 run)
+#   image_cond/  conditions: [{image, frame_index: 0, strength: 1}] with
+#                image_cond_noise_scale 0.15 (4 steps)
 # latents_after_step within the per-step suggested_atol, video_np within
 # its atol, video_uint8 within ±1.  A refine killed (SIGKILL) mid-denoise
-# resumes to a byte-identical MP4 and save_tensors file.
+# resumes to a byte-identical MP4 and save_tensors file; so does an image
+# condition killed while encoding its image and mid-denoise (the image
+# noise of every step comes from the prepared latents, computed again).
 . "${top_srcdir:-.}/tests/cli/common.sh"
 
 D=$top_srcdir/tests/data/ltxv-twostage
@@ -88,5 +92,49 @@ expect_eq "$(digest "$T/rkill/tensors.safetensors")" "$(digest "$T/rref/tensors.
 checks=$((checks + 1))
 cmp -s "$T/rref/videos/refine.mp4" "$T/refine/videos/refine.mp4" &&
     fail "seed 7 rendered upstream's draws"
+
+# ---- image_cond: one image condition at frame 0 --------------------------
+mkdir -p "$T/cond"
+"$ST" png "$T/cond/image.png" "$D/image_cond/image.safetensors" image_uint8 ||
+    fail "st-tool png"
+noise image_cond "$D/image_cond/steps.safetensors"
+cp "$T/image_cond.noise.st" "$T/cond/noise.st"
+cond_lines="    num_inference_steps: 4
+    image_cond_noise_scale: 0.15
+    conditions:
+      - image: $T/cond/image.png
+        frame_index: 0
+        strength: 1.0"
+manifest cond "$T/cond" image_cond "$cond_lines
+    noise: noise.st"
+expect_status 0 "$LATENTQ" -d "$T/cond.db" render "$T/cond/m.yaml"
+checks=$((checks + 2))
+"$CMP" "$D/index.json" "$D" image_cond/steps.safetensors \
+    "$T/cond/tensors.safetensors" latents_after_step ||
+    fail "image_cond latents_after_step beyond suggested_atol"
+"$CMP" "$D/index.json" "$D" image_cond/output.safetensors \
+    "$T/cond/tensors.safetensors" video_np video_uint8 ||
+    fail "image_cond video beyond suggested_atol"
+
+# latentq's own draws: killed while encoding the image, and after step 2
+for run in ref kimg kstep; do
+	mkdir -p "$T/c$run"
+	manifest cond "$T/c$run" image_cond "$cond_lines"
+done
+expect_status 0 "$LATENTQ" -d "$T/cref.db" render "$T/cref/m.yaml"
+LATENTQ_FAULT="kill@encode-image#1" expect_status 0 "$LATENTQ" \
+    -d "$T/ckimg.db" render "$T/ckimg/m.yaml"
+LATENTQ_FAULT="kill@denoise:2#1" expect_status 0 "$LATENTQ" \
+    -d "$T/ckstep.db" render "$T/ckstep/m.yaml"
+for run in kimg kstep; do
+	expect_eq "$(sqlite3 "$T/c$run.db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "cond $run: one crash"
+	expect_eq "$(digest "$T/c$run/videos/cond.mp4")" "$(digest "$T/cref/videos/cond.mp4")" "cond $run: MP4 identical"
+	expect_eq "$(digest "$T/c$run/tensors.safetensors")" "$(digest "$T/cref/tensors.safetensors")" "cond $run: save_tensors identical"
+done
+expect_eq "$(sqlite3 "$T/ckstep.db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"step":2}' "cond kstep: resumed after step 2"
+# the condition's image digest is part of the config
+checks=$((checks + 1))
+[ -n "$(sqlite3 "$T/cref.db" "SELECT json_extract(config_json, '$.conditions[0].image_digest') FROM jobs")" ] ||
+    fail "cond: no image_digest in the condition's config"
 
 finish
