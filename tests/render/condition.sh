@@ -137,4 +137,17 @@ checks=$((checks + 1))
 [ -n "$(sqlite3 "$T/cref.db" "SELECT json_extract(config_json, '$.conditions[0].image_digest') FROM jobs")" ] ||
     fail "cond: no image_digest in the condition's config"
 
+# The example of jobs/ runs on the demo model (with 2 steps instead of 20).
+mkdir -p "$T/example/images"
+sed -e 's|model: models/ltxv-demo|model: '"$top_srcdir"'/jobs/models/ltxv-demo|' \
+    -e 's|scheduler: schedulers/static|scheduler: '"$top_srcdir"'/jobs/schedulers/static|' \
+    -e 's/num_inference_steps: 20/num_inference_steps: 2/' \
+    "$top_srcdir/jobs/condition.yaml" > "$T/example/condition.yaml"
+cp "$top_srcdir/jobs/images/red-circle.png" "$T/example/images/"
+expect_status 0 "$LATENTQ" -d "$T/example.db" render "$T/example/condition.yaml"
+for v in red-circle-condition red-circle-condition-refine; do
+	checks=$((checks + 1))
+	[ -s "$T/example/out/$v.mp4" ] || fail "example: no $v.mp4"
+done
+
 finish
