@@ -879,6 +879,18 @@ image_latents(struct render *r, const char *image, const char *want,
 	return s;
 }
 
+/* prepare_latents' randn: initial_noise [B, C, F, h, w] into z (unpacked). */
+static enum lq_status
+draw_initial_noise(const struct render *r, float *z, struct lq_error *err)
+{
+	const struct latents_shape *sh = &r->shape;
+	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
+	    sh->width};
+
+	return draw(r, "initial_noise", 5, shape, RNG_PURPOSE_INITIAL_LATENTS, z,
+	    err);
+}
+
 /*
  * A render's first latents without `latents:` (LTXPipeline /
  * LTXImageToVideoPipeline.prepare_latents): initial_noise [B, C, F, h, w]
@@ -889,12 +901,9 @@ static enum lq_status
 fresh_latents(struct render *r, struct lq_error *err)
 {
 	const struct latents_shape *sh = &r->shape;
-	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
-	    sh->width};
 	size_t n = latents_numel(sh);
 	float *z = xmalloc(n * sizeof(float));
-	enum lq_status s = draw(r, "initial_noise", 5, shape,
-	    RNG_PURPOSE_INITIAL_LATENTS, z, err);
+	enum lq_status s = draw_initial_noise(r, z, err);
 	if (s == LQ_OK && r->jc.image != NULL) {
 		size_t per = (size_t)(sh->height * sh->width);
 		float *img = xmalloc((size_t)(sh->batch * sh->channels) * per *
@@ -956,12 +965,9 @@ static enum lq_status
 condition_latents(struct render *r, float *out, struct lq_error *err)
 {
 	const struct latents_shape *sh = &r->shape;
-	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
-	    sh->width};
 	size_t n = latents_numel(sh);
 	float *z = xmalloc(n * sizeof(float));
-	enum lq_status s = draw(r, "initial_noise", 5, shape,
-	    RNG_PURPOSE_INITIAL_LATENTS, z, err);
+	enum lq_status s = draw_initial_noise(r, z, err);
 	if (s == LQ_OK && r->jc.latents != NULL && r->jc.denoise_strength < 1) {
 		/* noised as unpacked [B, C, F, h, w], elementwise */
 		float *given = xmalloc(n * sizeof(float));

@@ -99,6 +99,19 @@ do_diff(const char *mine_path, const char *gold_path, const char *key,
 	return ok ? 0 : 1;
 }
 
+/* Writes w to out and frees it; 0, or 1 with the error printed. */
+static int
+write_out(struct st_writer *w, const char *out)
+{
+	struct lq_error err;
+	error_clear(&err);
+	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
+	if (rc)
+		error_print(&err, stderr);
+	st_writer_free(w);
+	return rc;
+}
+
 static int
 do_merge(const char *out, int n, char **in)
 {
@@ -120,12 +133,7 @@ do_merge(const char *out, int n, char **in)
 			st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data);
 		}
 	}
-	struct lq_error err;
-	error_clear(&err);
-	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
-	if (rc)
-		error_print(&err, stderr);
-	st_writer_free(w);
+	int rc = write_out(w, out);
 	for (int i = 0; i < n; i++)
 		st_file_close(files[i]);
 	for (size_t s = 0; s < n_seen; s++)
@@ -147,12 +155,7 @@ do_unprefix(const char *out, const char *in, const char *prefix)
 		    t->name + np : t->name;
 		st_writer_add(w, name, t->dtype, t->ndim, t->shape, t->data);
 	}
-	struct lq_error err;
-	error_clear(&err);
-	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
-	if (rc)
-		error_print(&err, stderr);
-	st_writer_free(w);
+	int rc = write_out(w, out);
 	st_file_close(f);
 	return rc;
 }
@@ -178,12 +181,7 @@ do_lora(const char *out, const char *module, int64_t n_out, int64_t n_in,
 	int64_t sa[2] = {rank, n_in}, sb[2] = {n_out, rank};
 	st_writer_add(w, ka, ST_F32, 2, sa, a);
 	st_writer_add(w, kb, ST_F32, 2, sb, b);
-	struct lq_error err;
-	error_clear(&err);
-	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
-	if (rc)
-		error_print(&err, stderr);
-	st_writer_free(w);
+	int rc = write_out(w, out);
 	free(ka);
 	free(kb);
 	free(a);
@@ -291,12 +289,7 @@ do_fill(const char *out, const char *name, int ndim, char **dims)
 	}
 	struct st_writer *w = st_writer_new();
 	st_writer_add(w, name, ST_F32, ndim, shape, v);
-	struct lq_error err;
-	error_clear(&err);
-	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
-	if (rc)
-		error_print(&err, stderr);
-	st_writer_free(w);
+	int rc = write_out(w, out);
 	free(v);
 	return rc;
 }
