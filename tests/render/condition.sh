@@ -4,6 +4,11 @@
 #   refine/      latents: + denoise_strength 0.4 (10 steps, 4 run)
 #   image_cond/  conditions: [{image, frame_index: 0, strength: 1}] with
 #                image_cond_noise_scale 0.15 (4 steps)
+#   twostage/    the two-stage recipe's two LTXConditionPipeline calls, each
+#                as its own job from the golden's own input: stage 1 (32 x
+#                64, the condition image as upstream resized it) and stage 2
+#                (64 x 128, latents: the upsampler pipeline's output,
+#                denoise_strength 0.4, the same condition at full size)
 # latents_after_step within the per-step suggested_atol, video_np within
 # its atol, video_uint8 within ±1.  A refine killed (SIGKILL) mid-denoise
 # resumes to a byte-identical MP4 and save_tensors file; so does an image
@@ -36,8 +41,8 @@ jobs:
     vae: $X/models/vae091
     scheduler: $D/scheduler
     prompt_embeds: $D/$3/text.safetensors
-    height: 64
-    width: 96
+    height: ${H:-64}
+    width: ${W:-96}
     num_frames: 9
     frame_rate: 25
     guidance_scale: 3.0
@@ -136,6 +141,51 @@ expect_eq "$(sqlite3 "$T/ckstep.db" "SELECT detail FROM events WHERE kind = 'res
 checks=$((checks + 1))
 [ -n "$(sqlite3 "$T/cref.db" "SELECT json_extract(config_json, '$.conditions[0].image_digest') FROM jobs")" ] ||
     fail "cond: no image_digest in the condition's config"
+
+# ---- twostage: each stage of the recipe as a job --------------------------
+Y=$D/twostage
+mkdir -p "$T/s1" "$T/s2"
+# stage 1 conditions on the image as upstream's VideoProcessor resized it
+"$ST" png-chw "$T/s1/image.png" "$Y/stage1.prepare.safetensors" \
+    condition_preprocessed || fail "st-tool png-chw"
+"$ST" pick "$T/s1/noise.st" "$Y/stage1.prepare.safetensors" initial_noise \
+    condition_posterior_noise || fail "st-tool pick"
+H=32 W=64 manifest s1 "$T/s1" twostage "    num_inference_steps: 4
+    guidance_rescale: 0.7
+    image_cond_noise_scale: 0
+    conditions:
+      - image: $T/s1/image.png
+    noise: noise.st"
+expect_status 0 "$LATENTQ" -d "$T/s1.db" render "$T/s1/m.yaml"
+checks=$((checks + 1))
+"$CMP" "$D/index.json" "$D" twostage/stage1.steps.safetensors \
+    "$T/s1/tensors.safetensors" latents_after_step ||
+    fail "stage 1 latents_after_step beyond suggested_atol"
+# stage 2 refines the upsampled latents with the full-size image
+"$ST" png "$T/s2/image.png" "$Y/image.safetensors" image_uint8 ||
+    fail "st-tool png"
+"$ST" pick "$T/s2/latents.st" "$Y/upsample.safetensors" latents_out:latents ||
+    fail "st-tool pick"
+"$ST" unprefix "$T/s2.inject.st" "$Y/stage2.decode.inject_noise.safetensors" \
+    vae. || fail "st-tool unprefix"
+"$ST" merge "$T/s2/noise.st" "$Y/stage2.prepare.safetensors" \
+    "$Y/stage2.output.safetensors" "$T/s2.inject.st" || fail "st-tool merge"
+H=64 W=128 manifest s2 "$T/s2" twostage "    num_inference_steps: 10
+    guidance_rescale: 0.7
+    denoise_strength: 0.4
+    image_cond_noise_scale: 0
+    latents: latents.st
+    conditions:
+      - image: $T/s2/image.png
+    noise: noise.st"
+expect_status 0 "$LATENTQ" -d "$T/s2.db" render "$T/s2/m.yaml"
+checks=$((checks + 2))
+"$CMP" "$D/index.json" "$D" twostage/stage2.steps.safetensors \
+    "$T/s2/tensors.safetensors" latents_after_step ||
+    fail "stage 2 latents_after_step beyond suggested_atol"
+"$CMP" "$D/index.json" "$D" twostage/stage2.output.safetensors \
+    "$T/s2/tensors.safetensors" video_np video_uint8 ||
+    fail "stage 2 video beyond suggested_atol"
 
 # The example of jobs/ runs on the demo model (with 2 steps instead of 20).
 mkdir -p "$T/example/images"
