@@ -44,11 +44,10 @@ struct digest_memo {
 static char *
 model_key(const cJSON *config)
 {
-	static const char *const keys[] = {"model", "transformer", "vae",
-	    "text_encoder", "scheduler"};
 	struct strbuf sb = {0};
-	for (size_t i = 0; i < LQ_ARRAY_LEN(keys); i++)
-		strbuf_printf(&sb, "%s\n", json_get_string(config, keys[i], ""));
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++)
+		strbuf_printf(&sb, "%s\n", json_get_string(config,
+		    job_model_keys[i], ""));
 	return strbuf_release(&sb);
 }
 

@@ -259,12 +259,11 @@ pf_check_model(struct pf_job_state *s)
 	if (s->jc.model == NULL)
 		return;
 	/* Folders named by URL: downloaded into the cache only when asked. */
-	const char *const keys[] = {"model", "transformer", "vae",
-	    "text_encoder", "scheduler"};
-	const char *const vals[] = {s->jc.model, s->jc.transformer, s->jc.vae,
-	    s->jc.text_encoder, s->jc.scheduler};
+	const char *const *keys = job_model_keys;
+	const char *vals[JOB_MODEL_KEYS];
+	job_model_values(&s->jc, vals);
 	int refused = 0;
-	for (size_t i = 0; i < LQ_ARRAY_LEN(keys); i++) {
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++) {
 		if (vals[i] == NULL || !model_ref_is_url(vals[i]))
 			continue;
 		if (s->ctx->opt->fetch_model == NULL) {

@@ -208,12 +208,10 @@ folder_digest(struct store *st, const char *dir, char hex[DIGEST_HEX_SIZE],
 static enum lq_status
 fetch_model_urls(struct render *r, struct lq_error *err)
 {
-	const struct job_config *jc = &r->jc;
-	const char *const keys[] = {"model", "transformer", "vae",
-	    "text_encoder", "scheduler"};
-	const char *const vals[] = {jc->model, jc->transformer, jc->vae,
-	    jc->text_encoder, jc->scheduler};
-	for (size_t i = 0; i < LQ_ARRAY_LEN(keys); i++) {
+	const char *const *keys = job_model_keys;
+	const char *vals[JOB_MODEL_KEYS];
+	job_model_values(&r->jc, vals);
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++) {
 		if (vals[i] == NULL || !model_ref_is_url(vals[i]) ||
 		    model_ref_cache_complete(vals[i]))
 			continue;
