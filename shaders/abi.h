@@ -26,6 +26,7 @@
 #define LQ_ACT_SILU 2u		/* x*sigmoid(x) */
 #define LQ_ACT_RELU 3u
 #define LQ_ACT_GELU 4u		/* exact erf GELU */
+#define LQ_ACT_TANH 5u		/* tanh(x) (the vocoder's final_act_fn) */
 #define LQ_ACT_MASK 7u
 
 /* ew.comp: y = op(a, b, c); flags = op | ndim | dtypes | presence. */
@@ -37,6 +38,8 @@
 #define LQ_EW_FILL 5u		/* alpha */
 #define LQ_EW_MODULATE 6u	/* a * (alpha + b) + c */
 #define LQ_EW_ACT 7u		/* act(a), the act code in beta's bits */
+#define LQ_EW_LEAKY_RELU 8u	/* a >= 0 ? a : alpha * a (F.leaky_relu) */
+#define LQ_EW_CLAMP 9u		/* clamp(a, alpha, beta) (torch.clamp) */
 #define LQ_EW_OP_MASK 0xffu	/* at bit 0 */
 #define LQ_EW_NDIM 8u		/* 4 bits */
 #define LQ_EW_DTA 12u		/* LQ_DT_MASK */
@@ -78,6 +81,13 @@
 #define LQ_CONV_HAS_B 2u
 #define LQ_CONV_DTW 4u		/* LQ_DT_MASK */
 #define LQ_CONV_DTB 6u
+
+/* conv1d.comp: transposed, bias, dtypes, accumulate into y. */
+#define LQ_CONV1D_TRANSPOSED 0u	/* 1 bit */
+#define LQ_CONV1D_HAS_B 1u
+#define LQ_CONV1D_ACCUMULATE 2u
+#define LQ_CONV1D_DTW 4u	/* LQ_DT_MASK */
+#define LQ_CONV1D_DTB 6u
 
 /* d2s.comp: direction and axis order. */
 #define LQ_D2S_TO_DEPTH 0u	/* 1 bit */

@@ -50,6 +50,16 @@ float lq_act(float x, uint act)
 		return max(x, 0.0);
 	if (act == LQ_ACT_GELU)
 		return 0.5 * x * (1.0 + lq_erf(x * 0.7071067811865476));
+	if (act == LQ_ACT_TANH) {
+		/* 1 - 2/(exp(2x)+1): GLSL's tanh may lose accuracy near 0 on
+		 * some drivers; this form is exact to a few ulp and stable */
+		if (abs(x) < 0.0625) {
+			float x2 = x * x;
+			return x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 +
+			    x2 * (-17.0 / 315.0))));
+		}
+		return 1.0 - 2.0 / (exp(2.0 * clamp(x, -15.0, 15.0)) + 1.0);
+	}
 	return x;
 }
 

@@ -51,6 +51,10 @@ void main()
 		v = p.alpha;
 	else if (op == LQ_EW_MODULATE)
 		v = va * (p.alpha + vb) + vc;
+	else if (op == LQ_EW_LEAKY_RELU)
+		v = va >= 0.0 ? va : va * p.alpha;
+	else if (op == LQ_EW_CLAMP)
+		v = min(max(va, p.alpha), p.beta);
 	else
 		v = lq_act(va, floatBitsToUint(p.beta));
 	STF(y.d, iy, v);

@@ -201,3 +201,28 @@ PUSH(d2s_push, {
 	uint off_x;
 })
 #endif
+
+/* conv1d.comp — 1-D convolution and transposed convolution on [B, C, T],
+ * one invocation per output element.  w is addressed through its strides,
+ * so Conv1d's [Co, Ci, k] and ConvTranspose1d's [Ci, Co, k] (and blocks of
+ * either's channels) are the same kernel. */
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_CONV1D)
+PUSH(conv1d_push, {
+	uint B;
+	uint Ci;
+	uint T;
+	uint Co;
+	uint To;
+	uint k;
+	uint stride;
+	uint dilation;
+	int pad;	/* left padding (conv) / left crop (transposed) */
+	uint flags;	/* transposed | has_b<<1 | accumulate<<2 | dtw<<4 | dtb<<6 */
+	uint off_y;
+	uint off_x;
+	uint off_w;
+	uint off_b;
+	uint w_sco;	/* w's stride between output channels */
+	uint w_sci;	/* w's stride between input channels */
+})
+#endif

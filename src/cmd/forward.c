@@ -1,6 +1,7 @@
 /*
  * forward.c — `latentq forward`: run one model component (transformer,
- * vae-decoder, vae-encoder, latent-upsampler, text-encoder) on named input tensors and write its outputs,
+ * vae-decoder, vae-encoder, latent-upsampler, text-encoder, vocoder) on
+ * named input tensors and write its outputs,
  * a debugging tool and the way to check latentq against another
  * implementation.  The work is nn_forward_run (src/nn/forward.h).
  */
@@ -142,8 +143,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (nn_component_parse(component, &fo.component) != 0) {
 		free(inputs);
 		return cmd_misuse(&cmd_forward_entry, "forward: unknown component "
-		    "\"%s\" (transformer, vae-decoder, vae-encoder, latent-upsampler or "
-		    "text-encoder)", component);
+		    "\"%s\" (one of %s)", component, nn_component_names());
 	}
 	if (fo.vae_tiling != NULL && fo.component != NN_COMPONENT_VAE_DECODER &&
 	    fo.component != NN_COMPONENT_VAE_ENCODER) {
@@ -167,7 +167,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_forward_entry = {
 	.name = "forward",
 	.usage = "--model DIR --component "
-	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder "
+	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder|vocoder "
 	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N] "
 	    "[--weight-streaming auto|on|off] [--set NAME=VALUE...]",
 	.summary = "run one model component on named tensors",

@@ -358,6 +358,31 @@ ops_gelu_tanh(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	return ops_act(cmd, y, x, OPS_ACT_GELU_TANH);
 }
 
+enum lq_status
+ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, float negative_slope)
+{
+	OP_BEGIN(cmd);
+	if (!same_shape(x, y))
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "ops_leaky_relu: y %s and x %s differ", DESC(y), DESC(x));
+	return ew_record(cmd, "ops_leaky_relu", LQ_EW_LEAKY_RELU, y, x, NULL,
+	    NULL, negative_slope, 0);
+}
+
+enum lq_status
+ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, float lo, float hi)
+{
+	OP_BEGIN(cmd);
+	if (!same_shape(x, y) || !(lo <= hi))
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "ops_clamp: y %s and x %s differ, or lo %g > hi %g",
+		    DESC(y), DESC(x), lo, hi);
+	return ew_record(cmd, "ops_clamp", LQ_EW_CLAMP, y, x, NULL, NULL, lo,
+	    hi);
+}
+
 /*
  * A per-(batch, d) row view [B, D] (or [D]) broadcast over [B, N, D]:
  * strides (row stride or 0, 0, 1).
@@ -1283,10 +1308,11 @@ struct conv_geom {
 /* One conv3d dispatch: y [B, Co', ...] for w [Co', Ci', ...] over x
  * [B, Ci', ...] (blocks of channels are views of dim 1). */
 static enum lq_status
-conv_emit(struct gpu_cmd *cmd, const char *op, const struct conv_geom *g,
+conv3d_emit(struct gpu_cmd *cmd, const char *op, const void *geom,
     const struct gpu_tensor *y, const struct gpu_tensor *x,
     const struct gpu_tensor *w, const struct gpu_tensor *b, int accumulate)
 {
+	const struct conv_geom *g = geom;
 	int64_t B = x->shape[0], Co = w->shape[0];
 	const int *out = g->out;
 	uint64_t npos = (uint64_t)out[0] * out[1] *
@@ -1330,6 +1356,75 @@ conv_emit(struct gpu_cmd *cmd, const char *op, const struct conv_geom *g,
 	return gpu_cmd_dispatch(cmd, GPU_K_CONV3D, bind, wr, &pc, gx,
 	    (uint32_t)((Co + CONV_CB - 1) / CONV_CB), (uint32_t)(B * chunks),
 	    op);
+}
+
+/* One dispatch of a convolution over views of y, x, w (and b): its
+ * geometry `g`, `accumulate` starting the sums from y. */
+typedef enum lq_status (*conv_emit_fn)(struct gpu_cmd *cmd, const char *op,
+    const void *g, const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *w, const struct gpu_tensor *b, int accumulate);
+
+/*
+ * A convolution (ops_conv3d, ops_conv1d) on y [B, Co, ...] from x
+ * [B, Ci, ...] with w's output channels on dim `od` (0; 1 for torch's
+ * transposed [Ci, Co, k]) and input channels on dim 1 - od.  Whole when
+ * everything fits one binding; else one sample at a time, blocks of output
+ * channels (as many as fit for one input channel: along a transposed w's
+ * Co one block spans nearly all of w), and where the sample's input or the
+ * block's w does not fit, blocks of input channels whose partial sums pass
+ * through y (accumulate): the sums keep their order, so the bits do not
+ * change; the bias is added once, by the last block.
+ */
+static enum lq_status
+conv_split(struct gpu_cmd *cmd, const char *op, conv_emit_fn emit,
+    const void *g, const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *w, const struct gpu_tensor *b, int od)
+{
+	int64_t B = x->shape[0], Ci = x->shape[1], Co = y->shape[1];
+	const struct gpu_tensor *all[4] = {y, x, w, b};
+
+	if (all_fit(cmd, 4, all))
+		return emit(cmd, op, g, y, x, w, b, 0);
+	struct gpu_tensor w_ci = SL(w, 1 - od, 0, 1);
+	for (int64_t bi = 0; bi < B; bi++) {
+		struct gpu_tensor xb = SL(x, 0, bi, 1), yb = SL(y, 0, bi, 1);
+		for (int64_t o0 = 0; o0 < Co;) {
+			const struct gpu_tensor *yw[3] = {&yb, &w_ci, b};
+			int64_t oc = fit_len(cmd, 3, yw, (int[]){1, od, 0}, NULL,
+			    o0, Co - o0);
+			if (oc == 0) {
+				struct gpu_tensor w1 = SL(&w_ci, od, o0, 1);
+				int wbad = !gpu_bind_fits(cmd, &w1);
+				return split_fail(cmd, op, wbad ? "w" : "y",
+				    wbad ? w : y, "output channel");
+			}
+			struct gpu_tensor yo = SL(&yb, 1, o0, oc), wo = SL(w, od, o0, oc);
+			struct gpu_tensor bo;
+			if (b != NULL)
+				bo = SL(b, 0, o0, oc);
+			const struct gpu_tensor *bp = b ? &bo : NULL;
+			if (gpu_bind_fits(cmd, &xb) && gpu_bind_fits(cmd, &wo)) {
+				TRY(emit(cmd, op, g, &yo, &xb, &wo, bp, 0));
+				o0 += oc;
+				continue;
+			}
+			for (int64_t c0 = 0; c0 < Ci;) {
+				const struct gpu_tensor *xw[2] = {&xb, &wo};
+				int64_t cc = fit_len(cmd, 2, xw, (int[]){1, 1 - od},
+				    NULL, c0, Ci - c0);
+				if (cc == 0)
+					return split_fail(cmd, op, "x", x,
+					    "input channel");
+				struct gpu_tensor xc = SL(&xb, 1, c0, cc);
+				struct gpu_tensor wc = SL(&wo, 1 - od, c0, cc);
+				TRY(emit(cmd, op, g, &yo, &xc, &wc,
+				    c0 + cc == Ci ? bp : NULL, c0 > 0));
+				c0 += cc;
+			}
+			o0 += oc;
+		}
+	}
+	return LQ_OK;
 }
 
 enum lq_status
@@ -1381,57 +1476,97 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	    1u << LQ_CONV_T_REPLICATE : 0) |
 	    (p->s_mode == OPS_PAD_REPLICATE ? 1u << LQ_CONV_S_REPLICATE : 0);
 	g.w_sco = w->stride[0];
-	int64_t Ci = x->shape[1];
-	const struct gpu_tensor *all[4] = {y, x, w, b};
-	if (all_fit(cmd, 4, all))
-		return conv_emit(cmd, op, &g, y, x, w, b, 0);
-	/*
-	 * Split, one sample at a time: blocks of output channels (rows of w
-	 * and y), and where a sample's input does not fit, blocks of input
-	 * channels whose partial sums pass through y (CONV_ACCUMULATE): the
-	 * sum over ci, kt, kh, kw keeps its order, so the bits do not
-	 * change; the bias is added once, by the last block.
-	 */
-	for (int64_t bi = 0; bi < B; bi++) {
-		struct gpu_tensor xb = SL(x, 0, bi, 1), yb = SL(y, 0, bi, 1);
-		for (int64_t o0 = 0; o0 < Co;) {
-			const struct gpu_tensor *yw[3] = {&yb, w, b};
-			int64_t oc = fit_len(cmd, 3, yw, (int[]){1, 0, 0}, NULL, o0,
-			    Co - o0);
-			if (oc == 0) {
-				struct gpu_tensor w1 = SL(w, 0, o0, 1);
-				int wbad = !gpu_bind_fits(cmd, &w1);
-				return split_fail(cmd, op, wbad ? "w" : "y",
-				    wbad ? w : y, "output channel");
-			}
-			struct gpu_tensor yo = SL(&yb, 1, o0, oc), wo = SL(w, 0, o0, oc);
-			struct gpu_tensor bo;
-			if (b != NULL)
-				bo = SL(b, 0, o0, oc);
-			const struct gpu_tensor *bp = b ? &bo : NULL;
-			if (gpu_bind_fits(cmd, &xb)) {
-				TRY(conv_emit(cmd, op, &g, &yo, &xb, &wo, bp, 0));
-				o0 += oc;
-				continue;
-			}
-			for (int64_t c0 = 0; c0 < Ci;) {
-				const struct gpu_tensor *xw[2] = {&xb, &wo};
-				int64_t cc = fit_len(cmd, 2, xw, (int[]){1, 1}, NULL,
-				    c0, Ci - c0);
-				if (cc == 0)
-					return split_fail(cmd, op, "x", x,
-					    "input channel");
-				struct gpu_tensor xc = SL(&xb, 1, c0, cc);
-				struct gpu_tensor wc = SL(&wo, 1, c0, cc);
-				int last = c0 + cc == Ci;
-				TRY(conv_emit(cmd, op, &g, &yo, &xc, &wc,
-				    last ? bp : NULL, c0 > 0));
-				c0 += cc;
-			}
-			o0 += oc;
-		}
-	}
-	return LQ_OK;
+	return conv_split(cmd, op, conv3d_emit, &g, y, x, w, b, 0);
+}
+
+/* ---- conv1d ---- */
+
+/* A checked conv1d: its parameters with stride and dilation >= 1. */
+struct conv1d_geom {
+	const struct ops_conv1d_params *p;
+	int s, d;
+};
+
+/* One conv1d dispatch over views: y [B, Co', To], x [B, Ci', T], w a view
+ * of Co' output and Ci' input channels (dims by p->transposed). */
+static enum lq_status
+conv1d_emit(struct gpu_cmd *cmd, const char *op, const void *geom,
+    const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *w, const struct gpu_tensor *b, int accumulate)
+{
+	const struct conv1d_geom *g = geom;
+	const struct ops_conv1d_params *p = g->p;
+	int s = g->s, d = g->d;
+	int od = p->transposed ? 1 : 0;
+	uint64_t n = (uint64_t)gpu_tensor_numel(y);
+	struct conv1d_push pc = {
+		.B = (uint32_t)x->shape[0], .Ci = (uint32_t)x->shape[1],
+		.T = (uint32_t)x->shape[2], .Co = (uint32_t)y->shape[1],
+		.To = (uint32_t)y->shape[2], .k = (uint32_t)w->shape[2],
+		.stride = (uint32_t)s, .dilation = (uint32_t)d, .pad = p->pad[0],
+		.flags = (p->transposed ? 1u << LQ_CONV1D_TRANSPOSED : 0) |
+		    (b ? 1u << LQ_CONV1D_HAS_B : 0) |
+		    (accumulate ? 1u << LQ_CONV1D_ACCUMULATE : 0) |
+		    (uint32_t)w->dtype << LQ_CONV1D_DTW |
+		    (b ? (uint32_t)b->dtype << LQ_CONV1D_DTB : 0),
+		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
+		.off_w = gpu_bind_offset(cmd, w), .off_b = gpu_bind_offset(cmd, b),
+		.w_sco = (uint32_t)w->stride[od],
+		.w_sci = (uint32_t)w->stride[1 - od],
+	};
+	const struct gpu_tensor *bind[4] = {y, x, w, b};
+	static const unsigned char wr[4] = {1, 0, 0, 0};
+	uint32_t gx, gy;
+
+	if (n > UINT32_MAX)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-RANGE",
+		    "%s: %s has too many elements", op, DESC(y));
+	gpu_cmd_grid(cmd, (n + 63) / 64, &gx, &gy);
+	return gpu_cmd_dispatch(cmd, GPU_K_CONV1D, bind, wr, &pc, gx, gy, 1, op);
+}
+
+enum lq_status
+ops_conv1d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, const struct ops_conv1d_params *p)
+{
+	const char *op = p->transposed ? "ops_conv1d (transposed)" : "ops_conv1d";
+	int s = p->stride > 0 ? p->stride : 1, d = p->dilation > 0 ? p->dilation : 1;
+	int od = p->transposed ? 1 : 0;	/* w's output-channel dim */
+	int64_t B, Co, T, k, To;
+
+	OP_BEGIN(cmd);
+	TRY(need_f32(cmd, op, "x", x));
+	TRY(need_f32(cmd, op, "y", y));
+	TRY(need_contig(cmd, op, "x", x));
+	TRY(need_contig(cmd, op, "y", y));
+	TRY(need_contig(cmd, op, "w", w));
+	if (x->ndim != 3 || w->ndim != 3 || y->ndim != 3 ||
+	    w->shape[1 - od] != x->shape[1] || p->pad[0] < 0 || p->pad[1] < 0)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: x %s must be [B, Ci, T] and w %s %s, pads >= 0", op,
+		    DESC(x), DESC(w), p->transposed ? "[Ci, Co, k]" :
+		    "[Co, Ci, k]");
+	B = x->shape[0];
+	T = x->shape[2];
+	Co = w->shape[od];
+	k = w->shape[2];
+	if (p->transposed)
+		To = (T - 1) * s + d * (k - 1) + 1 - p->pad[0] - p->pad[1];
+	else
+		To = T + p->pad[0] + p->pad[1] - d * (k - 1) - 1 < 0 ? 0 :
+		    (T + p->pad[0] + p->pad[1] - d * (k - 1) - 1) / s + 1;
+	if (To < 1)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: kernel %s (dilation %d) leaves no output of x %s", op,
+		    DESC(w), d, DESC(x));
+	if (y->shape[0] != B || y->shape[1] != Co || y->shape[2] != To)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: y %s must be [%" PRId64 ", %" PRId64 ", %" PRId64 "]",
+		    op, DESC(y), B, Co, To);
+	TRY(param_vec(cmd, op, "bias", b, Co));
+	struct conv1d_geom g = { p, s, d };
+	return conv_split(cmd, op, conv1d_emit, &g, y, x, w, b, od);
 }
 
 static enum lq_status

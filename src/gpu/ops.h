@@ -31,9 +31,9 @@
  *     ops_attention: samples, then blocks of query rows (one sample's k, v
  *       and key_bias must fit; with `bias`, one sample's whole bias);
  *     ops_rope: samples, then blocks of tokens;
- *     ops_conv3d: samples, blocks of output channels, and blocks of input
- *       channels whose partial sums pass through y in the same order (one
- *       channel plane of x and of y must fit);
+ *     ops_conv3d, ops_conv1d: samples, blocks of output channels, and
+ *       blocks of input channels whose partial sums pass through y in the
+ *       same order (one channel plane of x and of y must fit);
  *     depth/space: samples, then blocks of channels.
  *   What cannot be cut further (one row, one channel plane, ...) fails
  *   with LQ-GPU-RANGE naming the op, the tensor, its bytes, the unit that
@@ -61,6 +61,7 @@ enum ops_act {
 	OPS_ACT_SILU = LQ_ACT_SILU,
 	OPS_ACT_RELU = LQ_ACT_RELU,
 	OPS_ACT_GELU = LQ_ACT_GELU,
+	OPS_ACT_TANH = LQ_ACT_TANH,
 };
 
 /* ---- matrix products ---- */
@@ -205,6 +206,13 @@ enum lq_status ops_silu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x);
 enum lq_status ops_gelu_tanh(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x);
+/* torch.nn.functional.leaky_relu: y = x >= 0 ? x : negative_slope · x,
+ * elementwise (strided as ops_copy).  In place ok. */
+enum lq_status ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, float negative_slope);
+/* torch.clamp(x, lo, hi), elementwise (strided).  In place ok. */
+enum lq_status ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, float lo, float hi);
 
 /*
  * Per-channel affine on x [B, C, S...]:
@@ -295,6 +303,35 @@ struct ops_conv3d_params {
 enum lq_status ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *w,
     const struct gpu_tensor *b, const struct ops_conv3d_params *p);
+
+/* ---- 1-D convolution on [B, C, T] ---- */
+
+struct ops_conv1d_params {
+	int stride;		/* >= 1 (0 reads as 1) */
+	int dilation;		/* >= 1 (0 reads as 1) */
+	/* Conv1d: zeros before / after (torch `padding=p` is {p, p};
+	 * `padding="same"` is {d(k-1)/2, d(k-1) - d(k-1)/2}).
+	 * ConvTranspose1d: outputs cropped at the start / end (torch
+	 * `padding=p` is {p, p}; output_padding o is {p, p - o}). */
+	int pad[2];
+	int transposed;		/* 0: Conv1d, 1: ConvTranspose1d */
+};
+
+/*
+ * torch.nn.Conv1d / ConvTranspose1d (no groups):
+ *   x [B, Ci, T] f32; b [Co] or NULL; y [B, Co, To] f32, all contiguous;
+ *   Conv1d:          w [Co, Ci, k], To = (T + pad0 + pad1 - d(k-1) - 1) / s + 1,
+ *     y[b, o, t] = b[o] + Σ_i Σ_j x[b, i, t·s + j·d - pad0] · w[o, i, j]
+ *   ConvTranspose1d: w [Ci, Co, k] (torch's layout),
+ *     To = (T - 1)·s + d(k-1) + 1 - pad0 - pad1,
+ *     y[b, o, t] = b[o] + Σ_i Σ_{j: t + pad0 - j·d = s·u, 0 <= u < T}
+ *                  x[b, i, u] · w[i, o, j]
+ * w any dtype, contiguous.  (diffusers pipelines/ltx2/vocoder.py
+ * LTX2Vocoder's conv_in, upsamplers, ResBlock convs and conv_out.)
+ */
+enum lq_status ops_conv1d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, const struct ops_conv1d_params *p);
 
 /*
  * 3-D depth-to-space, LTX upsampler order (diffusers autoencoder_kl_ltx.py

@@ -394,3 +394,16 @@ job_frames_path(const struct job_config *jc, const char *base_dir, int video,
 	free(dir);
 	return r;
 }
+
+const char *const job_model_keys[JOB_MODEL_KEYS] = {"model", "transformer",
+    "vae", "text_encoder", "scheduler"};
+
+void
+job_model_values(const struct job_config *jc, const char *out[JOB_MODEL_KEYS])
+{
+	out[0] = jc->model;
+	out[1] = jc->transformer;
+	out[2] = jc->vae;
+	out[3] = jc->text_encoder;
+	out[4] = jc->scheduler;
+}

@@ -104,6 +104,17 @@ void job_config_free(struct job_config *jc);
 int job_condition_pipeline(const struct job_config *jc);
 
 /*
+ * The keys that name model folders, in one order: "model", then the
+ * component overrides "transformer", "vae", "text_encoder", "scheduler".
+ * job_model_values gives a job's values for them (borrowed from jc; NULL
+ * when absent).  Each may be a URL (model/ref.h model_ref_is_url).
+ */
+#define JOB_MODEL_KEYS 5
+extern const char *const job_model_keys[JOB_MODEL_KEYS];
+void job_model_values(const struct job_config *jc,
+    const char *out[JOB_MODEL_KEYS]);
+
+/*
  * Videos the job renders: per_device_batch_size × mesh.data.  Data
  * parallelism splits the batch over the data axis; context parallelism
  * splits each video's tokens and tensor parallelism its weights, so neither

@@ -259,7 +259,9 @@ check_value(struct ctx *c, const struct manifest_key *k,
 				return 0;
 			}
 			*out = cJSON_CreateString(v->text);
-		} else if (k->type == MANIFEST_MODEL && !model_ref_is_path(v->text)) {
+		} else if ((k->type == MANIFEST_MODEL && !model_ref_is_path(v->text))
+		    || model_ref_is_url(v->text)) {
+			/* a name, or a URL (model/ref.h): kept as written */
 			*out = cJSON_CreateString(v->text);
 		} else {
 			char *p = resolve_path(c->m, v->text);

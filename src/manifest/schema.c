@@ -87,7 +87,7 @@ static const struct manifest_key keys[] = {
 	{ "image_cond_noise_scale", MANIFEST_NUMBER, "0.15",
 	  "noise put on strength-1 condition tokens each step", NULL, 0 },
 	{ "model", MANIFEST_MODEL, NULL,
-	  "diffusers pipeline folder or registered model name", NULL, 0 },
+	  "diffusers pipeline folder, registered model name, or URL", NULL, 0 },
 	{ "transformer", MANIFEST_PATH, NULL, "transformer folder override", NULL, 0 },
 	{ "vae", MANIFEST_PATH, NULL, "VAE folder override", NULL, 0 },
 	{ "text_encoder", MANIFEST_PATH, NULL, "text encoder folder override", NULL, 0 },

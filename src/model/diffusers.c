@@ -232,6 +232,139 @@ diffusers_parse_latent_upsampler(const cJSON *j, const char *path,
 	return LQ_OK;
 }
 
+/* ---- LTX-2 vocoder ---- */
+
+enum lq_status
+diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
+    struct ltx2_vocoder_config *o, struct lq_error *err)
+{
+	static const int def_uk[] = {16, 15, 8, 4, 4}, def_uf[] = {6, 5, 2, 2, 2};
+	static const int def_rk[] = {3, 7, 11};
+	struct cfg c = {j, path, err, 0};
+	const cJSON *cls = cfg_item(&c, "_class_name"), *dl, *e;
+	int nuf, ch;
+
+	if (cJSON_IsString(cls) && strcmp(cls->valuestring,
+	    "LTX2VocoderWithBWE") == 0)
+		return cfg_fail(err, path, "_class_name", "LQ-MODEL-006",
+		    "LTX2VocoderWithBWE (the LTX-2.3 vocoder with bandwidth "
+		    "extension) is not implemented yet; latentq runs the LTX-2.0 "
+		    "LTX2Vocoder");
+	if (check_class(&c, "LTX2Vocoder") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->in_channels = cfg_int(&c, "in_channels", 128, 1);
+	o->hidden_channels = cfg_int(&c, "hidden_channels", 1024, 1);
+	o->out_channels = cfg_int(&c, "out_channels", 2, 1);
+	o->n_upsample = cfg_list(&c, "upsample_kernel_sizes", 'i', 1,
+	    o->upsample_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, def_uk, 5);
+	nuf = cfg_list(&c, "upsample_factors", 'i', 1, o->upsample_factors, 0,
+	    DIFFUSERS_MAX_VOCODER, def_uf, 5);
+	o->n_resnets = cfg_list(&c, "resnet_kernel_sizes", 'i', 1,
+	    o->resnet_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, def_rk, 3);
+	cfg_str(&c, "act_fn", "leaky_relu", o->act_fn, sizeof(o->act_fn));
+	o->leaky_relu_negative_slope = cfg_num(&c, "leaky_relu_negative_slope",
+	    0.1, 0);
+	o->antialias = cfg_bool(&c, "antialias", 0);
+	/* null is a valid value here (no final activation) */
+	cfg_str(&c, "final_act_fn", cfg_item(&c, "final_act_fn") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(j, "final_act_fn") != NULL ? "" :
+	    "tanh", o->final_act_fn, sizeof(o->final_act_fn));
+	o->final_bias = cfg_bool(&c, "final_bias", 1);
+	o->output_sampling_rate = cfg_int(&c, "output_sampling_rate", 24000, 1);
+	if (c.failed)
+		return LQ_FAILED;
+	/* resnet_dilations: a list of lists, one per resnet kernel size */
+	dl = cfg_item(&c, "resnet_dilations");
+	if (dl == NULL) {
+		for (int i = 0; i < 3; i++) {
+			o->n_resnet_dilations[i] = 3;
+			o->resnet_dilations[i][0] = 1;
+			o->resnet_dilations[i][1] = 3;
+			o->resnet_dilations[i][2] = 5;
+		}
+		if (o->n_resnets != 3)
+			return cfg_fail(err, path, "resnet_dilations",
+			    "LQ-MODEL-004", "resnet_kernel_sizes has %d entries "
+			    "but the default resnet_dilations has 3",
+			    o->n_resnets);
+	} else {
+		int n = 0;
+
+		if (!cJSON_IsArray(dl) || cJSON_GetArraySize(dl) !=
+		    o->n_resnets)
+			return cfg_fail(err, path, "resnet_dilations",
+			    "LQ-MODEL-004", "resnet_dilations must be a list of "
+			    "%d lists (one per resnet_kernel_sizes entry)",
+			    o->n_resnets);
+		cJSON_ArrayForEach(e, dl) {
+			const cJSON *d;
+			int m = 0;
+
+			if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) < 1 ||
+			    cJSON_GetArraySize(e) > DIFFUSERS_MAX_VOCODER)
+				return cfg_fail(err, path, "resnet_dilations",
+				    "LQ-MODEL-003", "resnet_dilations[%d] must be "
+				    "a list of 1 to %d integers >= 1", n,
+				    DIFFUSERS_MAX_VOCODER);
+			cJSON_ArrayForEach(d, e) {
+				if (!is_int(d) || d->valuedouble < 1)
+					return cfg_fail(err, path,
+					    "resnet_dilations", "LQ-MODEL-003",
+					    "resnet_dilations[%d][%d] must be an "
+					    "integer >= 1", n, m);
+				o->resnet_dilations[n][m++] = (int)d->valuedouble;
+			}
+			o->n_resnet_dilations[n++] = m;
+		}
+	}
+	if (nuf != o->n_upsample)
+		return cfg_fail(err, path, "upsample_factors", "LQ-MODEL-004",
+		    "upsample_kernel_sizes has %d entries and upsample_factors "
+		    "%d; they must be the same length", o->n_upsample, nuf);
+	if (strcmp(o->act_fn, "snakebeta") == 0 || strcmp(o->act_fn, "snake") == 0)
+		return cfg_fail(err, path, "act_fn", "LQ-MODEL-006",
+		    "act_fn \"%s\" (SnakeBeta, the LTX-2.3 vocoders') is not "
+		    "implemented yet; use \"leaky_relu\" (LTX-2.0)", o->act_fn);
+	if (strcmp(o->act_fn, "leaky_relu") != 0)
+		return cfg_fail(err, path, "act_fn", "LQ-MODEL-003",
+		    "act_fn \"%s\" is not one of snakebeta, snake, leaky_relu",
+		    o->act_fn);
+	if (o->antialias)
+		return cfg_fail(err, path, "antialias", "LQ-MODEL-006",
+		    "antialias true (AntiAliasAct1d around the activations) is "
+		    "not implemented; LTX-2.0's vocoder has antialias false");
+	if (o->final_act_fn[0] != '\0' && strcmp(o->final_act_fn, "tanh") != 0 &&
+	    strcmp(o->final_act_fn, "clamp") != 0)
+		/* upstream silently applies none for any other string */
+		return cfg_fail(err, path, "final_act_fn", "LQ-MODEL-003",
+		    "final_act_fn \"%s\" is not \"tanh\", \"clamp\" or null",
+		    o->final_act_fn);
+	ch = o->hidden_channels;
+	o->hop = 1;
+	for (int i = 0; i < o->n_upsample; i++) {
+		if (o->upsample_kernel_sizes[i] < o->upsample_factors[i])
+			return cfg_fail(err, path, "upsample_kernel_sizes",
+			    "LQ-MODEL-003", "upsample_kernel_sizes[%d] = %d is "
+			    "smaller than upsample_factors[%d] = %d (negative "
+			    "ConvTranspose1d padding)", i,
+			    o->upsample_kernel_sizes[i], i, o->upsample_factors[i]);
+		if (o->hop > (1 << 16) / o->upsample_factors[i])
+			return cfg_fail(err, path, "upsample_factors",
+			    "LQ-MODEL-003", "upsample_factors multiply to more "
+			    "than 65536 samples per mel frame (LTX-2: 6*5*2*2*2 "
+			    "= 240)");
+		o->hop *= o->upsample_factors[i];
+		ch /= 2;
+	}
+	if (ch < 1)
+		return cfg_fail(err, path, "hidden_channels", "LQ-MODEL-003",
+		    "hidden_channels %d halves to 0 over %d upsamplers; use at "
+		    "least %d", o->hidden_channels, o->n_upsample,
+		    1 << o->n_upsample);
+	return LQ_OK;
+}
+
 /* ---- transformer ---- */
 
 enum lq_status
@@ -704,6 +837,33 @@ diffusers_free(struct diffusers_model *m)
 	free(m);
 }
 
+const struct diffusers_layout *
+diffusers_component_layout(const char *name)
+{
+	static const char *const none[] = {NULL};
+	static const char *const tok_required[] = {"spiece.model", NULL};
+	static const char *const tok_optional[] = {"tokenizer_config.json",
+	    "special_tokens_map.json", "added_tokens.json", "tokenizer.json",
+	    NULL};
+	static const struct {
+		const char *name;
+		struct diffusers_layout layout;
+	} known[] = {
+		{"transformer", {"config.json", "diffusion_pytorch_model", none,
+		    none}},
+		{"vae", {"config.json", "diffusion_pytorch_model", none, none}},
+		{"text_encoder", {"config.json", "model", none, none}},
+		{"tokenizer", {NULL, NULL, tok_required, tok_optional}},
+		{"scheduler", {"scheduler_config.json", NULL, none, none}},
+	};
+	static const struct diffusers_layout model_mixin = {"config.json",
+	    "diffusion_pytorch_model", none, none};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(known); i++)
+		if (strcmp(known[i].name, name) == 0)
+			return &known[i].layout;
+	return &model_mixin;
+}
+
 /* Fills c from model_index.json's entry `name` and the override. */
 static enum lq_status
 component_locate(const cJSON *index, const char *index_path, const char *root,
@@ -772,7 +932,7 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	if (ov == NULL)
 		ov = &none;
 	*out = NULL;
-	char *index_path = xasprintf("%s/model_index.json", dir);
+	char *index_path = xasprintf("%s/" DIFFUSERS_MODEL_INDEX, dir);
 	cJSON *index = NULL, *j = NULL;
 	struct diffusers_model *m = xcalloc(1, sizeof(*m));
 	m->root = xstrdup(dir);
@@ -815,7 +975,8 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	    NULL, err) != LQ_OK)
 		goto fail;
 
-	if (load_component_json(&m->transformer, "config.json", &j, err) != LQ_OK ||
+	if (load_component_json(&m->transformer,
+	    diffusers_component_layout("transformer")->config, &j, err) != LQ_OK ||
 	    diffusers_parse_transformer(j, m->transformer.config_path, &m->transformer_config,
 	    err) != LQ_OK)
 		goto fail;
@@ -823,14 +984,17 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	    "LTXVideoTransformer3DModel");
 	cJSON_Delete(j);
 	j = NULL;
-	if (load_component_json(&m->vae, "config.json", &j, err) != LQ_OK ||
+	if (load_component_json(&m->vae, diffusers_component_layout("vae")->config,
+	    &j, err) != LQ_OK ||
 	    diffusers_parse_vae(j, m->vae.config_path, &m->vae_config, err) != LQ_OK)
 		goto fail;
 	snprintf(m->vae.class_name, sizeof(m->vae.class_name), "AutoencoderKLLTXVideo");
 	cJSON_Delete(j);
 	j = NULL;
 	if (m->text_encoder.present) {
-		if (load_component_json(&m->text_encoder, "config.json", &j, err) != LQ_OK ||
+		if (load_component_json(&m->text_encoder,
+		    diffusers_component_layout("text_encoder")->config, &j,
+		    err) != LQ_OK ||
 		    diffusers_parse_t5(j, m->text_encoder.config_path, &m->text_encoder_config,
 		    err) != LQ_OK)
 			goto fail;
@@ -849,7 +1013,8 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 			m->tokenizer.config_path = xstrdup(m->tokenizer_files.tokenizer_config);
 	}
 	/* Scheduler: class check only; the sampler parses the rest. */
-	if (load_component_json(&m->scheduler, "scheduler_config.json", &j, err) != LQ_OK)
+	if (load_component_json(&m->scheduler,
+	    diffusers_component_layout("scheduler")->config, &j, err) != LQ_OK)
 		goto fail;
 	{
 		struct cfg c = {j, m->scheduler.config_path, err, 0};

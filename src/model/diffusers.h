@@ -128,6 +128,31 @@ struct ltxv_upsampler_config {
 	int temporal_upsample;		/* false */
 };
 
+/* LTX2Vocoder (diffusers pipelines/ltx2/vocoder.py), the `vocoder/` of an
+ * LTX2Pipeline folder: mel spectrogram to waveform.  Lists as in
+ * config.json; n_upsample / n_resnets are their lengths. */
+#define DIFFUSERS_MAX_VOCODER 8
+struct ltx2_vocoder_config {
+	int in_channels;		/* 128 (= mel channels x mel bins) */
+	int hidden_channels;		/* 1024; halved by every upsampler */
+	int out_channels;		/* 2 */
+	int n_upsample;
+	int upsample_kernel_sizes[DIFFUSERS_MAX_VOCODER];	/* 16,15,8,4,4 */
+	int upsample_factors[DIFFUSERS_MAX_VOCODER];		/* 6,5,2,2,2 */
+	int n_resnets;			/* ResBlocks per upsampler */
+	int resnet_kernel_sizes[DIFFUSERS_MAX_VOCODER];		/* 3,7,11 */
+	int n_resnet_dilations[DIFFUSERS_MAX_VOCODER];
+	int resnet_dilations[DIFFUSERS_MAX_VOCODER][DIFFUSERS_MAX_VOCODER];	/* [1,3,5] x3 */
+	char act_fn[16];		/* "leaky_relu" (the only one implemented) */
+	double leaky_relu_negative_slope;	/* 0.1 */
+	int antialias;			/* false (true is not implemented) */
+	char final_act_fn[16];		/* "tanh", "clamp" or "" (null) */
+	int final_bias;			/* true */
+	int output_sampling_rate;	/* 24000 (Hz) */
+	/* derived */
+	int hop;			/* product of upsample_factors: samples per mel frame */
+};
+
 /* transformers T5Config, as T5EncoderModel uses it. */
 struct t5_config {
 	int vocab_size;			/* 32128 */
@@ -185,6 +210,37 @@ struct diffusers_model {
 };
 
 /*
+ * The files of one component folder, as the upstream savers write them and
+ * as diffusers_open and the safetensors set reader (st_set_open) read them:
+ *   config    the config file (diffusers CONFIG_NAME "config.json", the
+ *             scheduler's SCHEDULER_CONFIG_NAME "scheduler_config.json"),
+ *             NULL for a tokenizer
+ *   weights   the weights' base name: "<weights>.safetensors", or a
+ *             "<weights>.safetensors.index.json" whose weight_map names the
+ *             shards (diffusers SAFETENSORS_WEIGHTS_NAME
+ *             "diffusion_pytorch_model", transformers SAFE_WEIGHTS_NAME
+ *             "model"); NULL when the component has none
+ *   required  other files it must have (NULL-terminated; the tokenizer's
+ *             spiece.model)
+ *   optional  other files it may have, that the model identity counts when
+ *             present (NULL-terminated)
+ * A component name other than the five of LTXPipeline (an extra one such
+ * as latent_upsampler) has the layout of a diffusers ModelMixin: config.json
+ * and diffusion_pytorch_model weights.  A download (net/layout.h) fetches
+ * exactly these files.  Static; never NULL.
+ */
+struct diffusers_layout {
+	const char *config;
+	const char *weights;
+	const char *const *required;
+	const char *const *optional;
+};
+const struct diffusers_layout *diffusers_component_layout(const char *name);
+
+/* The file every pipeline folder has at its top. */
+#define DIFFUSERS_MODEL_INDEX "model_index.json"
+
+/*
  * Opens a diffusers folder: reads model_index.json (LTXPipeline only), each
  * component's config, applies overrides.  transformer and vae are required;
  * text_encoder and tokenizer may be absent ([null, null]: prompt embeddings
@@ -213,6 +269,14 @@ enum lq_status diffusers_parse_vae(const cJSON *cfg, const char *path,
  * key). */
 enum lq_status diffusers_parse_latent_upsampler(const cJSON *cfg,
     const char *path, struct ltxv_upsampler_config *out,
+    struct lq_error *err);
+/* LTX2Vocoder's config: what upstream's __init__ refuses (list lengths
+ * LQ-MODEL-004, act_fn, final_act_fn, too few channels for the stages
+ * LQ-MODEL-003) and what latentq does not implement yet, named
+ * (LQ-MODEL-006: act_fn snake / snakebeta, antialias, the LTX-2.3
+ * LTX2VocoderWithBWE class). */
+enum lq_status diffusers_parse_ltx2_vocoder(const cJSON *cfg,
+    const char *path, struct ltx2_vocoder_config *out,
     struct lq_error *err);
 enum lq_status diffusers_parse_t5(const cJSON *cfg, const char *path, struct t5_config *out,
     struct lq_error *err);

@@ -17,24 +17,49 @@
 #include "nn/ltxv_vae.h"
 #include "nn/ltxv_vae_encoder.h"
 #include "nn/ltxv_upsampler.h"
+#include "nn/ltx2_vocoder.h"
 #include "nn/weights.h"
+
+/* The components, in enum nn_component order: the --component name and
+ * the subfolder of a pipeline folder that holds it. */
+static const struct {
+	const char *name, *sub;
+} components[] = {
+	[NN_COMPONENT_TRANSFORMER] = { "transformer", "transformer" },
+	[NN_COMPONENT_VAE_DECODER] = { "vae-decoder", "vae" },
+	[NN_COMPONENT_TEXT_ENCODER] = { "text-encoder", "text_encoder" },
+	[NN_COMPONENT_VAE_ENCODER] = { "vae-encoder", "vae" },
+	[NN_COMPONENT_LATENT_UPSAMPLER] = { "latent-upsampler", "latent_upsampler" },
+	[NN_COMPONENT_VOCODER] = { "vocoder", "vocoder" },
+};
+#define NCOMPONENTS (sizeof(components) / sizeof(components[0]))
 
 int
 nn_component_parse(const char *name, enum nn_component *out)
 {
-	if (strcmp(name, "transformer") == 0)
-		*out = NN_COMPONENT_TRANSFORMER;
-	else if (strcmp(name, "vae-decoder") == 0)
-		*out = NN_COMPONENT_VAE_DECODER;
-	else if (strcmp(name, "vae-encoder") == 0)
-		*out = NN_COMPONENT_VAE_ENCODER;
-	else if (strcmp(name, "latent-upsampler") == 0)
-		*out = NN_COMPONENT_LATENT_UPSAMPLER;
-	else if (strcmp(name, "text-encoder") == 0)
-		*out = NN_COMPONENT_TEXT_ENCODER;
-	else
-		return -1;
-	return 0;
+	for (size_t i = 0; i < NCOMPONENTS; i++) {
+		if (strcmp(name, components[i].name) == 0) {
+			*out = (enum nn_component)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *
+nn_component_names(void)
+{
+	static char list[256];
+
+	if (list[0] == '\0') {
+		for (size_t i = 0; i < NCOMPONENTS; i++) {
+			size_t n = strlen(list);
+
+			snprintf(list + n, sizeof(list) - n, "%s%s",
+			    i ? ", " : "", components[i].name);
+		}
+	}
+	return list;
 }
 
 struct inputs {
@@ -709,6 +734,52 @@ out:
 	return st;
 }
 
+/* LTX2Vocoder: mel (or upstream's argument name hidden_states)
+ * [B, C, T, M] -> waveform [B, out_channels, samples]. */
+static enum lq_status
+run_vocoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    struct lq_error *err)
+{
+	struct ltx2_vocoder *v = NULL;
+	const struct st_tensor *tm;
+	const char *name = input_find(in, "mel") == NULL &&
+	    input_find(in, "hidden_states") != NULL ? "hidden_states" : "mel";
+	float *mel = NULL, *out = NULL;
+	struct gpu_buffer *b_m = NULL, *b_y = NULL;
+	struct gpu_tensor g_m, g_y;
+	int64_t oshape[3];
+	enum lq_status st;
+
+	if ((st = input_f32(in, name, 4, "a mel spectrogram [B, C, T, M]",
+	    &tm, &mel, err)) ||
+	    (st = ltx2_vocoder_load(ctx, dir, &v, err)))
+		goto out;
+	ltx2_vocoder_output_shape(v, tm->shape, oshape);
+	if ((st = upload(ctx, 4, tm->shape, mel, &b_m, &g_m, err)) ||
+	    (st = upload(ctx, 3, oshape, NULL, &b_y, &g_y, err)) ||
+	    (st = ltx2_vocoder_forward(v, &g_m, &g_y, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_y));
+	if ((st = gpu_tensor_download_f32(ctx, &g_y, out, err)))
+		goto out;
+	st_writer_add(w, "waveform", ST_F32, 3, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		ltx2_vocoder_memory(v, &wb, &cap, &peak);
+		report_memory(report, "vocoder", wb, cap, peak,
+		    gpu_buffer_size(b_m) + gpu_buffer_size(b_y));
+	}
+out:
+	gpu_buffer_free(b_m);
+	gpu_buffer_free(b_y);
+	ltx2_vocoder_free(v);
+	free(mel);
+	free(out);
+	return st;
+}
+
 enum lq_status
 nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 {
@@ -718,12 +789,7 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 	struct st_writer *w = st_writer_new();
 	struct dump_sink sink = { w };
 	struct nn_dump dump = { dump_to_writer, &sink };
-	const char *sub = o->component == NN_COMPONENT_TRANSFORMER ? "transformer" :
-	    o->component == NN_COMPONENT_VAE_DECODER ||
-	    o->component == NN_COMPONENT_VAE_ENCODER ? "vae" :
-	    o->component == NN_COMPONENT_LATENT_UPSAMPLER ? "latent_upsampler" :
-	    "text_encoder";
-	char *dir = component_dir(o->model, sub);
+	char *dir = component_dir(o->model, components[o->component].sub);
 	enum lq_status st = LQ_OK;
 
 	in.files = xcalloc((size_t)(o->ninputs ? o->ninputs : 1), sizeof(*in.files));
@@ -758,6 +824,10 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		break;
 	case NN_COMPONENT_LATENT_UPSAMPLER:
 		st = run_upsampler(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		break;
+	case NN_COMPONENT_VOCODER:
+		st = run_vocoder(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report, err);
 		break;
 	case NN_COMPONENT_TEXT_ENCODER:

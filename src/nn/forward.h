@@ -21,6 +21,8 @@
  *   latent-upsampler: hidden_states [B,C,F,H,W] -> output
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
+ *   vocoder (LTX2Vocoder): mel (or hidden_states) [B,C,T,M] -> waveform
+ *     [B,out_channels,samples]
  * Any float or integer dtype is accepted and converted.  Later --inputs
  * files do not override earlier ones: the first file holding a name wins.
  *
@@ -41,6 +43,7 @@ enum nn_component {
 	NN_COMPONENT_TEXT_ENCODER,
 	NN_COMPONENT_VAE_ENCODER,
 	NN_COMPONENT_LATENT_UPSAMPLER,
+	NN_COMPONENT_VOCODER,
 };
 
 struct nn_forward_opts {
@@ -66,14 +69,18 @@ struct nn_forward_opts {
 	const struct ltxv_vae_tiling *vae_tiling;
 };
 
-/* Parses "transformer", "vae-decoder", "vae-encoder", "latent-upsampler",
- * "text-encoder";
- * 0 ok, -1 unknown. */
+/* Parses a --component name (nn_component_names lists them); 0 ok, -1
+ * unknown. */
 int nn_component_parse(const char *name, enum nn_component *out);
+
+/* "transformer, vae-decoder, ...": every component name, for messages.
+ * A static string. */
+const char *nn_component_names(void);
 
 /*
  * Resolves the component folder (opts->model itself when it holds a
- * config.json, else its transformer/, vae/ or text_encoder/ subfolder),
+ * config.json, else its transformer/, vae/, text_encoder/,
+ * latent_upsampler/ or vocoder/ subfolder),
  * loads the component, reads the inputs, runs it and writes opts->out.
  * Errors: LQ_FAILED with LQ-NN-INPUT (missing/misshapen input, naming it),
  * model / safetensors / config codes, LQ-NN-TEXT when the text encoder is

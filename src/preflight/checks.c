@@ -258,15 +258,39 @@ pf_check_model(struct pf_job_state *s)
 {
 	if (s->jc.model == NULL)
 		return;
-	/* Nothing is downloaded at render time: a URL is fetched first. */
-	if (strstr(s->jc.model, "://") != NULL) {
-		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
-		    "LQ-MDL-001", "%s is a URL; latentq renders from local "
-		    "folders and never downloads at render time", s->jc.model);
-		error_set_hint(e, "fetch the files with `latentq model pull "
-		    "--name NAME URL... DIR`, then write model: NAME");
-		return;
+	/* Folders named by URL: downloaded into the cache only when asked. */
+	const char *const *keys = job_model_keys;
+	const char *vals[JOB_MODEL_KEYS];
+	job_model_values(&s->jc, vals);
+	int refused = 0;
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++) {
+		if (vals[i] == NULL || !model_ref_is_url(vals[i]))
+			continue;
+		if (s->ctx->opt->fetch_model == NULL) {
+			char *dir = model_ref_cache_dir(vals[i]);
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    "LQ-MDL-012", "%s is a URL; latentq downloads a model "
+			    "only when asked", vals[i]);
+			error_set_hint(e, "pass --allow-download to fetch it into "
+			    "%s, or run `latentq model pull --name NAME URL... "
+			    "DIR` first and write %s: NAME", dir, keys[i]);
+			free(dir);
+			refused = 1;
+			continue;
+		}
+		struct lq_error ferr;
+		error_clear(&ferr);
+		if (s->ctx->opt->fetch_model(vals[i], i == 0 ? NULL : keys[i],
+		    &ferr) != LQ_OK) {
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    ferr.code, "download failed: %s", ferr.message);
+			if (ferr.hint[0] != '\0')
+				error_set_hint(e, "%s", ferr.hint);
+			refused = 1;
+		}
 	}
+	if (refused)
+		return;
 	/* The loader resolved paths; model/ref.h says what is a name. */
 	struct model_ref_resolver res = {s->ctx->opt->resolve_ctx,
 	    s->ctx->opt->resolve_model};

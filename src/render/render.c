@@ -48,6 +48,7 @@
 #include "model/hash.h"
 #include "model/lora.h"
 #include "model/ref.h"
+#include "net/layout.h"
 #include "nn/weights.h"
 #include "store/models.h"
 #include "render/render.h"
@@ -214,13 +215,54 @@ folder_digest(struct store *st, const char *dir, char hex[DIGEST_HEX_SIZE],
 }
 
 /*
- * Opens the job's model (model/ref.h): a registered name or a folder, with
- * component overrides, relative paths against the manifest's folder.
+ * Folders named by URL (model/ref.h) must be complete in the cache: with
+ * --allow-download they are fetched now (net/layout.h; a host whose cache
+ * preflight filled fetches nothing); without it the job is given back
+ * untouched for a host that has them or may fetch them (LQ_FATAL, as
+ * worker_exit_for maps it: EXIT_UNAVAILABLE).
+ */
+static enum lq_status
+fetch_model_urls(struct render *r, struct lq_error *err)
+{
+	const char *const *keys = job_model_keys;
+	const char *vals[JOB_MODEL_KEYS];
+	job_model_values(&r->jc, vals);
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++) {
+		if (vals[i] == NULL || !model_ref_is_url(vals[i]) ||
+		    model_ref_cache_complete(vals[i]))
+			continue;
+		if (!r->opt->allow_download) {
+			char *dir = model_ref_cache_dir(vals[i]);
+			error_set(err, LQ_FATAL, "LQ-RUN-DOWNLOAD", "job %lld's %s "
+			    "is %s, which this host has not downloaded (no "
+			    "complete copy in %s); the job is left for a host that "
+			    "has it or may download it", (long long)r->job->id,
+			    keys[i], vals[i], dir);
+			free(dir);
+			error_set_hint(err, "run with --allow-download, or fetch "
+			    "it here with `latentq model pull`");
+			return LQ_FATAL;
+		}
+		enum lq_status s = net_layout_fetch_url(vals[i], i == 0 ? NULL :
+		    keys[i], err);
+		if (s != LQ_OK)
+			return s;
+	}
+	return LQ_OK;
+}
+
+/*
+ * Opens the job's model (model/ref.h): a registered name, a folder or a
+ * URL's cache folder, with component overrides, relative paths against
+ * the manifest's folder.
  */
 static enum lq_status
 open_model(struct render *r, struct lq_error *err)
 {
 	const struct job_config *jc = &r->jc;
+	enum lq_status fs = fetch_model_urls(r, err);
+	if (fs != LQ_OK)
+		return fs;
 	struct model_ref_resolver res = {r->st, store_model_path_resolve};
 	struct model_ref ref;
 	enum lq_status s = model_ref_resolve(jc->model, jc->transformer, jc->vae,
@@ -260,27 +302,25 @@ phase_load(struct render *r, struct lq_error *err)
 			return s;
 		pin = r->model_digest;
 	}
-	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0 &&
-	    store_is_shared(r->st)) {
-		/* another host's copy may be the pinned one: FATAL gives the
-		 * job back untouched (worker_exit_for: EXIT_UNAVAILABLE) */
+	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
+		/*
+		 * One rule for both backends: the job is not at fault, this
+		 * host's copy is.  FATAL gives it back untouched, checkpoints
+		 * kept (worker_exit_for: EXIT_UNAVAILABLE), for another host
+		 * sharing the queue or a later run here once the files are
+		 * restored; `status` shows this error meanwhile.  Poisoning it
+		 * would make a restored copy need a `retry`.
+		 */
 		error_set(err, LQ_FATAL, "LQ-RUN-MODEL-HOST", "this host's copy "
 		    "of model %s differs from the one job %lld pinned (digest "
-		    "%.16s…, here %.16s…); the job is left for a host whose copy "
-		    "matches", r->dm->root, (long long)r->job->id,
-		    r->job->model_digests, r->model_digest);
-		error_set_hint(err, "make this host's copy match, or submit the "
-		    "job again with --again to render with these weights");
-		return LQ_FATAL;
-	}
-	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
-		error_set(err, LQ_FAILED, "LQ-RUN-MODEL-CHANGED", "the files of "
-		    "model %s changed since the job was submitted (digest %.16s…, "
-		    "now %.16s…)", r->dm->root, r->job->model_digests,
+		    "%.16s…, here %.16s…); the job is left queued for a host, or "
+		    "a later run, whose copy matches", r->dm->root,
+		    (long long)r->job->id, r->job->model_digests,
 		    r->model_digest);
-		error_set_hint(err, "restore the files, or submit the job again "
-		    "with --again to render with the new weights");
-		return LQ_FAILED;
+		error_set_hint(err, "restore the files (or make this host's copy "
+		    "match), or submit the job again with --again to render "
+		    "with these weights");
+		return LQ_FATAL;
 	}
 	if ((s = store_pin_model_digest(r->st, r->job->id, r->model_digest,
 	    err)) != LQ_OK)

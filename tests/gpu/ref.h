@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { REF_NONE, REF_GELU_TANH, REF_SILU, REF_RELU, REF_GELU };
+enum { REF_NONE, REF_GELU_TANH, REF_SILU, REF_RELU, REF_GELU, REF_TANH };
 
 static double
 ref_act(double x, int act)
@@ -25,6 +25,8 @@ ref_act(double x, int act)
 		return x > 0 ? x : 0;
 	case REF_GELU:
 		return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+	case REF_TANH:
+		return tanh(x);
 	}
 	return x;
 }
@@ -227,6 +229,39 @@ ref_conv3d(double *y, const float *x, const float *w, const float *b,
 			    w[((((size_t)co * Ci + ci) * kt + dt) * kh + dh) * kw + dw];
 		}
 		y[((((size_t)bi * Co + co) * Fo + fo) * Ho + ho) * Wo + wo] = s;
+	}
+}
+
+/* torch Conv1d (w [Co, Ci, k]) / ConvTranspose1d (w [Ci, Co, k]) on
+ * x [B, Ci, T] -> y [B, Co, To], zero padding pad0 (conv) / crop pad0
+ * (transposed), stride s, dilation d. */
+static void
+ref_conv1d(double *y, const float *x, const float *w, const float *b,
+    int B, int Ci, int T, int Co, int k, int s, int d, int pad0, int To,
+    int transposed)
+{
+	for (int bi = 0; bi < B; bi++)
+		for (int co = 0; co < Co; co++)
+			for (int to = 0; to < To; to++) {
+		double acc = b ? b[co] : 0;
+		for (int ci = 0; ci < Ci; ci++)
+			for (int j = 0; j < k; j++) {
+			double wv = transposed ? w[((size_t)ci * Co + co) * k + j] :
+			    w[((size_t)co * Ci + ci) * k + j];
+			int ti;
+			if (transposed) {
+				int num = to + pad0 - j * d;
+				if (num < 0 || num % s != 0)
+					continue;
+				ti = num / s;
+			} else {
+				ti = to * s + j * d - pad0;
+			}
+			if (ti < 0 || ti >= T)
+				continue;
+			acc += (double)x[((size_t)bi * Ci + ci) * T + ti] * wv;
+		}
+		y[((size_t)bi * Co + co) * To + to] = acc;
 	}
 }
 

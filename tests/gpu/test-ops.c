@@ -342,7 +342,7 @@ test_elementwise(void)
 	compare("add_mul", &yam, ref + 2 * n, 1e-6, 1e-6);
 	compare("scale", &ys, ref + 3 * n, 1e-6, 1e-6);
 
-	for (int act = 1; act <= 4; act++) {
+	for (int act = 1; act <= 5; act++) {
 		begin();
 		x = T(GPU_F32, 3, SH(B, N, D));
 		y = T(GPU_F32, 3, SH(B, N, D));
@@ -355,6 +355,42 @@ test_elementwise(void)
 		snprintf(name, sizeof(name), "act %d", act);
 		compare(name, &y, ref, 2e-6, 2e-6);
 		free(h6);
+	}
+	/* leaky_relu with the vocoder's two slopes, on a strided view */
+	for (int k = 0; k < 2; k++) {
+		float slope = k ? 0.01f : 0.1f;
+		begin();
+		x = T(GPU_F32, 3, SH(B, D, N));
+		y = T(GPU_F32, 3, SH(B, N, D));
+		static const int tr[3] = {0, 2, 1};
+		struct gpu_tensor xt = gpu_tensor_permute(&x, tr);
+		float *h = rnd(n, 3);
+		up(&x, h);
+		ops_leaky_relu(cmd, &y, &xt, slope);
+		run();
+		for (int bi = 0; bi < B; bi++)
+			for (int i = 0; i < N; i++)
+				for (int d = 0; d < D; d++) {
+					double v = h[((size_t)bi * D + d) * N + i];
+					ref[((size_t)bi * N + i) * D + d] =
+					    v >= 0 ? v : (double)slope * v;
+				}
+		snprintf(name, sizeof(name), "leaky_relu %g (transposed x)", slope);
+		compare(name, &y, ref, 1e-7, 1e-7);
+		free(h);
+	}
+	begin();
+	x = T(GPU_F32, 3, SH(B, N, D));
+	y = T(GPU_F32, 3, SH(B, N, D));
+	{
+		float *h = rnd(n, 3);
+		up(&x, h);
+		ops_clamp(cmd, &y, &x, -1.0f, 1.0f);
+		run();
+		for (size_t k = 0; k < n; k++)
+			ref[k] = h[k] < -1 ? -1 : h[k] > 1 ? 1 : h[k];
+		compare("clamp [-1, 1]", &y, ref, 0, 0);
+		free(h);
 	}
 	begin();
 	y = T(GPU_F32, 2, SH(3, 5));
@@ -542,6 +578,40 @@ test_conv3d(int B, int Ci, int F, int H, int W, int Co, int k, int stride,
 	    B, Ci, F, H, W, Co, k, stride, tn, rep_s ? " reps" : "",
 	    gpu_dtype_name(wdt));
 	compare(name, &y, ref, 1e-5 * sqrt((double)Ci * k * k * k), 1e-5);
+	free(hx), free(hw), free(hb), free(ref);
+}
+
+/* Conv1d (stride, dilation, "same" padding) and ConvTranspose1d (the
+ * vocoder's upsamplers: stride u, padding (k - u) / 2) with bias. */
+static void
+test_conv1d(int B, int Ci, int L, int Co, int k, int s, int d, int pad0,
+    int pad1, int transposed, enum gpu_dtype wdt, int bias)
+{
+	begin();
+	struct ops_conv1d_params p = {.stride = s, .dilation = d,
+	    .pad = {pad0, pad1}, .transposed = transposed};
+	int To = transposed ? (L - 1) * s + d * (k - 1) + 1 - pad0 - pad1 :
+	    (L + pad0 + pad1 - d * (k - 1) - 1) / s + 1;
+	struct gpu_tensor x = T(GPU_F32, 3, SH(B, Ci, L));
+	struct gpu_tensor w = transposed ? T(wdt, 3, SH(Ci, Co, k)) :
+	    T(wdt, 3, SH(Co, Ci, k));
+	struct gpu_tensor b = T(GPU_F32, 1, SH(Co));
+	struct gpu_tensor y = T(GPU_F32, 3, SH(B, Co, To));
+	size_t nx = (size_t)B * Ci * L, nw = (size_t)Co * Ci * k;
+	float *hx = rnd(nx, 1), *hw = rnd(nw, 0.3f), *hb = rnd(Co, 1);
+	up(&x, hx);
+	up(&w, hw);
+	up(&b, hb);
+	ops_conv1d(cmd, &y, &x, &w, bias ? &b : NULL, &p);
+	run();
+	double *ref = malloc(sizeof(double) * (size_t)B * Co * To);
+	ref_conv1d(ref, hx, hw, bias ? hb : NULL, B, Ci, L, Co, k, s, d, pad0,
+	    To, transposed);
+	char name[96];
+	snprintf(name, sizeof(name), "conv1d%s [%d,%d,%d]->%d k%d s%d d%d p%d,%d %s",
+	    transposed ? "T" : "", B, Ci, L, Co, k, s, d, pad0, pad1,
+	    gpu_dtype_name(wdt));
+	compare(name, &y, ref, 1e-5 * sqrt((double)Ci * k), 1e-5);
 	free(hx), free(hw), free(hb), free(ref);
 }
 
@@ -745,6 +815,15 @@ main(void)
 	test_attention(1, 3, 5, 2, 8, 24, 0, 1, 0.3, 0);
 	test_rope(2, 13, 10, 1);
 	test_rope(2, 7, 32, 2);
+	test_conv1d(2, 5, 9, 7, 7, 1, 1, 3, 3, 0, GPU_F32, 1);
+	test_conv1d(1, 8, 33, 8, 3, 1, 3, 3, 3, 0, GPU_F16, 1);
+	test_conv1d(2, 6, 20, 6, 5, 1, 2, 4, 4, 0, GPU_BF16, 0);
+	test_conv1d(1, 4, 17, 3, 4, 1, 2, 3, 0, 0, GPU_F32, 1);
+	test_conv1d(1, 4, 17, 3, 3, 2, 1, 1, 1, 0, GPU_F32, 1);
+	test_conv1d(2, 9, 9, 4, 8, 4, 1, 2, 2, 1, GPU_F32, 1);
+	test_conv1d(1, 16, 11, 8, 4, 2, 1, 1, 1, 1, GPU_F16, 0);
+	test_conv1d(1, 5, 6, 3, 11, 5, 1, 3, 3, 1, GPU_F32, 1);
+	test_conv1d(1, 3, 7, 2, 3, 3, 2, 0, 1, 1, GPU_BF16, 1);
 	test_d2s(0);
 	test_d2s(1);
 	test_determinism();

@@ -341,6 +341,28 @@ c_conv3d(struct env *e, struct gpu_cmd *cmd)
 	ops_conv3d(cmd, &y3, &x, &w3, NULL, &p3);
 }
 
+/* conv1d: a Conv1d whose x is over the limit (blocks of input channels
+ * through y) and a ConvTranspose1d whose w is (blocks of output channels,
+ * w's dim 1). */
+static void
+c_conv1d(struct env *e, struct gpu_cmd *cmd)
+{
+	struct gpu_tensor x = in(e, GPU_F32, 3, SH(2, 40, 600), 1);
+	struct gpu_tensor w = in(e, GPU_F32, 3, SH(24, 40, 3), 0.1f);
+	struct gpu_tensor b = in(e, GPU_F32, 1, SH(24), 1);
+	struct gpu_tensor y = out(e, 3, SH(2, 24, 600));
+	struct ops_conv1d_params p = {.stride = 1, .dilation = 3,
+	    .pad = {3, 3}};
+	ops_conv1d(cmd, &y, &x, &w, &b, &p);
+	struct gpu_tensor x2 = in(e, GPU_F32, 3, SH(1, 64, 40), 1);
+	struct gpu_tensor w2 = in(e, GPU_BF16, 3, SH(64, 300, 8), 0.1f);
+	struct gpu_tensor b2 = in(e, GPU_F32, 1, SH(300), 1);
+	struct gpu_tensor y2 = out(e, 3, SH(1, 300, 160));
+	struct ops_conv1d_params p2 = {.stride = 4, .pad = {2, 2},
+	    .transposed = 1};
+	ops_conv1d(cmd, &y2, &x2, &w2, &b2, &p2);
+}
+
 /* The VAE's upsampler (conv then depth-to-space) and unpatchify. */
 static void
 c_depth_to_space(struct env *e, struct gpu_cmd *cmd)
@@ -424,6 +446,7 @@ main(void)
 	run_case("channel affine, noise", c_channels);
 	run_case("rope", c_rope);
 	run_case("conv3d", c_conv3d);
+	run_case("conv1d", c_conv1d);
 	run_case("depth-to-space", c_depth_to_space);
 	test_unsplittable();
 
