@@ -1,6 +1,7 @@
 /*
  * forward.c — `latentq forward`: run one model component (transformer,
- * vae-decoder, vae-encoder, latent-upsampler, text-encoder, vocoder) on
+ * vae-decoder, vae-encoder, latent-upsampler, text-encoder, vocoder,
+ * audio-vae-decoder) on
  * named input tensors and write its outputs,
  * a debugging tool and the way to check latentq against another
  * implementation.  The work is nn_forward_run (src/nn/forward.h).
@@ -167,7 +168,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_forward_entry = {
 	.name = "forward",
 	.usage = "--model DIR --component "
-	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder|vocoder "
+	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder|vocoder|audio-vae-decoder "
 	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N] "
 	    "[--weight-streaming auto|on|off] [--set NAME=VALUE...]",
 	.summary = "run one model component on named tensors",

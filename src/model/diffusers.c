@@ -365,6 +365,92 @@ diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
 	return LQ_OK;
 }
 
+/* ---- LTX-2 audio VAE ---- */
+
+enum lq_status
+diffusers_parse_ltx2_audio_vae(const cJSON *j, const char *path,
+    struct ltx2_audio_vae_config *o, struct lq_error *err)
+{
+	static const int def_mult[] = {1, 2, 4}, def_none[1] = {0};
+	static const char *axes[] = {
+		[LTX2_CAUSAL_NONE] = "none", [LTX2_CAUSAL_WIDTH] = "width",
+		[LTX2_CAUSAL_HEIGHT] = "height",
+		[LTX2_CAUSAL_WIDTH_COMPAT] = "width-compatibility",
+	};
+	struct cfg c = {j, path, err, 0};
+	char norm[16], axis[32];
+	int found = 0;
+
+	if (check_class(&c, "AutoencoderKLLTX2Audio") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->base_channels = cfg_int(&c, "base_channels", 128, 1);
+	o->output_channels = cfg_int(&c, "output_channels", 2, 1);
+	o->n_ch_mult = cfg_list(&c, "ch_mult", 'i', 1, o->ch_mult, 0,
+	    DIFFUSERS_MAX_BLOCKS, def_mult, 3);
+	o->num_res_blocks = cfg_int(&c, "num_res_blocks", 2, 0);
+	o->n_attn_resolutions = cfg_list(&c, "attn_resolutions", 'i', 1,
+	    o->attn_resolutions, 0, DIFFUSERS_MAX_BLOCKS, def_none, 0);
+	o->in_channels = cfg_int(&c, "in_channels", 2, 1);
+	o->resolution = cfg_int(&c, "resolution", 256, 1);
+	o->latent_channels = cfg_int(&c, "latent_channels", 8, 1);
+	cfg_str(&c, "norm_type", "pixel", norm, sizeof(norm));
+	o->mid_block_add_attention = cfg_bool(&c, "mid_block_add_attention", 0);
+	o->sample_rate = cfg_int(&c, "sample_rate", 16000, 1);
+	o->mel_hop_length = cfg_int(&c, "mel_hop_length", 160, 1);
+	o->mel_bins = cfg_item(&c, "mel_bins") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(j, "mel_bins") != NULL ? 0 :
+	    cfg_int(&c, "mel_bins", 64, 1);
+	(void)cfg_num(&c, "dropout", 0.0, 0);	/* eval: no effect */
+	(void)cfg_bool(&c, "double_z", 1);	/* the encoder's */
+	(void)cfg_bool(&c, "is_causal", 1);	/* the patchifier's */
+	if (c.failed)
+		return LQ_FAILED;
+	if (cJSON_GetObjectItemCaseSensitive(j, "causality_axis") != NULL &&
+	    cfg_item(&c, "causality_axis") == NULL)
+		return cfg_fail(err, path, "causality_axis", "LQ-MODEL-003",
+		    "causality_axis null is refused upstream; use \"height\" "
+		    "(LTX-2), \"width\", \"width-compatibility\" or \"none\"");
+	cfg_str(&c, "causality_axis", "height", axis, sizeof(axis));
+	if (c.failed)
+		return LQ_FAILED;
+	for (size_t i = 0; i < sizeof(axes) / sizeof(axes[0]); i++) {
+		if (strcmp(axis, axes[i]) == 0) {
+			o->causality_axis = (enum ltx2_causality)i;
+			found = 1;
+		}
+	}
+	if (!found)
+		return cfg_fail(err, path, "causality_axis", "LQ-MODEL-003",
+		    "causality_axis \"%s\" is not one of none, width, height, "
+		    "width-compatibility", axis);
+	if (strcmp(norm, "pixel") == 0)
+		o->norm_group = 0;
+	else if (strcmp(norm, "group") == 0)
+		o->norm_group = 1;
+	else
+		return cfg_fail(err, path, "norm_type", "LQ-MODEL-003",
+		    "norm_type \"%s\" is not \"pixel\" (LTX-2) or \"group\"",
+		    norm);
+	if (o->norm_group && o->causality_axis != LTX2_CAUSAL_NONE)
+		return cfg_fail(err, path, "norm_type", "LQ-MODEL-003",
+		    "norm_type \"group\" with causality_axis \"%s\" is refused "
+		    "upstream (a causal ResnetBlock has no GroupNorm); use "
+		    "\"pixel\" or causality_axis \"none\"", axis);
+	for (int i = 0; i < o->n_ch_mult; i++) {
+		if (o->norm_group && (o->base_channels * o->ch_mult[i]) % 32 != 0)
+			return cfg_fail(err, path, "base_channels",
+			    "LQ-MODEL-003", "norm_type \"group\" needs channels "
+			    "that are multiples of GroupNorm's 32 groups: "
+			    "base_channels %d x ch_mult[%d] %d is not",
+			    o->base_channels, i, o->ch_mult[i]);
+		if (o->ch_mult[i] > (1 << 20) / o->base_channels)
+			return cfg_fail(err, path, "ch_mult", "LQ-MODEL-003",
+			    "base_channels x ch_mult[%d] is over 2^20 channels", i);
+	}
+	return LQ_OK;
+}
+
 /* ---- transformer ---- */
 
 enum lq_status

@@ -17,6 +17,7 @@
 #include "nn/ltxv_vae.h"
 #include "nn/ltxv_vae_encoder.h"
 #include "nn/ltxv_upsampler.h"
+#include "nn/ltx2_audio_vae.h"
 #include "nn/ltx2_vocoder.h"
 #include "nn/weights.h"
 
@@ -31,6 +32,7 @@ static const struct {
 	[NN_COMPONENT_VAE_ENCODER] = { "vae-encoder", "vae" },
 	[NN_COMPONENT_LATENT_UPSAMPLER] = { "latent-upsampler", "latent_upsampler" },
 	[NN_COMPONENT_VOCODER] = { "vocoder", "vocoder" },
+	[NN_COMPONENT_AUDIO_VAE_DECODER] = { "audio-vae-decoder", "audio_vae" },
 };
 #define NCOMPONENTS (sizeof(components) / sizeof(components[0]))
 
@@ -780,6 +782,50 @@ out:
 	return st;
 }
 
+/* AutoencoderKLLTX2Audio.decode: z [B, latent_channels, L, M] -> sample
+ * (the mel spectrogram [B, output_channels, 4L - 3, mel_bins]). */
+static enum lq_status
+run_audio_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    struct lq_error *err)
+{
+	struct ltx2_audio_vae *v = NULL;
+	const struct st_tensor *tz;
+	float *z = NULL, *out = NULL;
+	struct gpu_buffer *b_z = NULL, *b_y = NULL;
+	struct gpu_tensor g_z, g_y;
+	int64_t oshape[4];
+	enum lq_status st;
+
+	if ((st = input_f32(in, "z", 4, "audio latents [B, C, L, M]", &tz, &z,
+	    err)) ||
+	    (st = ltx2_audio_vae_load(ctx, dir, &v, err)))
+		goto out;
+	ltx2_audio_vae_output_shape(v, tz->shape, oshape);
+	if ((st = upload(ctx, 4, tz->shape, z, &b_z, &g_z, err)) ||
+	    (st = upload(ctx, 4, oshape, NULL, &b_y, &g_y, err)) ||
+	    (st = ltx2_audio_vae_decode(v, &g_z, &g_y, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_y));
+	if ((st = gpu_tensor_download_f32(ctx, &g_y, out, err)))
+		goto out;
+	st_writer_add(w, "sample", ST_F32, 4, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		ltx2_audio_vae_memory(v, &wb, &cap, &peak);
+		report_memory(report, "audio vae decoder", wb, cap, peak,
+		    gpu_buffer_size(b_z) + gpu_buffer_size(b_y));
+	}
+out:
+	gpu_buffer_free(b_z);
+	gpu_buffer_free(b_y);
+	ltx2_audio_vae_free(v);
+	free(z);
+	free(out);
+	return st;
+}
+
 enum lq_status
 nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 {
@@ -824,6 +870,10 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		break;
 	case NN_COMPONENT_LATENT_UPSAMPLER:
 		st = run_upsampler(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		break;
+	case NN_COMPONENT_AUDIO_VAE_DECODER:
+		st = run_audio_vae(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report, err);
 		break;
 	case NN_COMPONENT_VOCODER:

@@ -23,6 +23,8 @@
  *     -> last_hidden_state
  *   vocoder (LTX2Vocoder): mel (or hidden_states) [B,C,T,M] -> waveform
  *     [B,out_channels,samples]
+ *   audio-vae-decoder (AutoencoderKLLTX2Audio): z [B,C,L,M] -> sample
+ *     [B,output_channels,4L-3,mel_bins]
  * Any float or integer dtype is accepted and converted.  Later --inputs
  * files do not override earlier ones: the first file holding a name wins.
  *
@@ -44,6 +46,7 @@ enum nn_component {
 	NN_COMPONENT_VAE_ENCODER,
 	NN_COMPONENT_LATENT_UPSAMPLER,
 	NN_COMPONENT_VOCODER,
+	NN_COMPONENT_AUDIO_VAE_DECODER,
 };
 
 struct nn_forward_opts {
@@ -80,7 +83,7 @@ const char *nn_component_names(void);
 /*
  * Resolves the component folder (opts->model itself when it holds a
  * config.json, else its transformer/, vae/, text_encoder/,
- * latent_upsampler/ or vocoder/ subfolder),
+ * latent_upsampler/, vocoder/ or audio_vae/ subfolder),
  * loads the component, reads the inputs, runs it and writes opts->out.
  * Errors: LQ_FAILED with LQ-NN-INPUT (missing/misshapen input, naming it),
  * model / safetensors / config codes, LQ-NN-TEXT when the text encoder is
