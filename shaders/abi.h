@@ -27,6 +27,7 @@
 #define LQ_ACT_RELU 3u
 #define LQ_ACT_GELU 4u		/* exact erf GELU */
 #define LQ_ACT_TANH 5u		/* tanh(x) (the vocoder's final_act_fn) */
+#define LQ_ACT_SIGMOID 6u	/* 1/(1+exp(-x)) (LTX-2's attention gates) */
 #define LQ_ACT_MASK 7u
 
 /* ew.comp: y = op(a, b, c); flags = op | ndim | dtypes | presence. */

@@ -62,6 +62,7 @@ enum ops_act {
 	OPS_ACT_RELU = LQ_ACT_RELU,
 	OPS_ACT_GELU = LQ_ACT_GELU,
 	OPS_ACT_TANH = LQ_ACT_TANH,
+	OPS_ACT_SIGMOID = LQ_ACT_SIGMOID,
 };
 
 /* ---- matrix products ---- */

@@ -451,6 +451,94 @@ diffusers_parse_ltx2_audio_vae(const cJSON *j, const char *path,
 	return LQ_OK;
 }
 
+/* ---- LTX-2 text connectors ---- */
+
+/* The `<side>_connector_*` and `<side>_gated_attn` keys of one connector. */
+static void
+connector_keys(struct cfg *c, const char *side, struct ltx2_connector_config *o)
+{
+	char k[64];
+
+	snprintf(k, sizeof(k), "%s_connector_num_attention_heads", side);
+	o->num_attention_heads = cfg_int(c, k, 30, 1);
+	snprintf(k, sizeof(k), "%s_connector_attention_head_dim", side);
+	o->attention_head_dim = cfg_int(c, k, 128, 1);
+	snprintf(k, sizeof(k), "%s_connector_num_layers", side);
+	o->num_layers = cfg_int(c, k, 2, 0);
+	snprintf(k, sizeof(k), "%s_connector_num_learnable_registers", side);
+	/* null: no registers (the key present and null, not absent) */
+	o->num_learnable_registers = cfg_item(c, k) == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(c->j, k) != NULL ? 0 :
+	    cfg_int(c, k, 128, 1);
+	snprintf(k, sizeof(k), "%s_gated_attn", side);
+	o->gated_attn = cfg_bool(c, k, 0);
+}
+
+enum lq_status
+diffusers_parse_ltx2_connectors(const cJSON *j, const char *path,
+    struct ltx2_connectors_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	char rope[16];
+	const struct ltx2_connector_config *sides[2];
+	static const char *names[2] = { "video", "audio" };
+
+	if (check_class(&c, "LTX2TextConnectors") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->caption_channels = cfg_int(&c, "caption_channels", 3840, 1);
+	o->text_proj_in_factor = cfg_int(&c, "text_proj_in_factor", 49, 1);
+	connector_keys(&c, "video", &o->video);
+	connector_keys(&c, "audio", &o->audio);
+	o->connector_rope_base_seq_len = cfg_int(&c,
+	    "connector_rope_base_seq_len", 4096, 1);
+	o->rope_theta = cfg_num(&c, "rope_theta", 10000.0, 1);
+	o->rope_double_precision = cfg_bool(&c, "rope_double_precision", 1);
+	(void)cfg_bool(&c, "causal_temporal_positioning", 0);
+	cfg_str(&c, "rope_type", "interleaved", rope, sizeof(rope));
+	o->proj_bias = cfg_bool(&c, "proj_bias", 0);
+	if (cfg_bool(&c, "per_modality_projections", 0) && !c.failed)
+		return cfg_fail(err, path, "per_modality_projections",
+		    "LQ-MODEL-006", "per_modality_projections true (the LTX-2.3 "
+		    "connectors: per-token RMS norm and video/audio text_proj_in) "
+		    "is not implemented yet; LTX-2.0 has false");
+	(void)cfg_int(&c, "video_hidden_dim", 4096, 1);	/* LTX-2.3 only */
+	(void)cfg_int(&c, "audio_hidden_dim", 2048, 1);
+	if (c.failed)
+		return LQ_FAILED;
+	if (strcmp(rope, "split") == 0)
+		return cfg_fail(err, path, "rope_type", "LQ-MODEL-006",
+		    "rope_type \"split\" is not implemented yet for the "
+		    "connectors; use \"interleaved\" (LTX-2.0)");
+	if (strcmp(rope, "interleaved") != 0)
+		return cfg_fail(err, path, "rope_type", "LQ-MODEL-003",
+		    "rope_type \"%s\" is not \"interleaved\" or \"split\"", rope);
+	sides[0] = &o->video;
+	sides[1] = &o->audio;
+	for (int i = 0; i < 2; i++) {
+		const struct ltx2_connector_config *s = sides[i];
+
+		if ((int64_t)s->num_attention_heads * s->attention_head_dim !=
+		    o->caption_channels)
+			return cfg_fail(err, path, names[i][0] == 'v' ?
+			    "video_connector_num_attention_heads" :
+			    "audio_connector_num_attention_heads", "LQ-MODEL-003",
+			    "the %s connector's %d heads x %d head_dim is not "
+			    "caption_channels %d (text_proj_in feeds it %d "
+			    "channels)", names[i], s->num_attention_heads,
+			    s->attention_head_dim, o->caption_channels,
+			    o->caption_channels);
+		if (s->attention_head_dim > 256)
+			return cfg_fail(err, path, names[i][0] == 'v' ?
+			    "video_connector_attention_head_dim" :
+			    "audio_connector_attention_head_dim", "LQ-MODEL-006",
+			    "the %s connector's attention_head_dim %d is over "
+			    "latentq's attention kernel limit 256", names[i],
+			    s->attention_head_dim);
+	}
+	return LQ_OK;
+}
+
 /* ---- transformer ---- */
 
 enum lq_status

@@ -180,6 +180,28 @@ struct ltx2_audio_vae_config {
 	int mel_bins;			/* 64; 0 when null (the input's) */
 };
 
+/* One LTX2ConnectorTransformer1d of LTX2TextConnectors. */
+struct ltx2_connector_config {
+	int num_attention_heads;	/* 30 */
+	int attention_head_dim;		/* 128 */
+	int num_layers;			/* 2 */
+	int num_learnable_registers;	/* 128; 0 when null (no registers) */
+	int gated_attn;			/* false */
+};
+
+/* LTX2TextConnectors (diffusers pipelines/ltx2/connectors.py), the
+ * `connectors/` of an LTX2Pipeline folder: the text encoder's stacked
+ * hidden states to the video and audio streams' caption features. */
+struct ltx2_connectors_config {
+	int caption_channels;		/* 3840 (Gemma-3-12B hidden size) */
+	int text_proj_in_factor;	/* 49 (its layers + the embedding) */
+	struct ltx2_connector_config video, audio;	/* video_connector_*, audio_connector_* */
+	int connector_rope_base_seq_len;	/* 4096 */
+	double rope_theta;		/* 10000 */
+	int rope_double_precision;	/* true */
+	int proj_bias;			/* false */
+};
+
 /* transformers T5Config, as T5EncoderModel uses it. */
 struct t5_config {
 	int vocab_size;			/* 32128 */
@@ -280,6 +302,15 @@ enum lq_status diffusers_parse_ltx2_vocoder(const cJSON *cfg,
  * channels not a multiple of 32: LQ-MODEL-003 naming the key). */
 enum lq_status diffusers_parse_ltx2_audio_vae(const cJSON *cfg,
     const char *path, struct ltx2_audio_vae_config *out,
+    struct lq_error *err);
+/* LTX2TextConnectors' config: what upstream refuses (rope_type other than
+ * interleaved / split) or cannot run (a connector's heads x head_dim other
+ * than caption_channels) is LQ-MODEL-003; what latentq does not implement
+ * yet, named, LQ-MODEL-006: per_modality_projections true (LTX-2.3),
+ * rope_type "split".  causal_temporal_positioning is read and has no
+ * effect, as upstream (the connector only stores it). */
+enum lq_status diffusers_parse_ltx2_connectors(const cJSON *cfg,
+    const char *path, struct ltx2_connectors_config *out,
     struct lq_error *err);
 enum lq_status diffusers_parse_t5(const cJSON *cfg, const char *path, struct t5_config *out,
     struct lq_error *err);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { REF_NONE, REF_GELU_TANH, REF_SILU, REF_RELU, REF_GELU, REF_TANH };
+enum { REF_NONE, REF_GELU_TANH, REF_SILU, REF_RELU, REF_GELU, REF_TANH, REF_SIGMOID };
 
 static double
 ref_act(double x, int act)
@@ -27,6 +27,8 @@ ref_act(double x, int act)
 		return 0.5 * x * (1 + erf(x / sqrt(2.0)));
 	case REF_TANH:
 		return tanh(x);
+	case REF_SIGMOID:
+		return 1 / (1 + exp(-x));
 	}
 	return x;
 }

@@ -342,7 +342,7 @@ test_elementwise(void)
 	compare("add_mul", &yam, ref + 2 * n, 1e-6, 1e-6);
 	compare("scale", &ys, ref + 3 * n, 1e-6, 1e-6);
 
-	for (int act = 1; act <= 5; act++) {
+	for (int act = 1; act <= 6; act++) {
 		begin();
 		x = T(GPU_F32, 3, SH(B, N, D));
 		y = T(GPU_F32, 3, SH(B, N, D));
