@@ -50,5 +50,5 @@ EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/forward-tiled.sh tests/nn/norm-out-linear.sh \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
 	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh \
-	tests/nn/ltx2-connectors.sh \
+	tests/nn/ltx2-connectors.sh tests/nn/ltx2-common.sh \
 	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2

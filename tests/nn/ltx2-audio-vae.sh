@@ -6,15 +6,8 @@
 # and every intermediate within suggested_atol; the crop / zero-pad to
 # mel_bins; and the configs upstream refuses, by name.
 . "${top_srcdir:-.}/tests/cli/common.sh"
+. "$top_srcdir/tests/nn/ltx2-common.sh"
 
-D=$top_srcdir/tests/data/ltx2
-CMP=${top_builddir:-.}/tests/nn/st-compare
-ST=${top_builddir:-.}/tests/render/st-tool
-
-compare() {	# REL_FILE MINE [KEY...]
-	checks=$((checks + 1))
-	"$CMP" "$D/index.json" "$D" "$@" || fail "st-compare $*"
-}
 
 for v in avae avae_attn; do
 	A=$D/audio_vae/$v
@@ -58,23 +51,19 @@ expect_status 65 "$LATENTQ" forward --model "$A/model/audio_vae" \
     --component audio-vae-decoder --inputs "$T/bad.st" --out "$T/x.st"
 expect_grep 'z is .*expected \[B, 2, L, M\]' "$T/err"
 
-bad_config() {	# SED_EXPR CODE PATTERN
-	m=$T/bad-$checks
-	mkdir -p "$m"
-	sed "$1" "$cfg" >"$m/config.json"
-	expect_status 65 "$LATENTQ" forward --model "$m" \
-	    --component audio-vae-decoder --inputs "$A/decode.inputs.safetensors" \
-	    --out "$T/x.st"
-	expect_grep "$3.*\[$2\]" "$T/err"
-}
-bad_config 's/"causality_axis": "height"/"causality_axis": "time"/' LQ-MODEL-003 \
-    'causality_axis: causality_axis "time" is not one of none, width, height'
-bad_config 's/"causality_axis": "height"/"causality_axis": null/' LQ-MODEL-003 \
-    'causality_axis: causality_axis null is refused upstream'
-bad_config 's/"norm_type": "pixel"/"norm_type": "group"/' LQ-MODEL-003 \
-    'norm_type: norm_type "group" with causality_axis "height" is refused upstream'
-bad_config 's/"norm_type": "pixel"/"norm_type": "layer"/' LQ-MODEL-003 \
-    'norm_type: norm_type "layer" is not "pixel"'
-bad_config 's/"_class_name": "AutoencoderKLLTX2Audio"/"_class_name": "AutoencoderKLLTXVideo"/' \
-    LQ-MODEL-002 'AutoencoderKLLTXVideo'
+bad_config "$cfg" 's/"causality_axis": "height"/"causality_axis": "time"/' LQ-MODEL-003 \
+    'causality_axis: causality_axis "time" is not one of none, width, height' \
+    audio-vae-decoder "$A/decode.inputs.safetensors"
+bad_config "$cfg" 's/"causality_axis": "height"/"causality_axis": null/' LQ-MODEL-003 \
+    'causality_axis: causality_axis null is refused upstream' \
+    audio-vae-decoder "$A/decode.inputs.safetensors"
+bad_config "$cfg" 's/"norm_type": "pixel"/"norm_type": "group"/' LQ-MODEL-003 \
+    'norm_type: norm_type "group" with causality_axis "height" is refused upstream' \
+    audio-vae-decoder "$A/decode.inputs.safetensors"
+bad_config "$cfg" 's/"norm_type": "pixel"/"norm_type": "layer"/' LQ-MODEL-003 \
+    'norm_type: norm_type "layer" is not "pixel"' \
+    audio-vae-decoder "$A/decode.inputs.safetensors"
+bad_config "$cfg" 's/"_class_name": "AutoencoderKLLTX2Audio"/"_class_name": "AutoencoderKLLTXVideo"/' \
+    LQ-MODEL-002 'AutoencoderKLLTXVideo' \
+    audio-vae-decoder "$A/decode.inputs.safetensors"
 finish

@@ -7,16 +7,9 @@
 # one without them (additive mask) and with gated attention; and the bad
 # inputs and configs, by name.
 . "${top_srcdir:-.}/tests/cli/common.sh"
+. "$top_srcdir/tests/nn/ltx2-common.sh"
 
-D=$top_srcdir/tests/data/ltx2
 M=$D/connectors/model/connectors
-CMP=${top_builddir:-.}/tests/nn/st-compare
-ST=${top_builddir:-.}/tests/render/st-tool
-
-compare() {	# REL_FILE MINE [KEY...]
-	checks=$((checks + 1))
-	"$CMP" "$D/index.json" "$D" "$@" || fail "st-compare $*"
-}
 
 for side in left right; do
 	expect_status 0 "$LATENTQ" forward --model "$M" --component connectors \
@@ -83,20 +76,16 @@ expect_status 65 "$LATENTQ" forward --model "$M" --component connectors \
 expect_grep 'attention_mask\[0\] is .*; it must hold 0 \(padding\) or 1 \(token\)' "$T/err"
 
 cfg=$M/config.json
-bad_config() {	# SED_EXPR CODE PATTERN
-	m=$T/bad-$checks
-	mkdir -p "$m"
-	sed "$1" "$cfg" >"$m/config.json"
-	expect_status 65 "$LATENTQ" forward --model "$m" --component connectors \
-	    --inputs "$D/connectors/left.inputs.safetensors" --out "$T/x.st"
-	expect_grep "$3.*\[$2\]" "$T/err"
-}
-bad_config 's/"per_modality_projections": false/"per_modality_projections": true/' \
-    LQ-MODEL-006 'per_modality_projections: per_modality_projections true .*not implemented yet'
-bad_config 's/"rope_type": "interleaved"/"rope_type": "split"/' LQ-MODEL-006 \
-    'rope_type: rope_type "split" is not implemented yet'
-bad_config 's/"rope_type": "interleaved"/"rope_type": "spiral"/' LQ-MODEL-003 \
-    'rope_type: rope_type "spiral" is not "interleaved" or "split"'
-bad_config 's/"audio_connector_attention_head_dim": 16/"audio_connector_attention_head_dim": 8/' \
-    LQ-MODEL-003 "audio_connector_num_attention_heads: the audio connector's 2 heads x 8 head_dim is not caption_channels 32"
+bad_config "$cfg" 's/"per_modality_projections": false/"per_modality_projections": true/' \
+    LQ-MODEL-006 'per_modality_projections: per_modality_projections true .*not implemented yet' \
+    connectors "$D/connectors/left.inputs.safetensors"
+bad_config "$cfg" 's/"rope_type": "interleaved"/"rope_type": "split"/' LQ-MODEL-006 \
+    'rope_type: rope_type "split" is not implemented yet' \
+    connectors "$D/connectors/left.inputs.safetensors"
+bad_config "$cfg" 's/"rope_type": "interleaved"/"rope_type": "spiral"/' LQ-MODEL-003 \
+    'rope_type: rope_type "spiral" is not "interleaved" or "split"' \
+    connectors "$D/connectors/left.inputs.safetensors"
+bad_config "$cfg" 's/"audio_connector_attention_head_dim": 16/"audio_connector_attention_head_dim": 8/' \
+    LQ-MODEL-003 "audio_connector_num_attention_heads: the audio connector's 2 heads x 8 head_dim is not caption_channels 32" \
+    connectors "$D/connectors/left.inputs.safetensors"
 finish
