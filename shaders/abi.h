@@ -72,9 +72,10 @@
 #define LQ_ATTN_DT_KB 4u	/* LQ_DT_MASK */
 #define LQ_ATTN_DT_BIAS 6u
 
-/* rope.comp: the cos and sin tables' dtypes. */
+/* rope.comp: the cos and sin tables' dtypes, split halves. */
 #define LQ_ROPE_DT_COS 0u	/* LQ_DT_MASK */
 #define LQ_ROPE_DT_SIN 2u
+#define LQ_ROPE_SPLIT 4u	/* 1 bit: pairs (i, i + hd/2) in each head */
 
 /* conv3d.comp: replicate padding in time / space, bias, dtypes. */
 #define LQ_CONV_T_REPLICATE 0u	/* 1 bit */

@@ -506,11 +506,8 @@ diffusers_parse_ltx2_connectors(const cJSON *j, const char *path,
 	(void)cfg_int(&c, "audio_hidden_dim", 2048, 1);
 	if (c.failed)
 		return LQ_FAILED;
-	if (strcmp(rope, "split") == 0)
-		return cfg_fail(err, path, "rope_type", "LQ-MODEL-006",
-		    "rope_type \"split\" is not implemented yet for the "
-		    "connectors; use \"interleaved\" (LTX-2.0)");
-	if (strcmp(rope, "interleaved") != 0)
+	o->rope_split = strcmp(rope, "split") == 0;
+	if (!o->rope_split && strcmp(rope, "interleaved") != 0)
 		return cfg_fail(err, path, "rope_type", "LQ-MODEL-003",
 		    "rope_type \"%s\" is not \"interleaved\" or \"split\"", rope);
 	sides[0] = &o->video;

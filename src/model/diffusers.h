@@ -199,6 +199,7 @@ struct ltx2_connectors_config {
 	int connector_rope_base_seq_len;	/* 4096 */
 	double rope_theta;		/* 10000 */
 	int rope_double_precision;	/* true */
+	int rope_split;			/* rope_type: 0 "interleaved" (default), 1 "split" */
 	int proj_bias;			/* false */
 };
 
@@ -306,8 +307,8 @@ enum lq_status diffusers_parse_ltx2_audio_vae(const cJSON *cfg,
 /* LTX2TextConnectors' config: what upstream refuses (rope_type other than
  * interleaved / split) or cannot run (a connector's heads x head_dim other
  * than caption_channels) is LQ-MODEL-003; what latentq does not implement
- * yet, named, LQ-MODEL-006: per_modality_projections true (LTX-2.3),
- * rope_type "split".  causal_temporal_positioning is read and has no
+ * yet, named, LQ-MODEL-006: per_modality_projections true (LTX-2.3).
+ * causal_temporal_positioning is read and has no
  * effect, as upstream (the connector only stores it). */
 enum lq_status diffusers_parse_ltx2_connectors(const cJSON *cfg,
     const char *path, struct ltx2_connectors_config *out,

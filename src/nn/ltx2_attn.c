@@ -1,7 +1,7 @@
 /*
  * ltx2_attn.c — LTX2Attention on gpu ops (see ltx2_attn.h; diffusers
  * transformer_ltx2.py LTX2Attention, LTX2AudioVideoAttnProcessor,
- * apply_interleaved_rotary_emb).
+ * apply_interleaved_rotary_emb, apply_split_rotary_emb).
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +37,7 @@ ltx2_attn_load(const struct nn_weights *w, const char *prefix, int query_dim,
 	a->has_bias = bias;
 	a->has_out_bias = out_bias;
 	a->gated = gated;
+	a->rope_split = 0;
 	if ((st = get(w, prefix, "to_q.weight", 2, SHAPE(inner, query_dim),
 	    &a->to_q_w, err)) ||
 	    (st = get(w, prefix, "to_k.weight", 2, SHAPE(inner, kv_dim),
@@ -106,7 +107,11 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ops_rms_norm(cmd, &s->k, &s->k, &a->norm_k_w,
 	    LTX2_ATTN_NORM_EPS)))
 		return st;
-	if (q_cos != NULL &&
+	if (q_cos != NULL && a->rope_split &&
+	    ((st = ops_rope_split(cmd, &s->q, &s->q, q_cos, q_sin, a->head_dim)) ||
+	    (st = ops_rope_split(cmd, &s->k, &s->k, k_cos, k_sin, a->head_dim))))
+		return st;
+	if (q_cos != NULL && !a->rope_split &&
 	    ((st = ops_rope(cmd, &s->q, &s->q, q_cos, q_sin)) ||
 	    (st = ops_rope(cmd, &s->k, &s->k, k_cos, k_sin))))
 		return st;

@@ -3,7 +3,8 @@
  * transformer_ltx2.py: LTX2Attention with LTX2AudioVideoAttnProcessor) on
  * gpu ops, shared by LTX-2's text connectors and (to come) its DiT:
  * to_q / to_k / to_v (bias), norm_q / norm_k = torch.nn.RMSNorm over the
- * whole inner dim with weights, eps 1e-6, interleaved RoPE on the inner dim
+ * whole inner dim with weights, eps 1e-6, RoPE (interleaved on the inner
+ * dim, or split halves per head) on the inner dim
  * after the norms (query and key tables may differ), head split, SDPA with
  * scale 1/sqrt(head_dim) and an optional additive key bias, optional
  * per-head gates 2·sigmoid(to_gate_logits(x)) on each head's output, then
@@ -25,6 +26,9 @@ struct ltx2_attn {
 	int heads, head_dim, inner;	/* inner = heads · head_dim */
 	int query_dim, kv_dim;
 	int has_bias, has_out_bias, gated;
+	int rope_split;		/* rope_type "split" (tables [.., N, inner/2],
+				 * ops_rope_split per head); 0: interleaved.
+				 * Set by the caller after ltx2_attn_load. */
 	struct gpu_tensor to_q_w, to_q_b, to_k_w, to_k_b, to_v_w, to_v_b;
 	struct gpu_tensor norm_q_w, norm_k_w, to_out_w, to_out_b;
 	struct gpu_tensor gate_w, gate_b;	/* to_gate_logits (gated) */
@@ -48,7 +52,8 @@ struct ltx2_attn_scratch {
 /*
  * out [B, Nq, query_dim] = attention of x [B, Nq, query_dim] over kv
  * [B, Nk, kv_dim] (NULL: x).  q_cos / q_sin [1 or B, Nq, inner] and
- * k_cos / k_sin [1 or B, Nk, inner] interleaved RoPE tables (NULL: no
+ * k_cos / k_sin [1 or B, Nk, inner] interleaved RoPE tables, or
+ * [.., inner/2] with rope_split (ops_rope_split, heads of head_dim) (NULL: no
  * RoPE; k NULL with q set: the query's tables, as upstream); key_bias
  * [B, Nk] additive or NULL.  Records into cmd; out must not alias x.
  */

@@ -120,6 +120,7 @@ load_side(struct ltx2_connectors *c, struct conn *s, const char *name,
 		    cfg->attention_head_dim, 1, 1, cfg->gated_attn, &b->attn1,
 		    err)))
 			return st;
+		b->attn1.rope_split = c->cfg.rope_split;
 		snprintf(n, sizeof(n), "%s.transformer_blocks.%d.ff.net.0.proj.weight",
 		    name, i);
 		if ((st = nn_weights_get(c->w, n, 2, SHAPE(FF_MULT * C, C),
@@ -276,21 +277,24 @@ linspace01(int i, int n, int dbl)
 }
 
 /*
- * LTX2RotaryPosEmbed1d.forward (interleaved): cos, sin [T, dim] for
- * positions arange(T) / base_seq_len; angle k of token t is
- * (2·t/base - 1)·freq_k, freq_k = theta^linspace(0, 1, dim/2)_k · pi/2
- * (double when double_precision, then float32), each repeated twice; the
- * dim % 2 padding channels (cos 1, sin 0) first.
+ * LTX2RotaryPosEmbed1d.forward: positions arange(T) / base_seq_len; angle
+ * k of token t is (2·t/base - 1)·freq_k, freq_k = theta^linspace(0, 1,
+ * dim/2)_k · pi/2 (double when double_precision, then float32).
+ * Interleaved: cos, sin [T, dim], each angle twice, the dim % 2 padding
+ * channels (cos 1, sin 0) first.  Split: [T, dim/2], one per angle (the
+ * per-head reshape is the flat index h·(dim/2H) + j; no padding, since
+ * upstream pads dim/2 - dim/2 = 0 channels).
  */
 static void
-rope_1d(int T, int base, int dim, double theta, int dbl, float *cs, float *sn)
+rope_1d(int T, int base, int dim, double theta, int dbl, int split, float *cs,
+    float *sn)
 {
-	int nf = dim / 2, pad = dim % 2;
+	int nf = dim / 2, pad = split ? 0 : dim % 2, w = split ? dim / 2 : dim;
 
 	for (int t = 0; t < T; t++) {
 		float g = (float)t / (float)base;
 		float g2 = g * 2.0f - 1.0f;
-		float *crow = cs + (size_t)t * dim, *srow = sn + (size_t)t * dim;
+		float *crow = cs + (size_t)t * w, *srow = sn + (size_t)t * w;
 
 		for (int p = 0; p < pad; p++) {
 			crow[p] = 1.0f;
@@ -308,6 +312,11 @@ rope_1d(int T, int base, int dim, double theta, int dbl, float *cs, float *sn)
 			float ang = g2 * f;
 			float cv = (float)cos((double)ang), sv = (float)sin((double)ang);
 
+			if (split) {
+				crow[k] = cv;
+				srow[k] = sv;
+				continue;
+			}
 			crow[pad + 2 * k] = crow[pad + 2 * k + 1] = cv;
 			srow[pad + 2 * k] = srow[pad + 2 * k + 1] = sv;
 		}
@@ -450,6 +459,7 @@ ltx2_connectors_forward(struct ltx2_connectors *c,
 	const struct ltx2_connectors_config *cfg = &c->cfg;
 	int B = a->B, T = a->T, C = cfg->caption_channels;
 	int L = cfg->text_proj_in_factor, Hmax;
+	int RW = cfg->rope_split ? C / 2 : C;	/* a RoPE table row */
 	size_t BT = (size_t)B * T, CL = (size_t)C * L, bytes;
 	int64_t *nvalid = NULL;
 	float *norm = NULL, *cs = NULL, *sn = NULL, *ret = NULL;
@@ -509,9 +519,9 @@ ltx2_connectors_forward(struct ltx2_connectors *c,
 		    &w.s.gates, err));
 		OP(gpu_pool_tensor(c->pool, GPU_F32, 2, SHAPE(B, T), &w.key_bias,
 		    err));
-		OP(gpu_pool_tensor(c->pool, GPU_F32, 3, SHAPE(1, T, C), &w.cos,
+		OP(gpu_pool_tensor(c->pool, GPU_F32, 3, SHAPE(1, T, RW), &w.cos,
 		    err));
-		OP(gpu_pool_tensor(c->pool, GPU_F32, 3, SHAPE(1, T, C), &w.sin,
+		OP(gpu_pool_tensor(c->pool, GPU_F32, 3, SHAPE(1, T, RW), &w.sin,
 		    err));
 	}
 	/* 1. per_layer_masked_mean_norm (CPU), text_proj_in */
@@ -521,14 +531,16 @@ ltx2_connectors_forward(struct ltx2_connectors *c,
 	OP(nn_dump_host(dump, "text_proj_in.input(per_layer_masked_mean_norm)",
 	    3, SHAPE(B, T, (int64_t)CL), norm, err));
 	OP(gpu_tensor_upload_f32(c->ctx, &x, norm, err));
-	/* 2. the 1-D RoPE table, the same for both connectors (inner = C) */
-	cs = xmalloc(sizeof(float) * (size_t)T * C);
-	sn = xmalloc(sizeof(float) * (size_t)T * C);
+	/* 2. the 1-D RoPE table, the same for both connectors (inner = C;
+	 * split's per-head reshape does not change the flat layout) */
+	cs = xmalloc(sizeof(float) * (size_t)T * RW);
+	sn = xmalloc(sizeof(float) * (size_t)T * RW);
 	rope_1d(T, cfg->connector_rope_base_seq_len, C, cfg->rope_theta,
-	    cfg->rope_double_precision, cs, sn);
+	    cfg->rope_double_precision, cfg->rope_split, cs, sn);
 	OP(gpu_tensor_upload_f32(c->ctx, &w.cos, cs, err));
 	OP(gpu_tensor_upload_f32(c->ctx, &w.sin, sn, err));
-	if (dump) {
+	if (dump && !cfg->rope_split) {
+		/* upstream's [B, T, dim] (split's is [B, H, T, dim/2H]) */
 		float *rep = xmalloc(sizeof(float) * BT * C);
 
 		for (int i = 0; i < 2 && st == LQ_OK; i++) {

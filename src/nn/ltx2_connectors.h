@@ -92,12 +92,12 @@ const struct ltx2_connectors_config *ltx2_connectors_config(
  *   mask; without registers the additive mask (m - 1)·FLT_MAX is the key
  *   bias;
  * - RoPE positions arange(T) / connector_rope_base_seq_len (integers, not
- *   midpoints);
+ *   midpoints), interleaved or split (rope_type);
  * - the returned mask is (returned additive mask < 1e-6): all ones, so
  *   the video embedding is multiplied by 1 (padded tokens take part in the
  *   DiT's cross-attention downstream).
  * With `dump`, hands over the goldens' intermediates (text_proj_in,
- * <side>_connector.rope.out0/1, .blocks_input(after_registers),
+ * <side>_connector.rope.out0/1 (interleaved only), .blocks_input(after_registers),
  * .blocks_attention_mask, .transformer_blocks.<i>[.attn1], .norm_out,
  * .out0/1, text_proj_in.input(per_layer_masked_mean_norm)).
  * Errors: LQ_FAILED LQ-NN-INPUT for a mask value other than 0/1, no valid

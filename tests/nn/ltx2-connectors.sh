@@ -38,6 +38,19 @@ checks=$((checks + 1))
 "$CMP" "$D/index.json" "$D" connectors/left.output.safetensors "$T/wrong.st" \
     video_text_embedding >/dev/null && fail "padding_side made no difference"
 
+# rope_type "split" (no golden): it runs, and it is not interleaved's
+# result; the ops_rope_split kernel is tests/gpu/test-ops'.
+m=$T/split
+mkdir -p "$m"
+ln -s "$(cd "$M" && pwd)/diffusion_pytorch_model.safetensors" "$m/"
+sed 's/"rope_type": "interleaved"/"rope_type": "split"/' "$M/config.json" \
+    >"$m/config.json"
+expect_status 0 "$LATENTQ" forward --model "$m" --component connectors \
+    --inputs "$D/connectors/left.inputs.safetensors" --out "$T/split.st"
+checks=$((checks + 1))
+"$CMP" "$D/index.json" "$D" connectors/left.output.safetensors "$T/split.st" \
+    video_text_embedding >/dev/null && fail "split RoPE gave interleaved's"
+
 # Bad call arguments and inputs name the rule.
 expect_status 64 "$LATENTQ" forward --model "$M" --component connectors \
     --inputs "$D/connectors/left.inputs.safetensors" --set padding_side=up \
@@ -78,9 +91,6 @@ expect_grep 'attention_mask\[0\] is .*; it must hold 0 \(padding\) or 1 \(token\
 cfg=$M/config.json
 bad_config "$cfg" 's/"per_modality_projections": false/"per_modality_projections": true/' \
     LQ-MODEL-006 'per_modality_projections: per_modality_projections true .*not implemented yet' \
-    connectors "$D/connectors/left.inputs.safetensors"
-bad_config "$cfg" 's/"rope_type": "interleaved"/"rope_type": "split"/' LQ-MODEL-006 \
-    'rope_type: rope_type "split" is not implemented yet' \
     connectors "$D/connectors/left.inputs.safetensors"
 bad_config "$cfg" 's/"rope_type": "interleaved"/"rope_type": "spiral"/' LQ-MODEL-003 \
     'rope_type: rope_type "spiral" is not "interleaved" or "split"' \
