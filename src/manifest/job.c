@@ -264,6 +264,28 @@ job_batch(const struct job_config *jc, double *exact)
 }
 
 int
+job_cfg_rows(const struct job_config *jc)
+{
+	return jc->guidance_scale > 1.0 ? 2 : 1;
+}
+
+int64_t
+job_rows_per_device(const struct job_config *jc, int64_t *rows)
+{
+	int64_t videos = job_batch(jc, NULL);
+	int cfg = job_cfg_rows(jc);
+	if (rows != NULL)
+		*rows = videos * cfg;
+	if (videos == 0)
+		return 0;
+	double r = jc->per_device_batch_size * (double)cfg;
+	int64_t ri = (int64_t)llround(r);
+	if (ri < 1 || fabs(r - (double)ri) > 1e-9)
+		return 0;
+	return ri;
+}
+
+int
 job_latent_shape(const struct job_config *jc, int spatial, int temporal,
     int patch, int patch_t, struct job_latent_shape *out)
 {

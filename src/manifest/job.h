@@ -93,6 +93,26 @@ void job_config_free(struct job_config *jc);
 int64_t job_batch(const struct job_config *jc, double *exact);
 
 /*
+ * Transformer rows per video: 2 (the conditional and the unconditional
+ * half) when classifier-free guidance is on, else 1.  diffusers
+ * LTXPipeline (pipelines/ltx/pipeline_ltx.py): do_classifier_free_guidance
+ * = guidance_scale > 1, and the latents are torch.cat([latents] * 2).
+ */
+int job_cfg_rows(const struct job_config *jc);
+
+/*
+ * The data-parallel split (issue 16): the batch unit is the transformer
+ * row (videos × job_cfg_rows), so one video with guidance is two rows and
+ * per_device_batch_size 0.5 on data 2 gives each device one row.  Returns
+ * the rows each device of the data axis runs, per_device_batch_size ×
+ * job_cfg_rows, when job_batch is whole and that is a positive whole
+ * number (within 1e-9); else 0: preflight refuses the job (LQ-MESH-006)
+ * and the render never starts it.  *rows (may be NULL) gets the job's
+ * rows (job_batch × job_cfg_rows; 0 when job_batch is 0).
+ */
+int64_t job_rows_per_device(const struct job_config *jc, int64_t *rows);
+
+/*
  * Latent geometry of the job's video, as LTXPipeline.prepare_latents sizes
  * it (pipelines/ltx/pipeline_ltx.py): frames = (num_frames - 1) / temporal
  * + 1, height / spatial, width / spatial (VAE compression ratios), and the

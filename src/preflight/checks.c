@@ -591,9 +591,8 @@ pf_check_sampling(struct pf_job_state *s)
 				    "without dynamic shifting");
 		}
 	}
-	/* diffusers: do_classifier_free_guidance = guidance_scale > 1. */
 	double g = s->jc.guidance_scale;
-	s->cfg_on = g > 1.0;
+	s->cfg_on = job_cfg_rows(&s->jc) == 2;
 	if (g < 1.0) {
 		struct lq_error *e = pf_job_add(s, "guidance_scale", LQ_FAILED,
 		    "LQ-SAMP-003", "%s is below 1: guidance_scale 1 disables "
@@ -838,14 +837,22 @@ pf_check_mesh(struct pf_job_state *s)
 	for (int i = 0; i < 3; i++)
 		set_int(cm, axes[i], ax[i]);
 
-	if (s->global_batch % s->data != 0) {
+	/* the data axis splits transformer rows (videos × CFG halves), as
+	 * the render does (job_rows_per_device) */
+	int64_t rows;
+	if (job_rows_per_device(&s->jc, &rows) == 0) {
+		int cfg = job_cfg_rows(&s->jc);
 		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
-		    LQ_FAILED, "LQ-MESH-006", "batch %" PRId64 " (%s per device "
-		    "× data %" PRId64 ") does not split across data %" PRId64,
-		    s->global_batch,
-		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)),
-		    s->data, s->data);
-		error_set_hint(e, "a batch that is a multiple of %" PRId64, s->data);
+		    LQ_FAILED, "LQ-MESH-006", "%" PRId64 " transformer rows "
+		    "(batch %" PRId64 " × %d %s) do not split across data %"
+		    PRId64 ": %s per device is not a whole number of rows",
+		    rows, s->global_batch, cfg, cfg == 2 ? "CFG halves" :
+		    "row without guidance", s->data,
+		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)));
+		error_set_hint(e, "per_device_batch_size: %g (a whole number "
+		    "of rows per device: %" PRId64 " in all)",
+		    ceil(s->jc.per_device_batch_size * cfg) / cfg,
+		    (int64_t)ceil(s->jc.per_device_batch_size * cfg) * s->data);
 	}
 	if (s->pm && s->pm->dm) {
 		int heads = s->pm->dm->transformer_config.num_attention_heads;

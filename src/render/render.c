@@ -289,6 +289,11 @@ phase_load(struct render *r, struct lq_error *err)
 		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "per_device_batch_"
 		    "size %g × mesh.data %" PRId64 " is not a whole batch",
 		    jc->per_device_batch_size, jc->mesh.data);
+	if (job_rows_per_device(jc, NULL) == 0)
+		return error_set(err, LQ_FAILED, "LQ-MESH-006", "per_device_"
+		    "batch_size %g is not a whole number of transformer rows "
+		    "(%d per video) on each of mesh.data %" PRId64 " devices",
+		    jc->per_device_batch_size, job_cfg_rows(jc), jc->mesh.data);
 	r->shape = (struct latents_shape){
 		.batch = ls.batch, .channels = tc->in_channels,
 		.frames = ls.frames, .height = ls.height, .width = ls.width,
@@ -336,8 +341,7 @@ phase_load(struct render *r, struct lq_error *err)
 		    (r->shape.width / r->shape.patch_size);
 	}
 	r->Cc = tc->caption_channels;
-	/* diffusers: do_classifier_free_guidance = guidance_scale > 1 */
-	r->cfg = jc->guidance_scale > 1.0;
+	r->cfg = job_cfg_rows(jc) == 2;
 	return scheduler_set_timesteps(&r->sched_cfg,
 	    (int)jc->num_inference_steps, r->S, &r->sched, err);
 }
@@ -354,6 +358,19 @@ phase_compile(struct render *r, struct lq_error *err)
 	if ((s = gpu_ctx_create(&o, &r->gpu, err)) != LQ_OK)
 		return s;
 	const struct device_caps *caps = gpu_ctx_caps(r->gpu);
+	if (r->jc.mesh.devices > caps->device_count) {
+		/* never a mesh on fewer devices (issue 16): FATAL gives the
+		 * job back untouched (worker_exit_for: EXIT_UNAVAILABLE), as
+		 * preflight's LQ-MESH-007 refuses it on this host */
+		error_set(err, LQ_FATAL, "LQ-RUN-MESH-HOST", "job %lld's mesh "
+		    "needs %" PRId64 " devices but this host has %d; the job is "
+		    "left for a host that has them", (long long)r->job->id,
+		    r->jc.mesh.devices, caps->device_count);
+		error_set_hint(err, "render it where %" PRId64 " devices of one "
+		    "kind are present, or submit it again with a smaller mesh",
+		    r->jc.mesh.devices);
+		return LQ_FATAL;
+	}
 	char fp[512];
 	snprintf(fp, sizeof(fp), "%s|%s|%u|%s", caps->name, caps->uuid,
 	    caps->driver_version, PACKAGE_VERSION);

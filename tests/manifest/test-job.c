@@ -119,6 +119,43 @@ test_batch(void)
 	}
 }
 
+/* issue 16: the data axis splits transformer rows (videos × CFG halves) */
+static void
+test_rows(void)
+{
+	static const struct {
+		const char *json;
+		int cfg;
+		int64_t rows, per_device;
+	} cases[] = {
+		{ "{}", 2, 2, 2 },
+		{ "{\"guidance_scale\": 1}", 1, 1, 1 },
+		{ "{\"guidance_scale\": 1.0001}", 2, 2, 2 },
+		{ "{\"per_device_batch_size\": 0.5, \"mesh\": {\"devices\": 2, "
+		  "\"data\": 2}}", 2, 2, 1 },
+		{ "{\"per_device_batch_size\": 0.5, \"guidance_scale\": 1, "
+		  "\"mesh\": {\"devices\": 2, \"data\": 2}}", 1, 1, 0 },
+		{ "{\"per_device_batch_size\": 0.25, \"mesh\": {\"devices\": 4, "
+		  "\"data\": 4}}", 2, 2, 0 },
+		{ "{\"per_device_batch_size\": 1.5, \"mesh\": {\"devices\": 2, "
+		  "\"data\": 2}}", 2, 6, 3 },
+		{ "{\"per_device_batch_size\": 0.5}", 2, 0, 0 },
+		{ "{\"per_device_batch_size\": 2, \"mesh\": {\"devices\": 4, "
+		  "\"data\": 2, \"context\": 2}}", 2, 8, 4 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct job_config jc = parse(cases[i].json, LQ_OK);
+		int64_t rows = -1;
+		int64_t pd = job_rows_per_device(&jc, &rows);
+		if (pd != cases[i].per_device || rows != cases[i].rows)
+			fprintf(stderr, "%s\n", cases[i].json);
+		CHECK_INT(job_cfg_rows(&jc), cases[i].cfg);
+		CHECK_INT(rows, cases[i].rows);
+		CHECK_INT(pd, cases[i].per_device);
+		job_config_free(&jc);
+	}
+}
+
 static void
 test_shape(void)
 {
@@ -195,6 +232,7 @@ main(void)
 	test_defaults();
 	test_types();
 	test_batch();
+	test_rows();
 	test_shape();
 	test_paths();
 	test_manifest();
