@@ -20,9 +20,10 @@ bench_SCRIPTS_LIST += tests/bench/bench-streaming.sh
 EXTRA_DIST += tests/bench/bench-store.sh
 bench_SCRIPTS_LIST += tests/bench/bench-store.sh
 
-# The demo manifests (text-to-video, image-to-video) and their model, installed under $(pkgdatadir)/jobs/.
-nobase_dist_pkgdata_DATA = jobs/demo.yaml jobs/i2v.yaml \
+# The demo manifests (text-to-video, image-to-video, an image condition) and their model, installed under $(pkgdatadir)/jobs/.
+nobase_dist_pkgdata_DATA = jobs/demo.yaml jobs/i2v.yaml jobs/condition.yaml \
 	jobs/images/red-circle.png \
+	jobs/schedulers/static/scheduler_config.json \
 	jobs/models/ltxv-demo/PROVENANCE.md \
 	jobs/models/ltxv-demo/README.md \
 	jobs/models/ltxv-demo/model_index.json \

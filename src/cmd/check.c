@@ -1,7 +1,9 @@
 /*
  * check.c — `latentq check [--repair [NEW.db]]`: PRAGMA integrity_check of
  * the queue database; with --repair, what is readable is copied into a new
- * database (store_repair) and the damaged one is left as it was.
+ * database (store_repair) and the damaged one is left as it was.  On
+ * PostgreSQL the server checks and recovers its own pages (store_check is
+ * then the connection and the schema version), so --repair is refused.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -65,10 +67,21 @@ cmd_check_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (argc - optind > (do_repair ? 1 : 0))
 		return cmd_misuse(&cmd_check_entry, "unexpected argument %s",
 		    argv[optind]);
+	struct lq_error err;
+	if (do_repair && store_is_postgresql(g->db_path)) {
+		error_clear(&err);
+		error_set(&err, LQ_FAILED, "LQ-DB-011", "%s: check --repair copies "
+		    "an SQLite file; a PostgreSQL queue is checked and recovered by "
+		    "its server", g->db_path);
+		error_set_hint(&err, "run `latentq check` to test the connection "
+		    "and schema; restore the server from its backups (pg_dump, "
+		    "WAL archive) if it lost data");
+		error_print(&err, stderr);
+		return cmd_exit_for_error(&err);
+	}
 	if (do_repair)
 		return repair(g, optind < argc ? argv[optind] : NULL);
 	struct store *st = NULL;
-	struct lq_error err;
 	error_clear(&err);
 	/* read-only: checking never changes the file */
 	if (store_open_mode(g->db_path, STORE_READ_ONLY, &st, &err) != LQ_OK) {
@@ -79,7 +92,9 @@ cmd_check_exec(const struct cmd_globals *g, int argc, char **argv)
 	enum lq_status s = store_check(st, 0, &problems, &err);
 	store_close(st);
 	if (s == LQ_OK) {
-		printf("%s: ok\n", cmd_esc(g->db_path));
+		printf("%s: ok%s\n", cmd_esc(g->db_path),
+		    store_is_postgresql(g->db_path) ? " (reachable, schema "
+		    "current; the server checks its own pages)" : "");
 		return 0;
 	}
 	error_print(&err, stderr);

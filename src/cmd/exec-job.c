@@ -43,6 +43,7 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"lease-token", required_argument, NULL, 't'},
 		{"keep-checkpoints", required_argument, NULL, 'k'},
 		{"resume-anywhere", no_argument, NULL, 'r'},
+		{"allow-download", no_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *owner = NULL;
@@ -60,6 +61,7 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 				return cmd_misuse(&cmd_exec_job_entry, NULL);
 			break;
 		case 'r': opt.resume_anywhere = 1; break;
+		case 'D': opt.allow_download = 1; break;
 		default: return cmd_misuse(&cmd_exec_job_entry, NULL);
 		}
 	}
@@ -137,7 +139,7 @@ const struct cmd_entry cmd_exec_job_entry = {
 	.name = "exec-job",
 	.usage = "--owner OWNER --lease-token N [--attempt N] "
 	    "[--keep-checkpoints K|all] "
-	    "[--resume-anywhere] JOB",
+	    "[--resume-anywhere] [--allow-download] JOB",
 	.summary = "render one claimed job (internal; used by run)",
 	.hidden = 1,
 	.exec = cmd_exec_job_exec,

@@ -138,7 +138,7 @@ collect(struct store *st, const char *ref, int with_checkpoints,
 		e->artifact_member[i] = xasprintf("jobs/%" PRId64 "/%s", e->job.id,
 		    e->artifact_rel[i]);
 		if (media_bundle_check_name(e->artifact_member[i]) != NULL)
-			return error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "job %"
+			return error_set(err, LQ_FAILED, "LQ-BUNDLE-009", "job %"
 			    PRId64 ": output %s has a name a bundle cannot carry "
 			    "(%s)", e->job.id, a->path,
 			    media_bundle_check_name(e->artifact_member[i]));
@@ -150,7 +150,7 @@ collect(struct store *st, const char *ref, int with_checkpoints,
 			return s;
 		}
 		if (strcmp(hex, a->digest) != 0)
-			return error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "output %s "
+			return error_set(err, LQ_FAILED, "LQ-BUNDLE-009", "output %s "
 			    "of job %" PRId64 " changed after it was recorded "
 			    "(BLAKE2b %.16s…, recorded %.16s…)", a->path, e->job.id,
 			    hex, a->digest);
@@ -260,7 +260,7 @@ cmd_export_exec(const struct cmd_globals *g, int argc, char **argv)
 		s = collect(st, argv[optind + i], with_cp, &ej[i], &err);
 		for (size_t k = 0; s == LQ_OK && k < i; k++)
 			if (ej[k].job.id == ej[i].job.id)
-				s = error_set(&err, LQ_FAILED, "LQ-BUNDLE-006", "job %"
+				s = error_set(&err, LQ_FAILED, "LQ-BUNDLE-010", "job %"
 				    PRId64 " (%s) is named twice", ej[i].job.id,
 				    argv[optind + i]);
 		bj[i] = ej[i].bj;

@@ -120,7 +120,7 @@ read_bundle(struct import_ctx *c, int64_t max_member, const char *verify,
 			break;
 		}
 		if (size != f->size) {
-			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "%s: member %s "
+			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-005", "%s: member %s "
 			    "holds %" PRId64 " bytes; bundle.json lists %" PRId64,
 			    c->bundle, name, size, f->size);
 			break;
@@ -140,7 +140,7 @@ read_bundle(struct import_ctx *c, int64_t max_member, const char *verify,
 		}
 		c->n_staged++;
 		if (strcmp(hex, f->digest) != 0) {
-			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "%s: member %s "
+			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-005", "%s: member %s "
 			    "has BLAKE2b-256 %.16s…, bundle.json lists %.16s… (the "
 			    "member was changed)", c->bundle, name, hex, f->digest);
 			break;
@@ -156,7 +156,7 @@ read_bundle(struct import_ctx *c, int64_t max_member, const char *verify,
 			const char *m = k < j->n_artifacts ?
 			    j->artifacts[k].file.member : j->checkpoint.file.member;
 			if (find_staged(c, m) == NULL) {
-				s = error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "%s: "
+				s = error_set(err, LQ_FAILED, "LQ-BUNDLE-011", "%s: "
 				    "member %s, listed in bundle.json, is missing",
 				    c->bundle, m);
 				break;
@@ -325,7 +325,7 @@ record_job(struct store *st, struct import_ctx *c, size_t i,
 	s = store_save_checkpoint(st, &cp, 0, got, err);
 	free(blob);
 	if (s == LQ_OK && strcmp(got, ck->file.digest) != 0)
-		s = error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "checkpoint of %s "
+		s = error_set(err, LQ_FAILED, "LQ-BUNDLE-005", "checkpoint of %s "
 		    "changed while it was recorded", j->name);
 	return s;
 }
@@ -443,7 +443,7 @@ cmd_import_exec(const struct cmd_globals *g, int argc, char **argv)
 		    "%s: %s", failed ? failed : dir, strerror(errno));
 		free(failed);
 		error_print(&err, stderr);
-		return 1;
+		return cmd_exit_for_error(&err);
 	}
 	c.dir = xstrdup(real);
 	c.staging = xasprintf("%s/.latentq-import.XXXXXX", c.dir);
@@ -454,7 +454,7 @@ cmd_import_exec(const struct cmd_globals *g, int argc, char **argv)
 		c.staging = NULL;
 		ctx_clear(&c);
 		error_print(&err, stderr);
-		return 1;
+		return cmd_exit_for_error(&err);
 	}
 	enum lq_status s = read_bundle(&c, max_member, verify, &err);
 	struct store *st = NULL;
@@ -524,7 +524,7 @@ cmd_import_exec(const struct cmd_globals *g, int argc, char **argv)
 	ctx_clear(&c);
 	if (st != NULL)
 		store_close(st);
-	return s == LQ_OK ? 0 : s == LQ_RETRY ? EXIT_TEMPFAIL : EXIT_DATAERR;
+	return s == LQ_OK ? 0 : cmd_exit_for_error(&err);
 }
 
 const struct cmd_entry cmd_import_entry = {

@@ -19,6 +19,7 @@
 #include "gpu/gpu.h"
 #include "manifest/manifest.h"
 #include "model/hash.h"
+#include "net/layout.h"
 #include "preflight/preflight.h"
 #include "store/models.h"
 #include "store/store.h"
@@ -136,6 +137,7 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"allow-absolute", no_argument, NULL, 'a'},
 		{"output-dir", required_argument, NULL, 'o'},
 		{"no-device", no_argument, NULL, 'n'},
+		{"allow-download", no_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	struct db db = { .g = g };
@@ -154,6 +156,7 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		case 'a': opt.allow_absolute = 1; break;
 		case 'o': opt.output_dir = optarg; break;
 		case 'n': no_device = 1; break;
+		case 'D': opt.fetch_model = net_layout_fetch_url; break;
 		default: return cmd_misuse(&cmd_preflight_entry, NULL);
 		}
 	}
@@ -219,7 +222,8 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 
 const struct cmd_entry cmd_preflight_entry = {
 	.name = "preflight",
-	.usage = "[--json] [--snap] [--device-caps FILE.json | --no-device] "
+	.usage = "[--json] [--snap] [--allow-download] "
+	    "[--device-caps FILE.json | --no-device] "
 	    "[--allow-absolute] [--output-dir DIR] MANIFEST...",
 	.summary = "check a manifest's jobs without queueing them",
 	.exec = cmd_preflight_exec,

@@ -44,6 +44,20 @@ pull_usage(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+/* Reports a bad URL or --digest argument; the status its code's row says. */
+static int
+bad_argument(const char *fmt, const char *arg, const char *hint_arg)
+{
+	struct lq_error err;
+	error_clear(&err);
+	error_set(&err, LQ_FAILED, "LQ-NET-007", fmt, arg);
+	if (hint_arg != NULL)
+		error_set_hint(&err, "give PATH=HEX with PATH as pulled, e.g. "
+		    "%s=HEX", hint_arg);
+	error_print(&err, stderr);
+	return cmd_exit_for_error(&err);
+}
+
 static int
 is_hex64(const char *s)
 {
@@ -154,20 +168,17 @@ cmd_model_pull(const struct cmd_globals *g, int argc, char **argv)
 		const char *url = argv[optind + i];
 		rel[i] = net_url_relpath(url);
 		if (rel[i] == NULL) {
-			fprintf(stderr, "latentq: %s: the URL names no file (its path "
+			rc = bad_argument("%s: the URL names no file (its path "
 			    "must end in a plain file name, or follow "
-			    "/resolve/REVISION/) [LQ-NET-007]\n", url);
-			rc = EXIT_DATAERR;
+			    "/resolve/REVISION/)", url, NULL);
 		}
 	}
 	for (size_t k = 0; k < n_digests && rc == 0; k++) {
 		const char *eq = strchr(digests[k], '=');
 		const char *hex = eq ? eq + 1 : digests[k];
 		if (!is_hex64(hex)) {
-			fprintf(stderr, "latentq: --digest %s: not a BLAKE2b-256 "
-			    "digest (64 lower-case hex digits) [LQ-NET-007]\n",
-			    digests[k]);
-			rc = EXIT_USAGE;
+			rc = bad_argument("--digest %s: not a BLAKE2b-256 "
+			    "digest (64 lower-case hex digits)", digests[k], NULL);
 			break;
 		}
 		int hit = 0;
@@ -180,10 +191,8 @@ cmd_model_pull(const struct cmd_globals *g, int argc, char **argv)
 				hit = 1;
 			}
 		if (!hit) {
-			fprintf(stderr, "latentq: --digest %s names no file of the "
-			    "URLs (give PATH=HEX with PATH as pulled, e.g. "
-			    "%s=HEX) [LQ-NET-007]\n", digests[k], rel[0]);
-			rc = EXIT_USAGE;
+			rc = bad_argument("--digest %s names no file of the URLs",
+			    digests[k], rel[0]);
 		}
 	}
 	int tty = isatty(2) && g->verbose >= 0;
@@ -204,9 +213,6 @@ cmd_model_pull(const struct cmd_globals *g, int argc, char **argv)
 		free(pdir);
 		struct net_fetch_options o = {.retries = retries, .progress = tty,
 		    .label = rel[i], .digest = want[i]};
-		const char *env = getenv("LATENTQ_NET_BACKOFF");
-		if (env != NULL)
-			o.backoff = atof(env);
 		int64_t size = 0;
 		char hex[DIGEST_HEX_SIZE];
 		if (s == LQ_OK)
@@ -225,7 +231,7 @@ cmd_model_pull(const struct cmd_globals *g, int argc, char **argv)
 		error_clear(&err);
 		if (check_job_digest(g, job, dir, &err) != LQ_OK) {
 			error_print(&err, stderr);
-			rc = EXIT_DATAERR;
+			rc = cmd_exit_for_error(&err);
 		} else if (g->verbose >= 0) {
 			printf("model digest matches job %s\n", job);
 		}

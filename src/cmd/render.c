@@ -74,6 +74,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"keep-checkpoints", required_argument, NULL, 'k'},
 		{"resume-anywhere", no_argument, NULL, 'r'},
 		{"webhook", required_argument, NULL, 'w'},
+		{"allow-download", no_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	struct submit_options sopt = {.quiet = g->verbose < 0};	/* latentq -q */
@@ -92,6 +93,7 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 				    "%s is not a positive count or \"all\"", optarg);
 			break;
 		case 'r': opt.resume_anywhere = 1; break;
+		case 'D': sopt.allow_download = opt.allow_download = 1; break;
 		case 'w':
 			if (!net_url_is_http(optarg))
 				return cmd_misuse(&cmd_render_entry, "--webhook: %s is not an "
@@ -158,8 +160,8 @@ cmd_render_exec(const struct cmd_globals *g, int argc, char **argv)
 
 const struct cmd_entry cmd_render_entry = {
 	.name = "render",
-	.usage = "[--again] [--keep-checkpoints K|all] [--resume-anywhere] "
-	    "[--webhook URL] MANIFEST...",
+	.usage = "[--again] [--allow-download] [--keep-checkpoints K|all] "
+	    "[--resume-anywhere] [--webhook URL] MANIFEST...",
 	.summary = "submit manifests and render their jobs until they end",
 	.creates_db = 1,
 	.exec = cmd_render_exec,

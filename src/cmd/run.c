@@ -33,6 +33,7 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"keep-checkpoints", required_argument, NULL, 'k'},
 		{"resume-anywhere", no_argument, NULL, 'r'},
 		{"webhook", required_argument, NULL, 'w'},
+		{"allow-download", no_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	struct supervisor_options opt = {
@@ -60,6 +61,7 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 				    "%s is not a positive count or \"all\"", optarg);
 			break;
 		case 'r': opt.resume_anywhere = 1; break;
+		case 'D': opt.allow_download = 1; break;
 		case 'w':
 			if (!net_url_is_http(optarg))
 				return cmd_misuse(&cmd_run_entry, "--webhook: %s is not an "
@@ -90,7 +92,7 @@ cmd_run_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
 	.usage = "[--once | --follow] [--max-jobs N] [--keep-checkpoints K|all] "
-	    "[--resume-anywhere] [--webhook URL]",
+	    "[--resume-anywhere] [--allow-download] [--webhook URL]",
 	.summary = "render queued jobs, each in a crash-isolated worker process",
 	.creates_db = 1,
 	.exec = cmd_run_exec,

@@ -15,6 +15,7 @@
 #include "manifest/manifest.h"
 #include "model/hash.h"
 #include "model/ref.h"
+#include "net/layout.h"
 #include "preflight/preflight.h"
 #include "store/jobs.h"
 #include "store/models.h"
@@ -43,11 +44,10 @@ struct digest_memo {
 static char *
 model_key(const cJSON *config)
 {
-	static const char *const keys[] = {"model", "transformer", "vae",
-	    "text_encoder", "scheduler"};
 	struct strbuf sb = {0};
-	for (size_t i = 0; i < LQ_ARRAY_LEN(keys); i++)
-		strbuf_printf(&sb, "%s\n", json_get_string(config, keys[i], ""));
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++)
+		strbuf_printf(&sb, "%s\n", json_get_string(config,
+		    job_model_keys[i], ""));
 	return strbuf_release(&sb);
 }
 
@@ -249,6 +249,7 @@ submit_manifest(struct store *st, const char *path,
 		.snap = opt->snap, .caps = opt->caps,
 		.resolve_model = store_model_path_resolve, .resolve_ctx = st,
 		.hash_cache = &cache,
+		.fetch_model = opt->allow_download ? net_layout_fetch_url : NULL,
 	};
 	struct preflight_report *rep = NULL;
 	preflight_check_manifest(m, &po, &rep);
@@ -323,6 +324,7 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"snap", no_argument, NULL, 's'},
 		{"device-caps", required_argument, NULL, 'c'},
 		{"no-device", no_argument, NULL, 'n'},
+		{"allow-download", no_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	struct submit_options opt = {.quiet = g->verbose < 0};	/* latentq -q */
@@ -330,6 +332,7 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 	int no_device = 0, c;
 	while ((c = getopt_long(argc, argv, "aqsc:n", opts, NULL)) != -1) {
 		switch (c) {
+		case 'D': opt.allow_download = 1; break;
 		case 'a': opt.again = 1; break;
 		case 'q': opt.quiet = 1; break;
 		case 's': opt.snap = 1; break;
@@ -377,7 +380,8 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 
 const struct cmd_entry cmd_submit_entry = {
 	.name = "submit",
-	.usage = "[--again] [--quiet] [--snap] [--device-caps FILE.json | --no-device] MANIFEST...",
+	.usage = "[--again] [--quiet] [--snap] [--allow-download] "
+	    "[--device-caps FILE.json | --no-device] MANIFEST...",
 	.summary = "validate a manifest's jobs and queue them",
 	.creates_db = 1,
 	.exec = cmd_submit_exec,

@@ -27,6 +27,7 @@ struct submit_options {
 	int again;		/* queue duplicates anyway */
 	int quiet;		/* no per-job lines on stdout */
 	int snap;		/* preflight --snap: round off-grid geometry */
+	int allow_download;	/* --allow-download: fetch model URLs (preflight.h) */
 	const struct device_caps *caps;	/* device to check against; NULL: none */
 };
 

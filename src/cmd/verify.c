@@ -170,7 +170,7 @@ cmd_verify_exec(const struct cmd_globals *g, int argc, char **argv)
 	free(config_digest);
 	if (s != LQ_OK) {
 		error_print(&err, stderr);
-		return s == LQ_RETRY ? EXIT_TEMPFAIL : EXIT_DATAERR;
+		return cmd_exit_for_error(&err);
 	}
 	return 0;
 }

@@ -192,7 +192,7 @@ sign_load_key(const char *key, int want_secret, struct sign_key *out,
 	}
 	if (parse_line(text, SEC_TAG, out->secret_key, SIGN_SECRET_SIZE) == 0) {
 		if ((sb.st_mode & 077) != 0) {
-			s = error_set(err, LQ_FAILED, "LQ-SIGN-003", "secret key %s "
+			s = error_set(err, LQ_FAILED, "LQ-SIGN-005", "secret key %s "
 			    "is readable by others (mode %03o)", path,
 			    (unsigned)(sb.st_mode & 0777));
 			error_set_hint(err, "chmod 600 %s", path);
@@ -204,7 +204,7 @@ sign_load_key(const char *key, int want_secret, struct sign_key *out,
 	    SIGN_PUBLIC_SIZE) == 0) {
 		/* public key only */
 	} else {
-		s = error_set(err, LQ_FAILED, "LQ-SIGN-003", "%s is not a latentq "
+		s = error_set(err, LQ_FAILED, "LQ-SIGN-005", "%s is not a latentq "
 		    "%s key file", path, want_secret ? "secret" : "public or secret");
 		goto out;
 	}

@@ -177,6 +177,10 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->decode_noise = get_string(&r, "decode_noise");
 	jc->noise = get_string(&r, "noise");
 	jc->image = get_string(&r, "image");
+	jc->has_denoise_strength = value(&r, "denoise_strength") != NULL;
+	jc->denoise_strength = jc->has_denoise_strength ?
+	    get_number(&r, "denoise_strength") : 1.0;
+	jc->image_cond_noise_scale = get_number(&r, "image_cond_noise_scale");
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");
@@ -235,6 +239,32 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 			i++;
 		}
 	}
+	const cJSON *conds = cJSON_GetObjectItemCaseSensitive(config,
+	    "conditions");
+	if (conds != NULL && !cJSON_IsNull(conds) && !cJSON_IsArray(conds))
+		bad(&r, "conditions", "a list");
+	if (cJSON_IsArray(conds) && cJSON_GetArraySize(conds) > 0) {
+		jc->n_conditions = (size_t)cJSON_GetArraySize(conds);
+		jc->conditions = xcalloc(jc->n_conditions,
+		    sizeof(*jc->conditions));
+		size_t i = 0;
+		const cJSON *c;
+		cJSON_ArrayForEach(c, conds) {
+			struct reader cr = { .obj = c,
+			    .parent = manifest_key_find("conditions"), .err = err,
+			    .failed = r.failed };
+			if (!cJSON_IsObject(c))
+				bad(&cr, "[]", "an {image, frame_index, strength} "
+				    "mapping");
+			jc->conditions[i].image = get_string(&cr, "image");
+			jc->conditions[i].frame_index = get_int(&cr, "frame_index");
+			jc->conditions[i].strength = get_number(&cr, "strength");
+			if (jc->conditions[i].image == NULL)
+				bad(&cr, "image", "given");
+			r.failed = cr.failed;
+			i++;
+		}
+	}
 	if (r.failed) {
 		job_config_free(jc);
 		return LQ_FAILED;
@@ -246,7 +276,14 @@ void
 job_config_free(struct job_config *jc)
 {
 	free(jc->loras);
+	free(jc->conditions);
 	memset(jc, 0, sizeof(*jc));
+}
+
+int
+job_condition_pipeline(const struct job_config *jc)
+{
+	return jc->has_denoise_strength || jc->n_conditions > 0;
 }
 
 int64_t
@@ -356,4 +393,17 @@ job_frames_path(const struct job_config *jc, const char *base_dir, int video,
 	char *r = xasprintf("%s/%d", dir, video);
 	free(dir);
 	return r;
+}
+
+const char *const job_model_keys[JOB_MODEL_KEYS] = {"model", "transformer",
+    "vae", "text_encoder", "scheduler"};
+
+void
+job_model_values(const struct job_config *jc, const char *out[JOB_MODEL_KEYS])
+{
+	out[0] = jc->model;
+	out[1] = jc->transformer;
+	out[2] = jc->vae;
+	out[3] = jc->text_encoder;
+	out[4] = jc->scheduler;
 }

@@ -13,7 +13,7 @@
  *
  * Ownership: the strings of a struct job_config are BORROWED from the JSON
  * it was built from (which must outlive it); the `loras` array is owned and
- * released by job_config_free.  Paths returned by the job_*_path functions
+ * released by job_config_free (so is `conditions`).  Paths returned by the job_*_path functions
  * are caller-owned (free()).
  */
 #ifndef LQ_MANIFEST_JOB_H
@@ -29,6 +29,13 @@
 struct job_lora {
 	const char *path;	/* LoRA safetensors, resolved by the manifest */
 	double scale;		/* strength it is fused with */
+};
+
+/* One LTXVideoCondition (pipelines/ltx/pipeline_ltx_condition.py). */
+struct job_condition {
+	const char *image;	/* PNG or JPEG, resolved by the manifest */
+	int64_t frame_index;	/* video frame it conditions */
+	double strength;	/* lerp weight and conditioning mask, 0..1 */
 };
 
 /* The device mesh (DESIGN "Devices and meshes"): devices = data × context
@@ -51,6 +58,13 @@ struct job_config {
 	const char *latents, *decode_noise;
 	const char *noise;			/* safetensors of random draws */
 	const char *image;			/* image-to-video: the first frame */
+	/* LTXConditionPipeline (job_condition_pipeline): denoise_strength
+	 * in (0, 1], 1 when absent; has_denoise_strength when written */
+	double denoise_strength;
+	int has_denoise_strength;
+	struct job_condition *conditions;	/* owned */
+	size_t n_conditions;
+	double image_cond_noise_scale;
 	const char *model;			/* a folder or a registered name */
 	const char *transformer, *vae, *text_encoder, *scheduler;
 	const char *model_digest;		/* NULL: not pinned */
@@ -79,6 +93,26 @@ enum lq_status job_config_from_json(const cJSON *config, struct job_config *jc,
 
 /* Releases what job_config_from_json allocated and zeroes *jc. */
 void job_config_free(struct job_config *jc);
+
+/*
+ * 1 when the job renders with diffusers' LTXConditionPipeline semantics
+ * (pipelines/ltx/pipeline_ltx_condition.py: linear_quadratic_schedule,
+ * per-token Euler step, video coordinates, the initial noise always
+ * drawn) rather than LTXPipeline's: the job has denoise_strength or
+ * conditions.
+ */
+int job_condition_pipeline(const struct job_config *jc);
+
+/*
+ * The keys that name model folders, in one order: "model", then the
+ * component overrides "transformer", "vae", "text_encoder", "scheduler".
+ * job_model_values gives a job's values for them (borrowed from jc; NULL
+ * when absent).  Each may be a URL (model/ref.h model_ref_is_url).
+ */
+#define JOB_MODEL_KEYS 5
+extern const char *const job_model_keys[JOB_MODEL_KEYS];
+void job_model_values(const struct job_config *jc,
+    const char *out[JOB_MODEL_KEYS]);
 
 /*
  * Videos the job renders: per_device_batch_size × mesh.data.  Data

@@ -259,7 +259,9 @@ check_value(struct ctx *c, const struct manifest_key *k,
 				return 0;
 			}
 			*out = cJSON_CreateString(v->text);
-		} else if (k->type == MANIFEST_MODEL && !model_ref_is_path(v->text)) {
+		} else if ((k->type == MANIFEST_MODEL && !model_ref_is_path(v->text))
+		    || model_ref_is_url(v->text)) {
+			/* a name, or a URL (model/ref.h): kept as written */
 			*out = cJSON_CreateString(v->text);
 		} else {
 			char *p = resolve_path(c->m, v->text);
@@ -354,9 +356,15 @@ check_value(struct ctx *c, const struct manifest_key *k,
 		*out = arr;
 		return 1;
 	}
-	case MANIFEST_LORAS: {
+	case MANIFEST_LORAS:
+	case MANIFEST_CONDITIONS: {
+		/* a list of mappings whose first sub-key is required */
+		int cond = k->type == MANIFEST_CONDITIONS;
+		const char *req = k->fields[0].name;
 		if (v->kind != TREE_SEQUENCE)
-			return type_error(c, v, field, k->type,
+			return type_error(c, v, field, k->type, cond ?
+			    "write conditions: [{image: first.png, frame_index: 0, "
+			    "strength: 1.0}]" :
 			    "write loras: [{path: style.safetensors, scale: 0.8}]");
 		cJSON *arr = cJSON_CreateArray();
 		struct keyset ks = keyset_fields(k);
@@ -366,18 +374,25 @@ check_value(struct ctx *c, const struct manifest_key *k,
 			char *f = xasprintf("%s[%zu]", field, i);
 			cJSON *typed = NULL;
 			if (item->kind != TREE_MAPPING) {
-				type_error(c, item, f, MANIFEST_LORAS,
+				type_error(c, item, f, k->type, cond ?
+				    "each condition is a mapping {image, "
+				    "frame_index, strength}" :
 				    "each LoRA is a mapping {path, scale}");
 				ok = 0;
 			} else if (!check_map(c, item, ks, f, 0, &typed)) {
 				ok = 0;
-			} else if (!cJSON_IsString(cJSON_GetObjectItem(typed, "path"))) {
+			} else if (!cJSON_IsString(cJSON_GetObjectItem(typed, req))) {
 				add_error(c, item->line, item->column, f,
-				    "LQ-MAN-013", "write {path: FILE, scale: 1.0}",
+				    "LQ-MAN-013", cond ? "write {image: FILE, "
+				    "frame_index: 0, strength: 1.0}" :
+				    "write {path: FILE, scale: 1.0}",
+				    cond ? "a condition needs an image" :
 				    "a LoRA needs a path");
 				ok = 0;
 			} else {
-				/* Fill the sub-key defaults: a LoRA is always {path, scale}. */
+				/* Fill the sub-key defaults: a LoRA is always
+				 * {path, scale}, a condition {image,
+				 * frame_index, strength}. */
 				for (size_t j = 0; j < ks.n; j++) {
 					cJSON *have = cJSON_GetObjectItem(typed,
 					    ks.keys[j].name);

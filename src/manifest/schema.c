@@ -14,6 +14,15 @@ static const struct manifest_key lora_fields[] = {
 	{ NULL, 0, NULL, NULL, NULL, 0 },
 };
 
+/* LTXVideoCondition's fields (pipelines/ltx/pipeline_ltx_condition.py):
+ * image is required, frame_index and strength default as upstream. */
+static const struct manifest_key condition_fields[] = {
+	{ "image", MANIFEST_PATH, NULL, "PNG or JPEG of the condition (required)", NULL, 0 },
+	{ "frame_index", MANIFEST_INT, "0", "video frame it conditions", NULL, 0 },
+	{ "strength", MANIFEST_NUMBER, "1.0", "how strongly, 0 to 1", NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 },
+};
+
 static const struct manifest_key mesh_fields[] = {
 	{ "devices", MANIFEST_INT, "1", "devices the job runs on", NULL, 0 },
 	{ "data", MANIFEST_INT, "1", "data-parallel axis", NULL, 0 },
@@ -69,8 +78,16 @@ static const struct manifest_key keys[] = {
 	  NULL, 0 },
 	{ "image", MANIFEST_PATH, NULL,
 	  "PNG the video starts from (image-to-video)", NULL, 0 },
+	{ "denoise_strength", MANIFEST_NUMBER, NULL,
+	  "LTXConditionPipeline: share of the schedule run on noised latents",
+	  NULL, 0 },
+	{ "conditions", MANIFEST_CONDITIONS, NULL,
+	  "LTXConditionPipeline: images the video is conditioned on",
+	  condition_fields, 0 },
+	{ "image_cond_noise_scale", MANIFEST_NUMBER, "0.15",
+	  "noise put on strength-1 condition tokens each step", NULL, 0 },
 	{ "model", MANIFEST_MODEL, NULL,
-	  "diffusers pipeline folder or registered model name", NULL, 0 },
+	  "diffusers pipeline folder, registered model name, or URL", NULL, 0 },
 	{ "transformer", MANIFEST_PATH, NULL, "transformer folder override", NULL, 0 },
 	{ "vae", MANIFEST_PATH, NULL, "VAE folder override", NULL, 0 },
 	{ "text_encoder", MANIFEST_PATH, NULL, "text encoder folder override", NULL, 0 },
@@ -173,6 +190,8 @@ manifest_type_name(enum manifest_type type)
 		return "an unsigned 64-bit integer";
 	case MANIFEST_U64_LIST:
 		return "a list of unsigned 64-bit integers";
+	case MANIFEST_CONDITIONS:
+		return "a list of {image, frame_index, strength} mappings";
 	case MANIFEST_LORAS:
 		return "a list of {path, scale} mappings";
 	case MANIFEST_MESH:

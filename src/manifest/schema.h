@@ -26,6 +26,7 @@ enum manifest_type {
 	MANIFEST_U64,		/* 0 .. 2^64-1, parsed exactly; a decimal string in the config */
 	MANIFEST_U64_LIST,	/* non-empty sequence of MANIFEST_U64 */
 	MANIFEST_LORAS,		/* sequence of mappings with the sub-keys in `fields` */
+	MANIFEST_CONDITIONS,	/* the same, each an LTXVideoCondition {image, frame_index, strength} */
 	MANIFEST_MESH,		/* mapping with the sub-keys in `fields`, merged per sub-key */
 	MANIFEST_TILING,	/* "auto", "off", or a mapping with the sub-keys in `fields` */
 };
@@ -38,7 +39,7 @@ struct manifest_key {
 	enum manifest_type type;
 	const char *def;		/* built-in default as JSON text; NULL: none */
 	const char *meaning;		/* one line, for messages and docs */
-	const struct manifest_key *fields; /* LORAS, MESH, TILING: sub-keys, ended by a NULL name */
+	const struct manifest_key *fields; /* LORAS, CONDITIONS, MESH, TILING: sub-keys, ended by a NULL name */
 	unsigned flags;
 };
 

@@ -175,7 +175,7 @@ media_bundle_add_file(struct media_bundle_writer *w, const char *name,
 		if (n == 0)
 			break;
 		if (total + n > size) {
-			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "%s grew past "
+			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-009", "%s grew past "
 			    "the %" PRId64 " bytes recorded for it", path, size);
 			break;
 		}
@@ -191,7 +191,7 @@ media_bundle_add_file(struct media_bundle_writer *w, const char *name,
 		char hex[DIGEST_HEX_SIZE];
 		digest_end(&ds, hex);
 		if (total != size || strcmp(hex, digest) != 0)
-			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-006", "%s changed "
+			s = error_set(err, LQ_FAILED, "LQ-BUNDLE-009", "%s changed "
 			    "after it was recorded (%" PRId64 " bytes, BLAKE2b "
 			    "%.16s…; recorded %" PRId64 " bytes, %.16s…)", path,
 			    total, hex, size, digest);

@@ -1008,6 +1008,33 @@ diffusers_free(struct diffusers_model *m)
 	free(m);
 }
 
+const struct diffusers_layout *
+diffusers_component_layout(const char *name)
+{
+	static const char *const none[] = {NULL};
+	static const char *const tok_required[] = {"spiece.model", NULL};
+	static const char *const tok_optional[] = {"tokenizer_config.json",
+	    "special_tokens_map.json", "added_tokens.json", "tokenizer.json",
+	    NULL};
+	static const struct {
+		const char *name;
+		struct diffusers_layout layout;
+	} known[] = {
+		{"transformer", {"config.json", "diffusion_pytorch_model", none,
+		    none}},
+		{"vae", {"config.json", "diffusion_pytorch_model", none, none}},
+		{"text_encoder", {"config.json", "model", none, none}},
+		{"tokenizer", {NULL, NULL, tok_required, tok_optional}},
+		{"scheduler", {"scheduler_config.json", NULL, none, none}},
+	};
+	static const struct diffusers_layout model_mixin = {"config.json",
+	    "diffusion_pytorch_model", none, none};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(known); i++)
+		if (strcmp(known[i].name, name) == 0)
+			return &known[i].layout;
+	return &model_mixin;
+}
+
 /* Fills c from model_index.json's entry `name` and the override. */
 static enum lq_status
 component_locate(const cJSON *index, const char *index_path, const char *root,
@@ -1076,7 +1103,7 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	if (ov == NULL)
 		ov = &none;
 	*out = NULL;
-	char *index_path = xasprintf("%s/model_index.json", dir);
+	char *index_path = xasprintf("%s/" DIFFUSERS_MODEL_INDEX, dir);
 	cJSON *index = NULL, *j = NULL;
 	struct diffusers_model *m = xcalloc(1, sizeof(*m));
 	m->root = xstrdup(dir);
@@ -1119,7 +1146,8 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	    NULL, err) != LQ_OK)
 		goto fail;
 
-	if (load_component_json(&m->transformer, "config.json", &j, err) != LQ_OK ||
+	if (load_component_json(&m->transformer,
+	    diffusers_component_layout("transformer")->config, &j, err) != LQ_OK ||
 	    diffusers_parse_transformer(j, m->transformer.config_path, &m->transformer_config,
 	    err) != LQ_OK)
 		goto fail;
@@ -1127,14 +1155,17 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	    "LTXVideoTransformer3DModel");
 	cJSON_Delete(j);
 	j = NULL;
-	if (load_component_json(&m->vae, "config.json", &j, err) != LQ_OK ||
+	if (load_component_json(&m->vae, diffusers_component_layout("vae")->config,
+	    &j, err) != LQ_OK ||
 	    diffusers_parse_vae(j, m->vae.config_path, &m->vae_config, err) != LQ_OK)
 		goto fail;
 	snprintf(m->vae.class_name, sizeof(m->vae.class_name), "AutoencoderKLLTXVideo");
 	cJSON_Delete(j);
 	j = NULL;
 	if (m->text_encoder.present) {
-		if (load_component_json(&m->text_encoder, "config.json", &j, err) != LQ_OK ||
+		if (load_component_json(&m->text_encoder,
+		    diffusers_component_layout("text_encoder")->config, &j,
+		    err) != LQ_OK ||
 		    diffusers_parse_t5(j, m->text_encoder.config_path, &m->text_encoder_config,
 		    err) != LQ_OK)
 			goto fail;
@@ -1153,7 +1184,8 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 			m->tokenizer.config_path = xstrdup(m->tokenizer_files.tokenizer_config);
 	}
 	/* Scheduler: class check only; the sampler parses the rest. */
-	if (load_component_json(&m->scheduler, "scheduler_config.json", &j, err) != LQ_OK)
+	if (load_component_json(&m->scheduler,
+	    diffusers_component_layout("scheduler")->config, &j, err) != LQ_OK)
 		goto fail;
 	{
 		struct cfg c = {j, m->scheduler.config_path, err, 0};

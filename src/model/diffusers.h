@@ -260,6 +260,37 @@ struct diffusers_model {
 };
 
 /*
+ * The files of one component folder, as the upstream savers write them and
+ * as diffusers_open and the safetensors set reader (st_set_open) read them:
+ *   config    the config file (diffusers CONFIG_NAME "config.json", the
+ *             scheduler's SCHEDULER_CONFIG_NAME "scheduler_config.json"),
+ *             NULL for a tokenizer
+ *   weights   the weights' base name: "<weights>.safetensors", or a
+ *             "<weights>.safetensors.index.json" whose weight_map names the
+ *             shards (diffusers SAFETENSORS_WEIGHTS_NAME
+ *             "diffusion_pytorch_model", transformers SAFE_WEIGHTS_NAME
+ *             "model"); NULL when the component has none
+ *   required  other files it must have (NULL-terminated; the tokenizer's
+ *             spiece.model)
+ *   optional  other files it may have, that the model identity counts when
+ *             present (NULL-terminated)
+ * A component name other than the five of LTXPipeline (an extra one such
+ * as latent_upsampler) has the layout of a diffusers ModelMixin: config.json
+ * and diffusion_pytorch_model weights.  A download (net/layout.h) fetches
+ * exactly these files.  Static; never NULL.
+ */
+struct diffusers_layout {
+	const char *config;
+	const char *weights;
+	const char *const *required;
+	const char *const *optional;
+};
+const struct diffusers_layout *diffusers_component_layout(const char *name);
+
+/* The file every pipeline folder has at its top. */
+#define DIFFUSERS_MODEL_INDEX "model_index.json"
+
+/*
  * Opens a diffusers folder: reads model_index.json (LTXPipeline only), each
  * component's config, applies overrides.  transformer and vae are required;
  * text_encoder and tokenizer may be absent ([null, null]: prompt embeddings

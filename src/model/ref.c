@@ -4,25 +4,89 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "core/digest.h"
 #include "core/util.h"
 #include "model/hash.h"
 #include "model/ref.h"
 
 int
+model_ref_is_url(const char *v)
+{
+	const char *h = strncmp(v, "http://", 7) == 0 ? v + 7 :
+	    strncmp(v, "https://", 8) == 0 ? v + 8 : NULL;
+	return h != NULL && *h != '\0' && *h != '/';
+}
+
+int
 model_ref_is_path(const char *model)
 {
+	if (model_ref_is_url(model))
+		return 0;
 	return strchr(model, '/') != NULL || model[0] == '.' || model[0] == '~';
 }
 
-static char *
-in_base(const char *base_dir, const char *p)
+char *
+model_ref_cache_dir(const char *url)
 {
+	/* one URL, one folder: trailing slashes do not make another */
+	size_t n = strlen(url);
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	struct digest_state ds;
+	char hex[DIGEST_HEX_SIZE];
+	digest_begin(&ds);
+	digest_update(&ds, url, n);
+	digest_end(&ds, hex);
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	if (xdg != NULL && xdg[0] == '/')
+		return xasprintf("%s/latentq/models/%s", xdg, hex);
+	const char *home = getenv("HOME");
+	return xasprintf("%s/.cache/latentq/models/%s", home != NULL ? home :
+	    ".", hex);
+}
+
+int
+model_ref_cache_complete(const char *url)
+{
+	char *dir = model_ref_cache_dir(url);
+	char *mark = xasprintf("%s/%s", dir, MODEL_REF_CACHE_COMPLETE);
+	struct stat sb;
+	int ok = stat(mark, &sb) == 0 && S_ISREG(sb.st_mode);
+	free(mark);
+	free(dir);
+	return ok;
+}
+
+/* A folder value: a URL's cache folder, else the path against base_dir. */
+static enum lq_status
+in_base(const char *base_dir, const char *p, const char *field, char **out,
+    struct lq_error *err)
+{
+	*out = NULL;
 	if (p == NULL)
-		return NULL;
-	if (p[0] == '/' || base_dir == NULL || strcmp(base_dir, ".") == 0)
-		return xstrdup(p);
-	return xasprintf("%s/%s", base_dir, p);
+		return LQ_OK;
+	if (model_ref_is_url(p)) {
+		if (!model_ref_cache_complete(p)) {
+			char *dir = model_ref_cache_dir(p);
+			error_set(err, LQ_FAILED, "LQ-MODEL-041", "%s is a URL "
+			    "that has not been downloaded (no complete copy in "
+			    "%s)", p, dir);
+			free(dir);
+			error_set_field(err, "%s", field);
+			error_set_hint(err, "pass --allow-download, or fetch it "
+			    "with `latentq model pull`");
+			return LQ_FAILED;
+		}
+		*out = model_ref_cache_dir(p);
+	} else if (p[0] == '/' || base_dir == NULL || strcmp(base_dir, ".") ==
+	    0) {
+		*out = xstrdup(p);
+	} else {
+		*out = xasprintf("%s/%s", base_dir, p);
+	}
+	return LQ_OK;
 }
 
 void
@@ -49,8 +113,9 @@ model_ref_resolve(const char *model, const char *transformer, const char *vae,
 		error_set_field(err, "model");
 		return LQ_FAILED;
 	}
-	if (model_ref_is_path(model)) {
-		out->root = in_base(base_dir, model);
+	if (model_ref_is_path(model) || model_ref_is_url(model)) {
+		if (in_base(base_dir, model, "model", &out->root, err) != LQ_OK)
+			return LQ_FAILED;
 	} else {
 		char *dir = res && res->resolve ? res->resolve(res->ctx, model)
 		    : NULL;
@@ -66,10 +131,16 @@ model_ref_resolve(const char *model, const char *transformer, const char *vae,
 		out->root = dir;
 		out->name = xstrdup(model);
 	}
-	out->transformer = in_base(base_dir, transformer);
-	out->vae = in_base(base_dir, vae);
-	out->text_encoder = in_base(base_dir, text_encoder);
-	out->scheduler = in_base(base_dir, scheduler);
+	if (in_base(base_dir, transformer, "transformer", &out->transformer,
+	    err) != LQ_OK ||
+	    in_base(base_dir, vae, "vae", &out->vae, err) != LQ_OK ||
+	    in_base(base_dir, text_encoder, "text_encoder", &out->text_encoder,
+	    err) != LQ_OK ||
+	    in_base(base_dir, scheduler, "scheduler", &out->scheduler, err) !=
+	    LQ_OK) {
+		model_ref_clear(out);
+		return LQ_FAILED;
+	}
 	return LQ_OK;
 }
 

@@ -34,10 +34,33 @@
 struct model_hash_cache;
 
 /*
- * The one rule: a `model:` value is a path when it contains '/' or starts
- * with '.' or '~'; otherwise it is a registered name.
+ * The one rule: a `model:` value is a URL when it starts with http:// or
+ * https:// and names a host (model_ref_is_url); else a path when it
+ * contains '/' or starts with '.' or '~'; otherwise a registered name.
  */
 int model_ref_is_path(const char *model);
+
+/*
+ * A model folder given as a URL (`model:` or an override): the URL of a
+ * diffusers-layout folder (Hugging Face style .../resolve/main; mirrors use
+ * it), downloaded by net/layout.h into the folder model_ref_cache_dir names
+ * and used from there.  The download ends by writing
+ * MODEL_REF_CACHE_COMPLETE into that folder; a folder without it is never
+ * read (a download in progress or interrupted).
+ */
+int model_ref_is_url(const char *v);
+#define MODEL_REF_CACHE_COMPLETE ".latentq-complete"
+
+/*
+ * The cache folder of a model URL:
+ * $XDG_CACHE_HOME/latentq/models/<BLAKE2b-256 hex of the URL, trailing
+ * slashes dropped> ($HOME/.cache when XDG_CACHE_HOME is unset or not
+ * absolute).  Caller-owned.
+ */
+char *model_ref_cache_dir(const char *url);
+
+/* 1 when url's cache folder holds a complete download. */
+int model_ref_cache_complete(const char *url);
 
 /* Registered name → folder (caller frees), or NULL when unknown. */
 struct model_ref_resolver {
@@ -52,11 +75,13 @@ struct model_ref {
 };
 
 /*
- * Resolves `model` (a path, relative ones against base_dir, or a name
- * through `res`, which may be NULL: then every name is unknown) and the
- * override folders (paths, may be NULL; relative against base_dir).
+ * Resolves `model` (a path, relative ones against base_dir, a URL to its
+ * cache folder, or a name through `res`, which may be NULL: then every
+ * name is unknown) and the override folders (paths or URLs, may be NULL;
+ * relative against base_dir).
  * Errors: an unknown name, LQ_FAILED code LQ-MODEL-040 ("no model named
- * X"), field "model"; *out is then cleared.
+ * X"), field "model"; a URL with no complete download, LQ-MODEL-041 with
+ * the key as field; *out is then cleared.  Nothing is downloaded here.
  */
 enum lq_status model_ref_resolve(const char *model, const char *transformer,
     const char *vae, const char *text_encoder, const char *scheduler,

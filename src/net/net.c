@@ -79,8 +79,9 @@ grade(const char *url, CURLcode rc, long status, const char *errbuf,
 	}
 	enum lq_status s = (status >= 500 || status == 408 || status == 429) ?
 	    LQ_RETRY : LQ_FAILED;
-	error_set(err, s, "LQ-NET-002", "%s: HTTP status %ld", url, status);
-	if (status == 404)
+	error_set(err, s, status == 404 || status == 410 ? "LQ-NET-008" :
+	    "LQ-NET-002", "%s: HTTP status %ld", url, status);
+	if (status == 404 || status == 410)
 		error_set_hint(err, "check the URL; a Hugging Face file is "
 		    "https://HOST/ORG/REPO/resolve/main/PATH");
 	else if (status == 401 || status == 403)
@@ -89,6 +90,15 @@ grade(const char *url, CURLcode rc, long status, const char *errbuf,
 }
 
 /* ---- downloads ---- */
+
+/* The first back-off: LATENTQ_NET_BACKOFF (s; tests) or the default. */
+static double
+net_default_backoff(void)
+{
+	const char *env = getenv("LATENTQ_NET_BACKOFF");
+	double v = env != NULL ? atof(env) : 0;
+	return v > 0 ? v : NET_DEFAULT_BACKOFF;
+}
 
 struct fetch {
 	int fd;
@@ -279,7 +289,7 @@ net_fetch(const char *url, const char *path,
     char digest_out[DIGEST_HEX_SIZE], struct lq_error *err)
 {
 	int retries = opt->retries >= 0 ? opt->retries : NET_DEFAULT_RETRIES;
-	double backoff = opt->backoff > 0 ? opt->backoff : NET_DEFAULT_BACKOFF;
+	double backoff = opt->backoff > 0 ? opt->backoff : net_default_backoff();
 	long stall = opt->stall_timeout > 0 ? opt->stall_timeout :
 	    NET_DEFAULT_STALL_TIMEOUT;
 	char *part = xasprintf("%s.part", path);
@@ -307,6 +317,13 @@ net_fetch(const char *url, const char *path,
 		    (long)((wait - floor(wait)) * 1e9)};
 		nanosleep(&ts, NULL);
 		error_clear(err);
+	}
+	if (s != LQ_OK) {
+		/* keep a .part only when a later call can resume it: bytes
+		 * after a failure that may pass next time */
+		struct stat pb;
+		if (s != LQ_RETRY || (fstat(f.fd, &pb) == 0 && pb.st_size == 0))
+			unlink(part);
 	}
 	char hex[DIGEST_HEX_SIZE];
 	if (s == LQ_OK && fsync(f.fd) != 0)

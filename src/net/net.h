@@ -28,7 +28,9 @@
 
 struct net_fetch_options {
 	int retries;		/* < 0: NET_DEFAULT_RETRIES */
-	double backoff;		/* first wait in s, doubling; <= 0: default */
+	double backoff;		/* first wait in s, doubling; <= 0: the
+				 * environment's LATENTQ_NET_BACKOFF, else
+				 * NET_DEFAULT_BACKOFF */
 	long stall_timeout;	/* s; <= 0: NET_DEFAULT_STALL_TIMEOUT */
 	int progress;		/* draw a progress bar on stderr */
 	const char *label;	/* what the bar calls the file */
@@ -44,8 +46,10 @@ struct net_fetch_options {
  * any) the .part is fsynced, checked against opt->digest (when given; a
  * mismatch removes it: LQ-NET-004) and renamed onto PATH.  *size (may be
  * NULL) gets the file's bytes and digest_out (may be NULL) its BLAKE2b-256.
- * On failure the .part file stays for the next call to resume, except
- * after a digest mismatch.
+ * On failure the .part file stays for the next call to resume only when
+ * it holds bytes and the failure was retryable (LQ_RETRY: retries spent);
+ * after any other failure (an HTTP 4xx, a digest mismatch, an unwritable
+ * file) or when nothing arrived, it is removed.
  */
 enum lq_status net_fetch(const char *url, const char *path,
     const struct net_fetch_options *opt, int64_t *size,

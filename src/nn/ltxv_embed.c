@@ -38,20 +38,18 @@ linspace_f32(float start, float end, int steps, int i)
 	return end - step * (float)(steps - i - 1);
 }
 
-void
-ltxv_rope_tables(int num_frames, int height, int width,
-    const double rope_scale[3], int patch_size, int patch_size_t, int dim,
-    float *cos_out, float *sin_out)
+/*
+ * The tables for n tokens whose grid coordinates g[n][axis] are already
+ * divided by the base sizes (upstream's `grid`): freqs * (grid * 2 - 1).
+ */
+static void
+rope_fill(const float *grid, int64_t ntok, int dim, float *cos_out,
+    float *sin_out)
 {
 	const float theta = 10000.0f;
 	const float pi_f = (float)M_PI;
 	int nfreq = dim / 6, pad = dim % 6;
 	float *freqs = xmalloc(sizeof(float) * (size_t)(nfreq > 0 ? nfreq : 1));
-	float s[3] = { (float)rope_scale[0], (float)rope_scale[1],
-	    (float)rope_scale[2] };
-	float base[3] = { 20.0f, 2048.0f, 2048.0f };
-	float p[3] = { (float)patch_size_t, (float)patch_size, (float)patch_size };
-	int64_t n = 0;
 
 	LQ_ASSERT(dim > 0);
 	/* freqs = theta ** linspace(log(1, theta), log(theta, theta), dim // 6)
@@ -63,33 +61,69 @@ ltxv_rope_tables(int num_frames, int height, int width,
 		f = f / 2.0f;
 		freqs[k] = f;
 	}
+	for (int64_t n = 0; n < ntok; n++) {
+		float g[3], *co = cos_out + n * dim, *si = sin_out + n * dim;
+
+		for (int a = 0; a < 3; a++)
+			g[a] = grid[n * 3 + a] * 2.0f - 1.0f;
+		for (int j = 0; j < pad; j++) {
+			co[j] = 1.0f;
+			si[j] = 0.0f;
+		}
+		for (int k = 0; k < nfreq; k++)
+			for (int a = 0; a < 3; a++) {
+				float ang = freqs[k] * g[a];
+				float cv = cosf(ang), sv = sinf(ang);
+				int j = pad + (k * 3 + a) * 2;
+
+				co[j] = co[j + 1] = cv;
+				si[j] = si[j + 1] = sv;
+			}
+	}
+	free(freqs);
+}
+
+/* LTXVideoRotaryPosEmbed's base_num_frames, base_height, base_width */
+static const float rope_base[3] = { 20.0f, 2048.0f, 2048.0f };
+
+void
+ltxv_rope_tables(int num_frames, int height, int width,
+    const double rope_scale[3], int patch_size, int patch_size_t, int dim,
+    float *cos_out, float *sin_out)
+{
+	float s[3] = { (float)rope_scale[0], (float)rope_scale[1],
+	    (float)rope_scale[2] };
+	float p[3] = { (float)patch_size_t, (float)patch_size, (float)patch_size };
+	int64_t ntok = (int64_t)num_frames * height * width, n = 0;
+	float *grid = xmalloc(sizeof(float) * (size_t)(3 * ntok));
+
 	for (int f = 0; f < num_frames; f++)
 		for (int h = 0; h < height; h++)
 			for (int w = 0; w < width; w++, n++) {
 				float g[3] = { (float)f, (float)h, (float)w };
-				float *co = cos_out + n * dim, *si = sin_out + n * dim;
 
 				for (int a = 0; a < 3; a++) {
 					float c = g[a] * s[a];
 					c = c * p[a];
-					c = c / base[a];
-					g[a] = c * 2.0f - 1.0f;
+					grid[n * 3 + a] = c / rope_base[a];
 				}
-				for (int j = 0; j < pad; j++) {
-					co[j] = 1.0f;
-					si[j] = 0.0f;
-				}
-				for (int k = 0; k < nfreq; k++)
-					for (int a = 0; a < 3; a++) {
-						float ang = freqs[k] * g[a];
-						float cv = cosf(ang), sv = sinf(ang);
-						int j = pad + (k * 3 + a) * 2;
-
-						co[j] = co[j + 1] = cv;
-						si[j] = si[j + 1] = sv;
-					}
 			}
-	free(freqs);
+	rope_fill(grid, ntok, dim, cos_out, sin_out);
+	free(grid);
+}
+
+void
+ltxv_rope_tables_coords(const float *video_coords, int64_t ntok, int dim,
+    float *cos_out, float *sin_out)
+{
+	float *grid = xmalloc(sizeof(float) * (size_t)(3 * ntok));
+
+	/* torch.stack([video_coords[:, a] / base_a for a], dim=-1) */
+	for (int64_t n = 0; n < ntok; n++)
+		for (int a = 0; a < 3; a++)
+			grid[n * 3 + a] = video_coords[a * ntok + n] / rope_base[a];
+	rope_fill(grid, ntok, dim, cos_out, sin_out);
+	free(grid);
 }
 
 /*

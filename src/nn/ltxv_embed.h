@@ -35,6 +35,17 @@ void ltxv_rope_tables(int num_frames, int height, int width,
     float *cos_out, float *sin_out);
 
 /*
+ * The same tables for given video_coords (LTXVideoRotaryPosEmbed.forward
+ * with video_coords, as LTXConditionPipeline passes them): video_coords
+ * [3, ntok] float32 on the pipeline's scale (frame axis already divided by
+ * the frame rate; see sampler/latents.h latents_video_coords), divided
+ * by (base_num_frames, base_height, base_width) = (20, 2048, 2048), then
+ * as above.  One table for every sample (the pipeline's coords are).
+ */
+void ltxv_rope_tables_coords(const float *video_coords, int64_t ntok,
+    int dim, float *cos_out, float *sin_out);
+
+/*
  * Sinusoidal timestep features of diffusers' Timesteps(num_channels,
  * flip_sin_to_cos=True, downscale_freq_shift=0) (models/embeddings.py
  * get_timestep_embedding): for each of the n timesteps t (any scale; the

@@ -870,7 +870,13 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 
 		if (!has)
 			s = one;
-		if (!m->rope_valid || m->rope_F != args->num_frames ||
+		if (args->video_coords != NULL) {
+			/* the pipeline's coordinates: not cached (a grid
+			 * key would not name them) */
+			ltxv_rope_tables_coords(args->video_coords, N, (int)D,
+			    m->h_cos, m->h_sin);
+			m->rope_valid = 0;
+		} else if (!m->rope_valid || m->rope_F != args->num_frames ||
 		    m->rope_H != args->height || m->rope_W != args->width ||
 		    m->rope_has_scale != has || memcmp(m->rope_s, s, sizeof(m->rope_s))) {
 			if (has)

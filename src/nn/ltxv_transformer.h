@@ -130,6 +130,10 @@ struct ltxv_transformer_args {
 	/* Host [3] = (vae_temporal_ratio / frame_rate, vae_spatial_ratio,
 	 * vae_spatial_ratio), or NULL for upstream's None (unscaled grid). */
 	const double *rope_interpolation_scale;
+	/* Host [3, N] video_coords (LTXConditionPipeline's; the same for
+	 * every sample), or NULL for the grid above.  When given,
+	 * rope_interpolation_scale is not used (upstream ignores it). */
+	const float *video_coords;
 };
 
 /*

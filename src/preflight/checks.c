@@ -258,15 +258,39 @@ pf_check_model(struct pf_job_state *s)
 {
 	if (s->jc.model == NULL)
 		return;
-	/* Nothing is downloaded at render time: a URL is fetched first. */
-	if (strstr(s->jc.model, "://") != NULL) {
-		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
-		    "LQ-MDL-001", "%s is a URL; latentq renders from local "
-		    "folders and never downloads at render time", s->jc.model);
-		error_set_hint(e, "fetch the files with `latentq model pull "
-		    "--name NAME URL... DIR`, then write model: NAME");
-		return;
+	/* Folders named by URL: downloaded into the cache only when asked. */
+	const char *const *keys = job_model_keys;
+	const char *vals[JOB_MODEL_KEYS];
+	job_model_values(&s->jc, vals);
+	int refused = 0;
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++) {
+		if (vals[i] == NULL || !model_ref_is_url(vals[i]))
+			continue;
+		if (s->ctx->opt->fetch_model == NULL) {
+			char *dir = model_ref_cache_dir(vals[i]);
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    "LQ-MDL-012", "%s is a URL; latentq downloads a model "
+			    "only when asked", vals[i]);
+			error_set_hint(e, "pass --allow-download to fetch it into "
+			    "%s, or run `latentq model pull --name NAME URL... "
+			    "DIR` first and write %s: NAME", dir, keys[i]);
+			free(dir);
+			refused = 1;
+			continue;
+		}
+		struct lq_error ferr;
+		error_clear(&ferr);
+		if (s->ctx->opt->fetch_model(vals[i], i == 0 ? NULL : keys[i],
+		    &ferr) != LQ_OK) {
+			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
+			    ferr.code, "download failed: %s", ferr.message);
+			if (ferr.hint[0] != '\0')
+				error_set_hint(e, "%s", ferr.hint);
+			refused = 1;
+		}
 	}
+	if (refused)
+		return;
 	/* The loader resolved paths; model/ref.h says what is a name. */
 	struct model_ref_resolver res = {s->ctx->opt->resolve_ctx,
 	    s->ctx->opt->resolve_model};
@@ -358,31 +382,30 @@ check_grid(struct pf_job_state *s, const char *key, const char *code,
 }
 
 /*
- * image: a PNG the render can read, of exactly the job's size (latentq does
- * not resample it), and the VAE must have an encoder.  Its content digest
- * is recorded in the config as image_digest, so it is part of the job's
- * config digest (a changed image is a different job) and the render checks
- * the file still has it.
+ * An image (image:, or a condition's image at `field`): a PNG or JPEG the
+ * render can read, of exactly the job's size (latentq does not resample
+ * it), with a patch_size_t 1 transformer.  Its content digest is recorded
+ * as image_digest in `digest_into` (the config, or the condition's
+ * mapping), so it is part of the job's config digest (a changed image is
+ * a different job) and the render checks the file still has it.
  */
-void
-pf_check_image(struct pf_job_state *s)
+static void
+check_image_file(struct pf_job_state *s, const char *field, const char *path,
+    cJSON *digest_into)
 {
-	const char *path = json_get_string(s->config, "image", NULL);
-	if (path == NULL)
-		return;
 	uint8_t *rgb = NULL;
 	int h = 0, w = 0;
 	struct lq_error fe;
 	error_clear(&fe);
 	if (media_read_image(path, &rgb, &h, &w, &fe) != LQ_OK) {
-		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-001",
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-001",
 		    "%s is not a readable PNG or JPEG image: %s", path, fe.message);
 		error_set_hint(e, "give a PNG or JPEG of the job's width x height");
 		return;
 	}
 	free(rgb);
 	if (s->geometry_ok && (h != s->height || w != s->width)) {
-		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-002",
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-002",
 		    "image %s is %dx%d (width x height); the job renders %" PRId64
 		    "x%" PRId64 " and latentq does not resample images", path, w,
 		    h, s->width, s->height);
@@ -391,7 +414,7 @@ pf_check_image(struct pf_job_state *s)
 		return;
 	}
 	if (s->pm && s->pm->dm && s->pm->dm->transformer_config.patch_size_t != 1) {
-		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED, "LQ-IMG-002",
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-002",
 		    "image-to-video needs the transformer's patch_size_t 1, not %d",
 		    s->pm->dm->transformer_config.patch_size_t);
 		error_set_hint(e, "use an LTX-Video transformer (patch_size_t 1)");
@@ -399,9 +422,17 @@ pf_check_image(struct pf_job_state *s)
 	}
 	char hex[DIGEST_HEX_SIZE];
 	if (digest_file(path, hex, &fe) == LQ_OK) {
-		cJSON_DeleteItemFromObjectCaseSensitive(s->config, "image_digest");
-		cJSON_AddStringToObject(s->config, "image_digest", hex);
+		cJSON_DeleteItemFromObjectCaseSensitive(digest_into, "image_digest");
+		cJSON_AddStringToObject(digest_into, "image_digest", hex);
 	}
+}
+
+void
+pf_check_image(struct pf_job_state *s)
+{
+	const char *path = json_get_string(s->config, "image", NULL);
+	if (path != NULL)
+		check_image_file(s, "image", path, s->config);
 }
 
 void
@@ -562,8 +593,14 @@ pf_check_sampling(struct pf_job_state *s)
 		struct scheduler_schedule sch;
 		struct lq_error serr;
 		error_clear(&serr);
-		if (scheduler_set_timesteps(sc, (int)steps, tok, &sch, &serr) ==
-		    LQ_OK) {
+		if (job_condition_pipeline(&s->jc)) {
+			/* LTXConditionPipeline's schedule: its one failure
+			 * (dynamic shifting) is pf_check_condition's */
+			if (scheduler_set_timesteps_condition(sc, (int)steps,
+			    &sch, &serr) == LQ_OK)
+				scheduler_schedule_free(&sch);
+		} else if (scheduler_set_timesteps(sc, (int)steps, tok, &sch,
+		    &serr) == LQ_OK) {
 			scheduler_schedule_free(&sch);
 		} else {
 			struct lq_error *e = pf_job_add(s, "num_inference_steps",
@@ -612,6 +649,121 @@ pf_check_sampling(struct pf_job_state *s)
 		    "classifier-free guidance",
 		    pf_job_text(s, "guidance_rescale", t, sizeof(t)), g);
 		error_set_hint(e, "remove guidance_rescale or raise guidance_scale above 1");
+	}
+}
+
+/* ---- LTXConditionPipeline -------------------------------------------- */
+
+/*
+ * denoise_strength (LTXConditionPipeline, pipelines/ltx/
+ * pipeline_ltx_condition.py): in (0, 1]; it runs int(N * s) of the N
+ * steps (scheduler_denoise_start), at least one; with `latents:` it must
+ * be below 1 (upstream ignores the latents at 1); `image:` is
+ * LTXImageToVideoPipeline's key, not this pipeline's; and the schedule
+ * must be one the pipeline can set (no dynamic shifting).
+ */
+void
+pf_check_condition(struct pf_job_state *s)
+{
+	char t[64];
+	if (!job_condition_pipeline(&s->jc))
+		return;
+	double ds = s->jc.denoise_strength;
+	int64_t steps = s->jc.num_inference_steps;
+	if (!(ds > 0.0 && ds <= 1.0)) {
+		struct lq_error *e = pf_job_add(s, "denoise_strength", LQ_FAILED,
+		    "LQ-COND-001", "%s is outside (0, 1]: denoise_strength is the "
+		    "share of the schedule that runs",
+		    pf_job_text(s, "denoise_strength", t, sizeof(t)));
+		error_set_hint(e, "nearest valid: %g (0.4 refines upsampled "
+		    "latents as LTX-Video's two-stage recipe does)",
+		    ds <= 0.0 ? 0.4 : 1.0);
+	} else if (steps >= 1 && steps <= MAX_STEPS &&
+	    scheduler_denoise_start((int)steps, ds) >= steps) {
+		/* the smallest strength that runs one step */
+		double lo = 1.0 / (double)steps;
+		while (scheduler_denoise_start((int)steps, lo) >= steps)
+			lo = nextafter(lo, 2.0);
+		struct lq_error *e = pf_job_add(s, "denoise_strength", LQ_FAILED,
+		    "LQ-COND-002", "%s of %" PRId64 " steps runs no step "
+		    "(int(%" PRId64 " x %g) = 0)",
+		    pf_job_text(s, "denoise_strength", t, sizeof(t)), steps,
+		    steps, ds);
+		error_set_hint(e, "denoise_strength at least %.17g, or more "
+		    "num_inference_steps (%d at this strength)", lo,
+		    (int)ceil(1.0 / ds));
+	}
+	if (ds == 1.0 && s->jc.latents != NULL) {
+		struct lq_error *e = pf_job_add(s, "denoise_strength", LQ_FAILED,
+		    "LQ-COND-003", "denoise_strength 1 with latents: "
+		    "LTXConditionPipeline ignores the given latents and starts "
+		    "from pure noise");
+		error_set_hint(e, "denoise_strength: 0.999 (what the distilled "
+		    "recipe uses), or drop latents");
+	}
+	if (s->jc.image != NULL) {
+		struct lq_error *e = pf_job_add(s, "image", LQ_FAILED,
+		    "LQ-COND-005", "image: is LTXImageToVideoPipeline's key; a "
+		    "job with denoise_strength or conditions renders with "
+		    "LTXConditionPipeline");
+		error_set_hint(e, "write the image as conditions: [{image: %s}], "
+		    "or drop denoise_strength and conditions",
+		    s->jc.image);
+	}
+	double ns = s->jc.image_cond_noise_scale;
+	if (s->jc.n_conditions > 0 && !(ns >= 0.0)) {
+		struct lq_error *e = pf_job_add(s, "image_cond_noise_scale",
+		    LQ_FAILED, "LQ-COND-008", "%s is negative: it scales the "
+		    "noise put on condition tokens",
+		    pf_job_text(s, "image_cond_noise_scale", t, sizeof(t)));
+		error_set_hint(e, "nearest valid: 0 (none, as the two-stage "
+		    "recipe), or 0.15 (the pipeline's default)");
+	}
+	cJSON *conds = cJSON_GetObjectItemCaseSensitive(s->config, "conditions");
+	for (size_t i = 0; i < s->jc.n_conditions; i++) {
+		const struct job_condition *c = &s->jc.conditions[i];
+		char field[64];
+		snprintf(field, sizeof(field), "conditions[%zu]", i);
+		if (i > 0) {
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-COND-006", "%zu conditions: latentq renders one "
+			    "image condition", s->jc.n_conditions);
+			error_set_hint(e, "keep one condition, at frame_index 0");
+			break;
+		}
+		if (c->frame_index != 0) {
+			snprintf(field, sizeof(field), "conditions[%zu].frame_index",
+			    i);
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-COND-006", "frame_index %" PRId64 ": latentq "
+			    "conditions on frame 0 only (other frames append "
+			    "condition tokens upstream, not implemented)",
+			    c->frame_index);
+			error_set_hint(e, "frame_index: 0");
+			continue;
+		}
+		if (!(c->strength >= 0.0 && c->strength <= 1.0)) {
+			snprintf(field, sizeof(field), "conditions[%zu].strength", i);
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-COND-007", "strength %g is outside [0, 1] (the "
+			    "lerp weight of the condition's latents)", c->strength);
+			error_set_hint(e, "nearest valid: %g", c->strength < 0 ?
+			    0.0 : 1.0);
+			continue;
+		}
+		snprintf(field, sizeof(field), "conditions[%zu].image", i);
+		check_image_file(s, field, c->image,
+		    cJSON_GetArrayItem(conds, (int)i));
+	}
+	if (s->pm && s->pm->sched_ok && s->pm->sched.use_dynamic_shifting) {
+		struct lq_error *e = pf_job_add(s, "scheduler", LQ_FAILED,
+		    "LQ-COND-004", "the scheduler config has "
+		    "use_dynamic_shifting true; LTXConditionPipeline (a job with "
+		    "denoise_strength or conditions) never passes mu, and "
+		    "diffusers refuses that schedule");
+		error_set_hint(e, "give `scheduler:` a folder whose "
+		    "scheduler_config.json has \"use_dynamic_shifting\": false "
+		    "(as converted for LTX-Video 0.9.5 and 0.9.7)");
 	}
 }
 

@@ -63,6 +63,18 @@ struct preflight_options {
 	/* File-hash cache for `model_digest:` pins (model/hash.h; submit wires
 	 * it to the store); NULL: every pinned folder is hashed in full. */
 	const struct model_hash_cache *hash_cache;
+	/*
+	 * Model folders given as URLs (`model:` or an override; model/ref.h).
+	 * NULL (no --allow-download): a job naming one is refused,
+	 * LQ-MDL-012.  Else it is called for each such key before the model
+	 * is checked, with component NULL for `model:` and the key's name for
+	 * an override, and returns LQ_OK once the URL's cache folder is
+	 * complete (net_layout_fetch_url): preflight checks the downloaded
+	 * folder as any other, configs, headers and pinned digest alike.  A
+	 * failed download is the job's problem, with the network's code.
+	 */
+	enum lq_status (*fetch_model)(const char *url, const char *component,
+	    struct lq_error *err);
 };
 
 /* One job's result. */

@@ -48,6 +48,7 @@
 #include "model/hash.h"
 #include "model/lora.h"
 #include "model/ref.h"
+#include "net/layout.h"
 #include "nn/weights.h"
 #include "store/models.h"
 #include "render/render.h"
@@ -98,6 +99,18 @@ struct render {
 	 * per-token timesteps t * (1 - mask) [2B or B, S] */
 	int64_t cond_tokens;
 	float *timestep_tokens;
+	/* LTXConditionPipeline (job_condition_pipeline): the step the loop
+	 * starts at (denoise_strength's get_timesteps; 0 without) and the
+	 * video_coords [3, S] the transformer gets */
+	int first_step;
+	float *video_coords;
+	/* conditions: conditioning_mask [S] (the strength on the tokens of
+	 * latent frame 0, cond_tokens of them), the latents right after
+	 * prepare_latents [B, S, C] (init_latents, for image_cond_noise),
+	 * and that noise: every step run's [steps run, B, S, C] */
+	float *cond_mask;
+	float *init_latents;
+	float *icn;
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	float *trajectory;		/* [steps, B, S, C] when save_tensors */
 	char *name_shown;		/* job name, control characters escaped */
@@ -114,6 +127,10 @@ render_free(struct render *r)
 	ltxv_vae_encoder_free(r->enc);
 	st_file_close(r->noise);
 	free(r->timestep_tokens);
+	free(r->video_coords);
+	free(r->cond_mask);
+	free(r->init_latents);
+	free(r->icn);
 	gpu_buffer_free(r->buf_in);
 	gpu_buffer_free(r->buf_text);
 	gpu_buffer_free(r->buf_out);
@@ -198,13 +215,54 @@ folder_digest(struct store *st, const char *dir, char hex[DIGEST_HEX_SIZE],
 }
 
 /*
- * Opens the job's model (model/ref.h): a registered name or a folder, with
- * component overrides, relative paths against the manifest's folder.
+ * Folders named by URL (model/ref.h) must be complete in the cache: with
+ * --allow-download they are fetched now (net/layout.h; a host whose cache
+ * preflight filled fetches nothing); without it the job is given back
+ * untouched for a host that has them or may fetch them (LQ_FATAL, as
+ * worker_exit_for maps it: EXIT_UNAVAILABLE).
+ */
+static enum lq_status
+fetch_model_urls(struct render *r, struct lq_error *err)
+{
+	const char *const *keys = job_model_keys;
+	const char *vals[JOB_MODEL_KEYS];
+	job_model_values(&r->jc, vals);
+	for (size_t i = 0; i < JOB_MODEL_KEYS; i++) {
+		if (vals[i] == NULL || !model_ref_is_url(vals[i]) ||
+		    model_ref_cache_complete(vals[i]))
+			continue;
+		if (!r->opt->allow_download) {
+			char *dir = model_ref_cache_dir(vals[i]);
+			error_set(err, LQ_FATAL, "LQ-RUN-DOWNLOAD", "job %lld's %s "
+			    "is %s, which this host has not downloaded (no "
+			    "complete copy in %s); the job is left for a host that "
+			    "has it or may download it", (long long)r->job->id,
+			    keys[i], vals[i], dir);
+			free(dir);
+			error_set_hint(err, "run with --allow-download, or fetch "
+			    "it here with `latentq model pull`");
+			return LQ_FATAL;
+		}
+		enum lq_status s = net_layout_fetch_url(vals[i], i == 0 ? NULL :
+		    keys[i], err);
+		if (s != LQ_OK)
+			return s;
+	}
+	return LQ_OK;
+}
+
+/*
+ * Opens the job's model (model/ref.h): a registered name, a folder or a
+ * URL's cache folder, with component overrides, relative paths against
+ * the manifest's folder.
  */
 static enum lq_status
 open_model(struct render *r, struct lq_error *err)
 {
 	const struct job_config *jc = &r->jc;
+	enum lq_status fs = fetch_model_urls(r, err);
+	if (fs != LQ_OK)
+		return fs;
 	struct model_ref_resolver res = {r->st, store_model_path_resolve};
 	struct model_ref ref;
 	enum lq_status s = model_ref_resolve(jc->model, jc->transformer, jc->vae,
@@ -244,27 +302,25 @@ phase_load(struct render *r, struct lq_error *err)
 			return s;
 		pin = r->model_digest;
 	}
-	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0 &&
-	    store_is_shared(r->st)) {
-		/* another host's copy may be the pinned one: FATAL gives the
-		 * job back untouched (worker_exit_for: EXIT_UNAVAILABLE) */
+	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
+		/*
+		 * One rule for both backends: the job is not at fault, this
+		 * host's copy is.  FATAL gives it back untouched, checkpoints
+		 * kept (worker_exit_for: EXIT_UNAVAILABLE), for another host
+		 * sharing the queue or a later run here once the files are
+		 * restored; `status` shows this error meanwhile.  Poisoning it
+		 * would make a restored copy need a `retry`.
+		 */
 		error_set(err, LQ_FATAL, "LQ-RUN-MODEL-HOST", "this host's copy "
 		    "of model %s differs from the one job %lld pinned (digest "
-		    "%.16s…, here %.16s…); the job is left for a host whose copy "
-		    "matches", r->dm->root, (long long)r->job->id,
-		    r->job->model_digests, r->model_digest);
-		error_set_hint(err, "make this host's copy match, or submit the "
-		    "job again with --again to render with these weights");
-		return LQ_FATAL;
-	}
-	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
-		error_set(err, LQ_FAILED, "LQ-RUN-MODEL-CHANGED", "the files of "
-		    "model %s changed since the job was submitted (digest %.16s…, "
-		    "now %.16s…)", r->dm->root, r->job->model_digests,
+		    "%.16s…, here %.16s…); the job is left queued for a host, or "
+		    "a later run, whose copy matches", r->dm->root,
+		    (long long)r->job->id, r->job->model_digests,
 		    r->model_digest);
-		error_set_hint(err, "restore the files, or submit the job again "
-		    "with --again to render with the new weights");
-		return LQ_FAILED;
+		error_set_hint(err, "restore the files (or make this host's copy "
+		    "match), or submit the job again with --again to render "
+		    "with these weights");
+		return LQ_FATAL;
 	}
 	if ((s = store_pin_model_digest(r->st, r->job->id, r->model_digest,
 	    err)) != LQ_OK)
@@ -329,9 +385,10 @@ phase_load(struct render *r, struct lq_error *err)
 		if (s != LQ_OK)
 			return s;
 	}
-	if (jc->image != NULL) {
-		/* the conditioning mask is 1 on latent frame 0; packed, that
-		 * is the first (H/p)(W/p) tokens of each sample when p_t = 1 */
+	if (jc->image != NULL || jc->n_conditions > 0) {
+		/* the conditioning mask is 1 (a condition's strength) on
+		 * latent frame 0; packed, that is the first (H/p)(W/p) tokens
+		 * of each sample when p_t = 1 */
 		if (r->shape.patch_size_t != 1)
 			return error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image: "
 			    "the transformer's patch_size_t is %lld; image-to-"
@@ -342,8 +399,33 @@ phase_load(struct render *r, struct lq_error *err)
 	}
 	r->Cc = tc->caption_channels;
 	r->cfg = job_cfg_rows(jc) == 2;
-	return scheduler_set_timesteps(&r->sched_cfg,
-	    (int)jc->num_inference_steps, r->S, &r->sched, err);
+	if (!job_condition_pipeline(jc))
+		return scheduler_set_timesteps(&r->sched_cfg,
+		    (int)jc->num_inference_steps, r->S, &r->sched, err);
+	/* LTXConditionPipeline: the full schedule (the scheduler keeps it;
+	 * the per-token step looks its sigmas up), run from first_step */
+	if ((s = scheduler_set_timesteps_condition(&r->sched_cfg,
+	    (int)jc->num_inference_steps, &r->sched, err)) != LQ_OK)
+		return s;
+	r->first_step = scheduler_denoise_start((int)jc->num_inference_steps,
+	    jc->denoise_strength);
+	r->video_coords = xmalloc(3 * (size_t)r->S * sizeof(float));
+	latents_video_coords(&r->shape, vc->spatial_compression_ratio,
+	    vc->temporal_compression_ratio, jc->frame_rate, r->video_coords);
+	if (jc->n_conditions > 0) {
+		/* condition_latent_frames_mask[:, :1] = strength, gathered per
+		 * token (frame_index 0: no extra condition tokens) */
+		r->cond_mask = xcalloc((size_t)r->S, sizeof(float));
+		for (int64_t j = 0; j < r->cond_tokens; j++)
+			r->cond_mask[j] = (float)jc->conditions[0].strength;
+		size_t n = (size_t)r->B * r->S * r->C;
+		if (jc->image_cond_noise_scale > 0) {
+			r->init_latents = xmalloc(n * sizeof(float));
+			r->icn = xmalloc((size_t)(jc->num_inference_steps -
+			    r->first_step) * n * sizeof(float));
+		}
+	}
+	return LQ_OK;
 }
 
 static enum lq_status
@@ -594,8 +676,8 @@ load_networks(struct render *r, struct lq_error *err)
 	if (r->cond_tokens > 0)
 		r->timestep_tokens = xcalloc((size_t)rows * r->S, sizeof(float));
 	if (r->jc.save_tensors != NULL)
-		r->trajectory = xcalloc((size_t)r->jc.num_inference_steps * n,
-		    sizeof(float));
+		r->trajectory = xcalloc((size_t)(r->jc.num_inference_steps -
+		    r->first_step) * n, sizeof(float));
 	if (log_get_level() >= LOG_LEVEL_INFO && r->opt->progress_tty == 0) {
 		size_t tw, tp, tk;
 		ltxv_transformer_memory(r->transformer, &tw, &tp, &tk);
@@ -733,20 +815,28 @@ draw(const struct render *r, const char *name, int ndim, const int64_t *shape,
 }
 
 /*
- * LTXImageToVideoPipeline's image latent (pipelines/ltx/
- * pipeline_ltx_image2video.py, prepare_latents): the job's image,
+ * An image's latent, the same math in both pipelines that encode one:
+ * LTXImageToVideoPipeline.prepare_latents (pipelines/ltx/
+ * pipeline_ltx_image2video.py; the job's `image`, sampled per video:
+ * batch = B, noise posterior_noise) and LTXConditionPipeline.prepare_latents
+ * (pipeline_ltx_condition.py; a condition's image, encoded once:
+ * batch = 1, noise condition_posterior_noise).  The image is
  * VideoProcessor.preprocess'd (uint8 / 255 * 2 - 1, [1, 3, H, W]), encoded
- * as a one-frame video, its latent_dist *sampled* per video with
- * posterior_noise [B, C, 1, h, w], then _normalize_latents with the VAE's
- * latents_mean / latents_std and upstream's default scaling factor 1.0.
- * Writes out [B, C, 1, h, w].  The image must already have the job's
- * size (latentq does not resample; see latentq-manifest(5) `image`).
+ * as a one-frame video, its latent_dist *sampled* with the draw `noise`
+ * [batch, C, 1, h, w] (retrieve_latents), then _normalize_latents with the
+ * VAE's latents_mean / latents_std and upstream's default scaling factor
+ * 1.0.  Writes out [batch, C, 1, h, w].  The image must already have the
+ * job's size (latentq does not resample; see latentq-manifest(5) `image`)
+ * and the digest preflight recorded (`want`, may be NULL); `field` names
+ * the key in errors.
  */
 static enum lq_status
-image_latents(struct render *r, float *out, struct lq_error *err)
+image_latents(struct render *r, const char *image, const char *want,
+    const char *field, const char *noise, uint32_t purpose, int64_t batch,
+    float *out, struct lq_error *err)
 {
 	enum lq_status s;
-	char *path = job_path(r, r->jc.image);
+	char *path = job_path(r, image);
 	uint8_t *rgb = NULL;
 	int h = 0, w = 0;
 
@@ -756,15 +846,13 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 		free(path);
 		return s;
 	}
-	/* preflight recorded the image's digest in the config */
-	const char *want = json_get_string(r->config, "image_digest", NULL);
 	char have[DIGEST_HEX_SIZE];
 	s = digest_file(path, have, err);
 	if (s == LQ_OK && want != NULL && strcmp(want, have) != 0) {
 		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s changed since "
 		    "the job was submitted (digest %.16s…, now %.16s…)", path,
 		    want, have);
-		error_set_field(err, "image");
+		error_set_field(err, "%s", field);
 		error_set_hint(err, "restore the image, or submit the job again "
 		    "with --again to render from the new one");
 		s = LQ_FAILED;
@@ -775,7 +863,7 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s is %dx%d "
 		    "(width x height); the job renders %" PRId64 "x%" PRId64,
 		    path, w, h, r->jc.width, r->jc.height);
-		error_set_field(err, "image");
+		error_set_field(err, "%s", field);
 		error_set_hint(err, "give an image of exactly the job's width x "
 		    "height (latentq does not resample it), or set width: %d "
 		    "and height: %d", w, h);
@@ -824,15 +912,14 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 	}
 	gpu_buffer_free(bx);
 	free(x);
-	int64_t pshape[5] = {r->B, C, 1, lat[3], lat[4]};
+	int64_t pshape[5] = {batch, C, 1, lat[3], lat[4]};
 	if (s == LQ_OK) {
 		ltxv_latent_dist(par, 1, C, S, mean, NULL, std);
-		s = draw(r, "posterior_noise", 5, pshape,
-		    RNG_PURPOSE_POSTERIOR_NOISE, out, err);
+		s = draw(r, noise, 5, pshape, purpose, out, err);
 	}
 	if (s == LQ_OK) {
-		struct latents_shape one = {r->B, C, 1, lat[3], lat[4], 1, 1};
-		for (int b = 0; b < r->B; b++)
+		struct latents_shape one = {batch, C, 1, lat[3], lat[4], 1, 1};
+		for (int64_t b = 0; b < batch; b++)
 			ltxv_latent_dist_sample(mean, std, out + b * C * S, C * S,
 			    out + b * C * S);
 		/* _normalize_latents(x, latents_mean, latents_std): its
@@ -849,6 +936,18 @@ image_latents(struct render *r, float *out, struct lq_error *err)
 	return s;
 }
 
+/* prepare_latents' randn: initial_noise [B, C, F, h, w] into z (unpacked). */
+static enum lq_status
+draw_initial_noise(const struct render *r, float *z, struct lq_error *err)
+{
+	const struct latents_shape *sh = &r->shape;
+	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
+	    sh->width};
+
+	return draw(r, "initial_noise", 5, shape, RNG_PURPOSE_INITIAL_LATENTS, z,
+	    err);
+}
+
 /*
  * A render's first latents without `latents:` (LTXPipeline /
  * LTXImageToVideoPipeline.prepare_latents): initial_noise [B, C, F, h, w]
@@ -859,17 +958,17 @@ static enum lq_status
 fresh_latents(struct render *r, struct lq_error *err)
 {
 	const struct latents_shape *sh = &r->shape;
-	int64_t shape[5] = {sh->batch, sh->channels, sh->frames, sh->height,
-	    sh->width};
 	size_t n = latents_numel(sh);
 	float *z = xmalloc(n * sizeof(float));
-	enum lq_status s = draw(r, "initial_noise", 5, shape,
-	    RNG_PURPOSE_INITIAL_LATENTS, z, err);
+	enum lq_status s = draw_initial_noise(r, z, err);
 	if (s == LQ_OK && r->jc.image != NULL) {
 		size_t per = (size_t)(sh->height * sh->width);
 		float *img = xmalloc((size_t)(sh->batch * sh->channels) * per *
 		    sizeof(float));
-		s = image_latents(r, img, err);
+		/* preflight recorded the image's digest in the config */
+		s = image_latents(r, r->jc.image, json_get_string(r->config,
+		    "image_digest", NULL), "image", "posterior_noise",
+		    RNG_PURPOSE_POSTERIOR_NOISE, r->B, img, err);
 		for (int64_t bc = 0; s == LQ_OK && bc < sh->batch * sh->channels;
 		    bc++)
 			memcpy(z + (size_t)bc * (size_t)sh->frames * per,
@@ -878,6 +977,88 @@ fresh_latents(struct render *r, struct lq_error *err)
 	}
 	if (s == LQ_OK)
 		latents_pack(sh, z, r->latents);
+	free(z);
+	return s;
+}
+
+/* `latents: FILE` packed into out [B, S, C] (latents_import's shapes). */
+static enum lq_status
+supplied_latents(struct render *r, float *out, struct lq_error *err)
+{
+	char *p = job_path(r, r->jc.latents);
+	struct st_file *f = NULL;
+	enum lq_status s = st_file_open(p, &f, err);
+	free(p);
+	if (s != LQ_OK)
+		return s;
+	const struct st_tensor *t = st_file_find(f, "latents");
+	if (t == NULL && st_file_count(f) == 1)
+		t = st_file_tensor(f, 0);
+	if (t == NULL) {
+		st_file_close(f);
+		return error_set(err, LQ_FAILED, "LQ-LAT-002", "%s has no "
+		    "tensor named latents", r->jc.latents);
+	}
+	float *data = st_tensor_to_f32(t);
+	s = latents_import(&r->shape, t->ndim, t->shape, data, out, err);
+	free(data);
+	st_file_close(f);
+	return s;
+}
+
+/*
+ * LTXConditionPipeline.prepare_latents (pipelines/ltx/
+ * pipeline_ltx_condition.py), packed into out [B, S, C]:
+ * initial_noise [B, C, F, h, w] is ALWAYS drawn first; with `latents:`
+ * and denoise_strength < 1 the supplied (normalised) latents are noised
+ * to latent_sigma = sigmas[first_step]: sigma * noise + (1 - sigma) *
+ * latents; else the noise is the latents (upstream ignores latents= at
+ * denoise_strength 1; preflight refuses that job).  Then the condition
+ * (one image at frame_index 0): its latent (image_latents, batch 1, the
+ * draw condition_posterior_noise) is lerped into latent frame 0 of every
+ * video with its strength (torch.lerp).
+ */
+static enum lq_status
+condition_latents(struct render *r, float *out, struct lq_error *err)
+{
+	const struct latents_shape *sh = &r->shape;
+	size_t n = latents_numel(sh);
+	float *z = xmalloc(n * sizeof(float));
+	enum lq_status s = draw_initial_noise(r, z, err);
+	if (s == LQ_OK && r->jc.latents != NULL && r->jc.denoise_strength < 1) {
+		/* noised as unpacked [B, C, F, h, w], elementwise */
+		float *given = xmalloc(n * sizeof(float));
+		if ((s = supplied_latents(r, out, err)) == LQ_OK) {
+			latents_unpack(sh, out, given);
+			latents_noise_to_sigma(given, z, n,
+			    r->sched.sigmas[r->first_step]);
+			memcpy(z, given, n * sizeof(float));
+		}
+		free(given);
+	}
+	if (s == LQ_OK && r->jc.n_conditions > 0) {
+		const struct job_condition *c = &r->jc.conditions[0];
+		size_t per = (size_t)(sh->height * sh->width);
+		float *cond = xmalloc((size_t)sh->channels * per * sizeof(float));
+		const cJSON *cj = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+		    r->config, "conditions"), 0);
+		s = image_latents(r, c->image, json_get_string(cj, "image_digest",
+		    NULL), "conditions[0].image", "condition_posterior_noise",
+		    RNG_PURPOSE_CONDITION_POSTERIOR, 1, cond, err);
+		/* latents[:, :, :1] = torch.lerp(latents[:, :, :1], cond, s) */
+		float w = (float)c->strength;
+		for (int64_t b = 0; s == LQ_OK && b < sh->batch; b++)
+			for (int64_t ch = 0; ch < sh->channels; ch++) {
+				float *f0 = z + ((size_t)(b * sh->channels + ch) *
+				    (size_t)sh->frames) * per;
+				for (size_t i = 0; i < per; i++)
+					f0[i] = latents_lerp(f0[i],
+					    cond[(size_t)ch * per + i], w);
+			}
+		free(cond);
+	}
+	if (s == LQ_OK)
+		latents_pack(sh, z, out);
 	free(z);
 	return s;
 }
@@ -904,7 +1085,8 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		    (long long)r->job->id, skipped);
 	if (found) {
 		if (cp.size != n * sizeof(float) || strcmp(cp.dtype, "F32") != 0 ||
-		    cp.step > r->jc.num_inference_steps) {
+		    cp.step > r->jc.num_inference_steps ||
+		    cp.step <= r->first_step) {
 			s = error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "checkpoint of "
 			    "step %d has %zu bytes of %s, expected %zu of F32",
 			    cp.step, cp.size, cp.dtype, n * sizeof(float));
@@ -913,6 +1095,13 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		}
 		memcpy(r->latents, cp.latent, cp.size);
 		*start_step = cp.step;
+		/* image_cond_noise puts noise on init_latents every step: the
+		 * prepared latents again (the same draws, so the same bits) */
+		if (r->init_latents != NULL &&
+		    (s = condition_latents(r, r->init_latents, err)) != LQ_OK) {
+			store_checkpoint_clear(&cp);
+			return s;
+		}
 		char detail[64];
 		snprintf(detail, sizeof(detail), "{\"step\":%d}", cp.step);
 		store_add_event(r->st, r->job->id, "resumed", detail, err);
@@ -924,31 +1113,17 @@ initial_latents(struct render *r, int *start_step, struct lq_error *err)
 		if (r->trajectory == NULL)
 			return LQ_OK;
 		return store_fill_trajectory(r->st, r->job->id, r->trajectory,
-		    n * sizeof(float), step, err);
+		    n * sizeof(float), r->first_step, step, err);
 	}
-	*start_step = 0;
-	if (r->jc.latents != NULL) {
-		char *p = job_path(r, r->jc.latents);
-		struct st_file *f = NULL;
-		s = st_file_open(p, &f, err);
-		free(p);
-		if (s != LQ_OK)
-			return s;
-		const struct st_tensor *t = st_file_find(f, "latents");
-		if (t == NULL && st_file_count(f) == 1)
-			t = st_file_tensor(f, 0);
-		if (t == NULL) {
-			st_file_close(f);
-			return error_set(err, LQ_FAILED, "LQ-LAT-002", "%s has no "
-			    "tensor named latents", r->jc.latents);
-		}
-		float *data = st_tensor_to_f32(t);
-		s = latents_import(&r->shape, t->ndim, t->shape, data, r->latents,
-		    err);
-		free(data);
-		st_file_close(f);
+	*start_step = r->first_step;
+	if (job_condition_pipeline(&r->jc)) {
+		if ((s = condition_latents(r, r->latents, err)) == LQ_OK &&
+		    r->init_latents != NULL)
+			memcpy(r->init_latents, r->latents, n * sizeof(float));
 		return s;
 	}
+	if (r->jc.latents != NULL)
+		return supplied_latents(r, r->latents, err);
 	return fresh_latents(r, err);
 }
 
@@ -1008,14 +1183,36 @@ phase_denoise(struct render *r, struct lq_error *err)
 	int keep = r->opt->keep_checkpoints;
 	if (r->jc.save_tensors != NULL)
 		keep = 0;	/* every step's latent is an output */
+	if (r->icn != NULL) {
+		/* image_cond_noise: one [B, S, C] draw per step run */
+		int64_t ishape[4] = {N - r->first_step, r->B, r->S, r->C};
+		if ((s = draw(r, "image_cond_noise", 4, ishape,
+		    RNG_PURPOSE_IMAGE_COND_NOISE, r->icn, err)) != LQ_OK)
+			return s;
+	}
 	for (int k = start; k < N; k++) {
 		double step_t0 = util_monotonic();
 		float t = r->sched.timesteps[k];
 		for (int i = 0; i < rows; i++)
 			r->timesteps[i] = t;
-		/* image-to-video: timestep = t * (1 - conditioning_mask) per
-		 * token, 0 on latent frame 0 */
-		if (r->timestep_tokens != NULL)
+		if (r->icn != NULL)
+			latents_image_cond_noise(r->latents, r->init_latents,
+			    r->icn + (size_t)(k - r->first_step) * n, r->cond_mask,
+			    (size_t)r->B, (size_t)r->S, (size_t)r->C,
+			    r->jc.image_cond_noise_scale, t);
+		if (r->cond_mask != NULL) {
+			/* LTXConditionPipeline: timestep = min(t, (1 -
+			 * conditioning_mask) * 1000) per token */
+			for (int i = 0; i < rows; i++)
+				for (int j = 0; j < r->S; j++) {
+					float a = 1.0f - r->cond_mask[j];
+					a = a * 1000.0f;
+					r->timestep_tokens[(size_t)i * r->S + j] =
+					    t < a ? t : a;
+				}
+		} else if (r->timestep_tokens != NULL)
+			/* image-to-video: timestep = t * (1 - conditioning_mask)
+			 * per token, 0 on latent frame 0 */
 			for (int i = 0; i < rows; i++)
 				for (int j = 0; j < r->S; j++)
 					r->timestep_tokens[(size_t)i * r->S + j] =
@@ -1034,6 +1231,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 			.num_frames = (int)r->shape.frames,
 			.height = (int)r->shape.height, .width = (int)r->shape.width,
 			.rope_interpolation_scale = rope,
+			.video_coords = r->video_coords,
 		};
 		if ((s = ltxv_transformer_forward(r->transformer, &a, &t_out, NULL,
 		    err)) != LQ_OK)
@@ -1048,7 +1246,17 @@ phase_denoise(struct render *r, struct lq_error *err)
 			    r->jc.guidance_rescale);
 			v = r->guided;
 		}
-		if (r->cond_tokens == 0) {
+		if (r->video_coords != NULL) {
+			/* LTXConditionPipeline: scheduler.step with
+			 * per_token_timesteps = timestep[:B] */
+			size_t per = (size_t)r->S * r->C;
+			for (int b = 0; b < r->B; b++)
+				scheduler_step_tokens(&r->sched, r->latents + b * per,
+				    v + b * per, (size_t)r->S, (size_t)r->C,
+				    r->cond_mask != NULL ? r->timestep_tokens +
+				    (size_t)b * r->S : NULL, t, r->cond_mask,
+				    (float)r->sched_cfg.num_train_timesteps);
+		} else if (r->cond_tokens == 0) {
 			scheduler_step_euler(r->latents, v, n, r->sched.sigmas[k],
 			    r->sched.sigmas[k + 1]);
 		} else {
@@ -1074,8 +1282,8 @@ phase_denoise(struct render *r, struct lq_error *err)
 			return LQ_FAILED;
 		}
 		if (r->trajectory != NULL)
-			memcpy(r->trajectory + (size_t)k * n, r->latents,
-			    n * sizeof(float));
+			memcpy(r->trajectory + (size_t)(k - r->first_step) * n,
+			    r->latents, n * sizeof(float));
 		struct store_checkpoint_new cp = {
 			.job_id = r->job->id, .step = k + 1,
 			.sigma = r->sched.sigmas[k + 1], .dtype = "F32", .ndim = 3,
@@ -1543,7 +1751,8 @@ phase_encode_video(struct render *r, struct video_out *vo,
 	/* save_tensors: named as the goldens name them */
 	char *path = job_path(r, r->jc.save_tensors);
 	struct st_writer *w = st_writer_new();
-	int64_t ls[4] = {r->jc.num_inference_steps, r->B, r->S, r->C};
+	int64_t ls[4] = {r->jc.num_inference_steps - r->first_step, r->B, r->S,
+	    r->C};
 	st_writer_add(w, "latents_after_step", ST_F32, 4, ls, r->trajectory);
 	int64_t vs[5] = {out_shape[0], F, H, W, 3};
 	st_writer_add(w, "video_np", ST_F32, 5, vs, vo->all_np);

@@ -20,6 +20,9 @@ struct store_job;
 struct render_options {
 	int keep_checkpoints;	/* newest K kept per job; 0 keeps all */
 	int resume_anywhere;	/* resume a checkpoint made on another device */
+	int allow_download;	/* fetch a model URL not yet in the cache
+				 * (net/layout.h); else such a job is given
+				 * back, LQ-RUN-DOWNLOAD */
 	const char *device;	/* Vulkan device index or name; NULL = first */
 	int attempt;		/* the job's attempt number (for fault injection) */
 	int progress_tty;	/* draw a progress line (else plain log lines) */

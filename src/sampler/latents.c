@@ -243,9 +243,7 @@ latents_adain_filter(float *x, const float *ref, int64_t batch,
 				y = y / i_sd;
 				y = y * r_sd;
 				y = y + r_mean;
-				/* torch.lerp(start, end, weight), CPU */
-				px[i] = w < 0.5f ? px[i] + w * (y - px[i]) :
-				    y - (y - px[i]) * (1.0f - w);
+				px[i] = latents_lerp(px[i], y, w);
 			}
 		}
 }
@@ -333,4 +331,73 @@ latents_video_to_uint8(const float *video_np, size_t n, uint8_t *out)
 
 	for (i = 0; i < n; i++)
 		out[i] = to_uint8(video_np[i]);
+}
+
+float
+latents_lerp(float start, float end, float weight)
+{
+	float d = end - start;
+
+	if (fabsf(weight) < 0.5f) {
+		float wd = weight * d;
+		return start + wd;
+	}
+	float om = 1.0f - weight;
+	float dm = d * om;
+	return end - dm;
+}
+
+void
+latents_video_coords(const struct latents_shape *sh, int spatial,
+    int temporal, double frame_rate, float *out)
+{
+	int64_t F = sh->frames / sh->patch_size_t, H = sh->height / sh->patch_size;
+	int64_t W = sh->width / sh->patch_size, S = F * H * W, n = 0;
+	/* video_coords[:, 0] * (1.0 / frame_rate): a Python float scalar,
+	 * float32 arithmetic */
+	float inv = (float)(1.0 / frame_rate);
+
+	for (int64_t f = 0; f < F; f++)
+		for (int64_t h = 0; h < H; h++)
+			for (int64_t w = 0; w < W; w++, n++) {
+				int64_t ft = f * sh->patch_size_t * temporal + 1 -
+				    temporal;
+				float fc = (float)(ft > 0 ? ft : 0);
+				out[n] = fc * inv;
+				out[S + n] = (float)(h * sh->patch_size * spatial);
+				out[2 * S + n] = (float)(w * sh->patch_size * spatial);
+			}
+}
+
+void
+latents_noise_to_sigma(float *x, const float *noise, size_t n, float sigma)
+{
+	float om = 1.0f - sigma;
+
+	for (size_t i = 0; i < n; i++) {
+		float a = sigma * noise[i];
+		float b = om * x[i];
+		x[i] = a + b;
+	}
+}
+
+void
+latents_image_cond_noise(float *x, const float *init, const float *noise,
+    const float *mask, size_t batch, size_t tokens, size_t dim,
+    double noise_scale, float t)
+{
+	float tf = t / 1000.0f, t2 = tf * tf;
+	float scale = (float)noise_scale;
+
+	for (size_t b = 0; b < batch; b++)
+		for (size_t j = 0; j < tokens; j++) {
+			if (!(mask[j] > 1.0f - 1e-6f))
+				continue;
+			size_t o = (b * tokens + j) * dim;
+			for (size_t c = 0; c < dim; c++) {
+				float a = scale * noise[o + c];
+				a = a * t2;
+				x[o + c] = init[o + c] + a;
+			}
+		}
 }

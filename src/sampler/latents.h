@@ -55,6 +55,45 @@ void latents_init_noise(const struct latents_shape *sh, uint64_t seed,
     float *packed);
 
 /*
+ * LTXConditionPipeline's video_coords for the packed tokens of `sh`
+ * (pipelines/ltx/pipeline_ltx_condition.py: _prepare_video_ids with the
+ * patch sizes, _scale_video_ids with frame_index 0, then the call's
+ * float cast and `* (1.0 / frame_rate)` on the frame axis): for token n
+ * of latent grid position (f, h, w) (indices stepping by the patch
+ * sizes), out[0][n] = max(f * temporal + 1 - temporal, 0) *
+ * (float)(1 / frame_rate), out[1][n] = h * spatial, out[2][n] = w *
+ * spatial, float32, [3, S] (every sample of the batch has the same).
+ * spatial / temporal are the VAE's compression ratios.
+ */
+void latents_video_coords(const struct latents_shape *sh, int spatial,
+    int temporal, double frame_rate, float *out);
+
+/*
+ * Noising of supplied latents (LTXConditionPipeline.prepare_latents with
+ * denoise_strength < 1), in place on n values: x = sigma * noise +
+ * (1 - sigma) * x with sigma = latent_sigma as float32 (1 - sigma in
+ * float32), one rounding per operation.
+ */
+void latents_noise_to_sigma(float *x, const float *noise, size_t n,
+    float sigma);
+
+/*
+ * LTXConditionPipeline.add_noise_to_image_conditioning_latents at the start
+ * of a step at timestep t (0..1000), in place on packed x [batch, tokens,
+ * dim]: the tokens whose conditioning mask (mask [tokens], the same for
+ * every sample) is > 1 - 1e-6 become init + noise_scale * noise * (t /
+ * 1000)^2 (float32, left to right); init (the latents right after
+ * prepare_latents) and noise (this step's randn) are [batch, tokens, dim].
+ */
+void latents_image_cond_noise(float *x, const float *init, const float *noise,
+    const float *mask, size_t batch, size_t tokens, size_t dim,
+    double noise_scale, float t);
+
+/* torch.lerp(start, end, weight) on the CPU, float32: start + w (end -
+ * start) when |w| < 0.5, else end - (end - start)(1 - w). */
+float latents_lerp(float start, float end, float weight);
+
+/*
  * Supplied initial latents (`latents: FILE`, diffusers' latents=): accepts
  * float32 data either packed [B, S, D] (copied as is) or unpacked
  * [B, C, F, H, W] (packed), and writes packed [B, S, D] to `packed`.

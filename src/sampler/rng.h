@@ -35,6 +35,10 @@
  *     2          decode noise of a timestep-conditioned VAE, [B, C, F, H, W]
  *     3          image-to-video's posterior draw (latent_dist.sample), one
  *                image latent per video: [B, C, 1, H, W]
+ *     4          LTXConditionPipeline's condition posterior draw (one image
+ *                encoded once for the batch): [1, C, 1, H, W]
+ *     5          LTXConditionPipeline's image-condition noise, one packed
+ *                [B, S, D] draw per step run: [steps run, B, S, D]
  *     0x100 + k  the decoder's k-th injected-noise draw, [H, W] (k = 0, 1,
  *                ... in the decoder's call order)
  *
@@ -50,6 +54,8 @@ enum {
 	RNG_PURPOSE_INITIAL_LATENTS = 1,
 	RNG_PURPOSE_DECODE_NOISE = 2,
 	RNG_PURPOSE_POSTERIOR_NOISE = 3,
+	RNG_PURPOSE_CONDITION_POSTERIOR = 4,
+	RNG_PURPOSE_IMAGE_COND_NOISE = 5,
 	RNG_PURPOSE_INJECTED_NOISE_BASE = 0x100,
 };
 /* Purpose of the decoder's k-th injected-noise draw. */

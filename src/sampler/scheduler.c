@@ -350,47 +350,22 @@ scheduler_schedule_free(struct scheduler_schedule *s)
 	memset(s, 0, sizeof(*s));
 }
 
-enum lq_status
-scheduler_set_timesteps(const struct scheduler_config *cfg, int num_steps,
+/*
+ * set_timesteps from float32 sigmas s[0..n-1] (s has room for n + 1):
+ * the static or dynamic (mu) time shift, shift_terminal stretching,
+ * timesteps = sigmas * num_train_timesteps and the trailing 0, all in
+ * float32 as FlowMatchEulerDiscreteScheduler.set_timesteps.  Takes s.
+ */
+static enum lq_status
+finish_schedule(const struct scheduler_config *cfg, float *s, int n,
     int64_t video_seq_len, struct scheduler_schedule *out,
     struct lq_error *err)
 {
-	double *lin;
-	float *s, e, a, b, d, shift, shift_m1, num, den, omz_last, scale;
+	float e, a, b, d, shift, shift_m1, num, den, omz_last, scale;
 	float ntt;
-	int i, n;
+	int i;
 
-	memset(out, 0, sizeof(*out));
-	if (num_steps < 1) {
-		error_set(err, LQ_FAILED, "LQ-SCHED-010",
-		    "num_inference_steps is %d; it must be at least 1",
-		    num_steps);
-		error_set_field(err, "num_inference_steps");
-		return LQ_FAILED;
-	}
-	if (video_seq_len < 1) {
-		error_set(err, LQ_FAILED, "LQ-SCHED-011",
-		    "video sequence length is %lld; it must be at least 1",
-		    (long long)video_seq_len);
-		return LQ_FAILED;
-	}
-	n = num_steps;
-
-	/* pipeline_ltx: mu = calculate_shift(video_sequence_length, ...) and
-	 * sigmas = np.linspace(1.0, 1 / N, N) in float64 ... */
 	out->num_steps = n;
-	out->mu = scheduler_calculate_shift(video_seq_len,
-	    cfg->base_image_seq_len, cfg->max_image_seq_len, cfg->base_shift,
-	    cfg->max_shift);
-	lin = xmalloc((size_t)n * sizeof(*lin));
-	scheduler_linspace(1.0, 1.0 / (double)n, n, lin);
-
-	/* ... set_timesteps: np.array(sigmas).astype(np.float32) */
-	s = xmalloc((size_t)(n + 1) * sizeof(*s));
-	for (i = 0; i < n; i++)
-		s[i] = (float)lin[i];
-	free(lin);
-
 	/* Under NumPy 2 (NEP 50) a Python float meeting a float32 array is
 	 * cast to float32 and the operation runs in float32; `** 1.0` is the
 	 * identity. */
@@ -461,6 +436,161 @@ scheduler_set_timesteps(const struct scheduler_config *cfg, int num_steps,
 		return LQ_FAILED;
 	}
 	return LQ_OK;
+}
+
+static enum lq_status
+check_steps(int num_steps, struct lq_error *err)
+{
+	if (num_steps >= 1)
+		return LQ_OK;
+	error_set(err, LQ_FAILED, "LQ-SCHED-010",
+	    "num_inference_steps is %d; it must be at least 1", num_steps);
+	error_set_field(err, "num_inference_steps");
+	return LQ_FAILED;
+}
+
+enum lq_status
+scheduler_set_timesteps(const struct scheduler_config *cfg, int num_steps,
+    int64_t video_seq_len, struct scheduler_schedule *out,
+    struct lq_error *err)
+{
+	double *lin;
+	float *s;
+	int i, n;
+
+	memset(out, 0, sizeof(*out));
+	if (check_steps(num_steps, err) != LQ_OK)
+		return LQ_FAILED;
+	if (video_seq_len < 1) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-011",
+		    "video sequence length is %lld; it must be at least 1",
+		    (long long)video_seq_len);
+		return LQ_FAILED;
+	}
+	n = num_steps;
+
+	/* pipeline_ltx: mu = calculate_shift(video_sequence_length, ...) and
+	 * sigmas = np.linspace(1.0, 1 / N, N) in float64 ... */
+	out->mu = scheduler_calculate_shift(video_seq_len,
+	    cfg->base_image_seq_len, cfg->max_image_seq_len, cfg->base_shift,
+	    cfg->max_shift);
+	lin = xmalloc((size_t)n * sizeof(*lin));
+	scheduler_linspace(1.0, 1.0 / (double)n, n, lin);
+
+	/* ... set_timesteps: np.array(sigmas).astype(np.float32) */
+	s = xmalloc((size_t)(n + 1) * sizeof(*s));
+	for (i = 0; i < n; i++)
+		s[i] = (float)lin[i];
+	free(lin);
+	return finish_schedule(cfg, s, n, video_seq_len, out, err);
+}
+
+void
+scheduler_linear_quadratic(int num_steps, float *sigmas)
+{
+	/* Python floats (float64) throughout, as rf.py writes it; the list
+	 * becomes a float32 tensor at the end. */
+	const double threshold = 0.025;
+	int ls = num_steps / 2, qs = num_steps - ls, i;
+	double diff, qc, lc, cst, x;
+
+	if (num_steps < 2) {
+		sigmas[0] = 1.0f;
+		return;
+	}
+	for (i = 0; i < ls; i++) {
+		x = (double)i * threshold;
+		x = x / (double)ls;
+		sigmas[i] = (float)(1.0 - x);
+	}
+	diff = (double)ls - threshold * (double)num_steps;
+	qc = diff / (double)((int64_t)ls * qs * qs);
+	lc = threshold / (double)ls - 2.0 * diff / (double)((int64_t)qs * qs);
+	cst = qc * (double)((int64_t)ls * ls);
+	for (i = ls; i < num_steps; i++) {
+		x = qc * (double)((int64_t)i * i);
+		x = x + lc * (double)i;
+		x = x + cst;
+		sigmas[i] = (float)(1.0 - x);
+	}
+}
+
+enum lq_status
+scheduler_set_timesteps_condition(const struct scheduler_config *cfg,
+    int num_steps, struct scheduler_schedule *out, struct lq_error *err)
+{
+	float *s, ntt;
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	if (check_steps(num_steps, err) != LQ_OK)
+		return LQ_FAILED;
+	if (cfg->use_dynamic_shifting) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-013", "the scheduler has "
+		    "use_dynamic_shifting true; LTXConditionPipeline (a job with "
+		    "denoise_strength or conditions) never passes mu, so "
+		    "diffusers refuses that schedule");
+		error_set_field(err, "use_dynamic_shifting");
+		error_set_hint(err, "give the job `scheduler:` a folder whose "
+		    "scheduler_config.json has \"use_dynamic_shifting\": false "
+		    "(as converted for LTX-Video 0.9.5 and 0.9.7)");
+		return LQ_FAILED;
+	}
+	/* timesteps = linear_quadratic_schedule(N) * 1000 (float32), then
+	 * set_timesteps(timesteps=...): sigmas = float32(timesteps) / 1000 */
+	s = xmalloc((size_t)(num_steps + 1) * sizeof(*s));
+	scheduler_linear_quadratic(num_steps, s);
+	ntt = (float)cfg->num_train_timesteps;
+	for (i = 0; i < num_steps; i++) {
+		float t = s[i] * 1000.0f;
+		s[i] = t / ntt;
+	}
+	return finish_schedule(cfg, s, num_steps, 1, out, err);
+}
+
+int
+scheduler_denoise_start(int num_steps, double denoise_strength)
+{
+	/* get_timesteps: n = min(int(N * strength), N); start = max(N - n, 0) */
+	double p = (double)num_steps * denoise_strength;
+	int64_t n = p >= (double)num_steps ? num_steps : (int64_t)p;
+	int64_t start = (int64_t)num_steps - n;
+
+	return start > 0 ? (int)start : 0;
+}
+
+float
+scheduler_sigma_below(const struct scheduler_schedule *s, float sigma)
+{
+	/* lower_mask = sigmas < per_token_sigma - 1e-6 (float32);
+	 * (lower_mask * sigmas).max(dim=0): 0 when none is lower */
+	float lim = sigma - 1e-6f, best = 0.0f;
+
+	for (int i = 0; i <= s->num_steps; i++) {
+		float v = s->sigmas[i] < lim ? s->sigmas[i] : 0.0f;
+		if (v > best)
+			best = v;
+	}
+	return best;
+}
+
+void
+scheduler_step_tokens(const struct scheduler_schedule *s, float *x,
+    const float *v, size_t tokens, size_t dim, const float *timestep_tokens,
+    float t, const float *conditioning_mask, float num_train_timesteps)
+{
+	float tt = t / 1000.0f - 1e-6f;
+
+	for (size_t j = 0; j < tokens; j++) {
+		/* torch.where(t / 1000 - 1e-6 < 1 - mask, stepped, latents) */
+		if (conditioning_mask != NULL &&
+		    !(tt < 1.0f - conditioning_mask[j]))
+			continue;
+		float tj = timestep_tokens != NULL ? timestep_tokens[j] : t;
+		float sigma = tj / num_train_timesteps;
+		scheduler_step_euler(x + j * dim, v + j * dim, dim, sigma,
+		    scheduler_sigma_below(s, sigma));
+	}
 }
 
 void

@@ -122,6 +122,62 @@ enum lq_status scheduler_set_timesteps(const struct scheduler_config *cfg,
     int num_steps, int64_t video_seq_len, struct scheduler_schedule *out,
     struct lq_error *err);
 
+/*
+ * LTXConditionPipeline's default schedule (pipelines/ltx/
+ * pipeline_ltx_condition.py, linear_quadratic_schedule, from LTX-Video's
+ * rf.py): threshold 0.025, N // 2 linear steps then quadratic ones, in
+ * Python floats, 1 - x, the final 1.0 dropped, rounded to float32.
+ * Writes num_steps sigmas (num_steps >= 1; N = 1 gives [1.0]).
+ */
+void scheduler_linear_quadratic(int num_steps, float *sigmas);
+
+/*
+ * The schedule LTXConditionPipeline gets: timesteps =
+ * linear_quadratic_schedule(N) * 1000 (float32), then
+ * set_timesteps(timesteps=...): sigmas = float32(timesteps) /
+ * num_train_timesteps, the static shift and shift_terminal as above,
+ * timesteps = sigmas * num_train_timesteps, trailing 0.  The pipeline
+ * never passes mu, so a config with use_dynamic_shifting fails as
+ * diffusers does (LQ-SCHED-013, field use_dynamic_shifting, with the
+ * converted 0.9.5 / 0.9.7 config as the hint); num_steps < 1 is
+ * LQ-SCHED-010.  *out is zeroed on error; the caller owns it on success.
+ * This is the FULL schedule: denoise_strength truncation is
+ * scheduler_denoise_start's.
+ */
+enum lq_status scheduler_set_timesteps_condition(
+    const struct scheduler_config *cfg, int num_steps,
+    struct scheduler_schedule *out, struct lq_error *err);
+
+/*
+ * LTXConditionPipeline.get_timesteps: the index of the first step run with
+ * denoise_strength s of N steps, N - min(int(N * s), N) (Python's int
+ * truncates: 10 x 0.4 -> 4 steps, start 6).  The loop then runs steps
+ * start .. N-1 and latent_sigma = sigmas[start].  s = 1 gives 0.
+ */
+int scheduler_denoise_start(int num_steps, double denoise_strength);
+
+/*
+ * The per-token "next sigma" of FlowMatchEulerDiscreteScheduler.step with
+ * per_token_timesteps: the largest of the FULL schedule's sigmas
+ * (trailing 0 included) below sigma - 1e-6 (float32), 0 when none is.
+ */
+float scheduler_sigma_below(const struct scheduler_schedule *s, float sigma);
+
+/*
+ * LTXConditionPipeline's Euler step on one sample's packed latents x
+ * [tokens, dim] with velocity v (the guided noise_pred; upstream steps
+ * with -noise_pred and x + (sigma - next) * -v, which is the same float32
+ * value): per token sigma = timestep_tokens[j] / num_train_timesteps
+ * (timestep_tokens NULL: t for every token, the [2B, 1] timestep of a
+ * job without conditions), next = scheduler_sigma_below(s, sigma), then
+ * scheduler_step_euler.  With conditioning_mask [tokens] (NULL without
+ * conditions), a token is updated only where t / 1000 - 1e-6 < 1 - mask
+ * (upstream's torch.where): strength-1 condition tokens stay frozen.
+ */
+void scheduler_step_tokens(const struct scheduler_schedule *s, float *x,
+    const float *v, size_t tokens, size_t dim, const float *timestep_tokens,
+    float t, const float *conditioning_mask, float num_train_timesteps);
+
 /* Frees a schedule's arrays and zeroes it; NULL or zeroed is fine. */
 void scheduler_schedule_free(struct scheduler_schedule *s);
 

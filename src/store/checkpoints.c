@@ -551,16 +551,17 @@ store_list_artifacts(struct store *st, int64_t job_id,
 
 enum lq_status
 store_fill_trajectory(struct store *st, int64_t job_id, float *out,
-    size_t step_bytes, int upto, struct lq_error *err)
+    size_t step_bytes, int first, int upto, struct lq_error *err)
 {
 	struct store_stmt *s = store_prepare(st, "SELECT step, latent, digest FROM "
-	    "checkpoints WHERE job_id = ? AND step BETWEEN 1 AND ? ORDER BY step",
+	    "checkpoints WHERE job_id = ? AND step BETWEEN ? AND ? ORDER BY step",
 	    err);
 	if (s == NULL)
 		return err->status;
 	store_bind_int64(s, 1, job_id);
-	store_bind_int(s, 2, upto);
-	int want = 1, rc;
+	store_bind_int(s, 2, first + 1);
+	store_bind_int(s, 3, upto);
+	int want = first + 1, rc;
 	while ((rc = store_step(s)) == STORE_ROW) {
 		int step = store_column_int(s, 0);
 		const void *blob = store_column_blob(s, 1);
@@ -571,7 +572,8 @@ store_fill_trajectory(struct store *st, int64_t job_id, float *out,
 		if (step != want || n != step_bytes || digest == NULL ||
 		    strcmp(hex, digest) != 0)
 			break;
-		memcpy((char *)out + (size_t)(step - 1) * step_bytes, blob, n);
+		memcpy((char *)out + (size_t)(step - first - 1) * step_bytes, blob,
+		    n);
 		want++;
 	}
 	store_finalize(s);

@@ -191,12 +191,14 @@ enum lq_status store_list_artifacts(struct store *st, int64_t job_id,
     struct lq_error *err);
 
 /*
- * Copies the latents of steps 1..`upto` of a job into out[(step-1) *
- * step_bytes ...], for `save_tensors` after a resume (the render keeps every
- * checkpoint of such a job).  Each blob is verified against its digest;
+ * Copies the latents of steps first+1..`upto` of a job into
+ * out[(step-first-1) * step_bytes ...], for `save_tensors` after a resume
+ * (the render keeps every checkpoint of such a job; `first` is the step
+ * its denoising started after: 0, or where denoise_strength starts it).  Each blob is verified against its digest;
  * a missing, short or corrupt one fails with LQ-CKPT-010 naming the step.
  */
 enum lq_status store_fill_trajectory(struct store *st, int64_t job_id,
-    float *out, size_t step_bytes, int upto, struct lq_error *err);
+    float *out, size_t step_bytes, int first, int upto,
+    struct lq_error *err);
 
 #endif

@@ -37,12 +37,6 @@ store_db(struct store *st)
 	return st->db;
 }
 
-int
-store_is_shared(const struct store *st)
-{
-	return st->drv == &store_driver_postgresql;
-}
-
 const char *
 store_path(const struct store *st)
 {

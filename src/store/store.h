@@ -122,13 +122,6 @@ int store_schema_latest(void);
  */
 void store_set_migration_limit(int version);
 
-/*
- * Is this queue shared by other hosts (PostgreSQL), rather than one
- * host's file (SQLite)?  A job this host cannot render is then left for
- * another host instead of failing.
- */
-int store_is_shared(const struct store *st);
-
 /* Path the store was opened with (borrowed). */
 const char *store_path(const struct store *st);
 

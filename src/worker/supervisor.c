@@ -155,6 +155,8 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		}
 		if (opt->resume_anywhere)
 			argv[a++] = "--resume-anywhere";
+		if (opt->allow_download)
+			argv[a++] = "--allow-download";
 		argv[a++] = id;
 		argv[a] = NULL;
 		execv("/proc/self/exe", (char *const *)argv);

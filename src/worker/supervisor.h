@@ -51,6 +51,7 @@ struct supervisor_options {
 	const char *device;		/* passed to the child */
 	int keep_checkpoints;		/* passed to the child (-1: default) */
 	int resume_anywhere;
+	int allow_download;	/* the child may fetch a job's model URLs */
 	int verbose;
 	const char *webhook;		/* --webhook: also notify this URL */
 };

@@ -26,6 +26,20 @@ expect_grep 'default.key: File exists.*\[LQ-SIGN-002\]' "$T/err"
 expect_status 0 "$LATENTQ" key generate other
 expect_status 64 "$LATENTQ" key generate ../x
 expect_grep 'LQ-SIGN-001' "$T/err"
+# A key that is missing is no input (66); one that is malformed, or a
+# secret key others can read, is bad input (65).
+expect_status 66 "$LATENTQ" -d "$T/ref.db" export --sign=nokey -o "$T/k.tar" clip
+expect_grep 'cannot read key .*nokey.key.*\[LQ-SIGN-003\]' "$T/err"
+echo 'not a key' > "$T/config/latentq/junk.key"; chmod 600 "$T/config/latentq/junk.key"
+expect_status 65 "$LATENTQ" -d "$T/ref.db" export --sign=junk -o "$T/k.tar" clip
+expect_grep 'is not a latentq secret key file.*\[LQ-SIGN-005\]' "$T/err"
+cp "$T/config/latentq/other.key" "$T/config/latentq/open.key"; chmod 644 "$T/config/latentq/open.key"
+expect_status 65 "$LATENTQ" -d "$T/ref.db" export --sign=open -o "$T/k.tar" clip
+expect_grep 'readable by others.*\[LQ-SIGN-005\]' "$T/err"
+checks=$((checks + 1)); [ ! -e "$T/k.tar" ] || fail "a refused export left a bundle"
+# A job named twice is a usage error.
+expect_status 64 "$LATENTQ" -d "$T/ref.db" export -o "$T/k.tar" clip clip
+expect_grep 'is named twice.*\[LQ-BUNDLE-010\]' "$T/err"
 
 # Queue A: killed at step k.
 k=$(( $(od -An -N2 -tu2 /dev/urandom) % (STEPS - 1) + 1 ))
@@ -75,8 +89,8 @@ expect_grep '"\.zip" names no bundle format' "$T/err"
 # An output changed after it was recorded is not exported.
 cp "$T/ref/videos/clip.sheet.png" "$T/sheet.bak"
 printf 'x' >> "$T/ref/videos/clip.sheet.png"
-expect_status 1 "$LATENTQ" -d "$T/ref.db" export -o "$T/y.tar" clip
-expect_grep 'changed after it was recorded' "$T/err"
+expect_status 65 "$LATENTQ" -d "$T/ref.db" export -o "$T/y.tar" clip
+expect_grep 'changed after it was recorded.*\[LQ-BUNDLE-009\]' "$T/err"
 checks=$((checks + 1)); [ ! -e "$T/y.tar" ] && [ "$(ls "$T" | grep -c '^y\.tar\.')" -eq 0 ] || fail "a refused export left a file"
 cp "$T/sheet.bak" "$T/ref/videos/clip.sheet.png"
 
@@ -110,14 +124,14 @@ tamper() {	# tamper BUNDLE MEMBER CODE
 }
 tamper "$T/done.tar" bundle.json 'LQ-SIGN-004|LQ-BUNDLE-004'
 tamper "$T/done.tar" bundle.sig 'LQ-SIGN-004'
-tamper "$T/done.tar" jobs/1/videos/clip.mp4 'clip.mp4 has BLAKE2b-256 .*LQ-BUNDLE-006'
-tamper "$T/done.tar" jobs/1/videos/clip.sheet.png 'clip.sheet.png has BLAKE2b-256 .*LQ-BUNDLE-006'
-tamper "$T/move.tar" "jobs/1/checkpoint-$k.latent" "checkpoint-$k.latent has BLAKE2b-256 .*LQ-BUNDLE-006"
+tamper "$T/done.tar" jobs/1/videos/clip.mp4 'clip.mp4 has BLAKE2b-256 .*LQ-BUNDLE-005'
+tamper "$T/done.tar" jobs/1/videos/clip.sheet.png 'clip.sheet.png has BLAKE2b-256 .*LQ-BUNDLE-005'
+tamper "$T/move.tar" "jobs/1/checkpoint-$k.latent" "checkpoint-$k.latent has BLAKE2b-256 .*LQ-BUNDLE-005"
 tamper "$T/move.tar" bundle.json 'LQ-SIGN-004|LQ-BUNDLE-004'
 # Without --verify a changed output is still refused by its digest.
 cp "$T/done.tar" "$T/t.tar"; hack flip "$T/t.tar" jobs/1/videos/clip.mp4
 expect_status 65 "$LATENTQ" -d "$T/t2.db" import -C "$T/t2" "$T/t.tar"
-expect_grep 'LQ-BUNDLE-006' "$T/err"
+expect_grep 'LQ-BUNDLE-005' "$T/err"
 # A bundle signed by another key, and an unsigned one, under --verify.
 expect_status 65 "$LATENTQ" -d "$T/t3.db" import --verify other -C "$T/t3" "$T/done.tar"
 expect_grep 'not by the trusted key' "$T/err"
@@ -143,7 +157,7 @@ hostile fifo 'a FIFO'
 hostile dir 'a folder'
 hostile duplicate 'a duplicate name'
 hostile unlisted 'bundle.json does not list it'
-hostile missing 'listed in bundle.json, is missing'
+hostile missing 'listed in bundle.json, is missing.*LQ-BUNDLE-011'
 hostile notfirst 'the first member is .*, not bundle.json'
 hack hostile none "$T/done.tar" "$T/h-big.tar"
 rm -rf "$T/h" "$T/h.db"
@@ -152,7 +166,7 @@ expect_grep 'bytes is over the limit of 1000' "$T/err"
 checks=$((checks + 1)); [ ! -e /tmp/latentq-evil ] || fail "an absolute member was written"
 # An output already in the destination with other bytes is not overwritten.
 mkdir -p "$T/o/videos"; echo keep > "$T/o/videos/clip.mp4"
-expect_status 65 "$LATENTQ" -d "$T/o.db" import -C "$T/o" "$T/done.tar"
+expect_status 73 "$LATENTQ" -d "$T/o.db" import -C "$T/o" "$T/done.tar"
 expect_grep 'LQ-BUNDLE-008' "$T/err"
 expect_eq "$(cat "$T/o/videos/clip.mp4")" keep "existing file kept"
 # The same files through the fuzz target's entry point.

@@ -23,6 +23,12 @@ else
 fi
 export LATENTQ_DB
 
+# kill_group PID : SIGKILL the process group PID leads (a command started
+# with setsid), the supervisor and its workers at once.  Written so that
+# every /bin/sh takes it: dash's kill accepts no "--", and reads the -PID
+# of "kill -s KILL -PID" as an option.
+kill_group() { kill -KILL "-$1"; }
+
 # new_db NAME : prints the -d value of a new, empty queue database.
 new_db() {
 	if [ "$LATENTQ_TEST_DB" = postgresql ]; then

@@ -38,7 +38,7 @@ for k in 1 2 3 4 5; do
 	    > /dev/null 2>&1 &
 	pid=$!
 	wait_step "$db" $k
-	kill -KILL -- -$pid
+	kill_group $pid
 	wait $pid 2>/dev/null
 done
 expect_eq "$(sqlite3 "$db" "SELECT state FROM jobs")" running "left running by the fifth kill"

@@ -144,6 +144,16 @@ expect_grep '^usage: latentq submit' "$T/out"
 expect_status 0 "$LATENTQ" --help
 expect_grep '^Commands:' "$T/out"
 
+# check: the database is sound; on PostgreSQL the server keeps its own
+# pages, so --repair (an SQLite file copy) is refused as a usage error.
+expect_status 0 "$LATENTQ" check
+expect_grep ': ok' "$T/out"
+if [ "$LATENTQ_TEST_DB" = postgresql ]; then
+	expect_grep 'the server checks its own pages' "$T/out"
+	expect_status 64 "$LATENTQ" check --repair
+	expect_grep 'check --repair copies an SQLite file.*LQ-DB-011' "$T/err"
+fi
+
 # A database from a newer latentq is refused, untouched.
 sqlite3 "$T/new.db" 'PRAGMA user_version = 999;'
 expect_status 65 "$LATENTQ" -d "$T/new.db" status

@@ -51,12 +51,12 @@ write_manifest "$T/m3.yaml" 6 k:5
 setsid "$LATENTQ" -q run --once > /dev/null 2>&1 &
 pid=$!
 i=0
-while [ $i -lt 600 ]; do
+while [ $i -lt 3000 ]; do	# 5 min: the loop ends at the step; loaded machines are slow
 	st=$(q "SELECT step FROM jobs" 2>/dev/null)
 	[ -n "$st" ] && [ "$st" -ge 2 ] && break
 	sleep 0.1; i=$((i + 1))
 done
-kill -KILL -- -$pid
+kill_group $pid
 wait $pid 2>/dev/null
 expect_eq "$(q "SELECT state FROM jobs")" running "left running"
 expect_status 0 "$LATENTQ" run --once
@@ -87,7 +87,7 @@ write_manifest "$T/m5.yaml" 8 t:9
 "$LATENTQ" -q run --once > /dev/null 2>"$T/term.err" &
 pid=$!
 i=0
-while [ $i -lt 600 ]; do
+while [ $i -lt 3000 ]; do	# 5 min: the loop ends at the step; loaded machines are slow
 	st=$(q "SELECT step FROM jobs" 2>/dev/null)
 	[ -n "$st" ] && [ "$st" -ge 1 ] && break
 	sleep 0.1; i=$((i + 1))

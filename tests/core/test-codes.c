@@ -183,7 +183,16 @@ test_exit(void)
 	CHECK_INT(exit_for(LQ_FAILED, "LQ-ST-001"), EXIT_DATAERR);
 	/* no status named: 1; an unknown code too */
 	CHECK_INT(exit_for(LQ_FAILED, "LQ-GPU-RANGE"), EXIT_RUNTIME);
-	CHECK_INT(exit_for(LQ_FAILED, "LQ-BUNDLE-006"), EXIT_RUNTIME);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-RUN-CFG"), EXIT_RUNTIME);
+	/* bundles, keys, downloads (issue 19's leftovers) */
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-BUNDLE-006"), EXIT_NOINPUT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-BUNDLE-005"), EXIT_DATAERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-BUNDLE-008"), EXIT_CANTCREAT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-SIGN-003"), EXIT_NOINPUT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-SIGN-005"), EXIT_DATAERR);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-NET-008"), EXIT_NOINPUT);
+	CHECK_INT(exit_for(LQ_FAILED, "LQ-NET-002"), EXIT_UNAVAILABLE);
+	CHECK_INT(exit_for(LQ_RETRY, "LQ-NET-002"), EXIT_TEMPFAIL);
 	CHECK_INT(exit_for(LQ_FAILED, "LQ-NOPE-001"), EXIT_RUNTIME);
 
 	/* the worker child (worker/protocol.h) */

@@ -46,14 +46,30 @@ expect_status 0 "$LATENTQ" model pull --no-add "$BASE/short1/org/demo/resolve/ma
 expect_grep 'short1.*transfer closed with 1000 bytes remaining' "$T/err"
 checks=$((checks + 1)); cmp -s "$repo/scheduler/scheduler_config.json" "$T/m3/scheduler/scheduler_config.json" || fail "short: file differs"
 
-# Not found: at once, no retry, naming URL and status.
-expect_status 1 "$LATENTQ" model pull --no-add "$BASE/e404/org/demo/resolve/main/nope.json" "$T/m4"
-expect_grep "$BASE/e404/org/demo/resolve/main/nope.json: HTTP status 404" "$T/err"
+# Not found: at once, no retry, naming URL and status; no input (66), and
+# no empty .part left behind.
+expect_status 66 "$LATENTQ" model pull --no-add "$BASE/e404/org/demo/resolve/main/nope.json" "$T/m4"
+expect_grep "$BASE/e404/org/demo/resolve/main/nope.json: HTTP status 404.*\\[LQ-NET-008\\]" "$T/err"
 expect_eq "$(requests '/e404/' | wc -l)" 1 "404 not retried"
-# Retries spent: exit 75 (try again later), the .part kept for resuming.
+checks=$((checks + 1)); [ ! -e "$T/m4/nope.json.part" ] || fail "404: .part left behind"
+# Another refusal (403): the service will not give it (69).
+expect_status 69 "$LATENTQ" model pull --no-add "$BASE/e403/org/demo/resolve/main/vae/config.json" "$T/m4"
+expect_grep 'HTTP status 403.*\[LQ-NET-002\]' "$T/err"
+checks=$((checks + 1)); [ ! -e "$T/m4/vae/config.json.part" ] || fail "403: .part left behind"
+# A transfer dropped midway with the retries spent keeps its bytes in the
+# .part, and the next pull resumes from them.
+expect_status 75 "$LATENTQ" model pull --no-add --retries 0 "$BASE/drop1/org/demo/resolve/main/$big" "$T/m9"
+checks=$((checks + 1)); [ -s "$T/m9/$big.part" ] || fail "dropped: .part not kept"
+expect_status 0 "$LATENTQ" model pull --no-add --digest "$big_digest" "$BASE/drop1/org/demo/resolve/main/$big" "$T/m9"
+requests '/drop1/' > "$T/reqs1"
+expect_eq "$(wc -l < "$T/reqs1")" 2 "one try, then one resume"
+expect_eq "$(sed -n 2p "$T/reqs1" | grep -c '^GET 206 bytes=[1-9][0-9]*-$')" 1 "resumed with a Range from the kept .part"
+checks=$((checks + 1)); [ ! -e "$T/m9/$big.part" ] || fail "resumed: .part left behind"
+# Retries spent: exit 75 (try again later); nothing arrived, so no .part.
 expect_status 75 "$LATENTQ" model pull --no-add --retries 1 "$BASE/e503x9/org/demo/resolve/main/vae/config.json" "$T/m5"
 expect_grep 'HTTP status 503' "$T/err"
 expect_eq "$(requests '/e503x9/' | wc -l)" 2 "one try and one retry"
+checks=$((checks + 1)); [ ! -e "$T/m5/vae/config.json.part" ] || fail "503: empty .part left behind"
 # A wrong digest: refused, nothing left behind.
 expect_status 65 "$LATENTQ" model pull --no-add --digest "$(printf '%064d' 0)" "$BASE/ok/org/demo/resolve/main/vae/config.json" "$T/m6"
 expect_grep 'LQ-NET-004' "$T/err"
@@ -63,7 +79,7 @@ script -qec "'$LATENTQ' model pull --no-add '$BASE/ok/org/demo/resolve/main/$big
 expect_grep "transformer/diffusion_pytorch.*\\[#+\\] 100\\.0%" "$T/tty"
 # Bad arguments.
 expect_status 64 "$LATENTQ" model pull --digest xyz "$BASE/ok/a" "$T/m7"
-expect_status 65 "$LATENTQ" model pull "$BASE/ok/org/../x/" "$T/m7"
+expect_status 64 "$LATENTQ" model pull "$BASE/ok/org/../x/" "$T/m7"
 expect_grep 'LQ-NET-007' "$T/err"
 expect_status 64 "$LATENTQ" model pull --digest "other=$big_digest" "$BASE/ok/org/demo/resolve/main/$big" "$T/m7"
 expect_grep 'names no file of the URLs' "$T/err"

@@ -13,7 +13,7 @@ path, so a test can say "fail the first N":
                 asked for, then close the connection
   /short1/...   the first GET announces more bytes than it sends, closes
   /e503x3/...   the first 3 requests are answered 503
-  /e404/...     always 404
+  /e404/...     always 404 (any status: /e403/..., /e410x1/...)
   /slow/...     sends nothing for 30 s (a stall)
   /ok/...       no fault
 The rest of the path names the file (GET) or the webhook endpoint (POST,
@@ -70,10 +70,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         kind, active, rest = fault(self.path)
-        if kind == "e404":
-            return self.simple(404)
-        if kind == "e503" and active:
-            return self.simple(503)
+        if kind and kind[0] == "e" and kind[1:].isdigit() and active:
+            return self.simple(int(kind[1:]))
         if kind == "slow" and active:
             self.record(0)
             time.sleep(30)

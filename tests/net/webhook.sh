@@ -42,7 +42,7 @@ while [ $i -lt 1200 ]; do
 	[ "${n:-0}" -ge 2 ] && break
 	sleep 0.1; i=$((i + 1))
 done
-kill -KILL -- -$pid 2>/dev/null
+kill_group $pid
 wait $pid 2>/dev/null
 expect_eq "$(sqlite3 "$db" "SELECT group_concat(state) FROM jobs")" "done,done" "both jobs done before the kill"
 expect_eq "$(sqlite3 "$db" "SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL")" 2 "two notifications pending at the kill"

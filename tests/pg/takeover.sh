@@ -23,7 +23,7 @@ while [ $i -lt 900 ]; do
 	[ -n "$st" ] && [ "$st" -ge 2 ] && break
 	sleep 0.1; i=$((i + 1))
 done
-kill -KILL -- -$pid 2>/dev/null
+kill_group $pid
 wait $pid 2>/dev/null
 killed_at=$(q "SELECT step FROM jobs")
 expect_eq "$(q "SELECT state FROM jobs")" running "left running by host A"

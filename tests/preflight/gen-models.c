@@ -348,6 +348,20 @@ gen_scheduler(const char *name, const char *extra)
 	free(p);
 }
 
+/* A scheduler folder without dynamic shifting (as converted for LTX-Video
+ * 0.9.5 / 0.9.7): what LTXConditionPipeline jobs need. */
+static void
+gen_scheduler_static(const char *name)
+{
+	char *p = xasprintf("%s/%s", tmp, name);
+	mkdirs(p);
+	free(p);
+	p = xasprintf("%s/%s/scheduler_config.json", tmp, name);
+	write_text(p, "{\"_class_name\": \"FlowMatchEulerDiscreteScheduler\", "
+	    "\"use_dynamic_shifting\": false}");
+	free(p);
+}
+
 void
 pfgen_generate(const char *dir, const char *top_srcdir)
 {
@@ -367,6 +381,7 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	g = good; g.te_dmodel = 32; gen_model("te-mismatch", &g);
 	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
 	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
+	gen_scheduler_static("sched-static");
 	gen_scheduler("sched-karras", "\"use_karras_sigmas\": true");
 	gen_scheduler("sched-exponential", "\"use_exponential_sigmas\": true");
 	gen_scheduler("sched-beta", "\"use_beta_sigmas\": true");
@@ -392,6 +407,23 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	p = xasprintf("%s/embeds-corrupt.safetensors", tmp);
 	write_text(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":");
 	free(p);
+	/* latents: of the good model at 64 x 64, 9 frames [1, 8, 2, 2, 2] */
+	{
+		float z[64] = {0};
+		int64_t shape[5] = {1, 8, 2, 2, 2};
+		struct st_writer *w = st_writer_new();
+		struct lq_error err;
+
+		error_clear(&err);
+		st_writer_add(w, "latents", ST_F32, 5, shape, z);
+		p = xasprintf("%s/latents-good.safetensors", tmp);
+		if (st_writer_write(w, p, &err) != LQ_OK) {
+			error_print(&err, stderr);
+			exit(99);
+		}
+		st_writer_free(w);
+		free(p);
+	}
 	/* image-to-video: a 96 x 64 (width x height) PNG */
 	{
 		uint8_t *rgb = xcalloc(64 * 96 * 3, 1);

@@ -14,8 +14,16 @@
  *                                     [START, START + LEN) along DIM, as F32
  *   st-tool pick OUT IN KEY[:NEW]...  tensors KEY of IN (renamed NEW) into
  *                                     OUT; a missing KEY is an error
+ *   st-tool unprefix OUT IN PREFIX    every tensor of IN, PREFIX dropped
+ *                                     from the names that start with it
+ *                                     (the goldens' "vae.decoder..." ->
+ *                                     the decoder's "decoder...")
  *   st-tool png OUT IN KEY            U8 tensor KEY [H, W, 3] of IN as an
  *                                     RGB PNG
+ *   st-tool png-chw OUT IN KEY        F32 tensor KEY [1, 3, H, W] of IN in
+ *                                     [-1, 1] (VideoProcessor.preprocess's
+ *                                     uint8 / 255 * 2 - 1) back to its
+ *                                     uint8 pixels, as an RGB PNG
  *   st-tool image OUT IMAGE KEY       an image (media_read_image: PNG,
  *                                     JPEG) as U8 tensor KEY [H, W, 3]
  *   st-tool lora OUT MODULE OUT IN R  a PEFT-format LoRA for one Linear of a
@@ -99,6 +107,19 @@ do_diff(const char *mine_path, const char *gold_path, const char *key,
 	return ok ? 0 : 1;
 }
 
+/* Writes w to out and frees it; 0, or 1 with the error printed. */
+static int
+write_out(struct st_writer *w, const char *out)
+{
+	struct lq_error err;
+	error_clear(&err);
+	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
+	if (rc)
+		error_print(&err, stderr);
+	st_writer_free(w);
+	return rc;
+}
+
 static int
 do_merge(const char *out, int n, char **in)
 {
@@ -120,18 +141,30 @@ do_merge(const char *out, int n, char **in)
 			st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data);
 		}
 	}
-	struct lq_error err;
-	error_clear(&err);
-	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
-	if (rc)
-		error_print(&err, stderr);
-	st_writer_free(w);
+	int rc = write_out(w, out);
 	for (int i = 0; i < n; i++)
 		st_file_close(files[i]);
 	for (size_t s = 0; s < n_seen; s++)
 		free(seen[s]);
 	free(seen);
 	free(files);
+	return rc;
+}
+
+static int
+do_unprefix(const char *out, const char *in, const char *prefix)
+{
+	struct st_file *f = open_or_die(in);
+	struct st_writer *w = st_writer_new();
+	size_t np = strlen(prefix);
+	for (size_t k = 0; k < st_file_count(f); k++) {
+		const struct st_tensor *t = st_file_tensor(f, k);
+		const char *name = strncmp(t->name, prefix, np) == 0 ?
+		    t->name + np : t->name;
+		st_writer_add(w, name, t->dtype, t->ndim, t->shape, t->data);
+	}
+	int rc = write_out(w, out);
+	st_file_close(f);
 	return rc;
 }
 
@@ -156,12 +189,7 @@ do_lora(const char *out, const char *module, int64_t n_out, int64_t n_in,
 	int64_t sa[2] = {rank, n_in}, sb[2] = {n_out, rank};
 	st_writer_add(w, ka, ST_F32, 2, sa, a);
 	st_writer_add(w, kb, ST_F32, 2, sb, b);
-	struct lq_error err;
-	error_clear(&err);
-	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
-	if (rc)
-		error_print(&err, stderr);
-	st_writer_free(w);
+	int rc = write_out(w, out);
 	free(ka);
 	free(kb);
 	free(a);
@@ -221,6 +249,48 @@ do_png(const char *out, const char *in, const char *key)
 		error_print(&err, stderr);
 		rc = 1;
 	}
+	st_file_close(f);
+	return rc;
+}
+
+static int
+do_png_chw(const char *out, const char *in, const char *key)
+{
+	struct st_file *f = open_or_die(in);
+	const struct st_tensor *t = st_file_find(f, key);
+	struct lq_error err;
+	int rc = 0;
+
+	error_clear(&err);
+	if (t == NULL || t->ndim != 4 || t->shape[0] != 1 || t->shape[1] != 3) {
+		fprintf(stderr, "st-tool: %s has no [1, 3, H, W] tensor %s\n", in,
+		    key);
+		st_file_close(f);
+		return 1;
+	}
+	int64_t H = t->shape[2], W = t->shape[3], hw = H * W;
+	float *x = st_tensor_to_f32(t);
+	uint8_t *rgb = xmalloc((size_t)(3 * hw));
+	for (int64_t i = 0; i < hw && rc == 0; i++)
+		for (int c = 0; c < 3; c++) {
+			double u = ((double)x[c * hw + i] + 1.0) * 127.5;
+			double r = rint(u);
+			if (fabs(u - r) > 1e-3 || r < 0 || r > 255) {
+				fprintf(stderr, "st-tool: %s[%d, %lld] = %g is not "
+				    "a uint8 / 255 * 2 - 1\n", key, c,
+				    (long long)i, (double)x[c * hw + i]);
+				rc = 1;
+				break;
+			}
+			rgb[i * 3 + c] = (uint8_t)r;
+		}
+	if (rc == 0 && media_write_png(out, rgb, (int)H, (int)W, NULL, &err) !=
+	    LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	free(rgb);
+	free(x);
 	st_file_close(f);
 	return rc;
 }
@@ -314,12 +384,7 @@ do_fill(const char *out, const char *name, int ndim, char **dims, int zeros)
 	}
 	struct st_writer *w = st_writer_new();
 	st_writer_add(w, name, ST_F32, ndim, shape, v);
-	struct lq_error err;
-	error_clear(&err);
-	int rc = st_writer_write(w, out, &err) == LQ_OK ? 0 : 1;
-	if (rc)
-		error_print(&err, stderr);
-	st_writer_free(w);
+	int rc = write_out(w, out);
 	free(v);
 	return rc;
 }
@@ -343,14 +408,18 @@ main(int argc, char **argv)
 		return do_merge(argv[2], argc - 3, argv + 3);
 	if (argc == 5 && strcmp(argv[1], "image") == 0)
 		return do_image(argv[2], argv[3], argv[4]);
+	if (argc == 5 && strcmp(argv[1], "png-chw") == 0)
+		return do_png_chw(argv[2], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[1], "png") == 0)
 		return do_png(argv[2], argv[3], argv[4]);
+	if (argc == 5 && strcmp(argv[1], "unprefix") == 0)
+		return do_unprefix(argv[2], argv[3], argv[4]);
 	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
 		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
 	    "fill OUT NAME D0 [D1...] | zeros OUT NAME D0 [D1...] | "
 	    "crop OUT IN KEY DIM START LEN | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
-	    "image OUT IMAGE KEY | "
+	    "png-chw OUT IN KEY | image OUT IMAGE KEY | unprefix OUT IN PREFIX | "
 	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }

@@ -460,6 +460,76 @@ test_pipeline_steps(const char *rel, int64_t video_seq_len, size_t batch,
 	st_file_close(f);
 }
 
+/*
+ * LTXConditionPipeline's schedule (linear_quadratic_schedule through
+ * set_timesteps(timesteps=...)) bit for bit against the two-stage goldens
+ * (tests/data/ltxv-twostage/{refine,image_cond}/schedule.safetensors: 10
+ * and 4 steps), the denoise_strength truncation (10 x 0.4: start 6,
+ * latent_sigma = sigmas[6]) and the per-token next-sigma lookup.
+ */
+static void
+test_condition_schedule(void)
+{
+	static const char *const cases[2] = { "refine", "image_cond" };
+	static const int steps[2] = { 10, 4 };
+	struct scheduler_config cfg;
+	struct lq_error err;
+
+	scheduler_config_init(&cfg);
+	for (int c = 0; c < 2; c++) {
+		char *rel = xasprintf("../ltxv-twostage/%s/schedule.safetensors",
+		    cases[c]);
+		struct st_file *f = golden_open(rel);
+		struct scheduler_schedule s;
+		size_t cnt;
+		int same = 0;
+
+		error_clear(&err);
+		CHECK_INT(scheduler_set_timesteps_condition(&cfg, steps[c], &s,
+		    &err), LQ_OK);
+		float *sig = golden_f32(f, "scheduler_sigmas_full", &cnt);
+		CHECK_INT((int)cnt, steps[c] + 1);
+		for (int k = 0; k <= steps[c]; k++)
+			same += golden_same_f32(s.sigmas[k], sig[k]);
+		CHECK_INT(same, steps[c] + 1);
+		float *tim = golden_f32(f, "scheduler_timesteps_full", &cnt);
+		same = 0;
+		for (int k = 0; k < steps[c]; k++)
+			same += golden_same_f32(s.timesteps[k], tim[k]);
+		CHECK_INT(same, steps[c]);
+		if (c == 0) {
+			float *ls = golden_f32(f, "latent_sigma", &cnt);
+			int start = scheduler_denoise_start(10, 0.4);
+			CHECK_INT(start, 6);
+			CHECK(golden_same_f32(s.sigmas[start], ls[0]));
+			free(ls);
+			/* the next sigma of each step run is the schedule's
+			 * next one; a frozen token (sigma 0) has none */
+			for (int k = start; k < 10; k++) {
+				float sg = s.timesteps[k] / 1000.0f;
+				CHECK(golden_same_f32(scheduler_sigma_below(&s, sg),
+				    s.sigmas[k + 1]));
+			}
+			CHECK(scheduler_sigma_below(&s, 0.0f) == 0.0f);
+		}
+		free(sig);
+		free(tim);
+		scheduler_schedule_free(&s);
+		st_file_close(f);
+		free(rel);
+	}
+	CHECK_INT(scheduler_denoise_start(10, 1.0), 0);
+	CHECK_INT(scheduler_denoise_start(4, 0.2), 4);	/* no step */
+	CHECK_INT(scheduler_denoise_start(3, 0.999), 1);	/* int(2.997) */
+	/* upstream raises without mu */
+	cfg.use_dynamic_shifting = true;
+	struct scheduler_schedule s;
+	error_clear(&err);
+	CHECK_INT(scheduler_set_timesteps_condition(&cfg, 4, &s, &err),
+	    LQ_FAILED);
+	CHECK_STR(err.code, "LQ-SCHED-013");
+}
+
 int
 main(void)
 {
@@ -471,6 +541,7 @@ main(void)
 	test_demo_index();
 	test_edges();
 	test_euler_golden();
+	test_condition_schedule();
 	/* pipeA: B 2, grid 3x4x6, guidance 3.0, rescale 0 */
 	test_pipeline_steps("pipeA/steps.safetensors", 72, 2, 3.0, 0.0,
 	    atol_a);
