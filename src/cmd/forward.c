@@ -156,12 +156,14 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		char *name;
 
 		if (eq == NULL || eq == sets[i]) {
-			free(inputs);
-			free(sets);
-			return cmd_misuse(&cmd_forward_entry,
+			int rc = cmd_misuse(&cmd_forward_entry,
 			    "forward: --set wants NAME=VALUE (e.g. "
 			    "use_tiling=true, padding_side=right), not \"%s\"",
-			    i < nsets ? sets[i] : "");
+			    sets[i]);
+
+			free(inputs);
+			free(sets);
+			return rc;
 		}
 		name = xstrndup(sets[i], (size_t)(eq - sets[i]));
 		error_clear(&err);

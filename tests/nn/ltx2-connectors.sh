@@ -56,6 +56,10 @@ expect_status 64 "$LATENTQ" forward --model "$M" --component connectors \
     --inputs "$D/connectors/left.inputs.safetensors" --set padding_side=up \
     --out "$T/x.st"
 expect_grep 'padding_side "up" is not left or right' "$T/err"
+expect_status 64 "$LATENTQ" forward --model "$M" --component connectors \
+    --inputs "$D/connectors/left.inputs.safetensors" --set padding_side \
+    --out "$T/x.st"
+expect_grep 'forward: --set wants NAME=VALUE .*not "padding_side"' "$T/err"
 expect_status 64 "$LATENTQ" forward --model "$M" --component vocoder \
     --inputs "$D/connectors/left.inputs.safetensors" --set padding_side=left \
     --out "$T/x.st"
