@@ -27,6 +27,7 @@
 #define LQ_ACT_RELU 3u
 #define LQ_ACT_GELU 4u		/* exact erf GELU */
 #define LQ_ACT_TANH 5u		/* tanh(x) (the vocoder's final_act_fn) */
+#define LQ_ACT_SIGMOID 6u	/* 1/(1+exp(-x)) (LTX-2's attention gates) */
 #define LQ_ACT_MASK 7u
 
 /* ew.comp: y = op(a, b, c); flags = op | ndim | dtypes | presence. */
@@ -71,9 +72,10 @@
 #define LQ_ATTN_DT_KB 4u	/* LQ_DT_MASK */
 #define LQ_ATTN_DT_BIAS 6u
 
-/* rope.comp: the cos and sin tables' dtypes. */
+/* rope.comp: the cos and sin tables' dtypes, split halves. */
 #define LQ_ROPE_DT_COS 0u	/* LQ_DT_MASK */
 #define LQ_ROPE_DT_SIN 2u
+#define LQ_ROPE_SPLIT 4u	/* 1 bit: pairs (i, i + hd/2) in each head */
 
 /* conv3d.comp: replicate padding in time / space, bias, dtypes. */
 #define LQ_CONV_T_REPLICATE 0u	/* 1 bit */

@@ -60,6 +60,8 @@ float lq_act(float x, uint act)
 		}
 		return 1.0 - 2.0 / (exp(2.0 * clamp(x, -15.0, 15.0)) + 1.0);
 	}
+	if (act == LQ_ACT_SIGMOID)
+		return 1.0 / (1.0 + exp(-x));
 	return x;
 }
 

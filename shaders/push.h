@@ -132,14 +132,15 @@ PUSH(attn_push, {
 })
 #endif
 
-/* rope.comp — interleaved rotary embedding on x [B, N, D]. */
+/* rope.comp — rotary embedding on x [B, N, D], interleaved or split. */
 #if defined(LQ_PUSH_ALL) || defined(KERNEL_ROPE)
 PUSH(rope_push, {
 	uint B;
 	uint N;
 	uint D;
 	uint cs_sb;	/* batch stride of cos/sin (0 when shared) */
-	uint flags;	/* dtcos | dtsin<<2 */
+	uint flags;	/* dtcos | dtsin<<2 | split<<4 */
+	uint hd;	/* split: the head size (pairs i, i + hd/2) */
 	uint off_y;
 	uint off_x;
 	uint off_cos;

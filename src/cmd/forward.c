@@ -1,6 +1,7 @@
 /*
  * forward.c — `latentq forward`: run one model component (transformer,
- * vae-decoder, vae-encoder, latent-upsampler, text-encoder, vocoder) on
+ * vae-decoder, vae-encoder, latent-upsampler, text-encoder, vocoder,
+ * audio-vae-decoder, connectors) on
  * named input tensors and write its outputs,
  * a debugging tool and the way to check latentq against another
  * implementation.  The work is nn_forward_run (src/nn/forward.h).
@@ -57,6 +58,9 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	};
 	struct nn_forward_opts fo = { 0 };
 	const char **inputs = xcalloc((size_t)argc + 1, sizeof(*inputs));
+	const char **sets = xcalloc((size_t)argc + 1, sizeof(*sets));
+	struct ltx2_connectors_call call;
+	int nsets = 0;
 	const char *component = NULL;
 	struct seeded_noise sn = { 0, 0 };
 	struct ltxv_vae_noise seeded = { seeded_fill, &sn };
@@ -67,6 +71,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	int c;
 
 	ltxv_vae_tiling_init(&tiling);
+	ltx2_connectors_call_init(&call);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+m:c:i:o:h", opts, NULL)) != -1) {
@@ -81,6 +86,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 			sn.seed = strtoull(optarg, &end, 10);
 			if (errno || end == optarg || *end != '\0' || optarg[0] == '-') {
 				free(inputs);
+				free(sets);
 				return cmd_misuse(&cmd_forward_entry,
 				    "forward: --seed wants an unsigned integer, not \"%s\"",
 				    optarg);
@@ -91,67 +97,92 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 			if (nn_plan_choice_parse(optarg,
 			    &fo.weight_streaming) != 0) {
 				free(inputs);
+				free(sets);
 				return cmd_misuse(&cmd_forward_entry,
 				    "forward: --weight-streaming is auto, on or "
 				    "off, not \"%s\"", optarg);
 			}
 			break;
-		case 'S': {
-			/* --set NAME=VALUE: an AutoencoderKLLTXVideo tiling
-			 * attribute (ltxv_vae_tiling_set names them) */
-			char *eq = strchr(optarg, '='), *name;
-
-			if (eq == NULL || eq == optarg) {
-				free(inputs);
-				return cmd_misuse(&cmd_forward_entry,
-				    "forward: --set wants NAME=VALUE (e.g. "
-				    "use_tiling=true), not \"%s\"", optarg);
-			}
-			name = xstrndup(optarg, (size_t)(eq - optarg));
-			error_clear(&err);
-			st = ltxv_vae_tiling_set(&tiling, name, eq + 1, &err);
-			free(name);
-			if (st != LQ_OK) {
-				free(inputs);
-				error_print(&err, stderr);
-				return EXIT_USAGE;
-			}
-			fo.vae_tiling = &tiling;
+		case 'S':
+			/* --set NAME=VALUE: applied once the component is
+			 * known (VAE tiling attributes, connector arguments) */
+			sets[nsets++] = optarg;
 			break;
-		}
 		case 'h':
 			cmd_usage(&cmd_forward_entry, stdout);
 			free(inputs);
+			free(sets);
 			return 0;
 		default:
 			free(inputs);
+			free(sets);
 			return cmd_misuse(&cmd_forward_entry, "forward: bad option %s",
 			    argv[optind - 1]);
 		}
 	}
 	if (optind != argc) {
 		free(inputs);
+		free(sets);
 		return cmd_misuse(&cmd_forward_entry, "forward: unexpected argument %s",
 		    argv[optind]);
 	}
 	if (fo.model == NULL || component == NULL || fo.out == NULL ||
 	    fo.ninputs == 0) {
 		free(inputs);
+		free(sets);
 		return cmd_misuse(&cmd_forward_entry,
 		    "forward: --model, --component, --inputs and --out are required");
 	}
 	if (nn_component_parse(component, &fo.component) != 0) {
 		free(inputs);
+		free(sets);
 		return cmd_misuse(&cmd_forward_entry, "forward: unknown component "
 		    "\"%s\" (one of %s)", component, nn_component_names());
 	}
-	if (fo.vae_tiling != NULL && fo.component != NN_COMPONENT_VAE_DECODER &&
-	    fo.component != NN_COMPONENT_VAE_ENCODER) {
+	if (nsets > 0 && fo.component != NN_COMPONENT_VAE_DECODER &&
+	    fo.component != NN_COMPONENT_VAE_ENCODER &&
+	    fo.component != NN_COMPONENT_CONNECTORS) {
 		free(inputs);
+		free(sets);
 		return cmd_misuse(&cmd_forward_entry, "forward: --set sets VAE "
-		    "tiling attributes; it needs --component vae-decoder or "
-		    "vae-encoder");
+		    "tiling attributes (--component vae-decoder or vae-encoder) "
+		    "or the connectors' padding_side and scale_factor "
+		    "(--component connectors)");
 	}
+	for (int i = 0; i < nsets; i++) {
+		/* NAME=VALUE: a tiling attribute (ltxv_vae_tiling_set names
+		 * them) or a connectors argument (ltx2_connectors_call_set) */
+		const char *eq = strchr(sets[i], '=');
+		char *name;
+
+		if (eq == NULL || eq == sets[i]) {
+			int rc = cmd_misuse(&cmd_forward_entry,
+			    "forward: --set wants NAME=VALUE (e.g. "
+			    "use_tiling=true, padding_side=right), not \"%s\"",
+			    sets[i]);
+
+			free(inputs);
+			free(sets);
+			return rc;
+		}
+		name = xstrndup(sets[i], (size_t)(eq - sets[i]));
+		error_clear(&err);
+		st = fo.component == NN_COMPONENT_CONNECTORS ?
+		    ltx2_connectors_call_set(&call, name, eq + 1, &err) :
+		    ltxv_vae_tiling_set(&tiling, name, eq + 1, &err);
+		free(name);
+		if (st != LQ_OK) {
+			free(inputs);
+			free(sets);
+			error_print(&err, stderr);
+			return EXIT_USAGE;
+		}
+		if (fo.component == NN_COMPONENT_CONNECTORS)
+			fo.connectors_call = &call;
+		else
+			fo.vae_tiling = &tiling;
+	}
+	free(sets);
 	fo.inputs = inputs;
 	fo.device = g->device;
 	fo.report = g->verbose >= 1 ? stderr : NULL;
@@ -167,7 +198,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 const struct cmd_entry cmd_forward_entry = {
 	.name = "forward",
 	.usage = "--model DIR --component "
-	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder|vocoder "
+	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder|vocoder|audio-vae-decoder|connectors "
 	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N] "
 	    "[--weight-streaming auto|on|off] [--set NAME=VALUE...]",
 	.summary = "run one model component on named tensors",

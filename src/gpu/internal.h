@@ -22,9 +22,10 @@ _Static_assert(sizeof(struct norm_push) == 32, "norm push");
 _Static_assert(sizeof(struct normc_push) == 48, "normc push");
 _Static_assert(sizeof(struct gnorm_push) == 40, "gnorm push");
 _Static_assert(sizeof(struct attn_push) == 84, "attn push");
-_Static_assert(sizeof(struct rope_push) == 36, "rope push");
+_Static_assert(sizeof(struct rope_push) == 40, "rope push");
 _Static_assert(sizeof(struct conv3d_push) == 100, "conv3d push");
 _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
+_Static_assert(sizeof(struct conv1d_push) == 64, "conv1d push");
 
 /* The kernels, one row each (kernels.def also drives the build rules). */
 #include "gpu/kernels.def"

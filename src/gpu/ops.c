@@ -1228,17 +1228,21 @@ ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 	return LQ_OK;
 }
 
+/* One rope dispatch; hd 0: interleaved, else split with heads of hd. */
 static enum lq_status
 rope_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *cos,
-    const struct gpu_tensor *sin)
+    const struct gpu_tensor *sin, int hd)
 {
 	int64_t B = x->shape[0], N = x->shape[1], D = x->shape[2];
 	struct rope_push pc = {
 		.B = (uint32_t)B, .N = (uint32_t)N, .D = (uint32_t)D,
-		.cs_sb = cos->shape[0] == 1 ? 0 : (uint32_t)(N * D),
+		.cs_sb = cos->shape[0] == 1 ? 0 :
+		    (uint32_t)(N * cos->shape[2]),
 		.flags = (uint32_t)cos->dtype << LQ_ROPE_DT_COS |
-		    (uint32_t)sin->dtype << LQ_ROPE_DT_SIN,
+		    (uint32_t)sin->dtype << LQ_ROPE_DT_SIN |
+		    (hd ? 1u << LQ_ROPE_SPLIT : 0),
+		.hd = (uint32_t)hd,
 		.off_y = gpu_bind_offset(cmd, y), .off_x = gpu_bind_offset(cmd, x),
 		.off_cos = gpu_bind_offset(cmd, cos),
 		.off_sin = gpu_bind_offset(cmd, sin),
@@ -1250,12 +1254,11 @@ rope_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
 	return gpu_cmd_dispatch(cmd, GPU_K_ROPE, bind, w, &pc, gx, gy, 1, op);
 }
 
-enum lq_status
-ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+static enum lq_status
+rope_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *cos,
-    const struct gpu_tensor *sin)
+    const struct gpu_tensor *sin, int hd)
 {
-	const char *op = "ops_rope";
 	OP_BEGIN(cmd);
 	TRY(need_f32(cmd, op, "x", x));
 	TRY(need_f32(cmd, op, "y", y));
@@ -1263,17 +1266,20 @@ ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	TRY(need_contig(cmd, op, "y", y));
 	TRY(need_contig(cmd, op, "cos", cos));
 	TRY(need_contig(cmd, op, "sin", sin));
+	int64_t cd = hd ? x->shape[2] / 2 : x->shape[2];
 	if (x->ndim != 3 || !same_shape(x, y) || x->shape[2] % 2 ||
+	    (hd && (hd % 2 || x->shape[2] % hd)) ||
 	    cos->ndim != 3 || !same_shape(cos, sin) ||
 	    (cos->shape[0] != 1 && cos->shape[0] != x->shape[0]) ||
-	    cos->shape[1] != x->shape[1] || cos->shape[2] != x->shape[2])
+	    cos->shape[1] != x->shape[1] || cos->shape[2] != cd)
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: x %s, y %s must be [B, N, D] (D even) and cos %s, sin "
-		    "%s [B or 1, N, D]", op, DESC(x), DESC(y), DESC(cos),
-		    DESC(sin));
+		    "%s: x %s, y %s must be [B, N, D] (D even%s) and cos %s, sin "
+		    "%s [B or 1, N, %s]", op, DESC(x), DESC(y),
+		    hd ? ", a multiple of the even head size" : "", DESC(cos),
+		    DESC(sin), hd ? "D/2" : "D");
 	const struct gpu_tensor *all[4] = {y, x, cos, sin};
 	if (all_fit(cmd, 4, all))
-		return rope_emit(cmd, op, y, x, cos, sin);
+		return rope_emit(cmd, op, y, x, cos, sin, hd);
 	/* Split: per sample, blocks of tokens (elementwise per token). */
 	int64_t B = x->shape[0], N = x->shape[1];
 	for (int64_t b = 0; b < B; b++) {
@@ -1289,11 +1295,31 @@ ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 			struct gpu_tensor v[4];
 			for (int i = 0; i < 4; i++)
 				v[i] = SL(v4[i], 1, n0, nc);
-			TRY(rope_emit(cmd, op, &v[0], &v[1], &v[2], &v[3]));
+			TRY(rope_emit(cmd, op, &v[0], &v[1], &v[2], &v[3], hd));
 			n0 += nc;
 		}
 	}
 	return LQ_OK;
+}
+
+enum lq_status
+ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin)
+{
+	return rope_record(cmd, "ops_rope", y, x, cos, sin, 0);
+}
+
+enum lq_status
+ops_rope_split(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin, int head_dim)
+{
+	if (head_dim < 2)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "ops_rope_split: head_dim %d is not an even size >= 2",
+		    head_dim);
+	return rope_record(cmd, "ops_rope_split", y, x, cos, sin, head_dim);
 }
 
 /* ---- conv3d and resampling ---- */

@@ -62,6 +62,7 @@ enum ops_act {
 	OPS_ACT_RELU = LQ_ACT_RELU,
 	OPS_ACT_GELU = LQ_ACT_GELU,
 	OPS_ACT_TANH = LQ_ACT_TANH,
+	OPS_ACT_SIGMOID = LQ_ACT_SIGMOID,
 };
 
 /* ---- matrix products ---- */
@@ -275,6 +276,19 @@ enum lq_status ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 enum lq_status ops_rope(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *cos,
     const struct gpu_tensor *sin);
+
+/*
+ * Rotary embedding, LTX-2 split halves (diffusers transformer_ltx2.py
+ * `apply_split_rotary_emb` with cos/sin reshaped to [B, H, N, hd/2]): x, y
+ * [B, N, D] (D = H·hd, head-major), cos, sin [B or 1, N, D/2] with one
+ * angle per pair, index h·hd/2 + j:
+ *   y[.., h·hd + j]        = x[.., h·hd + j]·c - x[.., h·hd + j + hd/2]·s
+ *   y[.., h·hd + j + hd/2] = x[.., h·hd + j + hd/2]·c + x[.., h·hd + j]·s
+ * head_dim even.  In place ok.
+ */
+enum lq_status ops_rope_split(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin, int head_dim);
 
 /* ---- 3-D convolution and resampling on [B, C, F, H, W] ---- */
 

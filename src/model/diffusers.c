@@ -365,6 +365,177 @@ diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
 	return LQ_OK;
 }
 
+/* ---- LTX-2 audio VAE ---- */
+
+enum lq_status
+diffusers_parse_ltx2_audio_vae(const cJSON *j, const char *path,
+    struct ltx2_audio_vae_config *o, struct lq_error *err)
+{
+	static const int def_mult[] = {1, 2, 4}, def_none[1] = {0};
+	static const char *axes[] = {
+		[LTX2_CAUSAL_NONE] = "none", [LTX2_CAUSAL_WIDTH] = "width",
+		[LTX2_CAUSAL_HEIGHT] = "height",
+		[LTX2_CAUSAL_WIDTH_COMPAT] = "width-compatibility",
+	};
+	struct cfg c = {j, path, err, 0};
+	char norm[16], axis[32];
+	int found = 0;
+
+	if (check_class(&c, "AutoencoderKLLTX2Audio") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->base_channels = cfg_int(&c, "base_channels", 128, 1);
+	o->output_channels = cfg_int(&c, "output_channels", 2, 1);
+	o->n_ch_mult = cfg_list(&c, "ch_mult", 'i', 1, o->ch_mult, 0,
+	    DIFFUSERS_MAX_BLOCKS, def_mult, 3);
+	o->num_res_blocks = cfg_int(&c, "num_res_blocks", 2, 0);
+	o->n_attn_resolutions = cfg_list(&c, "attn_resolutions", 'i', 1,
+	    o->attn_resolutions, 0, DIFFUSERS_MAX_BLOCKS, def_none, 0);
+	o->in_channels = cfg_int(&c, "in_channels", 2, 1);
+	o->resolution = cfg_int(&c, "resolution", 256, 1);
+	o->latent_channels = cfg_int(&c, "latent_channels", 8, 1);
+	cfg_str(&c, "norm_type", "pixel", norm, sizeof(norm));
+	o->mid_block_add_attention = cfg_bool(&c, "mid_block_add_attention", 0);
+	o->sample_rate = cfg_int(&c, "sample_rate", 16000, 1);
+	o->mel_hop_length = cfg_int(&c, "mel_hop_length", 160, 1);
+	o->mel_bins = cfg_item(&c, "mel_bins") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(j, "mel_bins") != NULL ? 0 :
+	    cfg_int(&c, "mel_bins", 64, 1);
+	(void)cfg_num(&c, "dropout", 0.0, 0);	/* eval: no effect */
+	(void)cfg_bool(&c, "double_z", 1);	/* the encoder's */
+	(void)cfg_bool(&c, "is_causal", 1);	/* the patchifier's */
+	if (c.failed)
+		return LQ_FAILED;
+	if (cJSON_GetObjectItemCaseSensitive(j, "causality_axis") != NULL &&
+	    cfg_item(&c, "causality_axis") == NULL)
+		return cfg_fail(err, path, "causality_axis", "LQ-MODEL-003",
+		    "causality_axis null is refused upstream; use \"height\" "
+		    "(LTX-2), \"width\", \"width-compatibility\" or \"none\"");
+	cfg_str(&c, "causality_axis", "height", axis, sizeof(axis));
+	if (c.failed)
+		return LQ_FAILED;
+	for (size_t i = 0; i < sizeof(axes) / sizeof(axes[0]); i++) {
+		if (strcmp(axis, axes[i]) == 0) {
+			o->causality_axis = (enum ltx2_causality)i;
+			found = 1;
+		}
+	}
+	if (!found)
+		return cfg_fail(err, path, "causality_axis", "LQ-MODEL-003",
+		    "causality_axis \"%s\" is not one of none, width, height, "
+		    "width-compatibility", axis);
+	if (strcmp(norm, "pixel") == 0)
+		o->norm_group = 0;
+	else if (strcmp(norm, "group") == 0)
+		o->norm_group = 1;
+	else
+		return cfg_fail(err, path, "norm_type", "LQ-MODEL-003",
+		    "norm_type \"%s\" is not \"pixel\" (LTX-2) or \"group\"",
+		    norm);
+	if (o->norm_group && o->causality_axis != LTX2_CAUSAL_NONE)
+		return cfg_fail(err, path, "norm_type", "LQ-MODEL-003",
+		    "norm_type \"group\" with causality_axis \"%s\" is refused "
+		    "upstream (a causal ResnetBlock has no GroupNorm); use "
+		    "\"pixel\" or causality_axis \"none\"", axis);
+	for (int i = 0; i < o->n_ch_mult; i++) {
+		if (o->norm_group && (o->base_channels * o->ch_mult[i]) % 32 != 0)
+			return cfg_fail(err, path, "base_channels",
+			    "LQ-MODEL-003", "norm_type \"group\" needs channels "
+			    "that are multiples of GroupNorm's 32 groups: "
+			    "base_channels %d x ch_mult[%d] %d is not",
+			    o->base_channels, i, o->ch_mult[i]);
+		if (o->ch_mult[i] > (1 << 20) / o->base_channels)
+			return cfg_fail(err, path, "ch_mult", "LQ-MODEL-003",
+			    "base_channels x ch_mult[%d] is over 2^20 channels", i);
+	}
+	return LQ_OK;
+}
+
+/* ---- LTX-2 text connectors ---- */
+
+/* The `<side>_connector_*` and `<side>_gated_attn` keys of one connector. */
+static void
+connector_keys(struct cfg *c, const char *side, struct ltx2_connector_config *o)
+{
+	char k[64];
+
+	snprintf(k, sizeof(k), "%s_connector_num_attention_heads", side);
+	o->num_attention_heads = cfg_int(c, k, 30, 1);
+	snprintf(k, sizeof(k), "%s_connector_attention_head_dim", side);
+	o->attention_head_dim = cfg_int(c, k, 128, 1);
+	snprintf(k, sizeof(k), "%s_connector_num_layers", side);
+	o->num_layers = cfg_int(c, k, 2, 0);
+	snprintf(k, sizeof(k), "%s_connector_num_learnable_registers", side);
+	/* null: no registers (the key present and null, not absent) */
+	o->num_learnable_registers = cfg_item(c, k) == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(c->j, k) != NULL ? 0 :
+	    cfg_int(c, k, 128, 1);
+	snprintf(k, sizeof(k), "%s_gated_attn", side);
+	o->gated_attn = cfg_bool(c, k, 0);
+}
+
+enum lq_status
+diffusers_parse_ltx2_connectors(const cJSON *j, const char *path,
+    struct ltx2_connectors_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	char rope[16];
+	const struct ltx2_connector_config *sides[2];
+	static const char *names[2] = { "video", "audio" };
+
+	if (check_class(&c, "LTX2TextConnectors") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->caption_channels = cfg_int(&c, "caption_channels", 3840, 1);
+	o->text_proj_in_factor = cfg_int(&c, "text_proj_in_factor", 49, 1);
+	connector_keys(&c, "video", &o->video);
+	connector_keys(&c, "audio", &o->audio);
+	o->connector_rope_base_seq_len = cfg_int(&c,
+	    "connector_rope_base_seq_len", 4096, 1);
+	o->rope_theta = cfg_num(&c, "rope_theta", 10000.0, 1);
+	o->rope_double_precision = cfg_bool(&c, "rope_double_precision", 1);
+	(void)cfg_bool(&c, "causal_temporal_positioning", 0);
+	cfg_str(&c, "rope_type", "interleaved", rope, sizeof(rope));
+	o->proj_bias = cfg_bool(&c, "proj_bias", 0);
+	if (cfg_bool(&c, "per_modality_projections", 0) && !c.failed)
+		return cfg_fail(err, path, "per_modality_projections",
+		    "LQ-MODEL-006", "per_modality_projections true (the LTX-2.3 "
+		    "connectors: per-token RMS norm and video/audio text_proj_in) "
+		    "is not implemented yet; LTX-2.0 has false");
+	(void)cfg_int(&c, "video_hidden_dim", 4096, 1);	/* LTX-2.3 only */
+	(void)cfg_int(&c, "audio_hidden_dim", 2048, 1);
+	if (c.failed)
+		return LQ_FAILED;
+	o->rope_split = strcmp(rope, "split") == 0;
+	if (!o->rope_split && strcmp(rope, "interleaved") != 0)
+		return cfg_fail(err, path, "rope_type", "LQ-MODEL-003",
+		    "rope_type \"%s\" is not \"interleaved\" or \"split\"", rope);
+	sides[0] = &o->video;
+	sides[1] = &o->audio;
+	for (int i = 0; i < 2; i++) {
+		const struct ltx2_connector_config *s = sides[i];
+
+		if ((int64_t)s->num_attention_heads * s->attention_head_dim !=
+		    o->caption_channels)
+			return cfg_fail(err, path, names[i][0] == 'v' ?
+			    "video_connector_num_attention_heads" :
+			    "audio_connector_num_attention_heads", "LQ-MODEL-003",
+			    "the %s connector's %d heads x %d head_dim is not "
+			    "caption_channels %d (text_proj_in feeds it %d "
+			    "channels)", names[i], s->num_attention_heads,
+			    s->attention_head_dim, o->caption_channels,
+			    o->caption_channels);
+		if (s->attention_head_dim > 256)
+			return cfg_fail(err, path, names[i][0] == 'v' ?
+			    "video_connector_attention_head_dim" :
+			    "audio_connector_attention_head_dim", "LQ-MODEL-006",
+			    "the %s connector's attention_head_dim %d is over "
+			    "latentq's attention kernel limit 256", names[i],
+			    s->attention_head_dim);
+	}
+	return LQ_OK;
+}
+
 /* ---- transformer ---- */
 
 enum lq_status

@@ -153,6 +153,56 @@ struct ltx2_vocoder_config {
 	int hop;			/* product of upsample_factors: samples per mel frame */
 };
 
+/* AutoencoderKLLTX2Audio (diffusers autoencoder_kl_ltx2_audio.py), the
+ * `audio_vae/` of an LTX2Pipeline folder; decode side (LTX2AudioDecoder). */
+enum ltx2_causality {
+	LTX2_CAUSAL_NONE,		/* "none" */
+	LTX2_CAUSAL_WIDTH,		/* "width" (mel axis) */
+	LTX2_CAUSAL_HEIGHT,		/* "height" (time axis), the default */
+	LTX2_CAUSAL_WIDTH_COMPAT,	/* "width-compatibility" */
+};
+struct ltx2_audio_vae_config {
+	int base_channels;		/* 128 */
+	int output_channels;		/* 2 */
+	int n_ch_mult;
+	int ch_mult[DIFFUSERS_MAX_BLOCKS];	/* 1, 2, 4 */
+	int num_res_blocks;		/* 2 */
+	int n_attn_resolutions;		/* 0: null */
+	int attn_resolutions[DIFFUSERS_MAX_BLOCKS];
+	int in_channels;		/* 2 */
+	int resolution;			/* 256 */
+	int latent_channels;		/* 8 */
+	int norm_group;			/* norm_type: 0 "pixel" (default), 1 "group" */
+	enum ltx2_causality causality_axis;	/* "height" */
+	int mid_block_add_attention;	/* false */
+	int sample_rate;		/* 16000 (Hz) */
+	int mel_hop_length;		/* 160 */
+	int mel_bins;			/* 64; 0 when null (the input's) */
+};
+
+/* One LTX2ConnectorTransformer1d of LTX2TextConnectors. */
+struct ltx2_connector_config {
+	int num_attention_heads;	/* 30 */
+	int attention_head_dim;		/* 128 */
+	int num_layers;			/* 2 */
+	int num_learnable_registers;	/* 128; 0 when null (no registers) */
+	int gated_attn;			/* false */
+};
+
+/* LTX2TextConnectors (diffusers pipelines/ltx2/connectors.py), the
+ * `connectors/` of an LTX2Pipeline folder: the text encoder's stacked
+ * hidden states to the video and audio streams' caption features. */
+struct ltx2_connectors_config {
+	int caption_channels;		/* 3840 (Gemma-3-12B hidden size) */
+	int text_proj_in_factor;	/* 49 (its layers + the embedding) */
+	struct ltx2_connector_config video, audio;	/* video_connector_*, audio_connector_* */
+	int connector_rope_base_seq_len;	/* 4096 */
+	double rope_theta;		/* 10000 */
+	int rope_double_precision;	/* true */
+	int rope_split;			/* rope_type: 0 "interleaved" (default), 1 "split" */
+	int proj_bias;			/* false */
+};
+
 /* transformers T5Config, as T5EncoderModel uses it. */
 struct t5_config {
 	int vocab_size;			/* 32128 */
@@ -277,6 +327,22 @@ enum lq_status diffusers_parse_latent_upsampler(const cJSON *cfg,
  * LTX2VocoderWithBWE class). */
 enum lq_status diffusers_parse_ltx2_vocoder(const cJSON *cfg,
     const char *path, struct ltx2_vocoder_config *out,
+    struct lq_error *err);
+/* AutoencoderKLLTX2Audio's config: what upstream's __init__ refuses
+ * (causality_axis other than none / width / height / width-compatibility,
+ * norm_type other than pixel / group, GroupNorm with a causal axis or
+ * channels not a multiple of 32: LQ-MODEL-003 naming the key). */
+enum lq_status diffusers_parse_ltx2_audio_vae(const cJSON *cfg,
+    const char *path, struct ltx2_audio_vae_config *out,
+    struct lq_error *err);
+/* LTX2TextConnectors' config: what upstream refuses (rope_type other than
+ * interleaved / split) or cannot run (a connector's heads x head_dim other
+ * than caption_channels) is LQ-MODEL-003; what latentq does not implement
+ * yet, named, LQ-MODEL-006: per_modality_projections true (LTX-2.3).
+ * causal_temporal_positioning is read and has no
+ * effect, as upstream (the connector only stores it). */
+enum lq_status diffusers_parse_ltx2_connectors(const cJSON *cfg,
+    const char *path, struct ltx2_connectors_config *out,
     struct lq_error *err);
 enum lq_status diffusers_parse_t5(const cJSON *cfg, const char *path, struct t5_config *out,
     struct lq_error *err);

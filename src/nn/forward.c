@@ -17,6 +17,8 @@
 #include "nn/ltxv_vae.h"
 #include "nn/ltxv_vae_encoder.h"
 #include "nn/ltxv_upsampler.h"
+#include "nn/ltx2_audio_vae.h"
+#include "nn/ltx2_connectors.h"
 #include "nn/ltx2_vocoder.h"
 #include "nn/weights.h"
 
@@ -31,6 +33,8 @@ static const struct {
 	[NN_COMPONENT_VAE_ENCODER] = { "vae-encoder", "vae" },
 	[NN_COMPONENT_LATENT_UPSAMPLER] = { "latent-upsampler", "latent_upsampler" },
 	[NN_COMPONENT_VOCODER] = { "vocoder", "vocoder" },
+	[NN_COMPONENT_AUDIO_VAE_DECODER] = { "audio-vae-decoder", "audio_vae" },
+	[NN_COMPONENT_CONNECTORS] = { "connectors", "connectors" },
 };
 #define NCOMPONENTS (sizeof(components) / sizeof(components[0]))
 
@@ -780,6 +784,164 @@ out:
 	return st;
 }
 
+/* AutoencoderKLLTX2Audio.decode: z [B, latent_channels, L, M] -> sample
+ * (the mel spectrogram [B, output_channels, 4L - 3, mel_bins]). */
+static enum lq_status
+run_audio_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    struct lq_error *err)
+{
+	struct ltx2_audio_vae *v = NULL;
+	const struct st_tensor *tz;
+	float *z = NULL, *out = NULL;
+	struct gpu_buffer *b_z = NULL, *b_y = NULL;
+	struct gpu_tensor g_z, g_y;
+	int64_t oshape[4];
+	enum lq_status st;
+
+	if ((st = input_f32(in, "z", 4, "audio latents [B, C, L, M]", &tz, &z,
+	    err)) ||
+	    (st = ltx2_audio_vae_load(ctx, dir, &v, err)))
+		goto out;
+	ltx2_audio_vae_output_shape(v, tz->shape, oshape);
+	if ((st = upload(ctx, 4, tz->shape, z, &b_z, &g_z, err)) ||
+	    (st = upload(ctx, 4, oshape, NULL, &b_y, &g_y, err)) ||
+	    (st = ltx2_audio_vae_decode(v, &g_z, &g_y, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_y));
+	if ((st = gpu_tensor_download_f32(ctx, &g_y, out, err)))
+		goto out;
+	st_writer_add(w, "sample", ST_F32, 4, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		ltx2_audio_vae_memory(v, &wb, &cap, &peak);
+		report_memory(report, "audio vae decoder", wb, cap, peak,
+		    gpu_buffer_size(b_z) + gpu_buffer_size(b_y));
+	}
+out:
+	gpu_buffer_free(b_z);
+	gpu_buffer_free(b_y);
+	ltx2_audio_vae_free(v);
+	free(z);
+	free(out);
+	return st;
+}
+
+/* An integer input as int64 (I64 as stored, floats converted); caller
+ * frees. */
+static int64_t *
+input_i64(const struct st_tensor *t)
+{
+	int64_t n = st_tensor_numel(t), *out = xmalloc(sizeof(*out) *
+	    (size_t)(n ? n : 1));
+
+	if (t->dtype == ST_I64) {
+		memcpy(out, t->data, sizeof(*out) * (size_t)n);
+	} else {
+		float *f = st_tensor_to_f32(t);
+
+		for (int64_t i = 0; i < n; i++)
+			out[i] = (int64_t)f[i];
+		free(f);
+	}
+	return out;
+}
+
+/* LTX2TextConnectors: text_encoder_hidden_states [B, T, C·L] (or
+ * [B, T, C, L]), attention_mask [B, T] -> video_text_embedding,
+ * audio_text_embedding [B, T, C], attention_mask_out [B, T] (I64). */
+static enum lq_status
+run_connectors(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    const struct ltx2_connectors_call *call, struct lq_error *err)
+{
+	struct ltx2_connectors *c = NULL;
+	const struct ltx2_connectors_config *cfg;
+	const struct st_tensor *th, *tm;
+	float *hs = NULL, *mf = NULL, *ve = NULL, *ae = NULL;
+	int64_t *mask = NULL, *mo = NULL, B, T, CL;
+	struct ltx2_connectors_args a;
+	struct ltx2_connectors_out o;
+	enum lq_status st;
+
+	if ((st = input_f32(in, "text_encoder_hidden_states", -1,
+	    "[B, T, caption_channels * text_proj_in_factor]", &th, &hs, err)) ||
+	    (st = input_f32(in, "attention_mask", 2, "[B, T] of 0/1", &tm,
+	    &mf, err)) ||
+	    (st = ltx2_connectors_load(ctx, dir, &c, err)))
+		goto out;
+	cfg = ltx2_connectors_config(c);
+	CL = (int64_t)cfg->caption_channels * cfg->text_proj_in_factor;
+	B = th->shape[0];
+	T = th->ndim >= 2 ? th->shape[1] : 0;
+	if (!((th->ndim == 3 && th->shape[2] == CL) || (th->ndim == 4 &&
+	    th->shape[2] == cfg->caption_channels &&
+	    th->shape[3] == cfg->text_proj_in_factor))) {
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "text_encoder_hidden_states must be [B, T, %lld] (caption_"
+		    "channels %d x text_proj_in_factor %d, index c * L + l) or "
+		    "[B, T, %d, %d]", (long long)CL, cfg->caption_channels,
+		    cfg->text_proj_in_factor, cfg->caption_channels,
+		    cfg->text_proj_in_factor);
+		error_set_field(err, "text_encoder_hidden_states");
+		goto out;
+	}
+	if (tm->shape[0] != B || tm->shape[1] != T) {
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "attention_mask is [%lld, %lld], expected [%lld, %lld]",
+		    (long long)tm->shape[0], (long long)tm->shape[1],
+		    (long long)B, (long long)T);
+		error_set_field(err, "attention_mask");
+		goto out;
+	}
+	/* 0/1 only (upstream computes (mask - 1)·finfo.max and sums it) */
+	for (int64_t i = 0; i < B * T; i++) {
+		if (mf[i] == 0.0f || mf[i] == 1.0f)
+			continue;
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "attention_mask[%lld] is %g; it must hold 0 (padding) or 1 "
+		    "(token)", (long long)i, mf[i]);
+		error_set_field(err, "attention_mask");
+		goto out;
+	}
+	mask = input_i64(tm);
+	ve = xmalloc(sizeof(float) * (size_t)(B * T * cfg->caption_channels));
+	ae = xmalloc(sizeof(float) * (size_t)(B * T * cfg->caption_channels));
+	mo = xmalloc(sizeof(int64_t) * (size_t)(B * T));
+	a.text_encoder_hidden_states = hs;
+	a.attention_mask = mask;
+	a.B = (int)B;
+	a.T = (int)T;
+	a.call = *call;
+	o.video_text_embedding = ve;
+	o.audio_text_embedding = ae;
+	o.attention_mask_out = mo;
+	if ((st = ltx2_connectors_forward(c, &a, &o, dump, err)))
+		goto out;
+	st_writer_add(w, "video_text_embedding", ST_F32, 3,
+	    (int64_t[]){ B, T, cfg->caption_channels }, ve);
+	st_writer_add(w, "audio_text_embedding", ST_F32, 3,
+	    (int64_t[]){ B, T, cfg->caption_channels }, ae);
+	st_writer_add(w, "attention_mask_out", ST_I64, 2,
+	    (int64_t[]){ B, T }, mo);
+	{
+		size_t wb, cap, peak;
+
+		ltx2_connectors_memory(c, &wb, &cap, &peak);
+		report_memory(report, "connectors", wb, cap, peak, 0);
+	}
+out:
+	ltx2_connectors_free(c);
+	free(hs);
+	free(mf);
+	free(ve);
+	free(ae);
+	free(mask);
+	free(mo);
+	return st;
+}
+
 enum lq_status
 nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 {
@@ -824,6 +986,21 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		break;
 	case NN_COMPONENT_LATENT_UPSAMPLER:
 		st = run_upsampler(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, err);
+		break;
+	case NN_COMPONENT_CONNECTORS: {
+		struct ltx2_connectors_call call;
+
+		if (o->connectors_call)
+			call = *o->connectors_call;
+		else
+			ltx2_connectors_call_init(&call);
+		st = run_connectors(ctx, dir, &in, w,
+		    o->dump_intermediates ? &dump : NULL, o->report, &call, err);
+		break;
+	}
+	case NN_COMPONENT_AUDIO_VAE_DECODER:
+		st = run_audio_vae(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report, err);
 		break;
 	case NN_COMPONENT_VOCODER:

@@ -23,6 +23,11 @@
  *     -> last_hidden_state
  *   vocoder (LTX2Vocoder): mel (or hidden_states) [B,C,T,M] -> waveform
  *     [B,out_channels,samples]
+ *   audio-vae-decoder (AutoencoderKLLTX2Audio): z [B,C,L,M] -> sample
+ *     [B,output_channels,4L-3,mel_bins]
+ *   connectors (LTX2TextConnectors): text_encoder_hidden_states
+ *     [B,T,C*L], attention_mask [B,T] -> video_text_embedding,
+ *     audio_text_embedding [B,T,C], attention_mask_out [B,T] (I64)
  * Any float or integer dtype is accepted and converted.  Later --inputs
  * files do not override earlier ones: the first file holding a name wins.
  *
@@ -36,6 +41,7 @@
 #include "core/error.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/ltx2_connectors.h"
 
 enum nn_component {
 	NN_COMPONENT_TRANSFORMER,
@@ -44,6 +50,8 @@ enum nn_component {
 	NN_COMPONENT_VAE_ENCODER,
 	NN_COMPONENT_LATENT_UPSAMPLER,
 	NN_COMPONENT_VOCODER,
+	NN_COMPONENT_AUDIO_VAE_DECODER,
+	NN_COMPONENT_CONNECTORS,
 };
 
 struct nn_forward_opts {
@@ -67,6 +75,9 @@ struct nn_forward_opts {
 	/* VAE decoder: decode tiled / frame-wise with these attributes
 	 * (ltxv_vae_decode_tiled); NULL: one plain decoder call. */
 	const struct ltxv_vae_tiling *vae_tiling;
+	/* connectors: padding_side and scale_factor (NULL: upstream's
+	 * defaults, ltx2_connectors_call_init) */
+	const struct ltx2_connectors_call *connectors_call;
 };
 
 /* Parses a --component name (nn_component_names lists them); 0 ok, -1
@@ -80,7 +91,7 @@ const char *nn_component_names(void);
 /*
  * Resolves the component folder (opts->model itself when it holds a
  * config.json, else its transformer/, vae/, text_encoder/,
- * latent_upsampler/ or vocoder/ subfolder),
+ * latent_upsampler/, vocoder/, audio_vae/ or connectors/ subfolder),
  * loads the component, reads the inputs, runs it and writes opts->out.
  * Errors: LQ_FAILED with LQ-NN-INPUT (missing/misshapen input, naming it),
  * model / safetensors / config codes, LQ-NN-TEXT when the text encoder is

@@ -11,6 +11,9 @@ liblatentq_a_SOURCES += \
 	src/nn/ltxv_vae_encoder.c src/nn/ltxv_vae_encoder.h \
 	src/nn/ltxv_upsampler.c src/nn/ltxv_upsampler.h \
 	src/nn/ltx2_vocoder.c src/nn/ltx2_vocoder.h \
+	src/nn/ltx2_audio_vae.c src/nn/ltx2_audio_vae.h \
+	src/nn/ltx2_attn.c src/nn/ltx2_attn.h \
+	src/nn/ltx2_connectors.c src/nn/ltx2_connectors.h \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5.c \
 	src/cmd/forward.c
@@ -26,7 +29,8 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/forward-intermediates.sh tests/nn/plan-measured.sh \
 	tests/nn/forward-split.sh tests/nn/forward-tiled.sh \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
-	tests/nn/norm-out-linear.sh tests/nn/ltx2-vocoder.sh
+	tests/nn/norm-out-linear.sh tests/nn/ltx2-vocoder.sh \
+	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
@@ -45,5 +49,6 @@ EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/plan-measured.sh tests/nn/forward-split.sh \
 	tests/nn/forward-tiled.sh tests/nn/norm-out-linear.sh \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
-	tests/nn/ltx2-vocoder.sh \
+	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh \
+	tests/nn/ltx2-connectors.sh tests/nn/ltx2-common.sh \
 	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2

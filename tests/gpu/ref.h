@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { REF_NONE, REF_GELU_TANH, REF_SILU, REF_RELU, REF_GELU, REF_TANH };
+enum { REF_NONE, REF_GELU_TANH, REF_SILU, REF_RELU, REF_GELU, REF_TANH, REF_SIGMOID };
 
 static double
 ref_act(double x, int act)
@@ -27,6 +27,8 @@ ref_act(double x, int act)
 		return 0.5 * x * (1 + erf(x / sqrt(2.0)));
 	case REF_TANH:
 		return tanh(x);
+	case REF_SIGMOID:
+		return 1 / (1 + exp(-x));
 	}
 	return x;
 }
@@ -195,6 +197,24 @@ ref_rope(double *y, const float *x, const float *cs, const float *sn, int B,
 				y[i] = x0 * cs[c] - x1 * sn[c];
 				y[i + 1] = x1 * cs[c + 1] + x0 * sn[c + 1];
 			}
+}
+
+/* apply_split_rotary_emb: heads of hd, tables [cb, N, D/2] */
+static void
+ref_rope_split(double *y, const float *x, const float *cs, const float *sn,
+    int B, int N, int D, int cb, int hd)
+{
+	for (int b = 0; b < B; b++)
+		for (int n = 0; n < N; n++)
+			for (int h = 0; h < D / hd; h++)
+				for (int j = 0; j < hd / 2; j++) {
+			size_t i0 = ((size_t)b * N + n) * D + (size_t)h * hd + j;
+			size_t i1 = i0 + hd / 2;
+			size_t c = ((size_t)(cb == 1 ? 0 : b) * N + n) * (D / 2) +
+			    (size_t)h * (hd / 2) + j;
+			y[i0] = (double)x[i0] * cs[c] - (double)x[i1] * sn[c];
+			y[i1] = (double)x[i1] * cs[c] + (double)x[i0] * sn[c];
+		}
 }
 
 /* conv3d with explicit padding semantics; rep_t/rep_s replicate edges */

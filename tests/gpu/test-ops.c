@@ -342,7 +342,7 @@ test_elementwise(void)
 	compare("add_mul", &yam, ref + 2 * n, 1e-6, 1e-6);
 	compare("scale", &ys, ref + 3 * n, 1e-6, 1e-6);
 
-	for (int act = 1; act <= 5; act++) {
+	for (int act = 1; act <= 6; act++) {
 		begin();
 		x = T(GPU_F32, 3, SH(B, N, D));
 		y = T(GPU_F32, 3, SH(B, N, D));
@@ -529,6 +529,30 @@ test_rope(int B, int N, int D, int cb)
 	char name[64];
 	snprintf(name, sizeof(name), "rope [%d,%d,%d] cos batch %d", B, N, D, cb);
 	compare(name, &x, ref, 1e-6, 1e-6);
+	free(hx), free(hc), free(hs), free(ref);
+}
+
+static void
+test_rope_split(int B, int N, int D, int cb, int hd)
+{
+	begin();
+	struct gpu_tensor x = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor y = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor c = T(GPU_F32, 3, SH(cb, N, D / 2));
+	struct gpu_tensor s = T(GPU_BF16, 3, SH(cb, N, D / 2));
+	float *hx = rnd((size_t)B * N * D, 2), *hc = rnd((size_t)cb * N * D / 2, 1);
+	float *hs = rnd((size_t)cb * N * D / 2, 1);
+	up(&x, hx);
+	up(&c, hc);
+	up(&s, hs);
+	ops_rope_split(cmd, &y, &x, &c, &s, hd);
+	run();
+	double *ref = malloc(sizeof(double) * (size_t)B * N * D);
+	ref_rope_split(ref, hx, hc, hs, B, N, D, cb, hd);
+	char name[64];
+	snprintf(name, sizeof(name), "rope split [%d,%d,%d] hd %d cos batch %d",
+	    B, N, D, hd, cb);
+	compare(name, &y, ref, 1e-6, 1e-6);
 	free(hx), free(hc), free(hs), free(ref);
 }
 
@@ -815,6 +839,9 @@ main(void)
 	test_attention(1, 3, 5, 2, 8, 24, 0, 1, 0.3, 0);
 	test_rope(2, 13, 10, 1);
 	test_rope(2, 7, 32, 2);
+	test_rope_split(2, 13, 32, 1, 8);
+	test_rope_split(2, 5, 36, 2, 12);
+	test_rope_split(1, 3, 6, 1, 2);
 	test_conv1d(2, 5, 9, 7, 7, 1, 1, 3, 3, 0, GPU_F32, 1);
 	test_conv1d(1, 8, 33, 8, 3, 1, 3, 3, 3, 0, GPU_F16, 1);
 	test_conv1d(2, 6, 20, 6, 5, 1, 2, 4, 4, 0, GPU_BF16, 0);

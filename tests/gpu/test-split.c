@@ -313,6 +313,11 @@ c_rope(struct env *e, struct gpu_cmd *cmd)
 	struct gpu_tensor sn = in(e, GPU_F32, 3, SH(1, 300, 64), 1);
 	struct gpu_tensor y = out(e, 3, SH(2, 300, 64));
 	ops_rope(cmd, &y, &x, &cs, &sn);
+	/* split halves, heads of 16, tables [1, N, D/2] */
+	struct gpu_tensor cs2 = in(e, GPU_F32, 3, SH(1, 300, 32), 1);
+	struct gpu_tensor sn2 = in(e, GPU_F32, 3, SH(1, 300, 32), 1);
+	struct gpu_tensor y2 = out(e, 3, SH(2, 300, 64));
+	ops_rope_split(cmd, &y2, &x, &cs2, &sn2, 16);
 }
 
 /* conv3d: x over the limit (blocks of input channels through y), w over

@@ -6,16 +6,9 @@
 # (null, clamp) against its pre-activation conv_out; and the configs
 # latentq refuses, by name.
 . "${top_srcdir:-.}/tests/cli/common.sh"
+. "$top_srcdir/tests/nn/ltx2-common.sh"
 
-D=$top_srcdir/tests/data/ltx2
 V=$D/vocoder/voc
-CMP=${top_builddir:-.}/tests/nn/st-compare
-ST=${top_builddir:-.}/tests/render/st-tool
-
-compare() {	# REL_FILE MINE [KEY...]
-	checks=$((checks + 1))
-	"$CMP" "$D/index.json" "$D" "$@" || fail "st-compare $*"
-}
 
 expect_status 0 "$LATENTQ" forward --model "$V/model/vocoder" \
     --component vocoder --inputs "$V/inputs.safetensors" \
@@ -60,26 +53,25 @@ checks=$((checks + 1))
 expect_status 65 "$LATENTQ" forward --model "$D/vocoder/voc_bwe/model/vocoder" \
     --component vocoder --inputs "$V/inputs.safetensors" --out "$T/x.st"
 expect_grep '_class_name: LTX2VocoderWithBWE .*not implemented.*\[LQ-MODEL-006\]' "$T/err"
-bad_config() {	# SED_EXPR CODE PATTERN
-	m=$T/bad-$checks
-	mkdir -p "$m"
-	sed "$1" "$cfg" >"$m/config.json"
-	expect_status 65 "$LATENTQ" forward --model "$m" --component vocoder \
-	    --inputs "$V/inputs.safetensors" --out "$T/x.st"
-	expect_grep "$3.*\[$2\]" "$T/err"
-}
-bad_config 's/"act_fn": "leaky_relu"/"act_fn": "snakebeta"/' LQ-MODEL-006 \
-    'act_fn: act_fn "snakebeta" .*not implemented yet; use "leaky_relu"'
-bad_config 's/"act_fn": "leaky_relu"/"act_fn": "relu"/' LQ-MODEL-003 \
-    'act_fn: act_fn "relu" is not one of snakebeta, snake, leaky_relu'
-bad_config 's/"antialias": false/"antialias": true/' LQ-MODEL-006 \
-    'antialias: antialias true .*not implemented'
-bad_config 's/"final_act_fn": "tanh"/"final_act_fn": "sigmoid"/' LQ-MODEL-003 \
-    'final_act_fn: final_act_fn "sigmoid" is not "tanh", "clamp" or null'
-bad_config '/"upsample_factors"/,/\]/s/2$/2, 2/' LQ-MODEL-004 \
-    'upsample_factors: upsample_kernel_sizes has 2 entries and upsample_factors 3'
-bad_config 's/"hidden_channels": 32/"hidden_channels": 3/' LQ-MODEL-003 \
-    'hidden_channels: hidden_channels 3 halves to 0 over 2 upsamplers; use at least 4'
-bad_config 's/"_class_name": "LTX2Vocoder"/"_class_name": "HifiGan"/' LQ-MODEL-002 \
-    'HifiGan'
+bad_config "$cfg" 's/"act_fn": "leaky_relu"/"act_fn": "snakebeta"/' LQ-MODEL-006 \
+    'act_fn: act_fn "snakebeta" .*not implemented yet; use "leaky_relu"' \
+    vocoder "$V/inputs.safetensors"
+bad_config "$cfg" 's/"act_fn": "leaky_relu"/"act_fn": "relu"/' LQ-MODEL-003 \
+    'act_fn: act_fn "relu" is not one of snakebeta, snake, leaky_relu' \
+    vocoder "$V/inputs.safetensors"
+bad_config "$cfg" 's/"antialias": false/"antialias": true/' LQ-MODEL-006 \
+    'antialias: antialias true .*not implemented' \
+    vocoder "$V/inputs.safetensors"
+bad_config "$cfg" 's/"final_act_fn": "tanh"/"final_act_fn": "sigmoid"/' LQ-MODEL-003 \
+    'final_act_fn: final_act_fn "sigmoid" is not "tanh", "clamp" or null' \
+    vocoder "$V/inputs.safetensors"
+bad_config "$cfg" '/"upsample_factors"/,/\]/s/2$/2, 2/' LQ-MODEL-004 \
+    'upsample_factors: upsample_kernel_sizes has 2 entries and upsample_factors 3' \
+    vocoder "$V/inputs.safetensors"
+bad_config "$cfg" 's/"hidden_channels": 32/"hidden_channels": 3/' LQ-MODEL-003 \
+    'hidden_channels: hidden_channels 3 halves to 0 over 2 upsamplers; use at least 4' \
+    vocoder "$V/inputs.safetensors"
+bad_config "$cfg" 's/"_class_name": "LTX2Vocoder"/"_class_name": "HifiGan"/' LQ-MODEL-002 \
+    'HifiGan' \
+    vocoder "$V/inputs.safetensors"
 finish

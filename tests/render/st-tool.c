@@ -8,6 +8,10 @@
  *                                     inputs (first wins on a name clash)
  *   st-tool fill OUT NAME D0 [D1...]  one F32 tensor NAME of that shape,
  *                                     deterministic values in [-1, 1]
+ *   st-tool zeros OUT NAME D0 [D1...] the same, all zeros
+ *   st-tool crop OUT IN KEY DIM START LEN
+ *                                     tensor KEY of IN sliced to
+ *                                     [START, START + LEN) along DIM, as F32
  *   st-tool pick OUT IN KEY[:NEW]...  tensors KEY of IN (renamed NEW) into
  *                                     OUT; a missing KEY is an error
  *   st-tool unprefix OUT IN PREFIX    every tensor of IN, PREFIX dropped
@@ -316,7 +320,52 @@ do_image(const char *out, const char *in, const char *key)
 }
 
 static int
-do_fill(const char *out, const char *name, int ndim, char **dims)
+do_crop(const char *out, const char *in, const char *key, int dim,
+    int64_t start, int64_t len)
+{
+	struct st_file *f = open_or_die(in);
+	const struct st_tensor *t = st_file_find(f, key);
+	struct lq_error err;
+	int64_t shape[8], outer = 1, inner = 1;
+	int rc = 0;
+
+	if (t == NULL || dim < 0 || dim >= t->ndim || start < 0 || len < 1 ||
+	    start + len > t->shape[dim]) {
+		fprintf(stderr, "st-tool: %s: no tensor %s with [%lld, %lld) on "
+		    "dim %d\n", in, key, (long long)start,
+		    (long long)(start + len), dim);
+		st_file_close(f);
+		return 1;
+	}
+	for (int i = 0; i < t->ndim; i++) {
+		shape[i] = i == dim ? len : t->shape[i];
+		if (i < dim)
+			outer *= t->shape[i];
+		else if (i > dim)
+			inner *= t->shape[i];
+	}
+	float *all = st_tensor_to_f32(t);
+	float *v = xmalloc((size_t)(outer * len * inner) * sizeof(float));
+	for (int64_t o = 0; o < outer; o++)
+		memcpy(v + o * len * inner,
+		    all + (o * t->shape[dim] + start) * inner,
+		    (size_t)(len * inner) * sizeof(float));
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, key, ST_F32, t->ndim, shape, v);
+	error_clear(&err);
+	if (st_writer_write(w, out, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_writer_free(w);
+	free(all);
+	free(v);
+	st_file_close(f);
+	return rc;
+}
+
+static int
+do_fill(const char *out, const char *name, int ndim, char **dims, int zeros)
 {
 	int64_t shape[8], n = 1;
 	uint32_t x = 2468;
@@ -331,7 +380,7 @@ do_fill(const char *out, const char *name, int ndim, char **dims)
 	float *v = xmalloc((size_t)n * sizeof(float));
 	for (int64_t i = 0; i < n; i++) {
 		x = x * 1664525u + 1013904223u;
-		v[i] = (float)(x >> 8) / 8388608.0f - 1.0f;
+		v[i] = zeros ? 0.0f : (float)(x >> 8) / 8388608.0f - 1.0f;
 	}
 	struct st_writer *w = st_writer_new();
 	st_writer_add(w, name, ST_F32, ndim, shape, v);
@@ -344,7 +393,12 @@ int
 main(int argc, char **argv)
 {
 	if (argc >= 5 && strcmp(argv[1], "fill") == 0)
-		return do_fill(argv[2], argv[3], argc - 4, argv + 4);
+		return do_fill(argv[2], argv[3], argc - 4, argv + 4, 0);
+	if (argc >= 5 && strcmp(argv[1], "zeros") == 0)
+		return do_fill(argv[2], argv[3], argc - 4, argv + 4, 1);
+	if (argc == 8 && strcmp(argv[1], "crop") == 0)
+		return do_crop(argv[2], argv[3], argv[4], atoi(argv[5]),
+		    atoll(argv[6]), atoll(argv[7]));
 	if (argc == 7 && strcmp(argv[1], "lora") == 0)
 		return do_lora(argv[2], argv[3], atoll(argv[4]), atoll(argv[5]),
 		    atoll(argv[6]));
@@ -363,8 +417,9 @@ main(int argc, char **argv)
 	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
 		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
-	    "fill OUT NAME D0 [D1...] | pick OUT IN KEY[:NEW]... | png OUT IN KEY | png-chw OUT IN KEY | "
-	    "image OUT IMAGE KEY | unprefix OUT IN PREFIX | "
+	    "fill OUT NAME D0 [D1...] | zeros OUT NAME D0 [D1...] | "
+	    "crop OUT IN KEY DIM START LEN | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
+	    "png-chw OUT IN KEY | image OUT IMAGE KEY | unprefix OUT IN PREFIX | "
 	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }

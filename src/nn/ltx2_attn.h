@@ -1,0 +1,67 @@
+/*
+ * ltx2_attn.h — LTX2Attention (diffusers models/transformers/
+ * transformer_ltx2.py: LTX2Attention with LTX2AudioVideoAttnProcessor) on
+ * gpu ops, shared by LTX-2's text connectors and (to come) its DiT:
+ * to_q / to_k / to_v (bias), norm_q / norm_k = torch.nn.RMSNorm over the
+ * whole inner dim with weights, eps 1e-6, RoPE (interleaved on the inner
+ * dim, or split halves per head) on the inner dim
+ * after the norms (query and key tables may differ), head split, SDPA with
+ * scale 1/sqrt(head_dim) and an optional additive key bias, optional
+ * per-head gates 2·sigmoid(to_gate_logits(x)) on each head's output, then
+ * to_out.0.
+ *
+ * Ownership: the struct holds views borrowed from an nn_weights, valid
+ * while it lives; scratch tensors are the caller's.
+ */
+#ifndef LQ_NN_LTX2_ATTN_H
+#define LQ_NN_LTX2_ATTN_H
+
+#include "core/error.h"
+#include "gpu/gpu.h"
+#include "nn/weights.h"
+
+#define LTX2_ATTN_NORM_EPS 1e-6f	/* LTX2Attention's norm_eps default */
+
+struct ltx2_attn {
+	int heads, head_dim, inner;	/* inner = heads · head_dim */
+	int query_dim, kv_dim;
+	int has_bias, has_out_bias, gated;
+	int rope_split;		/* rope_type "split" (tables [.., N, inner/2],
+				 * ops_rope_split per head); 0: interleaved.
+				 * Set by the caller after ltx2_attn_load. */
+	struct gpu_tensor to_q_w, to_q_b, to_k_w, to_k_b, to_v_w, to_v_b;
+	struct gpu_tensor norm_q_w, norm_k_w, to_out_w, to_out_b;
+	struct gpu_tensor gate_w, gate_b;	/* to_gate_logits (gated) */
+};
+
+/*
+ * Views of `prefix`.to_q / to_k / to_v / norm_q / norm_k / to_out.0 /
+ * to_gate_logits with the shapes upstream builds (LQ-NN-WMISS /
+ * LQ-NN-WSHAPE naming the tensor otherwise).
+ */
+enum lq_status ltx2_attn_load(const struct nn_weights *w, const char *prefix,
+    int query_dim, int kv_dim, int heads, int head_dim, int bias,
+    int out_bias, int gated, struct ltx2_attn *a, struct lq_error *err);
+
+/* Scratch of one call: q, o [B, Nq, inner]; k, v [B, Nk, inner]; gates
+ * [B, Nq, heads] (gated only). */
+struct ltx2_attn_scratch {
+	struct gpu_tensor q, k, v, o, gates;
+};
+
+/*
+ * out [B, Nq, query_dim] = attention of x [B, Nq, query_dim] over kv
+ * [B, Nk, kv_dim] (NULL: x).  q_cos / q_sin [1 or B, Nq, inner] and
+ * k_cos / k_sin [1 or B, Nk, inner] interleaved RoPE tables, or
+ * [.., inner/2] with rope_split (ops_rope_split, heads of head_dim) (NULL: no
+ * RoPE; k NULL with q set: the query's tables, as upstream); key_bias
+ * [B, Nk] additive or NULL.  Records into cmd; out must not alias x.
+ */
+enum lq_status ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
+    const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
+    const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
+    const struct gpu_tensor *key_bias);
+
+#endif
