@@ -13,9 +13,17 @@ checks=$((checks + 1))
 env -u LD_PRELOAD LSAN_OPTIONS=exitcode=23 "$prog" >"$T/out" 2>"$T/err"
 rc=$?
 [ "$rc" = 77 ] && { echo "no Vulkan device"; exit 77; }
-[ "$rc" = 23 ] || fail "vk-leak without keep-icd.so exited $rc, expected 23 (a leak report)"
-expect_grep 'ERROR: LeakSanitizer: detected memory leaks' "$T/err"
-expect_grep '<unknown module>' "$T/err"
+if [ "$rc" = 0 ] && ! grep -q 'LeakSanitizer' "$T/err"; then
+	# Whether Mesa leaks depends on the machine (seen leaking on one
+	# Debian 12 host, clean on another with the same mesa-vulkan-drivers
+	# 22.3.6-1+deb12u2): with no leak there is nothing to contrast, and
+	# what remains checked is that the shim keeps the run clean.
+	echo "note: vk-leak reported no leak without keep-icd.so on this machine"
+else
+	[ "$rc" = 23 ] || fail "vk-leak without keep-icd.so exited $rc, expected 23 (a leak report)"
+	expect_grep 'ERROR: LeakSanitizer: detected memory leaks' "$T/err"
+	expect_grep '<unknown module>' "$T/err"
+fi
 # with it (and no suppression file): clean
 expect_status 0 env LD_PRELOAD="$shim" ASAN_OPTIONS=verify_asan_link_order=0 \
 	LSAN_OPTIONS=exitcode=23 "$prog"
