@@ -497,8 +497,8 @@ phase_load(struct render *r, struct lq_error *err)
 static enum lq_status
 open_mesh(struct render *r, struct lq_error *err)
 {
-	const char *spec = r->opt->device ? r->opt->device :
-	    getenv("LATENTQ_DEVICE");
+	/* --device, or main's LATENTQ_DEVICE default (cmd_globals) */
+	const char *spec = r->opt->device;
 	int want = r->jc.mesh.devices > 1 ? (int)r->jc.mesh.devices : 1;
 	struct device_caps *all = NULL;
 	int n = 0;

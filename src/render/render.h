@@ -23,7 +23,10 @@ struct render_options {
 	int allow_download;	/* fetch a model URL not yet in the cache
 				 * (net/layout.h); else such a job is given
 				 * back, LQ-RUN-DOWNLOAD */
-	const char *device;	/* Vulkan device index or name; NULL = first */
+	const char *device;	/* --device / LATENTQ_DEVICE (cmd_globals):
+				 * slot indices or name fragments, a comma
+				 * list for a mesh (gpu_devices_match);
+				 * NULL = the first devices */
 	int attempt;		/* the job's attempt number (for fault injection) */
 	int progress_tty;	/* draw a progress line (else plain log lines) */
 };
