@@ -85,6 +85,25 @@ struct media_provenance {
 enum lq_status media_rate_from_double(double fps, int *num, int *den,
     struct lq_error *err);
 
+/*
+ * A borrowed audio track: `channels` planes of `samples` float samples at
+ * `sample_rate` Hz, planar [channels, samples] (one video's row of the
+ * LTX-2 vocoder's `waveform` [B, channels, samples]), nominally in
+ * [-1, 1] (the encoder clips what lies outside).  Encoded with FFmpeg's
+ * native AAC encoder (AAC-LC, bit-exact flags, one thread) at `bit_rate`
+ * bits per second (<= 0: 64000 per channel).  The sample rate must be one
+ * AAC has (8000 ... 96000: 8000, 11025, 12000, 16000, 22050, 24000, 32000,
+ * 44100, 48000, 64000, 88200, 96000) and channels 1 or 2; anything else
+ * fails with LQ-MEDIA-009 before a byte is written.
+ */
+struct media_audio {
+	int sample_rate;	/* Hz */
+	int channels;		/* 1 (mono) or 2 (stereo: left, right) */
+	int64_t samples;	/* per channel, >= 1 */
+	const float *pcm;	/* [channels, samples] */
+	int bit_rate;		/* bits/s; <= 0 = 64000 x channels */
+};
+
 struct media_video_options {
 	double fps;		/* frames per second, see media_rate_from_double */
 	int crf;		/* x264 constant rate factor 0..51; < 0 = 18 */
@@ -93,13 +112,20 @@ struct media_video_options {
 	const struct media_tag *tags;	/* extra container tags, may be NULL */
 	size_t n_tags;
 	const struct file_commit *commit;	/* NULL: plain rename */
+	/* NULL: video only.  Otherwise a second (AAC) track starting with
+	 * the first frame; borrowed until media_mp4_close or _abort. */
+	const struct media_audio *audio;
 };
 
 /*
  * Writes `v` as an MP4 at `path`: H.264 (libx264, by default preset
  * medium and CRF 18; single-threaded, no mb-tree, bit-exact flags),
  * yuv420p, BT.709 limited range (tagged), timestamps i/fps, "faststart"
- * (index before the media data), provenance tags, no creation time.  Width and height must be even (yuv420p halves chroma);
+ * (index before the media data), provenance tags, no creation time, and
+ * with opt->audio an AAC track beside it, interleaved by time (the
+ * audio's packets reach the muxer as the video's frames do, so the bytes
+ * do not depend on how the frames were split).  Width and height must
+ * be even (yuv420p halves chroma);
  * an odd size fails with LQ-MEDIA-002 — latentq's sizes are multiples of
  * 32, so preflight rejects odd sizes long before this.  Needs count >= 1.
  */
@@ -134,13 +160,19 @@ struct media_video {
 	size_t n_tags;		/* container tags */
 	char **tag_keys, **tag_values;
 	uint8_t *rgb;		/* [frame_count, height, width, 3] or NULL */
+	/* The first audio stream, if any (audio_codec NULL: none). */
+	char *audio_codec;	/* "aac" */
+	int sample_rate, channels;
+	int64_t audio_samples;	/* decoded per channel, priming removed */
+	float *pcm;		/* [channels, audio_samples] or NULL */
 };
 
 /*
  * Opens a video file with libavformat, decodes its first video stream to
  * the end and fills `out` (zeroed first).  With `want_rgb`, the decoded
  * frames are converted to RGB24 (BT.709 limited range, as written) into
- * out->rgb.  On failure out is left cleared.  For tests, `latentq show`
+ * out->rgb.  The first audio stream, if there is one, is decoded to
+ * planar float into out->pcm either way.  On failure out is left cleared.  For tests, `latentq show`
  * and verifying outputs.
  */
 enum lq_status media_read_video(const char *path, int want_rgb,

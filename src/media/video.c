@@ -8,6 +8,9 @@
  * deterministic lookahead and without mb-tree (see encode()), the encoder
  * and muxer carry the bit-exact flags (no library version strings, no
  * creation time), and the colour conversion uses swscale's bit-exact path.
+ * An audio track goes through FFmpeg's own AAC encoder (no threads, no
+ * randomness), its frames sent as the video's are (audio_feed()), so
+ * the packets the muxer interleaves are the same for any frame split.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
 #include <libavutil/dict.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
@@ -128,11 +132,20 @@ struct mp4_writer {
 	struct SwsContext *sws;
 	AVFrame *frame;
 	AVPacket *pkt;
+	int rate_num, rate_den;	/* the video's frame rate */
+	/* the audio track, when opt->audio was given */
+	const struct media_audio *audio;
+	AVCodecContext *aenc;
+	AVStream *ast;
+	AVFrame *aframe;
+	int64_t asent;		/* samples per channel sent to aenc */
 };
 
 static void
 mp4_writer_free(struct mp4_writer *w)
 {
+	avcodec_free_context(&w->aenc);
+	av_frame_free(&w->aframe);
 	if (w->fmt != NULL && w->fmt->pb != NULL)
 		avio_closep(&w->fmt->pb);
 	avformat_free_context(w->fmt);
@@ -142,23 +155,166 @@ mp4_writer_free(struct mp4_writer *w)
 	av_packet_free(&w->pkt);
 }
 
-/* Moves every packet the encoder has ready into the muxer. */
+/* Moves every packet encoder `enc` has ready into the muxer as `st`'s. */
 static enum lq_status
-drain(struct mp4_writer *w, struct lq_error *err)
+drain_stream(struct mp4_writer *w, AVCodecContext *enc, AVStream *st,
+    struct lq_error *err)
 {
 	for (;;) {
-		int rc = avcodec_receive_packet(w->enc, w->pkt);
+		int rc = avcodec_receive_packet(enc, w->pkt);
 		if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF)
 			return LQ_OK;
 		if (rc < 0)
 			return av_fail(err, "avcodec_receive_packet", w->path, rc);
-		av_packet_rescale_ts(w->pkt, w->enc->time_base, w->st->time_base);
-		w->pkt->stream_index = w->st->index;
+		av_packet_rescale_ts(w->pkt, enc->time_base, st->time_base);
+		w->pkt->stream_index = st->index;
 		rc = av_interleaved_write_frame(w->fmt, w->pkt);
 		if (rc < 0)
 			return av_fail(err, "av_interleaved_write_frame", w->path,
 			    rc);
 	}
+}
+
+static enum lq_status
+drain(struct mp4_writer *w, struct lq_error *err)
+{
+	return drain_stream(w, w->enc, w->st, err);
+}
+
+/* AAC's sampling frequencies (ISO/IEC 14496-3, Table 1.18). */
+static int
+aac_rate_ok(int rate)
+{
+	static const int rates[] = { 96000, 88200, 64000, 48000, 44100,
+	    32000, 24000, 22050, 16000, 12000, 11025, 8000 };
+	for (size_t i = 0; i < LQ_ARRAY_LEN(rates); i++)
+		if (rates[i] == rate)
+			return 1;
+	return 0;
+}
+
+/* Refuses an audio track AAC cannot carry, before anything is opened. */
+static enum lq_status
+audio_check(const char *path, const struct media_audio *a,
+    struct lq_error *err)
+{
+	if (a->pcm == NULL || a->samples < 1) {
+		error_set(err, LQ_FAILED, "LQ-MEDIA-009",
+		    "cannot write %s: the audio track has no samples", path);
+		return LQ_FAILED;
+	}
+	if (a->channels < 1 || a->channels > 2) {
+		error_set(err, LQ_FAILED, "LQ-MEDIA-009",
+		    "cannot write %s: %d audio channels; the AAC track "
+		    "takes 1 (mono) or 2 (stereo)", path, a->channels);
+		error_set_hint(err, "mix the waveform down to stereo");
+		return LQ_FAILED;
+	}
+	if (!aac_rate_ok(a->sample_rate)) {
+		error_set(err, LQ_FAILED, "LQ-MEDIA-009",
+		    "cannot write %s: audio at %d Hz; AAC carries 8000, 11025, "
+		    "12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, "
+		    "88200 or 96000 Hz", path, a->sample_rate);
+		error_set_hint(err, "use a vocoder whose output_sampling_rate "
+		    "is one of those, such as 24000 or 48000");
+		return LQ_FAILED;
+	}
+	return LQ_OK;
+}
+
+/* Opens the AAC encoder and adds its stream (before the header). */
+static enum lq_status
+audio_open(struct mp4_writer *w, const struct media_audio *a,
+    struct lq_error *err)
+{
+	const AVCodec *codec = avcodec_find_encoder(AV_CODEC_ID_AAC);
+	int rc;
+	if (codec == NULL)
+		return error_set(err, LQ_FAILED, "LQ-MEDIA-009",
+		    "avcodec_find_encoder(aac) found no encoder in this "
+		    "libavcodec");
+	if ((w->ast = avformat_new_stream(w->fmt, NULL)) == NULL ||
+	    (w->aenc = avcodec_alloc_context3(codec)) == NULL ||
+	    (w->aframe = av_frame_alloc()) == NULL)
+		return av_fail(err, "avformat_new_stream(audio)", w->path,
+		    AVERROR(ENOMEM));
+	AVCodecContext *e = w->aenc;
+	e->sample_fmt = AV_SAMPLE_FMT_FLTP;
+	e->sample_rate = a->sample_rate;
+	av_channel_layout_default(&e->ch_layout, a->channels);
+	e->bit_rate = a->bit_rate > 0 ? a->bit_rate : 64000 * a->channels;
+	e->time_base = (AVRational){ 1, a->sample_rate };
+	e->thread_count = 1;
+	e->flags |= AV_CODEC_FLAG_BITEXACT;
+	if (w->fmt->oformat->flags & AVFMT_GLOBALHEADER)
+		e->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+	if ((rc = avcodec_open2(e, codec, NULL)) < 0)
+		return av_fail(err, "avcodec_open2(aac)", w->path, rc);
+	if ((rc = avcodec_parameters_from_context(w->ast->codecpar, e)) < 0)
+		return av_fail(err, "avcodec_parameters_from_context(aac)",
+		    w->path, rc);
+	w->ast->time_base = e->time_base;
+	w->audio = a;
+	return LQ_OK;
+}
+
+/*
+ * Sends the audio up to sample `until` (per channel) to the encoder in
+ * its frame_size frames; with `last`, the remainder too (a short final
+ * frame) and the flush.
+ */
+static enum lq_status
+audio_feed(struct mp4_writer *w, int64_t until, int last,
+    struct lq_error *err)
+{
+	const struct media_audio *a = w->audio;
+	AVCodecContext *e = w->aenc;
+	const int64_t fs = e->frame_size > 0 ? e->frame_size : 1024;
+	enum lq_status s;
+	int rc;
+
+	if (until > a->samples)
+		until = a->samples;
+	for (;;) {
+		int64_t n = until - w->asent;
+		if (n > fs)
+			n = fs;
+		if (n <= 0 || (n < fs && !last))
+			break;
+		AVFrame *f = w->aframe;
+		av_frame_unref(f);
+		f->format = e->sample_fmt;
+		f->nb_samples = (int)n;
+		f->sample_rate = e->sample_rate;
+		if ((rc = av_channel_layout_copy(&f->ch_layout,
+		    &e->ch_layout)) < 0 || (rc = av_frame_get_buffer(f, 0)) < 0)
+			return av_fail(err, "av_frame_get_buffer(audio)",
+			    w->path, rc);
+		for (int c = 0; c < a->channels; c++)
+			memcpy(f->data[c], a->pcm + (size_t)c * a->samples +
+			    w->asent, (size_t)n * sizeof(float));
+		f->pts = w->asent;
+		w->asent += n;
+		if ((rc = avcodec_send_frame(e, f)) < 0)
+			return av_fail(err, "avcodec_send_frame(audio)", w->path,
+			    rc);
+		if ((s = drain_stream(w, e, w->ast, err)) != LQ_OK)
+			return s;
+	}
+	if (!last)
+		return LQ_OK;
+	if ((rc = avcodec_send_frame(e, NULL)) < 0)
+		return av_fail(err, "avcodec_send_frame(audio flush)", w->path,
+		    rc);
+	return drain_stream(w, e, w->ast, err);
+}
+
+/* The audio sample (per channel) at which video frame `frames` starts. */
+static int64_t
+audio_due(const struct mp4_writer *w, int frames)
+{
+	return (int64_t)frames * w->audio->sample_rate * w->rate_den /
+	    w->rate_num;
 }
 
 /* Fails if libav left any option unused (a typo would silently not apply). */
@@ -253,6 +409,11 @@ encode_open(struct mp4_writer *w, int width, int height,
 		    rc);
 	w->st->time_base = e->time_base;
 	w->st->avg_frame_rate = e->framerate;
+	w->rate_num = num;
+	w->rate_den = den;
+	if (opt->audio != NULL &&
+	    (s = audio_open(w, opt->audio, err)) != LQ_OK)
+		return s;
 
 	w->fmt->flags |= AVFMT_FLAG_BITEXACT;
 	set_tags(&w->fmt->metadata, opt);
@@ -327,6 +488,8 @@ encode_frames(struct mp4_writer *w, const uint8_t *rgb, int count,
 		if ((s = drain(w, err)) != LQ_OK)
 			return s;
 	}
+	if (w->audio != NULL)
+		return audio_feed(w, audio_due(w, w->frames), 0, err);
 	return LQ_OK;
 }
 
@@ -341,6 +504,9 @@ encode_finish(struct mp4_writer *w, struct lq_error *err)
 	if ((rc = avcodec_send_frame(e, NULL)) < 0)
 		return av_fail(err, "avcodec_send_frame(flush)", w->path, rc);
 	if ((s = drain(w, err)) != LQ_OK)
+		return s;
+	if (w->audio != NULL &&
+	    (s = audio_feed(w, w->audio->samples, 1, err)) != LQ_OK)
 		return s;
 	if ((rc = av_write_trailer(w->fmt)) < 0)
 		return av_fail(err, "av_write_trailer", w->path, rc);
@@ -397,8 +563,11 @@ media_mp4_open(const char *path, int width, int height,
 		    "multiples of 32");
 		return LQ_FAILED;
 	}
-	enum lq_status s = media_make_parent(path, err);
-	if (s != LQ_OK)
+	enum lq_status s;
+	if (opt->audio != NULL &&
+	    (s = audio_check(path, opt->audio, err)) != LQ_OK)
+		return s;
+	if ((s = media_make_parent(path, err)) != LQ_OK)
 		return s;
 	media_init_libav();
 	struct media_mp4 *m = xcalloc(1, sizeof(*m));
@@ -475,7 +644,110 @@ struct video_reader {
 	AVPacket *pkt;
 	int stream;
 	size_t rgb_cap;
+	/* the first audio stream (astream < 0: none) */
+	int astream;
+	AVCodecContext *adec;
+	size_t pcm_cap;		/* samples per channel out->pcm holds */
 };
+
+/*
+ * Appends the audio frames the decoder has ready to out->pcm, kept
+ * planar [channels, cap] while growing and packed to [channels,
+ * audio_samples] at the end (pcm_pack).
+ */
+static enum lq_status
+take_audio(struct video_reader *r, struct media_video *out,
+    struct lq_error *err)
+{
+	for (;;) {
+		int rc = avcodec_receive_frame(r->adec, r->frame);
+		if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF)
+			return LQ_OK;
+		if (rc < 0)
+			return av_fail(err, "avcodec_receive_frame(audio)",
+			    r->path, rc);
+		AVFrame *f = r->frame;
+		int C = out->channels;
+		if (f->format != AV_SAMPLE_FMT_FLTP ||
+		    f->ch_layout.nb_channels != C) {
+			av_frame_unref(f);
+			return error_set(err, LQ_FAILED, "LQ-MEDIA-005",
+			    "%s: an audio frame is not planar float with %d "
+			    "channels", r->path, C);
+		}
+		size_t need = (size_t)out->audio_samples + f->nb_samples;
+		if (need > r->pcm_cap) {
+			size_t cap = need * 2;
+			float *p = xcalloc((size_t)C * cap, sizeof(float));
+			for (int c = 0; c < C && out->pcm != NULL; c++)
+				memcpy(p + (size_t)c * cap, out->pcm +
+				    (size_t)c * r->pcm_cap,
+				    (size_t)out->audio_samples * sizeof(float));
+			free(out->pcm);
+			out->pcm = p;
+			r->pcm_cap = cap;
+		}
+		for (int c = 0; c < C; c++)
+			memcpy(out->pcm + (size_t)c * r->pcm_cap +
+			    out->audio_samples, f->extended_data[c],
+			    (size_t)f->nb_samples * sizeof(float));
+		out->audio_samples += f->nb_samples;
+		av_frame_unref(f);
+	}
+}
+
+/*
+ * Trims the decoded audio to the stream's duration (the edit list's: the
+ * AAC encoder pads the last frame, and libavcodec 59 drops only the
+ * priming at the start) and packs out->pcm from [channels, cap] to
+ * [channels, audio_samples].
+ */
+static void
+pcm_pack(struct video_reader *r, struct media_video *out)
+{
+	if (r->astream >= 0) {
+		const AVStream *st = r->fmt->streams[r->astream];
+		if (st->duration > 0 && out->sample_rate > 0) {
+			int64_t n = av_rescale_q(st->duration, st->time_base,
+			    (AVRational){ 1, out->sample_rate });
+			if (n < out->audio_samples)
+				out->audio_samples = n;
+		}
+	}
+	for (int c = 1; c < out->channels && out->pcm != NULL; c++)
+		memmove(out->pcm + (size_t)c * out->audio_samples,
+		    out->pcm + (size_t)c * r->pcm_cap,
+		    (size_t)out->audio_samples * sizeof(float));
+}
+
+/* Opens a decoder for the file's first audio stream, if it has one. */
+static enum lq_status
+open_audio(struct video_reader *r, struct media_video *out,
+    struct lq_error *err)
+{
+	const AVCodec *codec = NULL;
+	r->astream = av_find_best_stream(r->fmt, AVMEDIA_TYPE_AUDIO, -1, -1,
+	    &codec, 0);
+	if (r->astream < 0) {
+		r->astream = -1;
+		return LQ_OK;
+	}
+	AVCodecParameters *par = r->fmt->streams[r->astream]->codecpar;
+	int rc;
+	out->audio_codec = xstrdup(avcodec_get_name(par->codec_id));
+	out->sample_rate = par->sample_rate;
+	out->channels = par->ch_layout.nb_channels;
+	if ((r->adec = avcodec_alloc_context3(codec)) == NULL)
+		return av_fail(err, "avcodec_alloc_context3(audio)", r->path,
+		    AVERROR(ENOMEM));
+	if ((rc = avcodec_parameters_to_context(r->adec, par)) < 0)
+		return av_fail(err, "avcodec_parameters_to_context(audio)",
+		    r->path, rc);
+	r->adec->thread_count = 1;
+	if ((rc = avcodec_open2(r->adec, codec, NULL)) < 0)
+		return av_fail(err, "avcodec_open2(audio decoder)", r->path, rc);
+	return LQ_OK;
+}
 
 static enum lq_status
 take_frames(struct video_reader *r, struct media_video *out, int want_rgb,
@@ -591,11 +863,13 @@ decode(struct video_reader *r, struct media_video *out, int want_rgb,
 	r->dec->thread_count = 1;
 	if ((rc = avcodec_open2(r->dec, codec, NULL)) < 0)
 		return av_fail(err, "avcodec_open2(decoder)", r->path, rc);
+	enum lq_status s;
+	if ((s = open_audio(r, out, err)) != LQ_OK)
+		return s;
 	if ((r->frame = av_frame_alloc()) == NULL ||
 	    (r->pkt = av_packet_alloc()) == NULL)
 		return av_fail(err, "av_frame_alloc", r->path, AVERROR(ENOMEM));
 
-	enum lq_status s;
 	for (;;) {
 		rc = av_read_frame(r->fmt, r->pkt);
 		if (rc == AVERROR_EOF)
@@ -610,13 +884,31 @@ decode(struct video_reader *r, struct media_video *out, int want_rgb,
 				    r->path, rc);
 			if ((s = take_frames(r, out, want_rgb, err)) != LQ_OK)
 				return s;
+		} else if (r->pkt->stream_index == r->astream) {
+			rc = avcodec_send_packet(r->adec, r->pkt);
+			av_packet_unref(r->pkt);
+			if (rc < 0)
+				return av_fail(err, "avcodec_send_packet(audio)",
+				    r->path, rc);
+			if ((s = take_audio(r, out, err)) != LQ_OK)
+				return s;
 		} else {
 			av_packet_unref(r->pkt);
 		}
 	}
 	if ((rc = avcodec_send_packet(r->dec, NULL)) < 0)
 		return av_fail(err, "avcodec_send_packet(flush)", r->path, rc);
-	return take_frames(r, out, want_rgb, err);
+	if ((s = take_frames(r, out, want_rgb, err)) != LQ_OK)
+		return s;
+	if (r->adec != NULL) {
+		if ((rc = avcodec_send_packet(r->adec, NULL)) < 0)
+			return av_fail(err, "avcodec_send_packet(audio flush)",
+			    r->path, rc);
+		if ((s = take_audio(r, out, err)) != LQ_OK)
+			return s;
+	}
+	pcm_pack(r, out);
+	return LQ_OK;
 }
 
 enum lq_status
@@ -625,10 +917,11 @@ media_read_video(const char *path, int want_rgb, struct media_video *out,
 {
 	memset(out, 0, sizeof(*out));
 	media_init_libav();
-	struct video_reader r = { .path = path };
+	struct video_reader r = { .path = path, .astream = -1 };
 	enum lq_status s = decode(&r, out, want_rgb, err);
 	avformat_close_input(&r.fmt);
 	avcodec_free_context(&r.dec);
+	avcodec_free_context(&r.adec);
 	sws_freeContext(r.sws);
 	av_frame_free(&r.frame);
 	av_packet_free(&r.pkt);
@@ -659,5 +952,7 @@ media_video_clear(struct media_video *v)
 	free(v->tag_keys);
 	free(v->tag_values);
 	free(v->rgb);
+	free(v->audio_codec);
+	free(v->pcm);
 	memset(v, 0, sizeof(*v));
 }

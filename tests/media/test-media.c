@@ -3,6 +3,7 @@
  * back with libavformat/libavcodec (media_read_video), ffprobe and libpng,
  * and writing the same frames twice must give identical bytes.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,6 +89,121 @@ slurp(const char *path, size_t *n)
 	fclose(fp);
 	*n = len;
 	return buf;
+}
+
+/* A stereo test tone: 440 Hz left, 660 Hz right, amplitude 0.5, [2, n]. */
+static float *
+make_tone(int64_t n, int rate)
+{
+	float *p = xmalloc((size_t)2 * n * sizeof(float));
+	for (int64_t i = 0; i < n; i++) {
+		p[i] = (float)(0.5 * sin(2 * M_PI * 440.0 * i / rate));
+		p[n + i] = (float)(0.5 * sin(2 * M_PI * 660.0 * i / rate));
+	}
+	return p;
+}
+
+/*
+ * The audio track: written whole and in frame ranges, the bytes agree;
+ * read back there are two streams, AAC at the given rate and channels,
+ * exactly the samples written (priming and padding trimmed by the edit
+ * list), and a waveform close to the tone in each channel; a track AAC
+ * cannot carry is refused before a file appears.
+ */
+static void
+test_mp4_audio(void)
+{
+	const int F = 9, H = 64, W = 64, RATE = 24000;
+	const int64_t N = (int64_t)F * RATE / 25;	/* 9 frames at 25 fps */
+	uint8_t *rgb = make_clip(F, H, W);
+	float *pcm = make_tone(N, RATE);
+	struct media_frames v = { F, H, W, rgb };
+	struct media_audio au = { .sample_rate = RATE, .channels = 2,
+	    .samples = N, .pcm = pcm };
+	struct media_video_options opt = { .fps = 25, .crf = -1,
+	    .audio = &au };
+	struct media_mp4 *m = NULL;
+	struct lq_error err;
+	char *a = tmp("av-whole.mp4"), *b = tmp("av-ranges.mp4");
+	char *c = tmp("av-bad.mp4");
+	size_t na = 0, nb = 0, fb = (size_t)H * W * 3;
+
+	error_clear(&err);
+	CHECK_INT(media_write_mp4(a, &v, &opt, &err), LQ_OK);
+	CHECK_INT(media_mp4_open(b, W, H, &opt, &m, &err), LQ_OK);
+	CHECK_INT(media_mp4_write(m, rgb, 2, &err), LQ_OK);
+	CHECK_INT(media_mp4_write(m, rgb + 2 * fb, 7, &err), LQ_OK);
+	CHECK_INT(media_mp4_close(m, &err), LQ_OK);
+	uint8_t *da = slurp(a, &na), *db = slurp(b, &nb);
+	CHECK(da != NULL && db != NULL && na > 0);
+	CHECK(na == nb && memcmp(da, db, na) == 0);
+	free(da);
+	free(db);
+
+	struct media_video rv;
+	CHECK_INT(media_read_video(a, 1, &rv, &err), LQ_OK);
+	CHECK_INT(rv.frame_count, F);
+	CHECK(rv.audio_codec != NULL);
+	CHECK_STR(rv.audio_codec ? rv.audio_codec : "", "aac");
+	CHECK_INT(rv.sample_rate, RATE);
+	CHECK_INT(rv.channels, 2);
+	CHECK_INT(rv.audio_samples, N);
+	/* AAC is lossy: compare the middle (the codec's edges ramp) */
+	for (int ch = 0; ch < 2 && rv.pcm != NULL &&
+	    rv.audio_samples == N; ch++) {
+		double e2 = 0, s2 = 0;
+		for (int64_t i = N / 8; i < N - N / 8; i++) {
+			double x = pcm[ch * N + i];
+			double d = rv.pcm[ch * rv.audio_samples + i] - x;
+			e2 += d * d;
+			s2 += x * x;
+		}
+		CHECK(e2 < 0.01 * s2);	/* better than 20 dB SNR */
+	}
+	media_video_clear(&rv);
+
+	/* ffprobe sees two streams of the same duration, 9/25 s */
+	char *cmd = xasprintf("ffprobe -v error -show_entries "
+	    "stream=codec_type,codec_name,sample_rate,channels,duration "
+	    "-of csv=p=0 '%s'", a);
+	FILE *fp = popen(cmd, "r");
+	char out[1024] = "";
+	CHECK(fp != NULL);
+	if (fp != NULL) {
+		size_t got = fread(out, 1, sizeof(out) - 1, fp);
+		out[got] = '\0';
+		CHECK_INT(pclose(fp), 0);
+	}
+	CHECK_CONTAINS(out, "h264,video,0.360000\n");
+	CHECK_CONTAINS(out, "aac,audio,24000,2,0.360000\n");
+	free(cmd);
+
+	/* the video-only clip's reader says there is no audio */
+	struct media_video_options vopt = { .fps = 25, .crf = -1 };
+	CHECK_INT(media_write_mp4(c, &v, &vopt, &err), LQ_OK);
+	CHECK_INT(media_read_video(c, 0, &rv, &err), LQ_OK);
+	CHECK(rv.audio_codec == NULL && rv.audio_samples == 0);
+	media_video_clear(&rv);
+	unlink(c);
+
+	static const struct { int rate, channels; } bad[] = {
+		{ 22000, 2 }, { 0, 1 }, { 24000, 3 }, { 24000, 0 },
+	};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(bad); i++) {
+		struct media_audio ba = au;
+		ba.sample_rate = bad[i].rate;
+		ba.channels = bad[i].channels;
+		opt.audio = &ba;
+		error_clear(&err);
+		CHECK_INT(media_write_mp4(c, &v, &opt, &err), LQ_FAILED);
+		CHECK_STR(err.code, "LQ-MEDIA-009");
+		CHECK(access(c, F_OK) != 0);
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(pcm);
+	free(rgb);
 }
 
 /* The streaming writer (media_mp4_open / write / close): frames given in
@@ -438,9 +554,14 @@ write_crash_clip(const char *path, struct lq_error *err)
 	uint8_t *rgb = make_clip(F, H, W);
 	struct media_frames v = { F, H, W, rgb };
 	struct media_provenance prov = { .job = "k", .prompt = "p" };
+	/* with a track of sound: AAC is as reproducible as x264 here */
+	float *pcm = make_tone((int64_t)F * 16000 / 24, 16000);
+	struct media_audio au = { .sample_rate = 16000, .channels = 2,
+	    .samples = (int64_t)F * 16000 / 24, .pcm = pcm };
 	struct media_video_options opt = { .fps = 24, .crf = -1,
-	    .provenance = &prov };
+	    .provenance = &prov, .audio = &au };
 	enum lq_status s = media_write_mp4(path, &v, &opt, err);
+	free(pcm);
 	/* ...and a contact sheet with downscaled thumbnails beside it. */
 	struct media_sheet_options so = { .max_frames = 5, .columns = 2,
 	    .max_thumb_width = 50, .gap = 3 };
@@ -540,10 +661,12 @@ main(int argc, char **argv)
 	test_rates();
 	test_mp4();
 	test_mp4_stream();
+	test_mp4_audio();
 	test_png();
 	test_contact_sheet();
 	test_kill_while_writing();
-	char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+	/* KEEP=1 in the environment keeps the files for a look */
+	char *cmd = getenv("KEEP") ? xstrdup("true") : xasprintf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
 	free(cmd);
