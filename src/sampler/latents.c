@@ -401,3 +401,51 @@ latents_image_cond_noise(float *x, const float *init, const float *noise,
 			}
 		}
 }
+
+int64_t
+latents_audio_num_frames(int num_frames, double frame_rate, int sampling_rate,
+    int hop_length, int temporal_compression)
+{
+	double duration_s = (double)num_frames / frame_rate;
+	double per_second = (double)sampling_rate / (double)hop_length /
+	    (double)temporal_compression;
+
+	/* Python's round(): half to even, what rint does in the default
+	 * rounding mode */
+	return (int64_t)rint(duration_s * per_second);
+}
+
+void
+latents_pack_audio(const float *in, int64_t B, int64_t C, int64_t L,
+    int64_t M, float *out)
+{
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t l = 0; l < L; l++)
+				memcpy(out + ((b * L + l) * C + c) * M,
+				    in + ((b * C + c) * L + l) * M,
+				    (size_t)M * sizeof(float));
+}
+
+void
+latents_unpack_audio(const float *in, int64_t B, int64_t C, int64_t L,
+    int64_t M, float *out)
+{
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t l = 0; l < L; l++)
+				memcpy(out + ((b * C + c) * L + l) * M,
+				    in + ((b * L + l) * C + c) * M,
+				    (size_t)M * sizeof(float));
+}
+
+void
+latents_denormalize_audio(float *x, int64_t rows, int64_t D,
+    const float *latents_mean, const float *latents_std)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t d = 0; d < D; d++) {
+			float v = x[r * D + d] * latents_std[d];
+			x[r * D + d] = v + latents_mean[d];
+		}
+}

@@ -174,4 +174,39 @@ void latents_postprocess_video(const float *raw, int64_t batch,
 /* video_uint8 from video_np, n values: (uint8)rint(v * 255.0f). */
 void latents_video_to_uint8(const float *video_np, size_t n, uint8_t *out);
 
+/*
+ * LTX2Pipeline's audio latent length (pipelines/ltx2/pipeline_ltx2.py,
+ * __call__ step 4): round(num_frames / frame_rate * (sampling_rate /
+ * hop_length / temporal_compression)) in Python floats, round half to
+ * even.  sampling_rate and hop_length are the audio VAE's sample_rate and
+ * mel_hop_length; temporal_compression its temporal_compression_ratio (4,
+ * LATENT_DOWNSAMPLE_FACTOR).  Returns the audio latent frames L (0 for a
+ * clip too short to hold one; the caller refuses that).
+ */
+int64_t latents_audio_num_frames(int num_frames, double frame_rate,
+    int sampling_rate, int hop_length, int temporal_compression);
+
+/*
+ * LTX2Pipeline._pack_audio_latents without patches: [B, C, L, M] ->
+ * [B, L, C*M] (latents.transpose(1, 2).flatten(2, 3): feature c*M + m,
+ * channel slowest, mel fastest).  `out` must not alias `in`.
+ */
+void latents_pack_audio(const float *in, int64_t B, int64_t C, int64_t L,
+    int64_t M, float *out);
+
+/* LTX2Pipeline._unpack_audio_latents, the exact inverse: [B, L, C*M] ->
+ * [B, C, L, M]. */
+void latents_unpack_audio(const float *in, int64_t B, int64_t C, int64_t L,
+    int64_t M, float *out);
+
+/*
+ * LTX2Pipeline._denormalize_audio_latents, in place on the PACKED audio
+ * latents [rows, D] (rows = B*L, D = C*M): x = x * latents_std[d] +
+ * latents_mean[d] (float32, two roundings; no scaling_factor, unlike the
+ * video's).  mean and std have D values (the audio VAE's buffers, whose
+ * length base_channels must equal C*M).
+ */
+void latents_denormalize_audio(float *x, int64_t rows, int64_t D,
+    const float *latents_mean, const float *latents_std);
+
 #endif

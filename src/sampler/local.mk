@@ -6,9 +6,11 @@ liblatentq_a_SOURCES += \
 	src/sampler/latents.c src/sampler/latents.h
 
 check_PROGRAMS += tests/sampler/test-scheduler tests/sampler/test-rng \
-	tests/sampler/test-latents tests/sampler/test-upsample-pipeline
+	tests/sampler/test-latents tests/sampler/test-upsample-pipeline \
+	tests/sampler/ltx2-loop
 TESTS += tests/sampler/test-scheduler tests/sampler/test-rng \
-	tests/sampler/test-latents tests/sampler/test-upsample-pipeline
+	tests/sampler/test-latents tests/sampler/test-upsample-pipeline \
+	tests/sampler/ltx2-loop.sh
 tests_sampler_test_scheduler_SOURCES = tests/sampler/test-scheduler.c \
 	tests/sampler/golden.h
 tests_sampler_test_scheduler_LDADD = $(LQ_TEST_LDADD)
@@ -20,4 +22,7 @@ tests_sampler_test_latents_LDADD = $(LQ_TEST_LDADD)
 tests_sampler_test_upsample_pipeline_SOURCES = \
 	tests/sampler/test-upsample-pipeline.c
 tests_sampler_test_upsample_pipeline_LDADD = $(LQ_TEST_LDADD)
-EXTRA_DIST += tests/data/sampler tests/sampler/rng_reference.py
+tests_sampler_ltx2_loop_SOURCES = tests/sampler/ltx2-loop.c
+tests_sampler_ltx2_loop_LDADD = $(LQ_TEST_LDADD)
+EXTRA_DIST += tests/data/sampler tests/sampler/rng_reference.py \
+	tests/sampler/ltx2-loop.sh

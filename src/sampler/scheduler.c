@@ -624,12 +624,39 @@ sample_std(const float *x, size_t n)
 	return (float)sqrt(ss / (double)(n - 1));
 }
 
+/*
+ * rescale_noise_cfg (pipelines/stable_diffusion/pipeline_stable_diffusion.py)
+ * in place on cfg [B, n] against text [B, n]:
+ *   cfg = r * cfg * (std(text) / std(cfg)) + (1 - r) * cfg
+ * per sample, in torch's float32 order.
+ */
+static void
+rescale_noise_cfg(float *cfg, const float *text, size_t batch,
+    size_t per_sample, double guidance_rescale)
+{
+	float r = (float)guidance_rescale;
+	float one_minus_r = (float)(1.0 - guidance_rescale);
+
+	LQ_ASSERT(per_sample >= 2);
+	for (size_t bi = 0; bi < batch; bi++) {
+		float *o = cfg + bi * per_sample;
+		float ratio = sample_std(text + bi * per_sample, per_sample) /
+		    sample_std(o, per_sample);
+		for (size_t i = 0; i < per_sample; i++) {
+			float a = o[i] * ratio, c;
+			a = r * a;
+			c = one_minus_r * o[i];
+			o[i] = a + c;
+		}
+	}
+}
+
 void
 scheduler_apply_guidance(float *out, const float *v_batch, size_t batch,
     size_t per_sample, double guidance_scale, double guidance_rescale)
 {
 	const float *vu, *vt;
-	float g, r, one_minus_r, d, ratio, a, c;
+	float g, d;
 	size_t bi, i;
 
 	g = (float)guidance_scale;
@@ -645,20 +672,70 @@ scheduler_apply_guidance(float *out, const float *v_batch, size_t batch,
 	if (!(guidance_rescale > 0.0))
 		return;
 
-	/* rescale_noise_cfg(noise_cfg, noise_pred_text, guidance_rescale) */
-	LQ_ASSERT(per_sample >= 2);
-	r = (float)guidance_rescale;
-	one_minus_r = (float)(1.0 - guidance_rescale);
-	for (bi = 0; bi < batch; bi++) {
-		float *o = out + bi * per_sample;
-		vt = v_batch + (batch + bi) * per_sample;
-		ratio = sample_std(vt, per_sample) /
-		    sample_std(o, per_sample);
-		for (i = 0; i < per_sample; i++) {
-			a = o[i] * ratio;
-			a = r * a;
-			c = one_minus_r * o[i];
-			o[i] = a + c;
-		}
+	rescale_noise_cfg(out, v_batch + batch * per_sample, batch, per_sample,
+	    guidance_rescale);
+}
+
+void
+scheduler_apply_guidance_x0(float *v_out, const float *x, size_t batch,
+    size_t per_sample, float sigma, const float *v_main, int cfg,
+    const float *v_stg, const float *v_iso,
+    const struct scheduler_guidance_x0 *g)
+{
+	size_t n = batch * per_sample, i;
+	float *x0 = xmalloc(n * sizeof(float));
+	float *xg = xmalloc(n * sizeof(float));
+	const float *vp = cfg ? v_main + n : v_main;
+	/* (scale - 1) and the like are Python floats: float32 in torch */
+	float gc = (float)(g->guidance_scale - 1.0);
+	float gs = (float)g->stg_scale;
+	float gm = (float)(g->modality_scale - 1.0);
+
+	/* convert_velocity_to_x0: sample - denoised_output * sigma */
+	for (i = 0; i < n; i++) {
+		float t = vp[i] * sigma;
+		x0[i] = x[i] - t;
 	}
+	/*
+	 * noise_pred_g = x0_pos + cfg_delta + stg_delta + modality_delta,
+	 * left to right; an absent term is upstream's integer 0.
+	 */
+	for (i = 0; i < n; i++) {
+		float acc = x0[i], d, o;
+		if (cfg) {
+			d = v_main[i] * sigma;
+			o = x[i] - d;			/* x0_uncond */
+			d = x0[i] - o;
+			acc = acc + gc * d;
+		} else {
+			acc = acc + 0.0f;
+		}
+		if (v_stg != NULL) {
+			d = v_stg[i] * sigma;
+			o = x[i] - d;			/* x0_uncond_stg */
+			d = x0[i] - o;
+			acc = acc + gs * d;
+		} else {
+			acc = acc + 0.0f;
+		}
+		if (v_iso != NULL) {
+			d = v_iso[i] * sigma;
+			o = x[i] - d;		/* x0_uncond_modality */
+			d = x0[i] - o;
+			acc = acc + gm * d;
+		} else {
+			acc = acc + 0.0f;
+		}
+		xg[i] = acc;
+	}
+	if (g->guidance_rescale > 0.0)
+		rescale_noise_cfg(xg, x0, batch, per_sample,
+		    g->guidance_rescale);
+	/* convert_x0_to_velocity: (sample - denoised_output) / sigma */
+	for (i = 0; i < n; i++) {
+		float d = x[i] - xg[i];
+		v_out[i] = d / sigma;
+	}
+	free(x0);
+	free(xg);
 }

@@ -209,4 +209,40 @@ void scheduler_step_euler(float *x, const float *v, size_t n, float sigma,
 void scheduler_apply_guidance(float *out, const float *v_batch, size_t batch,
     size_t per_sample, double guidance_scale, double guidance_rescale);
 
+/* The scales of LTX2Pipeline's guidance for one stream (video or audio). */
+struct scheduler_guidance_x0 {
+	double guidance_scale;	/* CFG: (g - 1)(x0_pos - x0_neg) */
+	double stg_scale;	/* spatio-temporal: s (x0_pos - x0_stg) */
+	double modality_scale;	/* modality isolation: (m - 1)(x0_pos - x0_iso) */
+	double guidance_rescale;	/* rescale_noise_cfg on x0, 0 = off */
+};
+
+/*
+ * LTX2Pipeline.__call__'s guidance (pipelines/ltx2/pipeline_ltx2.py), done
+ * on x0 rather than on the velocity, for one stream of B samples of
+ * per_sample packed values ([B, N, C] video or [B, L, C*M] audio):
+ *   x0_k = x - v_k * sigma                 (convert_velocity_to_x0)
+ *   x0_g = x0_pos + (g - 1)(x0_pos - x0_neg) + s (x0_pos - x0_stg)
+ *          + (m - 1)(x0_pos - x0_iso)      (absent terms are 0)
+ *   x0_g = rescale_noise_cfg(x0_g, x0_pos, r)   when r > 0
+ *   v_out = (x - x0_g) / sigma             (convert_x0_to_velocity)
+ * all in float32 in upstream's order; the Python-float scales are
+ * rounded to float32 after the "- 1".  `x` is the stream's latents
+ * [B, per_sample]; `sigma` the schedule's sigmas[i] (0..1).  `v_main` is
+ * the transformer's output of the main pass: [2B, per_sample] as
+ * cat([negative, positive]) when `cfg` (upstream's
+ * do_classifier_free_guidance: the video or the audio guidance_scale
+ * > 1; both streams then run the batch of 2B), else [B, per_sample].
+ * `v_stg` and `v_iso` are the positive-only [B, per_sample] outputs of the
+ * STG and modality-isolation passes, NULL when that pass did not run.
+ * Writes the guided velocity `v_out` [B, per_sample] (not aliasing the
+ * inputs) for scheduler_step_euler.  sigma must be > 0 (the schedule's
+ * last sigma, 0, is never a step's).  Allocates two scratch arrays of
+ * B x per_sample floats for the call (aborts on OOM, as xmalloc).
+ */
+void scheduler_apply_guidance_x0(float *v_out, const float *x, size_t batch,
+    size_t per_sample, float sigma, const float *v_main, int cfg,
+    const float *v_stg, const float *v_iso,
+    const struct scheduler_guidance_x0 *g);
+
 #endif
