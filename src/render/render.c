@@ -1175,9 +1175,7 @@ supplied_latents(struct render *r, float *out, struct lq_error *err)
 	free(p);
 	if (s != LQ_OK)
 		return s;
-	const struct st_tensor *t = st_file_find(f, "latents");
-	if (t == NULL && st_file_count(f) == 1)
-		t = st_file_tensor(f, 0);
+	const struct st_tensor *t = st_file_find_or_only(f, "latents");
 	if (t == NULL) {
 		st_file_close(f);
 		return error_set(err, LQ_FAILED, "LQ-LAT-002", "%s has no "
