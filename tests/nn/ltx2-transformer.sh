@@ -58,6 +58,18 @@ expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
     --set spatio_temporal_guidance_blocks=1 --out "$T/np.st"
 compare transformer/gridA.output.safetensors "$T/np.st" output audio_output
 
+# no gated attention (a case the goldens do not have): runs, differs
+m=$T/nogate
+mkdir -p "$m"
+ln -s "$(cd "$M" && pwd)/diffusion_pytorch_model.safetensors" "$m/"
+sed 's/"gated_attn": true/"gated_attn": false/; s/"audio_gated_attn": true/"audio_gated_attn": false/' \
+    "$M/config.json" >"$m/config.json"
+expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
+    --inputs "$X/gridA.inputs.safetensors" --set use_cross_timestep=true \
+    --out "$T/nogate.st"
+differs transformer/gridA.output.safetensors "$T/nogate.st" output
+differs transformer/gridA.output.safetensors "$T/nogate.st" audio_output
+
 # rope_type "split" (no golden): it runs, and differs from interleaved
 m=$T/split
 mkdir -p "$m"
