@@ -1236,6 +1236,13 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	if (diffusers_load_json(index_path, &index, err) != LQ_OK)
 		goto fail;
 	const char *pc = json_get_string(index, "_class_name", NULL);
+	if (pc != NULL && strcmp(pc, "LTX2Pipeline") == 0) {
+		cfg_fail(err, index_path, "_class_name", "LQ-MODEL-002",
+		    "pipeline class \"LTX2Pipeline\" does not render yet: "
+		    "latentq runs its components (latentq forward --component "
+		    "...) but not the pipeline");
+		goto fail;
+	}
 	if (pc == NULL || strcmp(pc, "LTXPipeline") != 0) {
 		cfg_fail(err, index_path, "_class_name", "LQ-MODEL-002",
 		    "pipeline class \"%s\" is not supported (latentq implements LTXPipeline)",
@@ -1330,5 +1337,144 @@ fail:
 	cJSON_Delete(index);
 	free(index_path);
 	diffusers_free(m);
+	return LQ_FAILED;
+}
+
+/* ---- LTX2Pipeline folders ---- */
+
+enum lq_status
+diffusers_pipeline_class(const char *dir, char *out, size_t n,
+    struct lq_error *err)
+{
+	char *index_path = xasprintf("%s/" DIFFUSERS_MODEL_INDEX, dir);
+	cJSON *index = NULL;
+	enum lq_status s = diffusers_load_json(index_path, &index, err);
+	if (s == LQ_OK) {
+		const char *pc = json_get_string(index, "_class_name", NULL);
+		if (pc == NULL)
+			s = cfg_fail(err, index_path, "_class_name",
+			    "LQ-MODEL-001", "model_index.json names no pipeline "
+			    "class");
+		else
+			snprintf(out, n, "%s", pc);
+	}
+	cJSON_Delete(index);
+	free(index_path);
+	return s;
+}
+
+void
+diffusers_ltx2_free(struct diffusers_ltx2_model *m)
+{
+	if (m == NULL)
+		return;
+	struct diffusers_component *cs[] = {&m->transformer, &m->vae,
+	    &m->audio_vae, &m->vocoder, &m->connectors, &m->text_encoder,
+	    &m->tokenizer, &m->scheduler};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(cs); i++) {
+		free(cs[i]->dir);
+		free(cs[i]->config_path);
+	}
+	free(m->root);
+	free(m);
+}
+
+enum lq_status
+diffusers_open_ltx2(const char *dir, const struct diffusers_overrides *ov,
+    struct diffusers_ltx2_model **out, struct lq_error *err)
+{
+	static const struct diffusers_overrides none;
+	if (ov == NULL)
+		ov = &none;
+	*out = NULL;
+	char *index_path = xasprintf("%s/" DIFFUSERS_MODEL_INDEX, dir);
+	cJSON *index = NULL, *j = NULL;
+	struct diffusers_ltx2_model *m = xcalloc(1, sizeof(*m));
+	m->root = xstrdup(dir);
+	if (diffusers_load_json(index_path, &index, err) != LQ_OK)
+		goto fail;
+	const char *pc = json_get_string(index, "_class_name", NULL);
+	if (pc == NULL || strcmp(pc, "LTX2Pipeline") != 0) {
+		cfg_fail(err, index_path, "_class_name", "LQ-MODEL-002",
+		    "pipeline class \"%s\" is not LTX2Pipeline",
+		    pc ? pc : "(none)");
+		goto fail;
+	}
+	/* components in pipeline_ltx2.py's __init__ order */
+	struct {
+		const char *name, *override;
+		struct diffusers_component *c;
+		int required;
+		const char *cls, *cls2;
+	} comps[] = {
+		{"scheduler", ov->scheduler, &m->scheduler, 1,
+		    "FlowMatchEulerDiscreteScheduler", NULL},
+		{"vae", ov->vae, &m->vae, 1, "AutoencoderKLLTX2Video", NULL},
+		{"audio_vae", NULL, &m->audio_vae, 1, "AutoencoderKLLTX2Audio",
+		    NULL},
+		{"text_encoder", ov->text_encoder, &m->text_encoder, 0,
+		    "Gemma3ForConditionalGeneration", NULL},
+		{"tokenizer", ov->tokenizer, &m->tokenizer, 0,
+		    "GemmaTokenizer", "GemmaTokenizerFast"},
+		{"connectors", NULL, &m->connectors, 1, "LTX2TextConnectors",
+		    NULL},
+		{"transformer", ov->transformer, &m->transformer, 1,
+		    "LTX2VideoTransformer3DModel", NULL},
+		{"vocoder", NULL, &m->vocoder, 1, "LTX2Vocoder",
+		    "LTX2VocoderWithBWE"},
+	};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(comps); i++) {
+		if (component_locate(index, index_path, dir, comps[i].name,
+		    comps[i].override, comps[i].c, err) != LQ_OK)
+			goto fail;
+		if (comps[i].required && !comps[i].c->present) {
+			cfg_fail(err, index_path, comps[i].name, "LQ-MODEL-005",
+			    "the LTX-2 model has no %s (model_index.json lists "
+			    "none and no override names one)", comps[i].name);
+			goto fail;
+		}
+		if (want_class(comps[i].c, index_path, comps[i].name,
+		    comps[i].cls, comps[i].cls2, err) != LQ_OK)
+			goto fail;
+	}
+	const char *cf = diffusers_component_layout("audio_vae")->config;
+	if (load_component_json(&m->audio_vae, cf, &j, err) != LQ_OK ||
+	    diffusers_parse_ltx2_audio_vae(j, m->audio_vae.config_path,
+	    &m->audio_vae_config, err) != LQ_OK)
+		goto fail;
+	cJSON_Delete(j);
+	j = NULL;
+	if (load_component_json(&m->vocoder, cf, &j, err) != LQ_OK ||
+	    diffusers_parse_ltx2_vocoder(j, m->vocoder.config_path,
+	    &m->vocoder_config, err) != LQ_OK)
+		goto fail;
+	cJSON_Delete(j);
+	j = NULL;
+	if (load_component_json(&m->connectors, cf, &j, err) != LQ_OK ||
+	    diffusers_parse_ltx2_connectors(j,
+	    m->connectors.config_path, &m->connectors_config, err) != LQ_OK)
+		goto fail;
+	cJSON_Delete(j);
+	j = NULL;
+	m->transformer.config_path = xasprintf("%s/%s", m->transformer.dir, cf);
+	m->vae.config_path = xasprintf("%s/%s", m->vae.dir, cf);
+	if (load_component_json(&m->scheduler,
+	    diffusers_component_layout("scheduler")->config, &j, err) != LQ_OK)
+		goto fail;
+	{
+		struct cfg c = {j, m->scheduler.config_path, err, 0};
+		if (check_class(&c, "FlowMatchEulerDiscreteScheduler") != LQ_OK)
+			goto fail;
+	}
+	cJSON_Delete(j);
+	cJSON_Delete(index);
+	free(index_path);
+	*out = m;
+	return LQ_OK;
+fail:
+	cJSON_Delete(j);
+	cJSON_Delete(index);
+	free(index_path);
+	diffusers_ltx2_free(m);
 	return LQ_FAILED;
 }

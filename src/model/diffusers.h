@@ -302,6 +302,48 @@ const struct diffusers_layout *diffusers_component_layout(const char *name);
 #define DIFFUSERS_MODEL_INDEX "model_index.json"
 
 /*
+ * An LTX2Pipeline folder (diffusers pipelines/ltx2/pipeline_ltx2.py): the
+ * component folders model_index.json names (or the overrides give) and the
+ * configs parsed here.  The transformer's and the video VAE's configs are
+ * read by their own modules from transformer.dir / vae.dir.  A text
+ * encoder (Gemma 3) may be listed; latentq does not run it, so such a job
+ * needs prompt_embeds (preflight says so).  Owns its strings: free with
+ * diffusers_ltx2_free.
+ */
+struct diffusers_ltx2_model {
+	char *root;
+	struct diffusers_component transformer, vae, audio_vae, vocoder,
+	    connectors, text_encoder, tokenizer, scheduler;
+	struct ltx2_audio_vae_config audio_vae_config;
+	struct ltx2_vocoder_config vocoder_config;
+	struct ltx2_connectors_config connectors_config;
+};
+
+/*
+ * The pipeline class a folder's model_index.json names ("LTXPipeline",
+ * "LTX2Pipeline", ...) into out[n]; LQ-MODEL-001 when the index cannot be
+ * read or names none.
+ */
+enum lq_status diffusers_pipeline_class(const char *dir, char *out, size_t n,
+    struct lq_error *err);
+
+/*
+ * Opens an LTX2Pipeline folder: model_index.json's _class_name must be
+ * LTX2Pipeline (LQ-MODEL-002 otherwise); transformer
+ * (LTX2VideoTransformer3DModel), vae (AutoencoderKLLTX2Video), audio_vae,
+ * vocoder, connectors and scheduler are required (LQ-MODEL-005), each of
+ * the class upstream's pipeline takes (LQ-MODEL-002); the audio VAE,
+ * vocoder and connectors configs are parsed (their diffusers_parse_*
+ * errors) and the scheduler's class checked.  Overrides as for
+ * diffusers_open (transformer, vae, text_encoder, tokenizer, scheduler).
+ * On failure *out is NULL.
+ */
+enum lq_status diffusers_open_ltx2(const char *dir,
+    const struct diffusers_overrides *ov, struct diffusers_ltx2_model **out,
+    struct lq_error *err);
+void diffusers_ltx2_free(struct diffusers_ltx2_model *m);
+
+/*
  * Opens a diffusers folder: reads model_index.json (LTXPipeline only), each
  * component's config, applies overrides.  transformer and vae are required;
  * text_encoder and tokenizer may be absent ([null, null]: prompt embeddings
