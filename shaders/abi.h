@@ -77,10 +77,12 @@
 #define LQ_ROPE_DT_SIN 2u
 #define LQ_ROPE_SPLIT 4u	/* 1 bit: pairs (i, i + hd/2) in each head */
 
-/* conv3d.comp: replicate padding in time / space, bias, dtypes. */
+/* conv3d.comp: replicate padding in time / space, bias, reflect padding
+ * in space, dtypes. */
 #define LQ_CONV_T_REPLICATE 0u	/* 1 bit */
 #define LQ_CONV_S_REPLICATE 1u
 #define LQ_CONV_HAS_B 2u
+#define LQ_CONV_S_REFLECT 3u	/* 1 bit; padding < the axis' size */
 #define LQ_CONV_DTW 4u		/* LQ_DT_MASK */
 #define LQ_CONV_DTB 6u
 

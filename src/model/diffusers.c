@@ -797,15 +797,68 @@ rev(const int *x, int n, int i)
 	return x[n - 1 - i];
 }
 
+/* The keys only AutoencoderKLLTX2Video's config has: with no _class_name,
+ * any of them makes a config LTX-2's. */
+static const char *const ltx2_vae_keys[] = {
+	"encoder_spatial_padding_mode", "decoder_spatial_padding_mode",
+	"upsample_type", NULL,
+};
+
+/* A bool-or-list key of AutoencoderKLLTX2Video.__init__: a bare bool is
+ * broadcast to n entries (upstream's `(x,) * n`), else as cfg_list. */
+static int
+cfg_blist(struct cfg *c, const char *key, int *dst, int max, const int *def,
+    int ndef, int n)
+{
+	const cJSON *v = cfg_item(c, key);
+
+	if (v != NULL && cJSON_IsBool(v)) {
+		if (n < 1 || n > max)
+			return cfg_bad(c, key, "a list (the block count is out "
+			    "of range)"), 0;
+		for (int i = 0; i < n; i++)
+			dst[i] = cJSON_IsTrue(v);
+		return n;
+	}
+	return cfg_list(c, key, 'b', 0, dst, 0, max, def, ndef);
+}
+
+/* A spatial_padding_mode key: "zeros" or "reflect" (torch's "replicate"
+ * and "circular" are refused by name). */
+static enum lq_status
+vae_padding_mode(struct cfg *c, const char *key, char *dst, size_t n)
+{
+	cfg_str(c, key, key[0] == 'e' ? "zeros" : "reflect", dst, n);
+	if (c->failed)
+		return LQ_FAILED;
+	if (strcmp(dst, "zeros") == 0 || strcmp(dst, "reflect") == 0)
+		return LQ_OK;
+	if (strcmp(dst, "replicate") == 0 || strcmp(dst, "circular") == 0)
+		return cfg_fail(c->err, c->path, key, "LQ-MODEL-006",
+		    "%s \"%s\" is not implemented; use \"zeros\" or "
+		    "\"reflect\"", key, dst);
+	return cfg_fail(c->err, c->path, key, "LQ-MODEL-003",
+	    "%s \"%s\" is not a torch padding_mode (zeros, reflect, "
+	    "replicate, circular)", key, dst);
+}
+
 enum lq_status
 diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
     struct lq_error *err)
 {
 	struct cfg c = {j, path, err, 0};
-	if (check_class(&c, "AutoencoderKLLTXVideo") != LQ_OK)
+	const cJSON *cls = cfg_item(&c, "_class_name");
+	int ltx2 = cls != NULL && cJSON_IsString(cls) &&
+	    strcmp(cls->valuestring, "AutoencoderKLLTX2Video") == 0;
+
+	for (int i = 0; cls == NULL && ltx2_vae_keys[i]; i++)
+		ltx2 |= cfg_item(&c, ltx2_vae_keys[i]) != NULL;
+	if (!ltx2 && check_class(&c, "AutoencoderKLLTXVideo") != LQ_OK)
 		return LQ_FAILED;
 	memset(o, 0, sizeof(*o));
+	o->ltx2 = ltx2;
 	const int M = DIFFUSERS_MAX_BLOCKS;
+	/* AutoencoderKLLTXVideo.__init__'s defaults ... */
 	static const int d_boc[] = {128, 256, 512, 512};
 	static const int d_lpb[] = {4, 3, 3, 3, 4};
 	static const int d_sts[] = {1, 1, 1, 0};
@@ -815,41 +868,88 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 	static const char d_dbt[4][32] = {"LTXVideoDownBlock3D", "LTXVideoDownBlock3D",
 	    "LTXVideoDownBlock3D", "LTXVideoDownBlock3D"};
 	static const char d_dst[4][16] = {"conv", "conv", "conv", "conv"};
+	/* ... and AutoencoderKLLTX2Video's */
+	static const int d2_boc[] = {256, 512, 1024, 2048};
+	static const int d2_dboc[] = {256, 512, 1024};
+	static const int d2_lpb[] = {4, 6, 6, 2, 2};
+	static const int d2_dlpb[] = {5, 5, 5, 5};
+	static const int d2_sts[] = {1, 1, 1, 1};
+	static const int d2_dsts[] = {1, 1, 1};
+	static const int d2_inj[] = {0, 0, 0, 0};
+	static const int d2_res[] = {1, 1, 1};
+	static const int d2_fac[] = {2, 2, 2};
+	static const char d2_dbt[4][32] = {"LTX2VideoDownBlock3D", "LTX2VideoDownBlock3D",
+	    "LTX2VideoDownBlock3D", "LTX2VideoDownBlock3D"};
+	static const char d2_dst[4][16] = {"spatial", "temporal", "spatiotemporal",
+	    "spatiotemporal"};
+	static const char d2_ut[3][16] = {"spatiotemporal", "spatiotemporal",
+	    "spatiotemporal"};
 	o->in_channels = cfg_int(&c, "in_channels", 3, 1);
 	o->out_channels = cfg_int(&c, "out_channels", 3, 1);
 	o->latent_channels = cfg_int(&c, "latent_channels", 128, 1);
 	o->n_block_out_channels = cfg_list(&c, "block_out_channels", 'i', 1,
-	    o->block_out_channels, 0, M, d_boc, 4);
+	    o->block_out_channels, 0, M, ltx2 ? d2_boc : d_boc, 4);
 	o->n_down_block_types = cfg_list(&c, "down_block_types", 's', 0, o->down_block_types,
-	    sizeof(o->down_block_types[0]), M, d_dbt, 4);
+	    sizeof(o->down_block_types[0]), M, ltx2 ? d2_dbt : d_dbt, 4);
 	o->n_decoder_block_out_channels = cfg_list(&c, "decoder_block_out_channels", 'i', 1,
-	    o->decoder_block_out_channels, 0, M, d_boc, 4);
+	    o->decoder_block_out_channels, 0, M, ltx2 ? d2_dboc : d_boc, ltx2 ? 3 : 4);
 	o->n_layers_per_block = cfg_list(&c, "layers_per_block", 'i', 0, o->layers_per_block, 0,
-	    M + 1, d_lpb, 5);
+	    M + 1, ltx2 ? d2_lpb : d_lpb, 5);
 	o->n_decoder_layers_per_block = cfg_list(&c, "decoder_layers_per_block", 'i', 0,
-	    o->decoder_layers_per_block, 0, M + 1, d_lpb, 5);
-	o->n_spatio_temporal_scaling = cfg_list(&c, "spatio_temporal_scaling", 'b', 0,
-	    o->spatio_temporal_scaling, 0, M, d_sts, 4);
-	o->n_decoder_spatio_temporal_scaling = cfg_list(&c, "decoder_spatio_temporal_scaling",
-	    'b', 0, o->decoder_spatio_temporal_scaling, 0, M, d_sts, 4);
-	o->n_decoder_inject_noise = cfg_list(&c, "decoder_inject_noise", 'b', 0,
-	    o->decoder_inject_noise, 0, M + 1, d_inj, 5);
+	    o->decoder_layers_per_block, 0, M + 1, ltx2 ? d2_dlpb : d_lpb, ltx2 ? 4 : 5);
+	if (ltx2) {
+		int ne = o->n_layers_per_block, nd = o->n_decoder_layers_per_block;
+
+		o->n_spatio_temporal_scaling = cfg_blist(&c, "spatio_temporal_scaling",
+		    o->spatio_temporal_scaling, M, d2_sts, 4, ne - 1);
+		o->n_decoder_spatio_temporal_scaling = cfg_blist(&c,
+		    "decoder_spatio_temporal_scaling",
+		    o->decoder_spatio_temporal_scaling, M, d2_dsts, 3, nd - 1);
+		o->n_decoder_inject_noise = cfg_blist(&c, "decoder_inject_noise",
+		    o->decoder_inject_noise, M + 1, d2_inj, 4, nd);
+		o->n_upsample_residual = cfg_blist(&c, "upsample_residual",
+		    o->upsample_residual, M, d2_res, 3, nd - 1);
+	} else {
+		o->n_spatio_temporal_scaling = cfg_list(&c, "spatio_temporal_scaling", 'b', 0,
+		    o->spatio_temporal_scaling, 0, M, d_sts, 4);
+		o->n_decoder_spatio_temporal_scaling = cfg_list(&c,
+		    "decoder_spatio_temporal_scaling", 'b', 0,
+		    o->decoder_spatio_temporal_scaling, 0, M, d_sts, 4);
+		o->n_decoder_inject_noise = cfg_list(&c, "decoder_inject_noise", 'b', 0,
+		    o->decoder_inject_noise, 0, M + 1, d_inj, 5);
+		o->n_upsample_residual = cfg_list(&c, "upsample_residual", 'b', 0,
+		    o->upsample_residual, 0, M, d_res, 4);
+	}
 	o->n_downsample_type = cfg_list(&c, "downsample_type", 's', 0, o->downsample_type,
-	    sizeof(o->downsample_type[0]), M, d_dst, 4);
-	o->n_upsample_residual = cfg_list(&c, "upsample_residual", 'b', 0, o->upsample_residual,
-	    0, M, d_res, 4);
+	    sizeof(o->downsample_type[0]), M, ltx2 ? d2_dst : d_dst, 4);
 	o->n_upsample_factor = cfg_list(&c, "upsample_factor", 'i', 1, o->upsample_factor, 0, M,
-	    d_fac, 4);
+	    ltx2 ? d2_fac : d_fac, ltx2 ? 3 : 4);
 	o->timestep_conditioning = cfg_bool(&c, "timestep_conditioning", 0);
 	o->patch_size = cfg_int(&c, "patch_size", 4, 1);
 	o->patch_size_t = cfg_int(&c, "patch_size_t", 1, 1);
 	o->resnet_norm_eps = cfg_num(&c, "resnet_norm_eps", 1e-6, 1);
 	o->scaling_factor = cfg_num(&c, "scaling_factor", 1.0, 1);
 	o->encoder_causal = cfg_bool(&c, "encoder_causal", 1);
-	o->decoder_causal = cfg_bool(&c, "decoder_causal", 0);
+	o->decoder_causal = cfg_bool(&c, "decoder_causal", ltx2);
 	o->spatial_compression_ratio = cfg_int(&c, "spatial_compression_ratio", 0, 1);
 	o->temporal_compression_ratio = cfg_int(&c, "temporal_compression_ratio", 0, 1);
+	if (ltx2) {
+		o->n_upsample_type = cfg_list(&c, "upsample_type", 's', 0, o->upsample_type,
+		    sizeof(o->upsample_type[0]), M, d2_ut, 3);
+	} else {
+		snprintf(o->encoder_spatial_padding_mode,
+		    sizeof(o->encoder_spatial_padding_mode), "zeros");
+		snprintf(o->decoder_spatial_padding_mode,
+		    sizeof(o->decoder_spatial_padding_mode), "zeros");
+	}
 	if (c.failed)
+		return LQ_FAILED;
+	if (ltx2 && (vae_padding_mode(&c, "encoder_spatial_padding_mode",
+	    o->encoder_spatial_padding_mode,
+	    sizeof(o->encoder_spatial_padding_mode)) != LQ_OK ||
+	    vae_padding_mode(&c, "decoder_spatial_padding_mode",
+	    o->decoder_spatial_padding_mode,
+	    sizeof(o->decoder_spatial_padding_mode)) != LQ_OK))
 		return LQ_FAILED;
 	if (o->patch_size_t != 1)
 		return cfg_fail(err, path, "patch_size_t", "LQ-MODEL-006",
@@ -867,7 +967,7 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 		    : o->n_layers_per_block < nenc ? "layers_per_block" : "downsample_type",
 		    "LQ-MODEL-004", "list is shorter than the %d encoder blocks "
 		    "block_out_channels implies", nenc);
-	for (int i = 0; i < nenc; i++) {
+	for (int i = 0; i < nenc && !ltx2; i++) {
 		const char *t = o->down_block_types[i];
 		if (strcmp(t, "LTXVideoDownBlock3D") != 0 && strcmp(t, "LTXVideo095DownBlock3D") != 0)
 			return cfg_fail(err, path, "down_block_types", "LQ-MODEL-002",
@@ -893,6 +993,7 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 	int m = o->n_decoder_block_out_channels;
 	const char *shortkey = o->n_decoder_spatio_temporal_scaling < m
 	    ? "decoder_spatio_temporal_scaling"
+	    : ltx2 && o->n_upsample_type < m ? "upsample_type"
 	    : o->n_decoder_layers_per_block < m + 1 ? "decoder_layers_per_block"
 	    : o->n_decoder_inject_noise < m + 1 ? "decoder_inject_noise"
 	    : o->n_upsample_residual < m ? "upsample_residual"
@@ -903,6 +1004,21 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 		    "implies (+1 for the mid block in *_layers_per_block and inject_noise)", m);
 	const int *dboc = o->decoder_block_out_channels;
 	int out = rev(dboc, m, 0);
+	/* LTX2VideoUpBlock3d's strides other than (2, 2, 2) are not
+	 * implemented: name the first one */
+	for (int i = 0; ltx2 && i < m; i++) {
+		const char *t = o->upsample_type[i];
+
+		if (strcmp(t, "spatiotemporal") == 0)
+			continue;
+		if (strcmp(t, "spatial") == 0 || strcmp(t, "temporal") == 0)
+			return cfg_fail(err, path, "upsample_type", "LQ-MODEL-006",
+			    "upsample_type \"%s\" (entry %d) is not implemented; "
+			    "use \"spatiotemporal\"", t, i);
+		return cfg_fail(err, path, "upsample_type", "LQ-MODEL-003",
+		    "upsample_type \"%s\" (entry %d) is not spatial, temporal "
+		    "or spatiotemporal", t, i);
+	}
 	o->dec_conv_in_out = out;
 	o->dec_mid_layers = rev(o->decoder_layers_per_block, o->n_decoder_layers_per_block, 0);
 	o->dec_mid_inject_noise = rev(o->decoder_inject_noise, o->n_decoder_inject_noise, 0);
@@ -954,7 +1070,8 @@ cJSON *
 diffusers_vae_to_json(const struct ltxv_vae_config *o)
 {
 	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "_class_name", "AutoencoderKLLTXVideo");
+	cJSON_AddStringToObject(j, "_class_name", o->ltx2 ? "AutoencoderKLLTX2Video" :
+	    "AutoencoderKLLTXVideo");
 	cJSON_AddStringToObject(j, "_diffusers_version", DIFFUSERS_VERSION);
 	add_ints(j, "block_out_channels", o->block_out_channels, o->n_block_out_channels);
 	add_ints(j, "decoder_block_out_channels", o->decoder_block_out_channels,
@@ -987,6 +1104,15 @@ diffusers_vae_to_json(const struct ltxv_vae_config *o)
 	cJSON_AddBoolToObject(j, "timestep_conditioning", o->timestep_conditioning);
 	add_ints(j, "upsample_factor", o->upsample_factor, o->n_upsample_factor);
 	add_bools(j, "upsample_residual", o->upsample_residual, o->n_upsample_residual);
+	if (o->ltx2) {
+		cJSON_AddStringToObject(j, "encoder_spatial_padding_mode",
+		    o->encoder_spatial_padding_mode);
+		cJSON_AddStringToObject(j, "decoder_spatial_padding_mode",
+		    o->decoder_spatial_padding_mode);
+		a = cJSON_AddArrayToObject(j, "upsample_type");
+		for (int i = 0; i < o->n_upsample_type; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(o->upsample_type[i]));
+	}
 	return j;
 }
 

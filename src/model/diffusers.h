@@ -67,9 +67,13 @@ struct ltxv_vae_up_block {
 	int upsampler_in, upsampler_out;	/* out*factor -> out*8 channels */
 };
 
-/* AutoencoderKLLTXVideo (diffusers autoencoder_kl_ltx.py).  Lists are as
+/* AutoencoderKLLTXVideo (diffusers autoencoder_kl_ltx.py), or with `ltx2`
+ * AutoencoderKLLTX2Video (autoencoder_kl_ltx2.py: the same decoder math
+ * with a spatial padding mode, a call-time causal flag and other
+ * defaults; the comments give LTX-Video's defaults).  Lists are as
  * written in config.json (encoder order); n_* are their lengths. */
 struct ltxv_vae_config {
+	int ltx2;			/* _class_name AutoencoderKLLTX2Video */
 	int in_channels;		/* 3 */
 	int out_channels;		/* 3 */
 	int latent_channels;		/* 128 */
@@ -101,7 +105,14 @@ struct ltxv_vae_config {
 	double resnet_norm_eps;		/* 1e-6 */
 	double scaling_factor;		/* 1.0 */
 	int encoder_causal;		/* 1 */
-	int decoder_causal;		/* 0 */
+	int decoder_causal;		/* 0 (LTX-2: 1) */
+	/* LTX-2 only (LTX-Video pads with zeros and upsamples in t, h, w):
+	 * "zeros" or "reflect" (torch padding_mode), the decoder's
+	 * "spatiotemporal" x3 */
+	char encoder_spatial_padding_mode[16];	/* zeros */
+	char decoder_spatial_padding_mode[16];	/* reflect */
+	int n_upsample_type;
+	char upsample_type[DIFFUSERS_MAX_BLOCKS][16];
 	/* derived: config value, or patch_size * 2^(number of true in the
 	 * encoder spatio_temporal_scaling) and patch_size_t * 2^(same) */
 	int spatial_compression_ratio;

@@ -773,6 +773,31 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 			tsb[b] = st_tensor_numel(tt) == 1 ? ts[0] : ts[b];
 		a.decode_timestep = tsb;
 	}
+	if (input_find(in, "causal") != NULL) {
+		/* AutoencoderKLLTX2Video.decode(z, temb, causal): one value,
+		 * nonzero = causal (the config's decoder_causal still wins) */
+		const struct st_tensor *tc = input_find(in, "causal");
+		float *cv;
+
+		if (!c->ltx2) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "causal is an argument of AutoencoderKLLTX2Video."
+			    "decode; an AutoencoderKLLTXVideo decoder has none "
+			    "(its config's decoder_causal decides)");
+			error_set_field(err, "causal");
+			goto out;
+		}
+		if (st_tensor_numel(tc) != 1) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "causal has %lld values; it is one flag (0 or 1)",
+			    (long long)st_tensor_numel(tc));
+			error_set_field(err, "causal");
+			goto out;
+		}
+		cv = st_tensor_to_f32(tc);
+		a.causal = cv[0] != 0.0f;
+		free(cv);
+	}
 	a.noise = &noise;
 	ltxv_vae_output_shape(v, tz->shape, oshape);
 	if (tiling != NULL) {
