@@ -39,7 +39,12 @@ enum lq_status ltx2_vocoder_load(struct gpu_ctx *ctx, const char *dir,
 
 void ltx2_vocoder_free(struct ltx2_vocoder *v);
 
+/* The LTX2Vocoder's config; for LTX2VocoderWithBWE its stage-1 vocoder's
+ * (borrowed). */
 const struct ltx2_vocoder_config *ltx2_vocoder_config(
+    const struct ltx2_vocoder *v);
+/* LTX2VocoderWithBWE's whole config, or NULL for an LTX2Vocoder. */
+const struct ltx2_vocoder_bwe_config *ltx2_vocoder_bwe_config(
     const struct ltx2_vocoder *v);
 
 /*
