@@ -469,6 +469,18 @@ run_ltx2_transformer(struct gpu_ctx *ctx, const char *dir,
 		ltx2_transformer_memory(m, &wb, &cap, &peak);
 		report_memory(report, "ltx2 transformer", wb, cap, peak, 0);
 	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+		struct ltx2_transformer_shape shp = { a.B, a.N, a.L, a.T, a.Ta,
+		    a.timestep_per_token, a.audio_timestep != NULL &&
+		    a.audio_timestep_per_token, a.call.use_cross_timestep };
+
+		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
+			goto out;
+		ltx2_transformer_plan(c, &lay, gpu_ctx_caps(ctx), &shp, &plan);
+		report_plan(report, ctx, "ltx2 transformer", &plan);
+	}
 out:
 	ltx2_transformer_free(m);
 	free(hs);
