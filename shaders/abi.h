@@ -41,6 +41,7 @@
 #define LQ_EW_ACT 7u		/* act(a), the act code in beta's bits */
 #define LQ_EW_LEAKY_RELU 8u	/* a >= 0 ? a : alpha * a (F.leaky_relu) */
 #define LQ_EW_CLAMP 9u		/* clamp(a, alpha, beta) (torch.clamp) */
+#define LQ_EW_SNAKE 10u		/* a + sin(a e^b)^2 / (e^c + alpha) (SnakeBeta) */
 #define LQ_EW_OP_MASK 0xffu	/* at bit 0 */
 #define LQ_EW_NDIM 8u		/* 4 bits */
 #define LQ_EW_DTA 12u		/* LQ_DT_MASK */

@@ -371,6 +371,27 @@ ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 }
 
 enum lq_status
+ops_snake_beta(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *alpha,
+    const struct gpu_tensor *beta, float eps)
+{
+	OP_BEGIN(cmd);
+	if (!same_shape(x, y) || x->ndim != 3 || alpha->ndim != 1 ||
+	    beta->ndim != 1 || alpha->shape[0] != x->shape[1] ||
+	    beta->shape[0] != x->shape[1])
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "ops_snake_beta: y %s, x %s must be [B, C, T] and alpha %s, "
+		    "beta %s [C]", DESC(y), DESC(x), DESC(alpha), DESC(beta));
+	/* [C] as [C, 1]: broadcast over B (leading) and T */
+	struct gpu_tensor a2 = gpu_tensor_reshape(alpha, 2,
+	    (const int64_t[]){ alpha->shape[0], 1 });
+	struct gpu_tensor b2 = gpu_tensor_reshape(beta, 2,
+	    (const int64_t[]){ beta->shape[0], 1 });
+	return ew_record(cmd, "ops_snake_beta", LQ_EW_SNAKE, y, x, &a2, &b2,
+	    eps, 0);
+}
+
+enum lq_status
 ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, float lo, float hi)
 {

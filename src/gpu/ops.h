@@ -211,6 +211,17 @@ enum lq_status ops_gelu_tanh(struct gpu_cmd *cmd, const struct gpu_tensor *y,
  * elementwise (strided as ops_copy).  In place ok. */
 enum lq_status ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, float negative_slope);
+/*
+ * SnakeBeta with logscale parameters (diffusers pipelines/ltx2/vocoder.py
+ * SnakeBeta.forward):
+ *   y = x + 1 / (exp(beta) + eps) · sin(x · exp(alpha))^2
+ * x, y [B, C, T] (strided as ops_copy); alpha, beta [C] (any parameter
+ * dtype) broadcast over B and T; Snake (use_beta=False) passes alpha as
+ * beta.  In place ok.
+ */
+enum lq_status ops_snake_beta(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *alpha,
+    const struct gpu_tensor *beta, float eps);
 /* torch.clamp(x, lo, hi), elementwise (strided).  In place ok. */
 enum lq_status ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, float lo, float hi);

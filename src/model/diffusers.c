@@ -234,48 +234,77 @@ diffusers_parse_latent_upsampler(const cJSON *j, const char *path,
 
 /* ---- LTX-2 vocoder ---- */
 
-enum lq_status
-diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
+/* One LTX2Vocoder's __init__ defaults: LTX2Vocoder's own, or those
+ * LTX2VocoderWithBWE passes to its `vocoder` (stage 1) and `bwe_generator`. */
+struct voc_defaults {
+	int in_channels, hidden_channels, out_channels;
+	int n_up;
+	int uk[DIFFUSERS_MAX_VOCODER], uf[DIFFUSERS_MAX_VOCODER];
+	const char *act_fn;
+	int antialias;
+	const char *final_act_fn;	/* "" = None */
+	int final_bias, output_sampling_rate;
+};
+
+static const struct voc_defaults voc_ltx2 = {
+	128, 1024, 2, 5, {16, 15, 8, 4, 4}, {6, 5, 2, 2, 2}, "leaky_relu", 0,
+	"tanh", 1, 24000,
+};
+static const struct voc_defaults voc_bwe_stage1 = {
+	128, 1536, 2, 6, {11, 4, 4, 4, 4, 4}, {5, 2, 2, 2, 2, 2}, "snakebeta", 1,
+	"", 0, 16000,
+};
+static const struct voc_defaults voc_bwe_generator = {
+	128, 512, 2, 5, {12, 11, 4, 4, 4}, {6, 5, 2, 2, 2}, "snakebeta", 1,
+	"", 0, 48000,
+};
+
+/*
+ * The keys of one LTX2Vocoder, each named `pre` + upstream's argument
+ * ("" or LTX2VocoderWithBWE's "bwe_"); `rate_key` is the key whose value
+ * becomes output_sampling_rate.  Checks as diffusers_parse_ltx2_vocoder.
+ */
+static enum lq_status
+parse_vocoder_keys(const cJSON *j, const char *path, const char *pre,
+    const char *rate_key, const struct voc_defaults *d,
     struct ltx2_vocoder_config *o, struct lq_error *err)
 {
-	static const int def_uk[] = {16, 15, 8, 4, 4}, def_uf[] = {6, 5, 2, 2, 2};
 	static const int def_rk[] = {3, 7, 11};
 	struct cfg c = {j, path, err, 0};
-	const cJSON *cls = cfg_item(&c, "_class_name"), *dl, *e;
+	const cJSON *dl, *e;
+	char k[22][64];
 	int nuf, ch;
 
-	if (cJSON_IsString(cls) && strcmp(cls->valuestring,
-	    "LTX2VocoderWithBWE") == 0)
-		return cfg_fail(err, path, "_class_name", "LQ-MODEL-006",
-		    "LTX2VocoderWithBWE (the LTX-2.3 vocoder with bandwidth "
-		    "extension) is not implemented yet; latentq runs the LTX-2.0 "
-		    "LTX2Vocoder");
-	if (check_class(&c, "LTX2Vocoder") != LQ_OK)
-		return LQ_FAILED;
+#define KEY(i, name) (snprintf(k[i], sizeof(k[i]), "%s%s", pre, name), k[i])
 	memset(o, 0, sizeof(*o));
-	o->in_channels = cfg_int(&c, "in_channels", 128, 1);
-	o->hidden_channels = cfg_int(&c, "hidden_channels", 1024, 1);
-	o->out_channels = cfg_int(&c, "out_channels", 2, 1);
-	o->n_upsample = cfg_list(&c, "upsample_kernel_sizes", 'i', 1,
-	    o->upsample_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, def_uk, 5);
-	nuf = cfg_list(&c, "upsample_factors", 'i', 1, o->upsample_factors, 0,
-	    DIFFUSERS_MAX_VOCODER, def_uf, 5);
-	o->n_resnets = cfg_list(&c, "resnet_kernel_sizes", 'i', 1,
+	o->in_channels = cfg_int(&c, KEY(0, "in_channels"), d->in_channels, 1);
+	o->hidden_channels = cfg_int(&c, KEY(1, "hidden_channels"),
+	    d->hidden_channels, 1);
+	o->out_channels = cfg_int(&c, KEY(2, "out_channels"), d->out_channels, 1);
+	o->n_upsample = cfg_list(&c, KEY(3, "upsample_kernel_sizes"), 'i', 1,
+	    o->upsample_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, d->uk, d->n_up);
+	nuf = cfg_list(&c, KEY(4, "upsample_factors"), 'i', 1, o->upsample_factors,
+	    0, DIFFUSERS_MAX_VOCODER, d->uf, d->n_up);
+	o->n_resnets = cfg_list(&c, KEY(5, "resnet_kernel_sizes"), 'i', 1,
 	    o->resnet_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, def_rk, 3);
-	cfg_str(&c, "act_fn", "leaky_relu", o->act_fn, sizeof(o->act_fn));
-	o->leaky_relu_negative_slope = cfg_num(&c, "leaky_relu_negative_slope",
-	    0.1, 0);
-	o->antialias = cfg_bool(&c, "antialias", 0);
+	cfg_str(&c, KEY(6, "act_fn"), d->act_fn, o->act_fn, sizeof(o->act_fn));
+	o->leaky_relu_negative_slope = cfg_num(&c,
+	    KEY(7, "leaky_relu_negative_slope"), 0.1, 0);
+	o->antialias = cfg_bool(&c, KEY(8, "antialias"), d->antialias);
+	o->antialias_ratio = cfg_int(&c, KEY(9, "antialias_ratio"), 2, 1);
+	o->antialias_kernel_size = cfg_int(&c, KEY(10, "antialias_kernel_size"),
+	    12, 1);
 	/* null is a valid value here (no final activation) */
-	cfg_str(&c, "final_act_fn", cfg_item(&c, "final_act_fn") == NULL &&
-	    cJSON_GetObjectItemCaseSensitive(j, "final_act_fn") != NULL ? "" :
-	    "tanh", o->final_act_fn, sizeof(o->final_act_fn));
-	o->final_bias = cfg_bool(&c, "final_bias", 1);
-	o->output_sampling_rate = cfg_int(&c, "output_sampling_rate", 24000, 1);
+	KEY(11, "final_act_fn");
+	cfg_str(&c, k[11], cfg_item(&c, k[11]) == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(j, k[11]) != NULL ? "" :
+	    d->final_act_fn, o->final_act_fn, sizeof(o->final_act_fn));
+	o->final_bias = cfg_bool(&c, KEY(12, "final_bias"), d->final_bias);
+	o->output_sampling_rate = cfg_int(&c, rate_key, d->output_sampling_rate, 1);
 	if (c.failed)
 		return LQ_FAILED;
 	/* resnet_dilations: a list of lists, one per resnet kernel size */
-	dl = cfg_item(&c, "resnet_dilations");
+	dl = cfg_item(&c, KEY(13, "resnet_dilations"));
 	if (dl == NULL) {
 		for (int i = 0; i < 3; i++) {
 			o->n_resnet_dilations[i] = 3;
@@ -284,84 +313,172 @@ diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
 			o->resnet_dilations[i][2] = 5;
 		}
 		if (o->n_resnets != 3)
-			return cfg_fail(err, path, "resnet_dilations",
-			    "LQ-MODEL-004", "resnet_kernel_sizes has %d entries "
-			    "but the default resnet_dilations has 3",
-			    o->n_resnets);
+			return cfg_fail(err, path, k[13],
+			    "LQ-MODEL-004", "%sresnet_kernel_sizes has %d entries "
+			    "but the default %s has 3", pre, o->n_resnets, k[13]);
 	} else {
 		int n = 0;
 
 		if (!cJSON_IsArray(dl) || cJSON_GetArraySize(dl) !=
 		    o->n_resnets)
-			return cfg_fail(err, path, "resnet_dilations",
-			    "LQ-MODEL-004", "resnet_dilations must be a list of "
-			    "%d lists (one per resnet_kernel_sizes entry)",
-			    o->n_resnets);
+			return cfg_fail(err, path, k[13],
+			    "LQ-MODEL-004", "%s must be a list of "
+			    "%d lists (one per %sresnet_kernel_sizes entry)",
+			    k[13], o->n_resnets, pre);
 		cJSON_ArrayForEach(e, dl) {
-			const cJSON *d;
+			const cJSON *dd;
 			int m = 0;
 
 			if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) < 1 ||
 			    cJSON_GetArraySize(e) > DIFFUSERS_MAX_VOCODER)
-				return cfg_fail(err, path, "resnet_dilations",
-				    "LQ-MODEL-003", "resnet_dilations[%d] must be "
-				    "a list of 1 to %d integers >= 1", n,
+				return cfg_fail(err, path, k[13],
+				    "LQ-MODEL-003", "%s[%d] must be "
+				    "a list of 1 to %d integers >= 1", k[13], n,
 				    DIFFUSERS_MAX_VOCODER);
-			cJSON_ArrayForEach(d, e) {
-				if (!is_int(d) || d->valuedouble < 1)
+			cJSON_ArrayForEach(dd, e) {
+				if (!is_int(dd) || dd->valuedouble < 1)
 					return cfg_fail(err, path,
-					    "resnet_dilations", "LQ-MODEL-003",
-					    "resnet_dilations[%d][%d] must be an "
-					    "integer >= 1", n, m);
-				o->resnet_dilations[n][m++] = (int)d->valuedouble;
+					    k[13], "LQ-MODEL-003",
+					    "%s[%d][%d] must be an "
+					    "integer >= 1", k[13], n, m);
+				o->resnet_dilations[n][m++] = (int)dd->valuedouble;
 			}
 			o->n_resnet_dilations[n++] = m;
 		}
 	}
 	if (nuf != o->n_upsample)
-		return cfg_fail(err, path, "upsample_factors", "LQ-MODEL-004",
-		    "upsample_kernel_sizes has %d entries and upsample_factors "
-		    "%d; they must be the same length", o->n_upsample, nuf);
-	if (strcmp(o->act_fn, "snakebeta") == 0 || strcmp(o->act_fn, "snake") == 0)
-		return cfg_fail(err, path, "act_fn", "LQ-MODEL-006",
-		    "act_fn \"%s\" (SnakeBeta, the LTX-2.3 vocoders') is not "
-		    "implemented yet; use \"leaky_relu\" (LTX-2.0)", o->act_fn);
-	if (strcmp(o->act_fn, "leaky_relu") != 0)
-		return cfg_fail(err, path, "act_fn", "LQ-MODEL-003",
-		    "act_fn \"%s\" is not one of snakebeta, snake, leaky_relu",
-		    o->act_fn);
-	if (o->antialias)
-		return cfg_fail(err, path, "antialias", "LQ-MODEL-006",
-		    "antialias true (AntiAliasAct1d around the activations) is "
-		    "not implemented; LTX-2.0's vocoder has antialias false");
+		return cfg_fail(err, path, k[4], "LQ-MODEL-004",
+		    "%s has %d entries and %s "
+		    "%d; they must be the same length", k[3], o->n_upsample,
+		    k[4], nuf);
+	if (strcmp(o->act_fn, "leaky_relu") != 0 &&
+	    strcmp(o->act_fn, "snakebeta") != 0 && strcmp(o->act_fn, "snake") != 0)
+		return cfg_fail(err, path, k[6], "LQ-MODEL-003",
+		    "%s \"%s\" is not one of snakebeta, snake, leaky_relu",
+		    k[6], o->act_fn);
+	if (o->antialias && strcmp(o->act_fn, "leaky_relu") == 0)
+		/* ResBlock's `act_fn =` typo nests the anti-alias wrappers of
+		 * acts2; no released vocoder has this */
+		return cfg_fail(err, path, k[8], "LQ-MODEL-006",
+		    "%s true with %s \"leaky_relu\" (upstream nests its "
+		    "anti-aliasing wrappers there) is not implemented; use "
+		    "\"snakebeta\" or %s false", k[8], k[6], k[8]);
+	if (o->antialias_kernel_size < o->antialias_ratio ||
+	    o->antialias_kernel_size > 64)
+		return cfg_fail(err, path, k[10], "LQ-MODEL-003",
+		    "%s %d must be in %s (%d) .. 64", k[10],
+		    o->antialias_kernel_size, k[9], o->antialias_ratio);
 	if (o->final_act_fn[0] != '\0' && strcmp(o->final_act_fn, "tanh") != 0 &&
 	    strcmp(o->final_act_fn, "clamp") != 0)
 		/* upstream silently applies none for any other string */
-		return cfg_fail(err, path, "final_act_fn", "LQ-MODEL-003",
-		    "final_act_fn \"%s\" is not \"tanh\", \"clamp\" or null",
-		    o->final_act_fn);
+		return cfg_fail(err, path, k[11], "LQ-MODEL-003",
+		    "%s \"%s\" is not \"tanh\", \"clamp\" or null",
+		    k[11], o->final_act_fn);
 	ch = o->hidden_channels;
 	o->hop = 1;
 	for (int i = 0; i < o->n_upsample; i++) {
 		if (o->upsample_kernel_sizes[i] < o->upsample_factors[i])
-			return cfg_fail(err, path, "upsample_kernel_sizes",
-			    "LQ-MODEL-003", "upsample_kernel_sizes[%d] = %d is "
-			    "smaller than upsample_factors[%d] = %d (negative "
-			    "ConvTranspose1d padding)", i,
-			    o->upsample_kernel_sizes[i], i, o->upsample_factors[i]);
+			return cfg_fail(err, path, k[3],
+			    "LQ-MODEL-003", "%s[%d] = %d is "
+			    "smaller than %s[%d] = %d (negative "
+			    "ConvTranspose1d padding)", k[3], i,
+			    o->upsample_kernel_sizes[i], k[4], i,
+			    o->upsample_factors[i]);
 		if (o->hop > (1 << 16) / o->upsample_factors[i])
-			return cfg_fail(err, path, "upsample_factors",
-			    "LQ-MODEL-003", "upsample_factors multiply to more "
+			return cfg_fail(err, path, k[4],
+			    "LQ-MODEL-003", "%s multiply to more "
 			    "than 65536 samples per mel frame (LTX-2: 6*5*2*2*2 "
-			    "= 240)");
+			    "= 240)", k[4]);
 		o->hop *= o->upsample_factors[i];
 		ch /= 2;
 	}
 	if (ch < 1)
-		return cfg_fail(err, path, "hidden_channels", "LQ-MODEL-003",
-		    "hidden_channels %d halves to 0 over %d upsamplers; use at "
-		    "least %d", o->hidden_channels, o->n_upsample,
+		return cfg_fail(err, path, k[1], "LQ-MODEL-003",
+		    "%s %d halves to 0 over %d upsamplers; use at "
+		    "least %d", k[1], o->hidden_channels, o->n_upsample,
 		    1 << o->n_upsample);
+#undef KEY
+	return LQ_OK;
+}
+
+enum lq_status
+diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
+    struct ltx2_vocoder_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	const cJSON *cls = cfg_item(&c, "_class_name");
+
+	if (cJSON_IsString(cls) && strcmp(cls->valuestring,
+	    "LTX2VocoderWithBWE") == 0)
+		return cfg_fail(err, path, "_class_name", "LQ-MODEL-006",
+		    "LTX2VocoderWithBWE (the LTX-2.3 vocoder with bandwidth "
+		    "extension) runs only as `forward --component vocoder`; "
+		    "the LTX-2 render takes an LTX2Vocoder");
+	if (check_class(&c, "LTX2Vocoder") != LQ_OK)
+		return LQ_FAILED;
+	return parse_vocoder_keys(j, path, "", "output_sampling_rate", &voc_ltx2,
+	    o, err);
+}
+
+int
+diffusers_ltx2_vocoder_is_bwe(const cJSON *j)
+{
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "_class_name");
+
+	return cJSON_IsString(cls) && strcmp(cls->valuestring,
+	    "LTX2VocoderWithBWE") == 0;
+}
+
+enum lq_status
+diffusers_parse_ltx2_vocoder_bwe(const cJSON *j, const char *path,
+    struct ltx2_vocoder_bwe_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	enum lq_status st;
+
+	if (check_class(&c, "LTX2VocoderWithBWE") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	if ((st = parse_vocoder_keys(j, path, "", "input_sampling_rate",
+	    &voc_bwe_stage1, &o->vocoder, err)) ||
+	    (st = parse_vocoder_keys(j, path, "bwe_", "output_sampling_rate",
+	    &voc_bwe_generator, &o->bwe_generator, err)))
+		return st;
+	o->filter_length = cfg_int(&c, "filter_length", 512, 2);
+	o->hop_length = cfg_int(&c, "hop_length", 80, 1);
+	o->window_length = cfg_int(&c, "window_length", 512, 1);
+	o->num_mel_channels = cfg_int(&c, "num_mel_channels", 64, 1);
+	o->input_sampling_rate = o->vocoder.output_sampling_rate;
+	o->output_sampling_rate = o->bwe_generator.output_sampling_rate;
+	if (c.failed)
+		return LQ_FAILED;
+	/* the stage-1 waveform's channels, as mel channels, make the BWE
+	 * generator's input: out_channels x num_mel_channels */
+	if (o->vocoder.out_channels * o->num_mel_channels !=
+	    o->bwe_generator.in_channels)
+		return cfg_fail(err, path, "bwe_in_channels", "LQ-MODEL-003",
+		    "bwe_in_channels %d is not out_channels %d x "
+		    "num_mel_channels %d (the stage-1 waveform's log-mel)",
+		    o->bwe_generator.in_channels, o->vocoder.out_channels,
+		    o->num_mel_channels);
+	if (o->output_sampling_rate % o->input_sampling_rate != 0 ||
+	    o->output_sampling_rate < o->input_sampling_rate)
+		return cfg_fail(err, path, "output_sampling_rate", "LQ-MODEL-003",
+		    "output_sampling_rate %d is not a multiple of "
+		    "input_sampling_rate %d (the resampler's integer ratio)",
+		    o->output_sampling_rate, o->input_sampling_rate);
+	if (o->bwe_generator.hop != o->hop_length *
+	    (o->output_sampling_rate / o->input_sampling_rate))
+		return cfg_fail(err, path, "bwe_upsample_factors", "LQ-MODEL-003",
+		    "bwe_upsample_factors multiply to %d, not hop_length %d x "
+		    "the rate ratio %d: the BWE residual and the resampled "
+		    "waveform would differ in length", o->bwe_generator.hop,
+		    o->hop_length, o->output_sampling_rate /
+		    o->input_sampling_rate);
+	if (o->window_length < o->hop_length)
+		return cfg_fail(err, path, "window_length", "LQ-MODEL-003",
+		    "window_length %d is below hop_length %d",
+		    o->window_length, o->hop_length);
 	return LQ_OK;
 }
 

@@ -379,6 +379,29 @@ test_elementwise(void)
 		compare(name, &y, ref, 1e-7, 1e-7);
 		free(h);
 	}
+	/* SnakeBeta: per-channel log-scale alpha, beta over [B, C, T] (dim 1
+	 * = channels), and Snake (beta = alpha) */
+	for (int k = 0; k < 2; k++) {
+		begin();
+		x = T(GPU_F32, 3, SH(B, N, D));
+		y = T(GPU_F32, 3, SH(B, N, D));
+		struct gpu_tensor al = T(GPU_F32, 1, SH(N)), be = T(GPU_F32, 1, SH(N));
+		float *h = rnd(n, 3), *ha = rnd(N, 0.4f), *hb = rnd(N, 0.4f);
+		up(&x, h);
+		up(&al, ha);
+		up(&be, hb);
+		ops_snake_beta(cmd, &y, &x, &al, k ? &al : &be, 1e-9f);
+		run();
+		for (int bi = 0; bi < B; bi++)
+			for (int c = 0; c < N; c++)
+				for (int d = 0; d < D; d++) {
+					size_t i = ((size_t)bi * N + c) * D + d;
+					double v = h[i], s = sin(v * exp((double)ha[c]));
+					ref[i] = v + s * s / (exp((double)(k ? ha : hb)[c]) + 1e-9);
+				}
+		compare(k ? "snake (beta = alpha)" : "snake_beta", &y, ref, 2e-6, 2e-6);
+		free(h), free(ha), free(hb);
+	}
 	begin();
 	x = T(GPU_F32, 3, SH(B, N, D));
 	y = T(GPU_F32, 3, SH(B, N, D));
