@@ -1037,6 +1037,16 @@ run_vocoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		report_memory(report, "vocoder", wb, cap, peak,
 		    gpu_buffer_size(b_m) + gpu_buffer_size(b_y));
 	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+
+		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
+			goto out;
+		ltx2_vocoder_plan(ltx2_vocoder_config(v), ltx2_vocoder_bwe_config(v),
+		    &lay, gpu_ctx_caps(ctx), tm->shape, &plan);
+		report_plan(report, ctx, "vocoder", &plan);
+	}
 out:
 	gpu_buffer_free(b_m);
 	gpu_buffer_free(b_y);

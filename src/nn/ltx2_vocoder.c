@@ -42,6 +42,7 @@
 #include "core/util.h"
 #include "gpu/ops.h"
 #include "nn/ltx2_vocoder.h"
+#include "nn/plan.h"
 #include "nn/weights.h"
 
 #define ACT_OUT_SLOPE 0.01f	/* nn.LeakyReLU()'s default negative_slope */
@@ -603,24 +604,105 @@ resblock(struct gpu_cmd *cmd, const struct gpu_tensor *slot,
 
 /* Elements of the largest slot one LTX2Vocoder needs for T input frames
  * (its input, conv_in's output, every stage's, and the anti-aliased
- * activations' up-sampled scratch). */
+ * activations' up-sampled scratch), from its config alone. */
 static int64_t
-gen_slot(const struct voc_gen *g, int64_t B, int64_t T)
+gen_slot(const struct ltx2_vocoder_config *c, int64_t B, int64_t T)
 {
-	const struct ltx2_vocoder_config *c = g->cfg;
 	int r = c->antialias_ratio, K = c->antialias_kernel_size;
-	int64_t L = T, mx = B * T * (c->in_channels > c->hidden_channels ?
-	    c->in_channels : c->hidden_channels);
+	int snake = strcmp(c->act_fn, "leaky_relu") != 0;
+	int64_t L = T, ch = c->hidden_channels, mx = B * T *
+	    (c->in_channels > c->hidden_channels ? c->in_channels :
+	    c->hidden_channels);
 
 	for (int i = 0; i < c->n_upsample; i++) {
 		int64_t n;
 
 		L = up_len(c, i, L);
-		n = B * g->ch[i + 1] * (g->act_out.snake ? r * L + 2 * K : L);
+		ch /= 2;
+		n = B * ch * (snake ? r * L + 2 * K : L);
 		if (n > mx)
 			mx = n;
 	}
 	return mx;
+}
+
+/*
+ * The pool of one forward of mel [B, *, T, *]: NSLOTS slots of `*slot`
+ * elements (with BWE one more, the stage-1 waveform), as gpu_pool_plan
+ * sizes them on `caps`.  BWE: the second generator on the STFT frames,
+ * the resampler's padded input and the output count too.
+ */
+static uint64_t
+pool_bytes(const struct ltx2_vocoder_config *c,
+    const struct ltx2_vocoder_bwe_config *b, const struct device_caps *caps,
+    int64_t B, int64_t T, int64_t *slot)
+{
+	uint64_t carve[NSLOTS + 1];
+	int64_t mx = gen_slot(c, B, T);
+	int n = NSLOTS;
+
+	if (b != NULL) {
+		int64_t N = gen_len(c, T), Fr = stft_frames(b, N), k;
+		int ratio = b->output_sampling_rate / b->input_sampling_rate;
+
+		if (Fr >= 1 && (k = gen_slot(&b->bwe_generator, B, Fr)) > mx)
+			mx = k;
+		k = B * c->out_channels * (N + 2 * (int)ceil(HANN_WIDTH /
+		    HANN_ROLLOFF));
+		if (k > mx)
+			mx = k;
+		k = B * c->out_channels * N * ratio;
+		if (k > mx)
+			mx = k;
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		carve[i] = (uint64_t)mx * sizeof(float);
+	*slot = mx;
+	return gpu_pool_plan(caps, carve, n);
+}
+
+void
+ltx2_vocoder_plan(const struct ltx2_vocoder_config *c,
+    const struct ltx2_vocoder_bwe_config *bwe,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    const int64_t mel[4], struct nn_plan_bytes *out)
+{
+	int64_t B = mel[0], T = mel[2], slot, N, L;
+
+	memset(out, 0, sizeof(*out));
+	if (bwe != NULL)
+		c = &bwe->vocoder;
+	N = L = gen_len(c, T);
+	if (w != NULL)
+		out->weights = w->resident.device;
+	out->activations = pool_bytes(c, bwe, caps, B, T, &slot);
+	if (bwe != NULL) {
+		int ratio = bwe->output_sampling_rate / bwe->input_sampling_rate;
+		int64_t R = B * c->out_channels, Fr = stft_frames(bwe, N);
+		int64_t nf = bwe->filter_length / 2 + 1, nm = bwe->num_mel_channels;
+
+		L = N * ratio;
+		/* the resampler's filter */
+		out->weights += gpu_buffer_plan_size(sizeof(float) *
+		    (uint64_t)(2 * (int)ceil(HANN_WIDTH / HANN_ROLLOFF) * ratio + 1));
+		/* MelSTFT on the host: the waveform, log-mel, magnitude,
+		 * phase, energy, and the two bases */
+		out->host = sizeof(float) * (uint64_t)(R * N + R * nm * Fr +
+		    2 * R * nf * Fr + R * Fr + 2 * nf * bwe->filter_length +
+		    nm * nf);
+	}
+	out->io = gpu_buffer_plan_size(sizeof(float) * (uint64_t)(mel[0] *
+	    mel[1] * mel[2] * mel[3])) + gpu_buffer_plan_size(sizeof(float) *
+	    (uint64_t)(B * c->out_channels * L));
+	out->largest = (uint64_t)slot * sizeof(float);
+	snprintf(out->largest_what, sizeof(out->largest_what),
+	    "the vocoder's largest activation");
+	if (w != NULL && w->resident.largest > out->largest) {
+		out->largest = w->resident.largest;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->resident.largest_name);
+	}
 }
 
 /*
@@ -799,9 +881,8 @@ ltx2_vocoder_forward(struct ltx2_vocoder *v, const struct gpu_tensor *mel,
 	Cm = mel->shape[1];
 	T = mel->shape[2];
 	M = mel->shape[3];
-	mx = gen_slot(&v->gen[0], B, T);
 	if (v->bwe) {
-		int64_t n2, sk;
+		int64_t n2;
 
 		N = gen_len(c, T);
 		if (N % bc->hop_length != 0) {
@@ -829,17 +910,9 @@ ltx2_vocoder_forward(struct ltx2_vocoder *v, const struct gpu_tensor *mel,
 			error_set_field(err, "mel");
 			return LQ_FAILED;
 		}
-		if ((sk = gen_slot(&v->gen[1], B, Fr)) > mx)
-			mx = sk;
-		/* the resampler's padded input and output, and the sum */
-		sk = B * c->out_channels * (N + 2 * v->rs_width);
-		if (sk > mx)
-			mx = sk;
-		if (want[0] * want[1] * want[2] > mx)
-			mx = want[0] * want[1] * want[2];
 	}
-	bytes = (size_t)((NSLOTS + v->bwe) * mx) * sizeof(float) +
-	    (size_t)(NSLOTS + 1) * 256;
+	bytes = (size_t)pool_bytes(c, v->bwe ? bc : NULL, gpu_ctx_caps(v->ctx),
+	    B, T, &mx);
 	if (v->pool == NULL || gpu_pool_capacity(v->pool) < bytes) {
 		gpu_pool_free(v->pool);
 		v->pool = NULL;

@@ -42,18 +42,7 @@ for v in vae_a vae_b; do
 	    set -- "$@" --inputs "$D/vae/$v/decode.inject_noise.safetensors"
 	expect_status 0 "$LATENTQ" -v forward --model "$D/vae/$v/model/vae" \
 	    --component vae-decoder "$@" --out "$T/plan.st"
-	line=$(grep "vae decoder memory plan" "$T/err")
-	planned=$(echo "$line" | sed -n 's/.*memory plan: device \([0-9]*\) bytes.*/\1/p')
-	measured=$(echo "$line" | sed -n 's/.*measured peak_device_bytes \([0-9]*\).*/\1/p')
-	checks=$((checks + 1))
-	if [ -z "$planned" ] || [ -z "$measured" ] || [ "$measured" -eq 0 ]; then
-		fail "$v: no plan / measurement in: $line"
-	else
-		diff=$((planned - measured))
-		[ $diff -lt 0 ] && diff=$((-diff))
-		[ $((diff * 10)) -gt "$measured" ] &&
-		    fail "$v: planned $planned bytes, measured $measured (more than 10% apart)"
-	fi
+	check_plan "vae decoder"
 done
 
 # variant CASE NAME SED_EXPR : a copy of CASE's model folder (weights

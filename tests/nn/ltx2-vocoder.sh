@@ -92,6 +92,15 @@ expect_status 0 "$LATENTQ" forward --model "$m" --component vocoder \
 checks=$((checks + 1))
 "$ST" diff "$T/o.st" "$T/o.st" waveform 0 >/dev/null || fail "hop16 wrote no waveform"
 
+# The memory plan (ltx2_vocoder_plan) within 10% of the device's measured
+# high-water mark, for both classes.
+for v in voc voc_bwe; do
+	expect_status 0 "$LATENTQ" -v forward --model "$D/vocoder/$v/model/vocoder" \
+	    --component vocoder --inputs "$D/vocoder/$v/inputs.safetensors" \
+	    --out "$T/plan.st"
+	check_plan "vocoder"
+done
+
 # Configs latentq does not run are refused by name, before any weight.
 bad_config "$cfg" 's/"act_fn": "leaky_relu"/"act_fn": "relu"/' LQ-MODEL-003 \
     'act_fn: act_fn "relu" is not one of snakebeta, snake, leaky_relu' \
