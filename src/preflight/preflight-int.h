@@ -139,6 +139,7 @@ void pf_check_model(struct pf_job_state *s);
 void pf_check_geometry(struct pf_job_state *s);
 void pf_check_sampling(struct pf_job_state *s);
 void pf_check_condition(struct pf_job_state *s);
+void pf_check_second_stage(struct pf_job_state *s);
 void pf_check_prompt(struct pf_job_state *s);
 void pf_check_mesh(struct pf_job_state *s);
 void pf_check_lora(struct pf_job_state *s);
