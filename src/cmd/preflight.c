@@ -73,9 +73,10 @@ db_hash_record(void *ctx, const char *path, int64_t size, int64_t mtime_ns,
 
 /*
  * The device to check against when no caps file is given: the first that
- * --device / LATENTQ_DEVICE names (gpu_devices_match: slot indices or name
- * fragments, a list for a mesh; none: the render's own preference), with
- * device_count the number named.  Only the devices are listed (no logical
+ * --device / LATENTQ_DEVICE names (slot indices or name fragments, a list
+ * for a mesh; none: the render's own preference), with device_count the
+ * number a mesh could use: those of the first's kind (gpu_devices_select,
+ * as the render opens them).  Only the devices are listed (no logical
  * device, no pipeline).  Returns 0 when there is none.
  */
 static int
@@ -89,10 +90,10 @@ live_caps(const char *want, struct device_caps *out)
 		free(all);
 		return 0;
 	}
-	/* the devices the render would open (gpu_devices_match): a mesh
-	 * of mesh.devices takes the first that many of them */
+	/* the devices the render would open: a mesh of mesh.devices takes
+	 * the first that many of them */
 	int *slots = xcalloc((size_t)n, sizeof(*slots));
-	int m = gpu_devices_match(all, n, want, slots, n, &err);
+	int m = gpu_devices_select(all, n, want, slots, n, NULL, &err);
 	if (m > 0) {
 		*out = all[slots[0]];
 		out->device_count = m;
@@ -191,7 +192,10 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		ms[nm++] = m;
 	}
 	struct preflight_report *rep = NULL;
-	if (preflight_check_manifests(ms, nm, &opt, &rep) != LQ_OK)
+	enum lq_status pr = preflight_check_manifests(ms, nm, &opt, &rep);
+	if (pr == LQ_RETRY && rc == 0)
+		rc = EXIT_TEMPFAIL;	/* only a download that may pass */
+	else if (pr != LQ_OK)
 		rc = EXIT_DATAERR;
 	if (json) {
 		cJSON *o = preflight_report_to_json(rep);

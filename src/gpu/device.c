@@ -459,6 +459,29 @@ gpu_devices_same_kind(const struct device_caps *a, const struct device_caps *b)
 	    strcmp(a->driver_info, b->driver_info) == 0;
 }
 
+int
+gpu_devices_select(const struct device_caps *all, int n, const char *spec,
+    int *slots, int max, int *others, struct lq_error *err)
+{
+	int *named = xcalloc((size_t)n + 1, sizeof(*named));
+	int k = gpu_devices_match(all, n, spec, named, n, err);
+	int got = 0, left = 0;
+	for (int i = 0; i < k; i++) {
+		if (i > 0 && !gpu_devices_same_kind(&all[named[0]],
+		    &all[named[i]])) {
+			left++;
+			continue;
+		}
+		if (got < max)
+			slots[got] = named[i];
+		got++;
+	}
+	free(named);
+	if (others != NULL)
+		*others = left;
+	return k < 0 ? -1 : got;
+}
+
 static void
 fingerprint_make(struct gpu_ctx *ctx)
 {

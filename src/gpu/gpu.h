@@ -170,6 +170,18 @@ int gpu_devices_same_kind(const struct device_caps *a,
     const struct device_caps *b);
 
 /*
+ * The devices a job may run on together: of the slots `spec` names
+ * (gpu_devices_match's order), the first and every later one of its kind
+ * (gpu_devices_same_kind).  Writes the first `max` into slots[] and
+ * returns how many there are; *others (may be NULL) gets how many named
+ * slots were left out for being of another kind.  -1 as
+ * gpu_devices_match.  Preflight (the host's device count) and the render
+ * (the mesh it opens) both choose with it, so they agree.  Pure.
+ */
+int gpu_devices_select(const struct device_caps *all, int n, const char *spec,
+    int *slots, int max, int *others, struct lq_error *err);
+
+/*
  * Creates the instance, picks the device (opts->device), creates the
  * logical device, a compute queue and the command pool; pipelines are
  * created lazily on first use (loading the pipeline cache first).

@@ -503,6 +503,15 @@ st_file_find(const struct st_file *f, const char *name)
 	return NULL;
 }
 
+const struct st_tensor *
+st_file_find_or_only(const struct st_file *f, const char *name)
+{
+	const struct st_tensor *t = st_file_find(f, name);
+	if (t == NULL && st_file_count(f) == 1)
+		t = st_file_tensor(f, 0);
+	return t;
+}
+
 const char *
 st_file_metadata(const struct st_file *f, const char *key)
 {

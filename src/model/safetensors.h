@@ -71,6 +71,10 @@ size_t st_file_count(const struct st_file *f);
 const struct st_tensor *st_file_tensor(const struct st_file *f, size_t i);
 /* Tensor by exact name, NULL if absent (binary search). */
 const struct st_tensor *st_file_find(const struct st_file *f, const char *name);
+/* The tensor called `name`, else the file's only tensor when it holds just
+ * one (how a job's `latents:` file is read), else NULL.  Borrowed. */
+const struct st_tensor *st_file_find_or_only(const struct st_file *f,
+    const char *name);
 /* __metadata__ value by key, NULL if absent. */
 const char *st_file_metadata(const struct st_file *f, const char *key);
 /* Number of __metadata__ entries and the i-th key/value (NULL past the end). */

@@ -36,6 +36,7 @@
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 #include "preflight/preflight-int.h"
+#include "sampler/latents.h"
 #include "text/tokenizer.h"
 
 #define RAW_ROPE_BASE_FRAMES 20
@@ -282,10 +283,17 @@ pf_check_model(struct pf_job_state *s)
 		error_clear(&ferr);
 		if (s->ctx->opt->fetch_model(vals[i], i == 0 ? NULL : keys[i],
 		    &ferr) != LQ_OK) {
-			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
-			    ferr.code, "download failed: %s", ferr.message);
+			/* a retryable failure (the network, a 5xx) stays one:
+			 * submit leaves the job out and exits 75 */
+			int retry = ferr.status == LQ_RETRY;
+			struct lq_error *e = pf_job_add(s, keys[i], retry ?
+			    LQ_RETRY : LQ_FAILED, ferr.code, "download failed: "
+			    "%s", ferr.message);
 			if (ferr.hint[0] != '\0')
 				error_set_hint(e, "%s", ferr.hint);
+			else if (retry)
+				error_set_hint(e, "it may pass next time: run the "
+				    "command again (what was fetched is kept)");
 			refused = 1;
 		}
 	}
@@ -1060,6 +1068,56 @@ pf_check_prompt(struct pf_job_state *s)
 
 /* ---- batch and mesh -------------------------------------------------- */
 
+/*
+ * The batch the render runs: the prompt_embeds file's when the job gives
+ * one (render.c phase_load lets the embeddings decide), else job_batch's.
+ * 0 until pf_check_mesh and pf_check_prompt have run or when either failed.
+ */
+static int64_t
+render_batch(struct pf_job_state *s)
+{
+	if (present(s, "prompt_embeds") && s->embeds_B > 0)
+		return s->embeds_B;
+	return s->global_batch;
+}
+
+/*
+ * A `latents:` file's tensor has one of the two shapes the render accepts
+ * (latents_import: packed [B, S, D] or [B, C, F, H, W] of this job), read
+ * from the header before anything is loaded.  Needs the geometry, the
+ * batch and the model.
+ */
+void
+pf_check_latents(struct pf_job_state *s)
+{
+	const char *path = json_get_string(s->config, "latents", NULL);
+	if (path == NULL || !s->geometry_ok || s->pm == NULL ||
+	    s->pm->dm == NULL || render_batch(s) < 1)
+		return;
+	struct st_file *f = NULL;
+	struct lq_error fe;
+	error_clear(&fe);
+	if (st_file_open(path, &f, &fe) != LQ_OK)
+		return;		/* check_input_file said why */
+	const struct st_tensor *t = st_file_find_or_only(f, "latents");
+	const struct ltxv_transformer_config *tc =
+	    &s->pm->dm->transformer_config;
+	struct latents_shape sh = {
+		.batch = render_batch(s), .channels = tc->in_channels,
+		.frames = s->lat_f, .height = s->lat_h, .width = s->lat_w,
+		.patch_size = tc->patch_size, .patch_size_t = tc->patch_size_t,
+	};
+	if (t != NULL && latents_import_check(&sh, t->ndim, t->shape, &fe) !=
+	    LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "latents", LQ_FAILED,
+		    "LQ-LAT-001", "%s: %s", path, fe.message);
+		error_set_hint(e, "write the latents of a job with this "
+		    "height, width, num_frames and batch, or change the job to "
+		    "the latents' size");
+	}
+	st_file_close(f);
+}
+
 void
 pf_check_mesh(struct pf_job_state *s)
 {
@@ -1304,8 +1362,7 @@ pf_check_device(struct pf_job_state *s)
 		.text_set = s->pm->w_text,
 		/* the render's batch and text length: the embeddings file's
 		 * when the job gives one (render.c phase_load) */
-		.batch = embeds && s->embeds_B > 0 ? (int)s->embeds_B :
-		    (int)s->global_batch,
+		.batch = (int)render_batch(s),
 		.guidance = s->cfg_on,
 		.data = (int)s->data,
 		.context = (int)s->context,

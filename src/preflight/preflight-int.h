@@ -137,6 +137,7 @@ void pf_job_copy(struct pf_job_state *s, const struct pf_list *from,
 void pf_check_config(struct pf_job_state *s);
 void pf_check_model(struct pf_job_state *s);
 void pf_check_geometry(struct pf_job_state *s);
+void pf_check_latents(struct pf_job_state *s);
 void pf_check_sampling(struct pf_job_state *s);
 void pf_check_condition(struct pf_job_state *s);
 void pf_check_second_stage(struct pf_job_state *s);

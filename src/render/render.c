@@ -564,26 +564,27 @@ open_mesh(struct render *r, struct lq_error *err)
 	if (s != LQ_OK)
 		return s;
 	int *slots = xcalloc((size_t)n + 1, sizeof(*slots));
-	int m = gpu_devices_match(all, n, spec, slots, n, err);
+	int others = 0;
+	int m = gpu_devices_select(all, n, spec, slots, n, &others, err);
 	if (m < 0) {
 		free(slots);
 		free(all);
 		return err->status;
 	}
-	int kind = 1;
-	for (int i = 1; i < m && i < want; i++)
-		kind &= gpu_devices_same_kind(&all[slots[0]], &all[slots[i]]);
-	if (m < want || !kind) {
-		char named[160];
+	if (m < want) {
+		char named[160], left[64] = "";
 		if (spec != NULL)
 			snprintf(named, sizeof(named), "--device \"%s\" names %d",
 			    spec, m);
 		else
 			snprintf(named, sizeof(named), "this host has %d", m);
+		if (others > 0)
+			snprintf(left, sizeof(left), " (and %d of another kind)",
+			    others);
 		error_set(err, LQ_FATAL, "LQ-RUN-MESH-HOST", "job %lld's mesh "
 		    "needs %d devices of one kind but %s%s; the job is left for "
 		    "a host that has them", (long long)r->job->id, want, named,
-		    kind ? "" : " (of different kinds)");
+		    left);
 		error_set_hint(err, "render it where %d devices of one kind are "
 		    "present (LATENTQ_LOGICAL_DEVICES=%d for logical ones), or "
 		    "submit it again with a smaller mesh", want, want);
@@ -1282,9 +1283,7 @@ supplied_latents(struct render *r, float *out, struct lq_error *err)
 	free(p);
 	if (s != LQ_OK)
 		return s;
-	const struct st_tensor *t = st_file_find(f, "latents");
-	if (t == NULL && st_file_count(f) == 1)
-		t = st_file_tensor(f, 0);
+	const struct st_tensor *t = st_file_find_or_only(f, "latents");
 	if (t == NULL) {
 		st_file_close(f);
 		return error_set(err, LQ_FAILED, "LQ-LAT-002", "%s has no "

@@ -126,6 +126,20 @@ enum lq_status
 latents_import(const struct latents_shape *sh, int ndim, const int64_t *dims,
     const float *data, float *packed, struct lq_error *err)
 {
+	enum lq_status s = latents_import_check(sh, ndim, dims, err);
+	if (s != LQ_OK)
+		return s;
+	if (ndim == 3)
+		memcpy(packed, data, latents_numel(sh) * sizeof(float));
+	else
+		latents_pack(sh, data, packed);
+	return LQ_OK;
+}
+
+enum lq_status
+latents_import_check(const struct latents_shape *sh, int ndim,
+    const int64_t *dims, struct lq_error *err)
+{
 	int64_t want_packed[3], want_unpacked[5];
 	char given[128], a[64], b[96];
 
@@ -137,15 +151,10 @@ latents_import(const struct latents_shape *sh, int ndim, const int64_t *dims,
 	want_unpacked[2] = sh->frames;
 	want_unpacked[3] = sh->height;
 	want_unpacked[4] = sh->width;
-	if (ndim == 3 && memcmp(dims, want_packed, sizeof(want_packed)) == 0) {
-		memcpy(packed, data, latents_numel(sh) * sizeof(float));
+	if ((ndim == 3 && memcmp(dims, want_packed, sizeof(want_packed)) == 0) ||
+	    (ndim == 5 &&
+	    memcmp(dims, want_unpacked, sizeof(want_unpacked)) == 0))
 		return LQ_OK;
-	}
-	if (ndim == 5 &&
-	    memcmp(dims, want_unpacked, sizeof(want_unpacked)) == 0) {
-		latents_pack(sh, data, packed);
-		return LQ_OK;
-	}
 	format_dims(given, sizeof(given), ndim, dims);
 	format_dims(a, sizeof(a), 3, want_packed);
 	format_dims(b, sizeof(b), 5, want_unpacked);

@@ -104,6 +104,12 @@ enum lq_status latents_import(const struct latents_shape *sh, int ndim,
     const int64_t *dims, const float *data, float *packed,
     struct lq_error *err);
 
+/* latents_import's shape rule alone (preflight checks a `latents:` file's
+ * header with it): LQ_OK when dims is one of the two accepted shapes, else
+ * LQ_FAILED with LQ-LAT-001 as latents_import reports it. */
+enum lq_status latents_import_check(const struct latents_shape *sh, int ndim,
+    const int64_t *dims, struct lq_error *err);
+
 /*
  * Index of the first NaN or infinity in x[0..n-1], or -1 if all are
  * finite (the per-step guard).

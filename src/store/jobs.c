@@ -336,6 +336,10 @@ store_find_live_job(struct store *st, const char *config_digest, int64_t *id,
     enum job_state *state, struct lq_error *err)
 {
 	*id = 0;
+	enum lq_status r;
+	if (st->txn_depth > 0 && st->drv->lock_submit != NULL &&
+	    (r = st->drv->lock_submit(st, err)) != LQ_OK)
+		return r;
 	struct store_stmt *s = store_prepare_cached(st,
 	    "SELECT id, state FROM jobs WHERE config_digest = ? AND state IN "
 	    "('queued', 'running', 'done') ORDER BY id DESC LIMIT 1", err);

@@ -163,7 +163,11 @@ enum lq_status store_find_job(struct store *st, const char *ref,
 
 /*
  * The newest job with this config digest that is queued, running or done,
- * for idempotent submit: *id = 0 when there is none.
+ * for idempotent submit: *id = 0 when there is none.  In a write
+ * transaction it also keeps other submitters out until the transaction
+ * ends (on PostgreSQL an advisory lock; SQLite's write lock already does),
+ * so a job inserted after finding none is the only one of its config even
+ * when several hosts submit the same manifest at once.
  */
 enum lq_status store_find_live_job(struct store *st, const char *config_digest,
     int64_t *id, enum job_state *state, struct lq_error *err);

@@ -37,8 +37,12 @@
 #define PG_BYTEAOID 17
 #define PG_TEXTOID 25
 
-/* pg_advisory_xact_lock key of migrations: "latentq" in ASCII (0x6c6174656e7471) */
+/*
+ * pg_advisory_xact_lock keys: migrations, "latentq" in ASCII
+ * (0x6c6174656e7471); submit's live-job lookup, "latentqS".
+ */
 #define PG_MIGRATION_LOCK "30506450030589041"
+#define PG_SUBMIT_LOCK "7809651207830794579"
 
 extern const struct embed_file store_migrations_pg[];
 
@@ -521,6 +525,19 @@ pg_lock_schema(struct store *st, struct lq_error *err)
 	    "PRIMARY KEY, applied_at double precision NOT NULL)", err);
 }
 
+/*
+ * Two hosts submitting the same job at once: under READ COMMITTED each
+ * would find no live job and insert one.  Submitters queue on this lock
+ * instead, as SQLite's writers do on its write lock; each statement after
+ * it sees what the previous holder committed.
+ */
+static enum lq_status
+pg_lock_submit(struct store *st, struct lq_error *err)
+{
+	return pg_exec(st, "SELECT pg_advisory_xact_lock(" PG_SUBMIT_LOCK ")",
+	    err);
+}
+
 static enum lq_status
 pg_set_schema_version(struct store *st, int version, struct lq_error *err)
 {
@@ -578,6 +595,7 @@ const struct store_driver store_driver_postgresql = {
 	.error = pg_error,
 	.schema_version = pg_schema_version,
 	.lock_schema = pg_lock_schema,
+	.lock_submit = pg_lock_submit,
 	.set_schema_version = pg_set_schema_version,
 	.close = pg_close,
 };

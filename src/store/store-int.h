@@ -81,6 +81,12 @@ struct store_driver {
 	 * excludes other migrators (NULL: the write lock already does).
 	 */
 	enum lq_status (*lock_schema)(struct store *st, struct lq_error *err);
+	/*
+	 * In a write transaction: excludes other submitters until it ends,
+	 * so that submit's look for a live job of the same config and its
+	 * INSERT are one step (NULL: the write lock already does).
+	 */
+	enum lq_status (*lock_submit)(struct store *st, struct lq_error *err);
 	/* records `version` in the open transaction */
 	enum lq_status (*set_schema_version)(struct store *st, int version,
 	    struct lq_error *err);

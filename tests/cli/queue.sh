@@ -154,6 +154,41 @@ if [ "$LATENTQ_TEST_DB" = postgresql ]; then
 	expect_grep 'check --repair copies an SQLite file.*LQ-DB-011' "$T/err"
 fi
 
+# Six hosts submitting one manifest at once queue each of its jobs once,
+# as one host submitting it six times does: the others report it "already"
+# (SQLite: the write lock; PostgreSQL: submit's advisory lock).
+fresh_queue
+seeds=$(seq -s, 1 24)
+cat > "$T/many.yaml" <<YAML
+version: 1
+defaults:
+  model: $top_srcdir/jobs/models/ltxv-demo
+  height: 64
+  width: 64
+  num_frames: 9
+  num_inference_steps: 2
+jobs:
+  - name: many
+    prompt: a red circle moving left on a black background
+    seeds: [$seeds]
+YAML
+pids=
+for h in 1 2 3 4 5 6; do
+	LATENTQ_HOST=host$h "$LATENTQ" submit --no-device "$T/many.yaml" \
+	    > "$T/many$h.out" 2> "$T/many$h.err" &
+	pids="$pids $!"
+done
+h=0
+for p in $pids; do
+	h=$((h + 1))
+	wait "$p"
+	expect_eq "$?" 0 "concurrent submit on host$h ($(cat "$T/many$h.err"))"
+done
+counts=$(cat "$T"/many?.out | awk '/ queued, .* already queued/ { q += $1; a += $3 } END { print q + 0, a + 0 }')
+expect_eq "$counts" "24 120" "queued and already-queued jobs of six concurrent submits"
+expect_eq "$(db_sql "$LATENTQ_DB" "SELECT count(*) || ' ' || count(DISTINCT config_digest) FROM jobs")" "24 24" \
+    "jobs and distinct configs after concurrent submits"
+
 # A database from a newer latentq is refused, untouched.
 sqlite3 "$T/new.db" 'PRAGMA user_version = 999;'
 expect_status 65 "$LATENTQ" -d "$T/new.db" status

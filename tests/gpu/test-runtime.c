@@ -338,8 +338,33 @@ test_device_mesh(void)
 	CHECK_CONTAINS(err.hint, "3: Intel B");
 	error_clear(&err);
 	CHECK_INT(gpu_devices_match(fake, 4, "4", slots, 8, &err), -1);
+	/* gpu_devices_select: the named ones of the first's kind */
+	int others = -1;
+	CHECK_INT(gpu_devices_select(fake, 4, "radeon", slots, 8, &others,
+	    &err), 2);
+	CHECK_INT(others, 0);
 	fake[2].driver_version = 7;
 	CHECK(!gpu_devices_same_kind(&fake[1], &fake[2]));
+	CHECK_INT(gpu_devices_select(fake, 4, "radeon", slots, 8, &others,
+	    &err), 1);
+	CHECK_INT(slots[0], 1);
+	CHECK_INT(others, 1);
+	/* 2 is another driver now, 3 and 0 other devices: 1 alone */
+	CHECK_INT(gpu_devices_select(fake, 4, NULL, slots, 8, &others, &err),
+	    1);
+	CHECK_INT(others, 3);
+	fake[3] = fake[1];
+	fake[3].index = 3;
+	CHECK_INT(gpu_devices_select(fake, 4, "2,3,1", slots, 8, &others,
+	    &err), 1);	/* 2 first: only 2 is of 2's kind */
+	CHECK_INT(gpu_devices_select(fake, 4, "1,2,3", slots, 1, &others,
+	    &err), 2);	/* 1 and 3 (max 1 written), 2 left out */
+	CHECK_INT(slots[0], 1);
+	CHECK_INT(others, 1);
+	error_clear(&err);
+	CHECK_INT(gpu_devices_select(fake, 4, "9", slots, 8, &others, &err),
+	    -1);
+	CHECK_STR(err.code, "LQ-GPU-NODEV");
 }
 
 static void

@@ -333,6 +333,119 @@ test_folders(const char *tmp)
 	free(demo);
 }
 
+/* Writes `text` to dir/name (dir created). */
+static void
+put(const char *dir, const char *name, const char *text)
+{
+	mkdir(dir, 0755);
+	char *p = xasprintf("%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	LQ_ASSERT(f != NULL);
+	fputs(text, f);
+	fclose(f);
+	free(p);
+}
+
+/*
+ * An LTX2Pipeline folder of the LTX-2 goldens' components (tests/data/
+ * ltx2: audio VAE, vocoder, connectors, scheduler config; a transformer
+ * and a video VAE folder of their class alone): opened with every config
+ * parsed; the class read; a missing vocoder, a wrong component class and
+ * an LTXPipeline index refused with their codes.
+ */
+static void
+test_ltx2_folder(const char *tmp)
+{
+	struct lq_error err;
+	char *root = xasprintf("%s/ltx2", tmp);
+	char *d = xasprintf("%s/tests/data/ltx2", top);
+	static const char index[] = "{\"_class_name\": \"LTX2Pipeline\", "
+	    "\"scheduler\": [\"diffusers\", \"FlowMatchEulerDiscreteScheduler\"], "
+	    "\"vae\": [\"diffusers\", \"AutoencoderKLLTX2Video\"], "
+	    "\"audio_vae\": [\"diffusers\", \"AutoencoderKLLTX2Audio\"], "
+	    "\"text_encoder\": [null, null], \"tokenizer\": [null, null], "
+	    "\"connectors\": [\"diffusers\", \"LTX2TextConnectors\"], "
+	    "\"transformer\": [\"diffusers\", \"LTX2VideoTransformer3DModel\"], "
+	    "\"vocoder\": [\"diffusers\", \"LTX2Vocoder\"]}";
+	mkdir(root, 0755);
+	put(root, "model_index.json", index);
+	char *tr = xasprintf("%s/transformer", root), *va = xasprintf("%s/vae", root);
+	put(tr, "config.json", "{\"_class_name\": \"LTX2VideoTransformer3DModel\"}");
+	put(va, "config.json", "{\"_class_name\": \"AutoencoderKLLTX2Video\"}");
+	static const char *const links[][2] = {
+		{ "audio_vae", "audio_vae/avae/model/audio_vae" },
+		{ "vocoder", "vocoder/voc/model/vocoder" },
+		{ "connectors", "connectors/model/connectors" },
+	};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(links); i++) {
+		char *from = xasprintf("%s/%s", d, links[i][1]);
+		char *to = xasprintf("%s/%s", root, links[i][0]);
+		char *abs = realpath(from, NULL);
+		CHECK(abs != NULL && symlink(abs, to) == 0);
+		free(abs);
+		free(from);
+		free(to);
+	}
+	char *sd = xasprintf("%s/scheduler", root);
+	char *sc = xasprintf("%s/pipeline/pipe/scheduler_config.json", d);
+	char *text = util_read_file(sc, NULL);
+	CHECK(text != NULL);
+	put(sd, "scheduler_config.json", text ? text : "{}");
+	free(text);
+
+	char cls[64] = "";
+	error_clear(&err);
+	CHECK_INT(diffusers_pipeline_class(root, cls, sizeof(cls), &err), LQ_OK);
+	CHECK_STR(cls, "LTX2Pipeline");
+	struct diffusers_ltx2_model *m = NULL;
+	CHECK_INT(diffusers_open_ltx2(root, NULL, &m, &err), LQ_OK);
+	CHECK(m != NULL);
+	if (m != NULL) {
+		CHECK_INT(m->audio_vae_config.sample_rate, 16000);
+		CHECK_INT(m->audio_vae_config.mel_hop_length, 160);
+		CHECK_INT(m->vocoder_config.n_upsample, 2);
+		CHECK_INT(m->connectors_config.caption_channels, 32);
+		CHECK(!m->text_encoder.present);
+		CHECK(strstr(m->transformer.config_path, "/transformer/config.json"));
+	}
+	diffusers_ltx2_free(m);
+	/* the LTX-Video opener says what it is not */
+	struct diffusers_model *lm = NULL;
+	error_clear(&err);
+	CHECK_INT(diffusers_open(root, NULL, &lm, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-002");
+	CHECK(strstr(err.message, "LTX2Pipeline") != NULL);
+
+	/* a wrong class, a missing vocoder */
+	char *bad = xstrdup(index);
+	memcpy(strstr(bad, "LTX2Vocoder"), "HifiGan____", 11);
+	put(root, "model_index.json", bad);
+	error_clear(&err);
+	CHECK_INT(diffusers_open_ltx2(root, NULL, &m, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-002");
+	CHECK(m == NULL);
+	char *gone = xstrdup(index);
+	char *v = strstr(gone, ", \"vocoder\"");
+	strcpy(v, "}");
+	put(root, "model_index.json", gone);
+	error_clear(&err);
+	CHECK_INT(diffusers_open_ltx2(root, NULL, &m, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-005");
+	CHECK_STR(err.field, "vocoder");
+	put(root, "model_index.json", "{\"_class_name\": \"LTXPipeline\"}");
+	error_clear(&err);
+	CHECK_INT(diffusers_open_ltx2(root, NULL, &m, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-002");
+	free(bad);
+	free(gone);
+	free(sc);
+	free(sd);
+	free(tr);
+	free(va);
+	free(d);
+	free(root);
+}
+
 int
 main(void)
 {
@@ -345,6 +458,7 @@ main(void)
 	test_refusals();
 	test_shared_configs();
 	test_folders(tmp);
+	test_ltx2_folder(tmp);
 	char *cmd = xasprintf("rm -rf '%s'", tmp);
 	(void)!system(cmd);
 	free(cmd);

@@ -411,22 +411,38 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	p = xasprintf("%s/embeds-corrupt.safetensors", tmp);
 	write_text(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":");
 	free(p);
-	/* latents: of the good model at 64 x 64, 9 frames [1, 8, 2, 2, 2] */
+	/*
+	 * latents: of the good model at 64 x 64, 9 frames [1, 8, 2, 2, 2];
+	 * the same packed [1, 8 tokens, 8]; one of a 64 x 128 job (LQ-LAT-001
+	 * here); one tensor of another name (read as the only one).
+	 */
 	{
-		float z[64] = {0};
-		int64_t shape[5] = {1, 8, 2, 2, 2};
-		struct st_writer *w = st_writer_new();
-		struct lq_error err;
+		static float z[128];
+		static const struct {
+			const char *file, *tensor;
+			int ndim;
+			int64_t shape[5];
+		} lat[] = {
+			{ "latents-good", "latents", 5, {1, 8, 2, 2, 2} },
+			{ "latents-packed", "latents", 3, {1, 8, 8} },
+			{ "latents-wide", "latents", 5, {1, 8, 2, 2, 4} },
+			{ "latents-only", "x", 3, {1, 8, 8} },
+		};
+		for (size_t i = 0; i < LQ_ARRAY_LEN(lat); i++) {
+			struct st_writer *w = st_writer_new();
+			struct lq_error err;
 
-		error_clear(&err);
-		st_writer_add(w, "latents", ST_F32, 5, shape, z);
-		p = xasprintf("%s/latents-good.safetensors", tmp);
-		if (st_writer_write(w, p, &err) != LQ_OK) {
-			error_print(&err, stderr);
-			exit(99);
+			error_clear(&err);
+			st_writer_add(w, lat[i].tensor, ST_F32, lat[i].ndim,
+			    lat[i].shape, z);
+			p = xasprintf("%s/%s.safetensors", tmp, lat[i].file);
+			if (st_writer_write(w, p, &err) != LQ_OK) {
+				error_print(&err, stderr);
+				exit(99);
+			}
+			st_writer_free(w);
+			free(p);
 		}
-		st_writer_free(w);
-		free(p);
 	}
 	/* image-to-video: a 96 x 64 (width x height) PNG */
 	{
