@@ -570,13 +570,51 @@ max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
+/* The embeddings' widths D and modulation counts P (0 when absent). */
+static void
+emb_dims(const struct ltx2_transformer_config *c, int D[E_COUNT],
+    int P[E_COUNT])
+{
+	const int d[E_COUNT] = { c->inner_dim, c->audio_inner_dim, c->inner_dim,
+	    c->audio_inner_dim, c->inner_dim, c->inner_dim, c->audio_inner_dim,
+	    c->audio_inner_dim };
+	const int p[E_COUNT] = { c->cross_attn_mod ? 9 : 6,
+	    c->audio_cross_attn_mod ? 9 : 6, c->prompt_modulation ? 2 : 0,
+	    c->prompt_modulation ? 2 : 0, 4, 1, 4, 1 };
+
+	memcpy(D, d, sizeof(d));
+	memcpy(P, p, sizeof(p));
+}
+
+/* Rows (B · tokens per sample) and tokens per sample Nt of each
+ * embedding's input; rows 0: not computed. */
+static void
+emb_rows(const struct ltx2_transformer_config *c,
+    const struct ltx2_transformer_shape *s, int64_t rows[E_COUNT],
+    int64_t Nt[E_COUNT])
+{
+	int64_t Ntv = s->timestep_per_token ? s->N : 1;
+	int64_t Nta = s->audio_timestep_per_token ? s->L : 1;
+
+	Nt[E_TIME] = Ntv;
+	Nt[E_AUDIO_TIME] = Nta;
+	Nt[E_PROMPT] = Nt[E_AUDIO_PROMPT] = 1;
+	/* use_cross_timestep: the other stream's sigma, [B] */
+	Nt[E_V_SS] = Nt[E_V_GATE] = s->use_cross_timestep ? 1 : Ntv;
+	Nt[E_A_SS] = Nt[E_A_GATE] = s->use_cross_timestep ? 1 : Nta;
+	for (int i = 0; i < E_COUNT; i++)
+		rows[i] = (int64_t)s->B * Nt[i];
+	if (!c->prompt_modulation)
+		rows[E_PROMPT] = rows[E_AUDIO_PROMPT] = 0;
+}
+
 /* Every device tensor of one forward, in carve order. */
 static enum lq_status
-carve_all(const struct ltx2_transformer *m, const struct ltx2_transformer_args *a,
-    struct carver *cv, struct work *w)
+carve_all(const struct ltx2_transformer_config *c,
+    const struct ltx2_transformer_shape *a, struct carver *cv, struct work *w)
 {
-	const struct ltx2_transformer_config *c = &m->cfg;
 	int64_t B = a->B, N = a->N, L = a->L, T = a->T, Ta = a->Ta;
+	int eD[E_COUNT], eP[E_COUNT];
 	int64_t D = c->inner_dim, Da = c->audio_inner_dim;
 	int64_t Dc = c->audio_cross_attention_dim, sp = c->rope_split ? 2 : 1;
 	int64_t NL = max64(N, L), DD = max64(D, Da);
@@ -585,6 +623,7 @@ carve_all(const struct ltx2_transformer *m, const struct ltx2_transformer_args *
 	int64_t rn[4] = { N, L, N, L };
 	enum lq_status st;
 
+	emb_dims(c, eD, eP);
 #define C(t, ...) do { \
 	if ((st = carve(cv, &(t), sizeof((int64_t[]){ __VA_ARGS__ }) / \
 	    sizeof(int64_t), SHAPE(__VA_ARGS__)))) \
@@ -601,16 +640,15 @@ carve_all(const struct ltx2_transformer *m, const struct ltx2_transformer_args *
 	C(w->kb, B, T);
 	C(w->akb, B, Ta);
 	for (int i = 0; i < E_COUNT; i++) {
-		const struct adaln *e = &m->emb[i];
 		int64_t R = w->e[i].rows;
 
 		if (R == 0)
 			continue;
 		C(w->e[i].feat, R, TPROJ_DIM);
-		C(w->e[i].t1, R, e->D);
-		C(w->e[i].emb, R, e->D);
-		C(w->e[i].se, R, e->D);
-		C(w->e[i].temb, R, (int64_t)e->P * e->D);
+		C(w->e[i].t1, R, eD[i]);
+		C(w->e[i].emb, R, eD[i]);
+		C(w->e[i].se, R, eD[i]);
+		C(w->e[i].temb, R, (int64_t)eP[i] * eD[i]);
 	}
 	C(w->x, B, N, D);
 	C(w->nrm, B, N, D);
@@ -634,8 +672,8 @@ carve_all(const struct ltx2_transformer *m, const struct ltx2_transformer_args *
 	C(w->gates, B * NL * max64(c->num_attention_heads,
 	    c->audio_num_attention_heads));
 	C(w->dbg, B * NL * DD);
-	C(w->ada, w->e[E_TIME].rows, m->emb[E_TIME].P, D);
-	C(w->aada, w->e[E_AUDIO_TIME].rows, m->emb[E_AUDIO_TIME].P, Da);
+	C(w->ada, w->e[E_TIME].rows, eP[E_TIME], D);
+	C(w->aada, w->e[E_AUDIO_TIME].rows, eP[E_AUDIO_TIME], Da);
 	if (c->prompt_modulation) {
 		C(w->prt, B, 2, D);
 		C(w->aprt, B, 2, Da);
@@ -650,6 +688,63 @@ carve_all(const struct ltx2_transformer *m, const struct ltx2_transformer_args *
 	C(w->aout, B, L, c->audio_out_channels);
 #undef C
 	return LQ_OK;
+}
+
+/* The pool's capacity for shape s on caps; *largest its largest tensor. */
+static uint64_t
+pool_bytes(const struct ltx2_transformer_config *c,
+    const struct ltx2_transformer_shape *s, const struct device_caps *caps,
+    uint64_t *largest)
+{
+	struct carver cv;
+	struct work w;
+	int64_t rows[E_COUNT], Nt[E_COUNT];
+
+	memset(&cv, 0, sizeof(cv));
+	memset(&w, 0, sizeof(w));
+	emb_rows(c, s, rows, Nt);
+	for (int i = 0; i < E_COUNT; i++)
+		w.e[i].rows = rows[i];
+	(void)carve_all(c, s, &cv, &w);
+	*largest = 0;
+	for (int i = 0; i < cv.n; i++)
+		if (cv.bytes[i] > *largest)
+			*largest = cv.bytes[i];
+	return gpu_pool_plan(caps, cv.bytes, cv.n);
+}
+
+void
+ltx2_transformer_plan(const struct ltx2_transformer_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    const struct ltx2_transformer_shape *s, struct nn_plan_bytes *out)
+{
+	uint64_t big, N = (uint64_t)s->N, L = (uint64_t)s->L;
+	uint64_t D = (uint64_t)c->inner_dim, Da = (uint64_t)c->audio_inner_dim;
+	uint64_t Dc = (uint64_t)c->audio_cross_attention_dim;
+	int64_t rows[E_COUNT], Nt[E_COUNT];
+	uint64_t feat = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (w != NULL)
+		out->weights = w->resident.device;
+	out->activations = pool_bytes(c, s, caps, &big);
+	emb_rows(c, s, rows, Nt);
+	for (int i = 0; i < E_COUNT; i++)
+		feat = (uint64_t)rows[i] > feat ? (uint64_t)rows[i] : feat;
+	/* the forward's host arrays: RoPE tables (cos + sin, interleaved
+	 * width at most), coordinates and fractions, sinusoids, biases */
+	out->host = 4 * (2 * (N * D + L * Da + (N + L) * Dc) + 6 * N + 2 * L +
+	    3 * (N > L ? N : L) + feat * TPROJ_DIM +
+	    (uint64_t)s->B * ((uint64_t)s->T + (uint64_t)s->Ta) +
+	    2 * (uint64_t)rows[E_V_SS] + 2 * (uint64_t)rows[E_A_SS]);
+	out->largest = big;
+	snprintf(out->largest_what, sizeof(out->largest_what),
+	    "the LTX-2 transformer's activations");
+	if (w != NULL && w->resident.largest > out->largest) {
+		out->largest = w->resident.largest;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->resident.largest_name);
+	}
 }
 
 /* Attention scratch views for Nq queries, Nk keys, inner channels. */
@@ -828,8 +923,7 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	int64_t B = a->B, N = a->N, L = a->L, T = a->T, Ta = a->Ta;
 	int64_t D = c->inner_dim, Da = c->audio_inner_dim;
 	int64_t Dc = c->audio_cross_attention_dim, sp = c->rope_split ? 2 : 1;
-	int64_t Ntv = a->timestep_per_token ? N : 1;
-	int64_t Nta = a->audio_timestep ? (a->audio_timestep_per_token ? L : 1) : Ntv;
+	int64_t Ntv, Nta;	/* timestep rows per sample (emb_rows) */
 	int Hv = c->num_attention_heads, Ha = c->audio_num_attention_heads;
 	int cross_max = c->pos_embed_max_pos > c->audio_pos_embed_max_pos ?
 	    c->pos_embed_max_pos : c->audio_pos_embed_max_pos;
@@ -845,42 +939,40 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	char name[160];
 	enum lq_status st;
 
+	struct ltx2_transformer_shape shp = { a->B, a->N, a->L, a->T, a->Ta,
+	    a->timestep_per_token, a->audio_timestep != NULL &&
+	    a->audio_timestep_per_token, a->call.use_cross_timestep };
+	int64_t rows[E_COUNT], Nts[E_COUNT];
+
 	if ((st = check_args(m, a, err)))
 		return st;
 	memset(&w, 0, sizeof(w));
-	/* embedding rows and their timesteps */
-	w.e[E_TIME] = (struct emb_work){ .rows = B * Ntv, .Nt = Ntv,
-	    .t = (float *)a->timestep };
-	w.e[E_AUDIO_TIME] = (struct emb_work){ .rows = B * Nta, .Nt = Nta,
-	    .t = (float *)ats };
-	if (c->prompt_modulation) {
-		w.e[E_PROMPT] = (struct emb_work){ .rows = B, .Nt = 1,
-		    .t = (float *)a->sigma };
-		w.e[E_AUDIO_PROMPT] = (struct emb_work){ .rows = B, .Nt = 1,
-		    .t = (float *)asig };
+	emb_rows(c, &shp, rows, Nts);
+	Ntv = Nts[E_TIME];
+	Nta = Nts[E_AUDIO_TIME];
+	/* embedding rows (emb_rows) and their timesteps */
+	for (int i = 0; i < E_COUNT; i++) {
+		w.e[i].rows = rows[i];
+		w.e[i].Nt = Nts[i];
 	}
-	if (a->call.use_cross_timestep) {
-		w.e[E_V_SS] = (struct emb_work){ .rows = B, .Nt = 1,
-		    .t = (float *)asig };
-		w.e[E_A_SS] = (struct emb_work){ .rows = B, .Nt = 1,
-		    .t = (float *)a->sigma };
-	} else {
-		w.e[E_V_SS] = w.e[E_TIME];
-		w.e[E_A_SS] = w.e[E_AUDIO_TIME];
-	}
-	w.e[E_V_GATE] = w.e[E_V_SS];
-	w.e[E_V_GATE].t = scaled(w.e[E_V_SS].t, w.e[E_V_SS].rows, gate_f);
+	w.e[E_TIME].t = (float *)a->timestep;
+	w.e[E_AUDIO_TIME].t = (float *)ats;
+	w.e[E_PROMPT].t = (float *)a->sigma;
+	w.e[E_AUDIO_PROMPT].t = (float *)asig;
+	w.e[E_V_SS].t = (float *)(a->call.use_cross_timestep ? asig : a->timestep);
+	w.e[E_A_SS].t = (float *)(a->call.use_cross_timestep ? a->sigma : ats);
+	w.e[E_V_GATE].t = scaled(w.e[E_V_SS].t, rows[E_V_GATE], gate_f);
 	w.e[E_V_GATE].owned = 1;
-	w.e[E_A_GATE] = w.e[E_A_SS];
-	w.e[E_A_GATE].t = scaled(w.e[E_A_SS].t, w.e[E_A_SS].rows, gate_f);
+	w.e[E_A_GATE].t = scaled(w.e[E_A_SS].t, rows[E_A_GATE], gate_f);
 	w.e[E_A_GATE].owned = 1;
 
-	/* pool: sized for this call (grown, never shrunk) */
+	/* pool: sized for this call by the plan's function (grown, never
+	 * shrunk) */
 	memset(&cv, 0, sizeof(cv));
 	cv.err = err;
-	(void)carve_all(m, a, &cv, &w);
 	{
-		uint64_t need = gpu_pool_plan(gpu_ctx_caps(m->ctx), cv.bytes, cv.n);
+		uint64_t big, need = pool_bytes(c, &shp, gpu_ctx_caps(m->ctx),
+		    &big);
 
 		if (m->pool == NULL || gpu_pool_capacity(m->pool) < need) {
 			gpu_pool_free(m->pool);
@@ -893,7 +985,7 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	mark = gpu_pool_mark(m->pool);
 	cv.pool = m->pool;
 	cv.n = 0;
-	OP(carve_all(m, a, &cv, &w));
+	OP(carve_all(c, &shp, &cv, &w));
 
 	/* 1. RoPE (host): coordinates, fractions, tables */
 	vco = xmalloc(sizeof(float) * (size_t)(3 * N * 2));
