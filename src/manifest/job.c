@@ -148,6 +148,17 @@ get_u64(struct reader *r, const char *key)
 	return (uint64_t)u;
 }
 
+/*
+ * LTX2Pipeline.__call__'s `audio_guidance_scale = audio_guidance_scale or
+ * guidance_scale` (and the same for stg, modality, rescale): an audio
+ * value of 0 is the video's, unless the job asks for its values literally.
+ */
+static double
+audio_or(const struct job_config *jc, double audio, double video)
+{
+	return audio == 0.0 && !jc->audio_scales_literal ? video : audio;
+}
+
 enum lq_status
 job_config_from_json(const cJSON *config, struct job_config *jc,
     struct lq_error *err)
@@ -181,6 +192,36 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->denoise_strength = jc->has_denoise_strength ?
 	    get_number(&r, "denoise_strength") : 1.0;
 	jc->image_cond_noise_scale = get_number(&r, "image_cond_noise_scale");
+	jc->stg_scale = get_number(&r, "stg_scale");
+	jc->modality_scale = get_number(&r, "modality_scale");
+	jc->audio_scales_literal = get_bool(&r, "audio_scales_literal");
+	jc->audio_guidance_scale = audio_or(jc, get_number(&r,
+	    "audio_guidance_scale"), jc->guidance_scale);
+	jc->audio_stg_scale = audio_or(jc, get_number(&r, "audio_stg_scale"),
+	    jc->stg_scale);
+	jc->audio_modality_scale = audio_or(jc, get_number(&r,
+	    "audio_modality_scale"), jc->modality_scale);
+	jc->audio_guidance_rescale = audio_or(jc, get_number(&r,
+	    "audio_guidance_rescale"), jc->guidance_rescale);
+	jc->use_cross_timestep = get_bool(&r, "use_cross_timestep");
+	const cJSON *blocks = value(&r, "spatio_temporal_guidance_blocks");
+	if (blocks != NULL && !cJSON_IsArray(blocks))
+		bad(&r, "spatio_temporal_guidance_blocks", "a list");
+	if (cJSON_IsArray(blocks) && cJSON_GetArraySize(blocks) > 0) {
+		jc->n_stg_blocks = (size_t)cJSON_GetArraySize(blocks);
+		jc->stg_blocks = xcalloc(jc->n_stg_blocks,
+		    sizeof(*jc->stg_blocks));
+		size_t i = 0;
+		const cJSON *b;
+		cJSON_ArrayForEach(b, blocks) {
+			if (!cJSON_IsNumber(b) || b->valuedouble !=
+			    floor(b->valuedouble))
+				bad(&r, "spatio_temporal_guidance_blocks",
+				    "a list of integers");
+			jc->stg_blocks[i++] = cJSON_IsNumber(b) ?
+			    (int64_t)b->valuedouble : 0;
+		}
+	}
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");
@@ -338,6 +379,7 @@ job_config_free(struct job_config *jc)
 {
 	free(jc->loras);
 	free(jc->conditions);
+	free(jc->stg_blocks);
 	memset(jc, 0, sizeof(*jc));
 }
 

@@ -13,7 +13,7 @@
  *
  * Ownership: the strings of a struct job_config are BORROWED from the JSON
  * it was built from (which must outlive it); the `loras` array is owned and
- * released by job_config_free (so is `conditions`).  Paths returned by the job_*_path functions
+ * released by job_config_free (so are `conditions` and `stg_blocks`).  Paths returned by the job_*_path functions
  * are caller-owned (free()).
  */
 #ifndef LQ_MANIFEST_JOB_H
@@ -86,6 +86,18 @@ struct job_config {
 	struct job_condition *conditions;	/* owned */
 	size_t n_conditions;
 	double image_cond_noise_scale;
+	/* LTX2Pipeline's guidance: each stream's CFG, STG and modality
+	 * scales and rescale (the video's are guidance_scale and
+	 * guidance_rescale); the audio ones as upstream resolves them (an
+	 * audio value of 0 is the video's, `audio_x or x`, unless
+	 * audio_scales_literal); the STG blocks (owned) */
+	double stg_scale, modality_scale;
+	double audio_guidance_scale, audio_stg_scale, audio_modality_scale;
+	double audio_guidance_rescale;
+	int audio_scales_literal;
+	int64_t *stg_blocks;			/* owned */
+	size_t n_stg_blocks;
+	int use_cross_timestep;
 	const char *model;			/* a folder or a registered name */
 	const char *transformer, *vae, *text_encoder, *scheduler;
 	const char *model_digest;		/* NULL: not pinned */

@@ -356,6 +356,34 @@ check_value(struct ctx *c, const struct manifest_key *k,
 		*out = arr;
 		return 1;
 	}
+	case MANIFEST_INT_LIST: {
+		if (v->kind != TREE_SEQUENCE)
+			return type_error(c, v, field, k->type,
+			    "write a list such as [28] or []");
+		cJSON *arr = cJSON_CreateArray();
+		int ok = 1;
+		for (size_t i = 0; i < v->n; i++) {
+			const struct tree_node *e = v->items[i];
+			char *f = xasprintf("%s[%zu]", field, i);
+			int64_t x;
+			if (e->kind != TREE_SCALAR || e->type != TREE_INT ||
+			    tree_parse_i64(e->text, &x) != 0 ||
+			    x > (INT64_C(1) << 53) || x < -(INT64_C(1) << 53)) {
+				type_error(c, e, f, MANIFEST_INT, NULL);
+				ok = 0;
+			} else {
+				cJSON_AddItemToArray(arr,
+				    cJSON_CreateNumber((double)x));
+			}
+			free(f);
+		}
+		if (!ok) {
+			cJSON_Delete(arr);
+			return 0;
+		}
+		*out = arr;
+		return 1;
+	}
 	case MANIFEST_LORAS:
 	case MANIFEST_CONDITIONS: {
 		/* a list of mappings whose first sub-key is required */

@@ -109,6 +109,26 @@ static const struct manifest_key keys[] = {
 	{ "second_stage", MANIFEST_SECOND_STAGE, NULL,
 	  "two-stage recipe: upsample stage 1's latents and refine them",
 	  second_stage_fields, 0 },
+	/* LTX2Pipeline.__call__ (pipelines/ltx2/pipeline_ltx2.py): the
+	 * audio+video guidance; LTX-Video jobs do not read these */
+	{ "stg_scale", MANIFEST_NUMBER, "1.0",
+	  "LTX-2: spatio-temporal guidance scale (0: no STG pass)", NULL, 0 },
+	{ "modality_scale", MANIFEST_NUMBER, "3.0",
+	  "LTX-2: modality-isolation guidance (1: no isolation pass)", NULL, 0 },
+	{ "audio_guidance_scale", MANIFEST_NUMBER, "7.0",
+	  "LTX-2: the audio stream's guidance_scale", NULL, 0 },
+	{ "audio_stg_scale", MANIFEST_NUMBER, "1.0",
+	  "LTX-2: the audio stream's stg_scale", NULL, 0 },
+	{ "audio_modality_scale", MANIFEST_NUMBER, "3.0",
+	  "LTX-2: the audio stream's modality_scale", NULL, 0 },
+	{ "audio_guidance_rescale", MANIFEST_NUMBER, "0.7",
+	  "LTX-2: the audio stream's guidance_rescale", NULL, 0 },
+	{ "audio_scales_literal", MANIFEST_BOOL, "false",
+	  "LTX-2: an audio scale of 0 means 0 (upstream: the video's)", NULL, 0 },
+	{ "spatio_temporal_guidance_blocks", MANIFEST_INT_LIST, "[28]",
+	  "LTX-2: transformer blocks the STG pass perturbs", NULL, 0 },
+	{ "use_cross_timestep", MANIFEST_BOOL, "true",
+	  "LTX-2: a2v/v2a modulation follows the other stream's sigma", NULL, 0 },
 	{ "model", MANIFEST_MODEL, NULL,
 	  "diffusers pipeline folder, registered model name, or URL", NULL, 0 },
 	{ "transformer", MANIFEST_PATH, NULL, "transformer folder override", NULL, 0 },
@@ -213,6 +233,8 @@ manifest_type_name(enum manifest_type type)
 		return "an unsigned 64-bit integer";
 	case MANIFEST_U64_LIST:
 		return "a list of unsigned 64-bit integers";
+	case MANIFEST_INT_LIST:
+		return "a list of integers";
 	case MANIFEST_CONDITIONS:
 		return "a list of {image, frame_index, strength} mappings";
 	case MANIFEST_LORAS:

@@ -480,7 +480,13 @@ pf_check_geometry(struct pf_job_state *s)
 		tp = s->pm->dm->vae_config.temporal_compression_ratio;
 		patch = s->pm->dm->transformer_config.patch_size;
 		patch_t = s->pm->dm->transformer_config.patch_size_t;
+	} else if (s->pm && s->pm->l2) {
+		/* LTX2Pipeline: patch 1 (the released checkpoints';
+		 * pf_check_ltx2 refuses others) */
+		sp = s->pm->l2_v.spatial_compression_ratio;
+		tp = s->pm->l2_v.temporal_compression_ratio;
 	}
+	int have_model = s->pm && (s->pm->dm || s->pm->l2);
 	/* diffusers_parse_* refuse values below 1; be safe all the same. */
 	if (sp < 1)
 		sp = 1;
@@ -488,11 +494,11 @@ pf_check_geometry(struct pf_job_state *s)
 		patch = 1;
 	if (patch_t < 1)
 		patch_t = 1;
-	if (s->pm && s->pm->dm && tp < 1)
+	if (have_model && tp < 1)
 		tp = 1;
 	int64_t model_grid = sp * patch;
 	int64_t grid = model_grid / gcd64(model_grid, 32) * 32;
-	if (s->pm && s->pm->dm) {
+	if (have_model) {
 		if (grid == model_grid)
 			snprintf(why, sizeof(why), "VAE spatial compression %"
 			    PRId64 " × patch %" PRId64, sp, patch);
@@ -534,7 +540,7 @@ pf_check_geometry(struct pf_job_state *s)
 			ok = 0;
 		}
 	}
-	if (!ok || s->pm == NULL || s->pm->dm == NULL)
+	if (!ok || !have_model)
 		return;
 	s->jc.height = s->height;
 	s->jc.width = s->width;
@@ -555,6 +561,8 @@ pf_check_geometry(struct pf_job_state *s)
 	s->lat_w = ls.width;
 	s->tokens = ls.tokens;
 	s->geometry_ok = 1;
+	if (s->pm->dm == NULL)
+		return;		/* LTX-2's RoPE range: pf_check_ltx2 */
 
 	/*
 	 * LTXVideoRotaryPosEmbed scales coordinates by rope_interpolation_scale
@@ -1672,6 +1680,139 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 			free(target);
 			free(paths[i]);
 			paths[i] = NULL;
+		}
+	}
+}
+
+/* ---- LTX-2 ------------------------------------------------------------ */
+
+/*
+ * What an LTX2Pipeline job needs beyond the shared checks: prompt_embeds
+ * of the connectors' width (latentq has no Gemma 3 text encoder), one
+ * device (LTX-2 meshes are not implemented), an audio track of at least
+ * one latent frame at a rate the MP4's AAC track carries, STG blocks the
+ * transformer has (and perturbed_attn, without which upstream silently
+ * ignores them).
+ */
+void
+pf_check_ltx2(struct pf_job_state *s)
+{
+	if (s->pm == NULL || s->pm->l2 == NULL)
+		return;
+	const struct diffusers_ltx2_model *m = s->pm->l2;
+	const struct ltx2_transformer_config *tc = &s->pm->l2_t;
+	const struct job_config *jc = &s->jc;
+	char t[64];
+	if (!present(s, "prompt_embeds")) {
+		struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
+		    "LQ-LTX2-001", "an LTX-2 job needs prompt_embeds: latentq "
+		    "does not run LTX-2's Gemma 3 text encoder");
+		error_set_hint(e, "give prompt_embeds: a safetensors of "
+		    "prompt_embeds [B, T, %d] (the encoder's stacked hidden "
+		    "states) and prompt_attention_mask [B, T], with their "
+		    "negative_ pair for guidance",
+		    m->connectors_config.caption_channels *
+		    m->connectors_config.text_proj_in_factor);
+	} else {
+		const char *path = json_get_string(s->config, "prompt_embeds",
+		    NULL);
+		struct st_file *f = NULL;
+		struct lq_error fe;
+		error_clear(&fe);
+		int want = m->connectors_config.caption_channels *
+		    m->connectors_config.text_proj_in_factor;
+		if (st_file_open(path, &f, &fe) == LQ_OK) {
+			const struct st_tensor *e = st_file_find(f, "prompt_embeds");
+			int cfg = jc->guidance_scale > 1 ||
+			    jc->audio_guidance_scale > 1;
+			if (e == NULL || e->ndim != 3 || e->shape[2] != want ||
+			    st_file_find(f, "prompt_attention_mask") == NULL ||
+			    (cfg && (st_file_find(f, "negative_prompt_embeds") ==
+			    NULL || st_file_find(f,
+			    "negative_prompt_attention_mask") == NULL))) {
+				struct lq_error *x = pf_job_add(s, "prompt_embeds",
+				    LQ_FAILED, "LQ-LTX2-001", "%s does not hold "
+				    "prompt_embeds [B, T, %d] and "
+				    "prompt_attention_mask [B, T]%s", path, want,
+				    cfg ? ", with their negative_ pair (guidance "
+				    "is on)" : "");
+				error_set_hint(x, "the connectors take caption_"
+				    "channels %d x text_proj_in_factor %d stacked "
+				    "features", m->connectors_config.caption_channels,
+				    m->connectors_config.text_proj_in_factor);
+			}
+			st_file_close(f);
+		}
+	}
+	static const char *const ltxv_only[] = { "image", "conditions",
+	    "latents", "denoise_strength", "loras", "second_stage",
+	    "vae_tiling" };
+	for (size_t i = 0; i < LQ_ARRAY_LEN(ltxv_only); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->config,
+		    ltxv_only[i]);
+		if (v == NULL || cJSON_IsNull(v) || (cJSON_IsArray(v) &&
+		    cJSON_GetArraySize(v) == 0))
+			continue;
+		struct lq_error *e = pf_job_add(s, ltxv_only[i], LQ_FAILED,
+		    "LQ-LTX2-006", "%s is an LTX-Video key; latentq's LTX-2 "
+		    "render (text-to-audio+video) does not take it yet",
+		    ltxv_only[i]);
+		error_set_hint(e, "leave %s out of LTX-2 jobs", ltxv_only[i]);
+	}
+	if (s->jc.mesh.devices > 1 || s->devices > 1) {
+		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
+		    "LQ-LTX2-002", "an LTX-2 job renders on one device: its "
+		    "sharding over both streams is not implemented yet");
+		error_set_hint(e, "mesh: {devices: 1}");
+	}
+	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
+	int64_t L = latents_audio_num_frames((int)jc->num_frames, jc->frame_rate,
+	    ac->sample_rate, ac->mel_hop_length, 4);
+	if (jc->frame_rate > 0 && L < 1) {
+		/* round(num_frames / frame_rate x sample_rate / hop / 4) */
+		double per = (double)ac->sample_rate / ac->mel_hop_length / 4.0;
+		int64_t need = (int64_t)ceil(0.5 / per * jc->frame_rate);
+		struct lq_error *e = pf_job_add(s, "num_frames", LQ_FAILED,
+		    "LQ-LTX2-003", "%s frames at %g fps are %g s of audio, less "
+		    "than half of one audio latent frame (%g per second)",
+		    pf_job_text(s, "num_frames", t, sizeof(t)), jc->frame_rate,
+		    jc->num_frames / jc->frame_rate, per);
+		error_set_hint(e, "at least %" PRId64 " frames", need);
+	}
+	int rate = m->vocoder_config.output_sampling_rate;
+	static const int aac[] = { 8000, 11025, 12000, 16000, 22050, 24000,
+	    32000, 44100, 48000, 64000, 88200, 96000 };
+	int rate_ok = 0;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(aac); i++)
+		rate_ok |= aac[i] == rate;
+	if (!rate_ok || m->vocoder_config.out_channels > 2) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-LTX2-004", "the vocoder gives %d channels at %d Hz; the "
+		    "MP4's AAC track carries 1 or 2 channels at 8000 to 96000 Hz "
+		    "(the AAC rates)", m->vocoder_config.out_channels, rate);
+		error_set_hint(e, "use an LTX-2 vocoder (24000 Hz stereo)");
+	}
+	if ((jc->stg_scale > 0 || jc->audio_stg_scale > 0) &&
+	    jc->n_stg_blocks > 0) {
+		for (size_t i = 0; i < jc->n_stg_blocks; i++) {
+			int64_t b = jc->stg_blocks[i];
+			if (b < 0 || b >= tc->num_layers) {
+				struct lq_error *e = pf_job_add(s,
+				    "spatio_temporal_guidance_blocks", LQ_FAILED,
+				    "LQ-LTX2-005", "block %" PRId64 " is not one of "
+				    "the transformer's %d (0 to %d)", b,
+				    tc->num_layers, tc->num_layers - 1);
+				error_set_hint(e, "spatio_temporal_guidance_blocks: "
+				    "[%d]", tc->num_layers - 1);
+				break;
+			}
+		}
+		if (!tc->perturbed_attn) {
+			struct lq_error *e = pf_job_add(s, "stg_scale", LQ_FAILED,
+			    "LQ-LTX2-005", "spatio-temporal guidance needs a "
+			    "transformer with perturbed_attn; this one would "
+			    "ignore the blocks (as upstream does, silently)");
+			error_set_hint(e, "stg_scale: 0 and audio_stg_scale: 0");
 		}
 	}
 }

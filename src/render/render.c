@@ -58,6 +58,7 @@
 #include "nn/weights.h"
 #include "store/models.h"
 #include "render/render.h"
+#include "render/render-int.h"
 #include "sampler/latents.h"
 #include "sampler/rng.h"
 #include "sampler/scheduler.h"
@@ -2397,6 +2398,34 @@ phase_encode_video(struct render *r, struct video_out *vo,
 	return s;
 }
 
+/*
+ * A job whose model is an LTX2Pipeline renders through render_ltx2
+ * (ltx2.c); *handled says whether it did (then its status is returned).
+ */
+static enum lq_status
+render_if_ltx2(struct render *r, int *handled, struct lq_error *err)
+{
+	*handled = 0;
+	enum lq_status s = fetch_model_urls(r, err);
+	if (s != LQ_OK)
+		return s;
+	const struct job_config *jc = &r->jc;
+	struct model_ref_resolver res = {r->st, store_model_path_resolve};
+	struct model_ref ref;
+	if ((s = model_ref_resolve(jc->model, jc->transformer, jc->vae,
+	    jc->text_encoder, jc->scheduler, r->base_dir, &res, &ref, err)) !=
+	    LQ_OK)
+		return s;
+	if (model_ref_is_ltx2(&ref)) {
+		*handled = 1;
+		struct render_job_ctx c = {r->st, r->job, r->owner, r->opt,
+		    &r->jc, r->config, r->base_dir, &ref};
+		s = render_ltx2(&c, err);
+	}
+	model_ref_clear(&ref);
+	return s;
+}
+
 enum lq_status
 render_job(struct store *st, const struct store_job *job, const char *owner,
     const struct render_options *opt, struct lq_error *err)
@@ -2426,6 +2455,14 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	if (s == LQ_OK && r.jc.prompt == NULL && r.jc.prompt_embeds == NULL)
 		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has "
 		    "neither prompt nor prompt_embeds", (long long)job->id);
+	if (s == LQ_OK) {
+		int handled = 0;
+		s = render_if_ltx2(&r, &handled, err);
+		if (handled || s != LQ_OK) {
+			render_free(&r);
+			return s;
+		}
+	}
 	struct video_out vo;
 	int64_t out_shape[5];
 	memset(&vo, 0, sizeof(vo));

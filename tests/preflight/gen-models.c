@@ -365,6 +365,63 @@ gen_scheduler_static(const char *name)
 	free(p);
 }
 
+/* A symlink at tmp/`name` to the absolute path of `target`. */
+static void
+link_abs(const char *target, const char *name)
+{
+	char *abs = realpath(target, NULL);
+	char *p = xasprintf("%s/%s", tmp, name);
+	LQ_ASSERT(abs != NULL && symlink(abs, p) == 0);
+	free(abs);
+	free(p);
+}
+
+/*
+ * LTX-2: models/ltx2, the pipeline golden's LTX2Pipeline folder
+ * (tests/data/ltx2/pipeline/pipe/model), its embeddings as
+ * ltx2-embeds.safetensors, and models/ltx2-voc22k, the same with a
+ * vocoder at 22000 Hz (a rate AAC does not have).
+ */
+static void
+gen_ltx2(void)
+{
+	char *m = xasprintf("%s/tests/data/ltx2/pipeline/pipe/model", srcdir);
+	char *e = xasprintf("%s/tests/data/ltx2/pipeline/pipe/inputs.safetensors",
+	    srcdir);
+	char *v = xasprintf("%s/models/ltx2-voc22k/vocoder", tmp);
+	mkdirs(v);
+	link_abs(m, "models/ltx2");
+	link_abs(e, "ltx2-embeds.safetensors");
+	static const char *const parts[] = { "model_index.json", "transformer",
+	    "vae", "audio_vae", "connectors", "scheduler" };
+	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
+		char *from = xasprintf("%s/%s", m, parts[i]);
+		char *to = xasprintf("models/ltx2-voc22k/%s", parts[i]);
+		link_abs(from, to);
+		free(from);
+		free(to);
+	}
+	char *cfg = xasprintf("%s/vocoder/config.json", m);
+	char *text = util_read_file(cfg, NULL);
+	LQ_ASSERT(text != NULL);
+	const char *key = "\"output_sampling_rate\": ";
+	char *r = strstr(text, key);
+	LQ_ASSERT(r != NULL && strncmp(r + strlen(key), "24000", 5) == 0);
+	memcpy(r + strlen(key), "22000", 5);
+	char *out = xasprintf("%s/config.json", v);
+	write_text(out, text);
+	char *w = xasprintf("%s/vocoder/diffusion_pytorch_model.safetensors", m);
+	link_abs(w, "models/ltx2-voc22k/vocoder/"
+	    "diffusion_pytorch_model.safetensors");
+	free(w);
+	free(out);
+	free(text);
+	free(cfg);
+	free(v);
+	free(e);
+	free(m);
+}
+
 void
 pfgen_generate(const char *dir, const char *top_srcdir)
 {
@@ -385,6 +442,7 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
 	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
 	g = good; g.upsampler = 3; gen_model("upsampler-temporal", &g);
+	gen_ltx2();
 	gen_scheduler_static("sched-static");
 	gen_scheduler("sched-karras", "\"use_karras_sigmas\": true");
 	gen_scheduler("sched-exponential", "\"use_exponential_sigmas\": true");
