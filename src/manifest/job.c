@@ -306,11 +306,72 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 			i++;
 		}
 	}
+	const cJSON *ss = cJSON_GetObjectItemCaseSensitive(config,
+	    "second_stage");
+	if (ss != NULL && !cJSON_IsNull(ss) && !cJSON_IsObject(ss))
+		bad(&r, "second_stage", "a mapping");
+	if (cJSON_IsObject(ss)) {
+		struct job_second_stage *t = &jc->second_stage;
+		struct reader sr = { .obj = ss,
+		    .parent = manifest_key_find("second_stage"), .err = err,
+		    .failed = r.failed };
+		t->present = 1;
+		t->latent_upsampler = get_string(&sr, "latent_upsampler");
+		t->adain_factor = get_number(&sr, "adain_factor");
+		t->tone_map_compression_ratio = get_number(&sr,
+		    "tone_map_compression_ratio");
+		t->height = get_int(&sr, "height");
+		t->width = get_int(&sr, "width");
+		t->denoise_strength = get_number(&sr, "denoise_strength");
+		/* absent: the job's own (stage 1's) value */
+#define INHERIT(f, get) t->f = value(&sr, #f) ? get(&sr, #f) : jc->f
+		INHERIT(num_inference_steps, get_int);
+		INHERIT(guidance_scale, get_number);
+		INHERIT(guidance_rescale, get_number);
+		INHERIT(image_cond_noise_scale, get_number);
+		INHERIT(decode_timestep, get_number);
+		INHERIT(decode_noise_scale, get_number);
+#undef INHERIT
+		if (t->latent_upsampler == NULL)
+			bad(&sr, "latent_upsampler", "given");
+		r.failed = sr.failed;
+	}
 	if (r.failed) {
 		job_config_free(jc);
 		return LQ_FAILED;
 	}
 	return LQ_OK;
+}
+
+void
+job_stage_config(const struct job_config *jc, int stage,
+    struct job_config *out)
+{
+	const struct job_second_stage *t = &jc->second_stage;
+
+	LQ_ASSERT(t->present && (stage == 1 || stage == 2));
+	*out = *jc;
+	memset(&out->second_stage, 0, sizeof(out->second_stage));
+	out->stage = stage;
+	if (stage == 1)
+		return;
+	out->height = t->height;
+	out->width = t->width;
+	out->num_inference_steps = t->num_inference_steps;
+	out->denoise_strength = t->denoise_strength;
+	out->has_denoise_strength = 1;
+	out->guidance_scale = t->guidance_scale;
+	out->guidance_rescale = t->guidance_rescale;
+	out->image_cond_noise_scale = t->image_cond_noise_scale;
+	out->decode_timestep = t->decode_timestep;
+	out->decode_noise_scale = t->decode_noise_scale;
+	out->latents = NULL;
+}
+
+int
+job_two_stage(const struct job_config *jc)
+{
+	return jc->second_stage.present;
 }
 
 void
@@ -325,7 +386,8 @@ job_config_free(struct job_config *jc)
 int
 job_condition_pipeline(const struct job_config *jc)
 {
-	return jc->has_denoise_strength || jc->n_conditions > 0;
+	return jc->has_denoise_strength || jc->n_conditions > 0 ||
+	    jc->stage > 0 || jc->second_stage.present;
 }
 
 int64_t

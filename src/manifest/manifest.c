@@ -451,6 +451,30 @@ check_value(struct ctx *c, const struct manifest_key *k,
 			return type_error(c, v, field, k->type,
 			    "write mesh: {devices: 1, data: 1, context: 1, tensor: 1}");
 		return check_map(c, v, keyset_fields(k), field, 0, out);
+	case MANIFEST_SECOND_STAGE: {
+		static const char *const need[] = {"latent_upsampler", "height",
+		    "width"};
+		if (v->kind != TREE_MAPPING)
+			return type_error(c, v, field, k->type,
+			    "write second_stage: {latent_upsampler: DIR, height: "
+			    "1024, width: 1536, denoise_strength: 0.4}");
+		if (!check_map(c, v, keyset_fields(k), field, 0, out))
+			return 0;
+		for (size_t i = 0; i < LQ_ARRAY_LEN(need); i++) {
+			const cJSON *h = cJSON_GetObjectItem(*out, need[i]);
+			if (h != NULL && !cJSON_IsNull(h))
+				continue;
+			add_error(c, v->line, v->column, field, "LQ-MAN-013",
+			    "write second_stage: {latent_upsampler: DIR, height: "
+			    "H, width: W} with stage 2's size (stage 1's times "
+			    "the upsampler's scale)",
+			    "second_stage needs %s", need[i]);
+			cJSON_Delete(*out);
+			*out = NULL;
+			return 0;
+		}
+		return 1;
+	}
 	case MANIFEST_TILING:
 		if (v->kind == TREE_MAPPING)
 			return check_map(c, v, keyset_fields(k), field, 0, out);

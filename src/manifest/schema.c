@@ -23,6 +23,26 @@ static const struct manifest_key condition_fields[] = {
 	{ NULL, 0, NULL, NULL, NULL, 0 },
 };
 
+/* `second_stage:` (job.h struct job_second_stage): the recipe's
+ * LTXLatentUpsamplePipeline and stage-2 LTXConditionPipeline arguments.
+ * Keys without a default take the job's own value (job_config_from_json);
+ * latent_upsampler, height and width are required. */
+static const struct manifest_key second_stage_fields[] = {
+	{ "latent_upsampler", MANIFEST_PATH, NULL, "latent upsampler folder (required)", NULL, 0 },
+	{ "adain_factor", MANIFEST_NUMBER, "0", "AdaIN of the upsampled latents toward stage 1's, 0 to 1", NULL, 0 },
+	{ "tone_map_compression_ratio", MANIFEST_NUMBER, "0", "tone mapping of the upsampled latents, 0 to 1", NULL, 0 },
+	{ "height", MANIFEST_INT, NULL, "stage 2's height in pixels (required)", NULL, 0 },
+	{ "width", MANIFEST_INT, NULL, "stage 2's width in pixels (required)", NULL, 0 },
+	{ "num_inference_steps", MANIFEST_INT, NULL, "stage 2's schedule length; default the job's", NULL, 0 },
+	{ "denoise_strength", MANIFEST_NUMBER, "0.4", "share of stage 2's schedule run, below 1", NULL, 0 },
+	{ "guidance_scale", MANIFEST_NUMBER, NULL, "stage 2's guidance; default the job's", NULL, 0 },
+	{ "guidance_rescale", MANIFEST_NUMBER, NULL, "stage 2's rescale; default the job's", NULL, 0 },
+	{ "image_cond_noise_scale", MANIFEST_NUMBER, NULL, "stage 2's condition noise; default the job's", NULL, 0 },
+	{ "decode_timestep", MANIFEST_NUMBER, NULL, "timestep stage 2 decodes at; default the job's", NULL, 0 },
+	{ "decode_noise_scale", MANIFEST_NUMBER, NULL, "noise mixed in before decoding; default the job's", NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 },
+};
+
 static const struct manifest_key mesh_fields[] = {
 	{ "devices", MANIFEST_INT, "1", "devices the job runs on", NULL, 0 },
 	{ "data", MANIFEST_INT, "1", "data-parallel axis", NULL, 0 },
@@ -86,6 +106,9 @@ static const struct manifest_key keys[] = {
 	  condition_fields, 0 },
 	{ "image_cond_noise_scale", MANIFEST_NUMBER, "0.15",
 	  "noise put on strength-1 condition tokens each step", NULL, 0 },
+	{ "second_stage", MANIFEST_SECOND_STAGE, NULL,
+	  "two-stage recipe: upsample stage 1's latents and refine them",
+	  second_stage_fields, 0 },
 	/* LTX2Pipeline.__call__ (pipelines/ltx2/pipeline_ltx2.py): the
 	 * audio+video guidance; LTX-Video jobs do not read these */
 	{ "stg_scale", MANIFEST_NUMBER, "1.0",
@@ -218,6 +241,8 @@ manifest_type_name(enum manifest_type type)
 		return "a list of {path, scale} mappings";
 	case MANIFEST_MESH:
 		return "a mapping {devices, data, context, tensor}";
+	case MANIFEST_SECOND_STAGE:
+		return "a second_stage mapping";
 	case MANIFEST_TILING:
 		return "auto, off or a mapping of VAE tiling attributes";
 	}

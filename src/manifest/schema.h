@@ -29,6 +29,7 @@ enum manifest_type {
 	MANIFEST_LORAS,		/* sequence of mappings with the sub-keys in `fields` */
 	MANIFEST_CONDITIONS,	/* the same, each an LTXVideoCondition {image, frame_index, strength} */
 	MANIFEST_MESH,		/* mapping with the sub-keys in `fields`, merged per sub-key */
+	MANIFEST_SECOND_STAGE,	/* mapping with the sub-keys in `fields`, defaults filled */
 	MANIFEST_TILING,	/* "auto", "off", or a mapping with the sub-keys in `fields` */
 };
 

@@ -412,13 +412,24 @@ check_image_file(struct pf_job_state *s, const char *field, const char *path,
 		return;
 	}
 	free(rgb);
-	if (s->geometry_ok && (h != s->height || w != s->width)) {
+	/* a two-stage job's conditions are stage 2's size (stage 1 resizes
+	 * them as upstream does) */
+	const struct job_second_stage *ss = &s->jc.second_stage;
+	int64_t eh = ss->present ? ss->height : s->height;
+	int64_t ew = ss->present ? ss->width : s->width;
+	if (s->geometry_ok && (h != eh || w != ew)) {
 		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-002",
 		    "image %s is %dx%d (width x height); the job renders %" PRId64
-		    "x%" PRId64 " and latentq does not resample images", path, w,
-		    h, s->width, s->height);
-		error_set_hint(e, "resize the image to %" PRId64 "x%" PRId64 ", or "
-		    "set width: %d and height: %d", s->width, s->height, w, h);
+		    "x%" PRId64 "%s and latentq does not resample images", path, w,
+		    h, ew, eh, ss->present ? " in its second stage" : "");
+		if (ss->present)
+			error_set_hint(e, "resize the image to %" PRId64 "x%" PRId64
+			    ", or set second_stage's width: %d and height: %d",
+			    ew, eh, w, h);
+		else
+			error_set_hint(e, "resize the image to %" PRId64 "x%"
+			    PRId64 ", or set width: %d and height: %d", ew, eh,
+			    w, h);
 		return;
 	}
 	if (s->pm && s->pm->dm && s->pm->dm->transformer_config.patch_size_t != 1) {
@@ -780,6 +791,184 @@ pf_check_condition(struct pf_job_state *s)
 		error_set_hint(e, "give `scheduler:` a folder whose "
 		    "scheduler_config.json has \"use_dynamic_shifting\": false "
 		    "(as converted for LTX-Video 0.9.5 and 0.9.7)");
+	}
+}
+
+/* ---- second_stage: the two-stage recipe ------------------------------ */
+
+/* A second_stage number outside [lo, hi] (LQ-STAGE-006). */
+static void
+stage_range(struct pf_job_state *s, const char *key, double v, double lo,
+    double hi, const char *what)
+{
+	if (v >= lo && v <= hi)
+		return;
+	char field[64];
+	snprintf(field, sizeof(field), "second_stage.%s", key);
+	struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-STAGE-006",
+	    "second_stage.%s %g is outside [%g, %g] (%s)", key, v, lo, hi,
+	    what);
+	error_set_hint(e, "nearest valid: %g", v < lo ? lo : hi);
+}
+
+/*
+ * `second_stage:` (LTX-Video's two-stage recipe; pipelines/ltx/
+ * pipeline_ltx_latent_upsample.py and pipeline_ltx_condition.py): the
+ * latent upsampler is a readable LTXLatentUpsamplerModel of the
+ * transformer's channels (LQ-STAGE-001) that keeps the latent frames
+ * (spatial only, LQ-STAGE-002: the job has one num_frames); stage 2's size
+ * is a multiple of the grid times the upsampler's scale (LQ-STAGE-003:
+ * 64 for LTX-Video, the size rule of upstream's two-stage bug reports,
+ * where a stage-2 size not divisible by 64 gives a stage 1 off the VAE's
+ * grid) and exactly stage 1's times that scale (LQ-STAGE-004); its
+ * schedule runs at least one step at a denoise_strength below 1
+ * (LQ-STAGE-005; at 1 upstream ignores the upsampled latents); and its
+ * numbers are in range (LQ-STAGE-006).
+ */
+void
+pf_check_second_stage(struct pf_job_state *s)
+{
+	const struct job_second_stage *ss = &s->jc.second_stage;
+	if (!ss->present)
+		return;
+	const struct diffusers_model *dm = s->pm ? s->pm->dm : NULL;
+	int scale = 2, ok_up = 0;
+	struct ltxv_upsampler_config uc;
+	memset(&uc, 0, sizeof(uc));
+	char *cfg_path = xasprintf("%s/config.json", ss->latent_upsampler);
+	cJSON *cfg = NULL;
+	struct lq_error fe;
+	error_clear(&fe);
+	if (diffusers_load_json(cfg_path, &cfg, &fe) == LQ_OK &&
+	    diffusers_parse_latent_upsampler(cfg, cfg_path, &uc, &fe) == LQ_OK)
+		ok_up = 1;
+	cJSON_Delete(cfg);
+	if (!ok_up) {
+		struct lq_error *e = pf_job_add(s, "second_stage.latent_upsampler",
+		    LQ_FAILED, "LQ-STAGE-001", "%s is not a latent upsampler "
+		    "folder latentq can load: %s", ss->latent_upsampler,
+		    fe.message);
+		error_set_hint(e, "the latent_upsampler/ folder of an LTX-Video "
+		    "0.9.7+ pipeline (config.json of LTXLatentUpsamplerModel and "
+		    "its weights)");
+	} else if (dm != NULL && uc.in_channels !=
+	    dm->transformer_config.in_channels) {
+		struct lq_error *e = pf_job_add(s, "second_stage.latent_upsampler",
+		    LQ_FAILED, "LQ-STAGE-001", "the latent upsampler takes %d "
+		    "channels; the transformer's latents have %d",
+		    uc.in_channels, dm->transformer_config.in_channels);
+		error_set_hint(e, "the upsampler released with this model "
+		    "version (in_channels %d)", dm->transformer_config.in_channels);
+	}
+	free(cfg_path);
+	if (ok_up && uc.temporal_upsample) {
+		struct lq_error *e = pf_job_add(s, "second_stage.latent_upsampler",
+		    LQ_FAILED, "LQ-STAGE-002", "the latent upsampler is temporal "
+		    "(2F - 1 latent frames); the job's num_frames %" PRId64 " is "
+		    "both stages'", s->jc.num_frames);
+		error_set_hint(e, "a spatial upsampler (spatial_upsample true, "
+		    "temporal_upsample false), as the recipe's "
+		    "ltxv-spatial-upscaler");
+	}
+	if (ok_up && !uc.spatial_upsample)
+		scale = 1;
+	/* stage 2's size: grid × scale, and stage 1's × scale */
+	int64_t grid = 32;
+	if (dm != NULL) {
+		int64_t mg = (int64_t)dm->vae_config.spatial_compression_ratio *
+		    dm->transformer_config.patch_size;
+		grid = mg / gcd64(mg, 32) * 32;
+	}
+	const char *keys[2] = {"height", "width"};
+	int64_t v2[2] = {ss->height, ss->width}, v1[2] = {s->height, s->width};
+	int sized = 1;
+	for (int i = 0; i < 2; i++) {
+		char field[64];
+		snprintf(field, sizeof(field), "second_stage.%s", keys[i]);
+		int64_t g = grid * scale;
+		if (v2[i] < 1 || v2[i] % g != 0) {
+			int64_t lo = v2[i] / g * g, hi = lo + g;
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-STAGE-003", "second_stage.%s %" PRId64 " is not a "
+			    "multiple of %" PRId64 " (the grid %" PRId64 " times "
+			    "the upsampler's %dx): stage 1 would render %s %"
+			    PRId64 "/%d, off the VAE's grid", keys[i], v2[i], g,
+			    grid, scale, keys[i], v2[i], scale);
+			if (lo >= g)
+				error_set_hint(e, "nearest valid: %" PRId64 " or %"
+				    PRId64 " (stage 1 %s %" PRId64 " or %" PRId64
+				    ")", lo, hi, keys[i], lo / scale, hi / scale);
+			else
+				error_set_hint(e, "nearest valid: %" PRId64
+				    " (stage 1 %s %" PRId64 ")", hi, keys[i],
+				    hi / scale);
+			sized = 0;
+		}
+	}
+	for (int i = 0; sized && s->geometry_ok && i < 2; i++) {
+		if (v2[i] == v1[i] * scale)
+			continue;
+		char field[64];
+		snprintf(field, sizeof(field), "second_stage.%s", keys[i]);
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+		    "LQ-STAGE-004", "second_stage.%s %" PRId64 " is not the "
+		    "job's %s %" PRId64 " times the upsampler's scale %d",
+		    keys[i], v2[i], keys[i], v1[i], scale);
+		error_set_hint(e, "nearest valid: second_stage.%s: %" PRId64
+		    ", or %s: %" PRId64, keys[i], v1[i] * scale, keys[i],
+		    v2[i] / scale);
+	}
+	int64_t n = ss->num_inference_steps;
+	double ds = ss->denoise_strength;
+	if (n < 1 || n > MAX_STEPS) {
+		struct lq_error *e = pf_job_add(s,
+		    "second_stage.num_inference_steps", LQ_FAILED, "LQ-STAGE-005",
+		    "second_stage.num_inference_steps %" PRId64 " is outside "
+		    "1..%d", n, MAX_STEPS);
+		error_set_hint(e, "nearest valid: %d (10, as the recipe)",
+		    n < 1 ? 1 : MAX_STEPS);
+	} else if (!(ds > 0.0 && ds < 1.0)) {
+		struct lq_error *e = pf_job_add(s, "second_stage.denoise_strength",
+		    LQ_FAILED, "LQ-STAGE-005", "second_stage.denoise_strength %g "
+		    "is outside (0, 1): stage 2 refines the upsampled latents "
+		    "(at 1 LTXConditionPipeline ignores them)", ds);
+		error_set_hint(e, "nearest valid: %g (0.4 as the recipe)",
+		    ds <= 0.0 ? 0.4 : 0.999);
+	} else if (scheduler_denoise_start((int)n, ds) >= n) {
+		double lo = 1.0 / (double)n;
+		while (scheduler_denoise_start((int)n, lo) >= n)
+			lo = nextafter(lo, 2.0);
+		struct lq_error *e = pf_job_add(s, "second_stage.denoise_strength",
+		    LQ_FAILED, "LQ-STAGE-005", "second_stage.denoise_strength %g "
+		    "of %" PRId64 " steps runs no step (int(%" PRId64 " x %g) = "
+		    "0)", ds, n, n, ds);
+		error_set_hint(e, "denoise_strength at least %.17g, or more "
+		    "num_inference_steps (%d at this strength)", lo,
+		    (int)ceil(1.0 / ds));
+	}
+	stage_range(s, "adain_factor", ss->adain_factor, 0, 1,
+	    "the lerp weight of AdaIN toward stage 1's statistics");
+	stage_range(s, "tone_map_compression_ratio",
+	    ss->tone_map_compression_ratio, 0, 1, "LTXLatentUpsamplePipeline's "
+	    "tone mapping strength");
+	stage_range(s, "guidance_scale", ss->guidance_scale, 1, 1e9,
+	    "1 disables classifier-free guidance");
+	stage_range(s, "guidance_rescale", ss->guidance_rescale, 0, 1,
+	    "rescale_noise_cfg's factor");
+	stage_range(s, "image_cond_noise_scale", ss->image_cond_noise_scale, 0,
+	    1e9, "it scales noise");
+	stage_range(s, "decode_timestep", ss->decode_timestep, 0, 1,
+	    "the VAE decoder's timestep");
+	stage_range(s, "decode_noise_scale", ss->decode_noise_scale, 0, 1,
+	    "the share of noise mixed in before decoding");
+	/* stage 2's guidance rows must be stage 1's (one text batch) */
+	if ((ss->guidance_scale > 1.0) != (s->jc.guidance_scale > 1.0)) {
+		struct lq_error *e = pf_job_add(s, "second_stage.guidance_scale",
+		    LQ_FAILED, "LQ-STAGE-006", "second_stage.guidance_scale %g "
+		    "and guidance_scale %g: one stage with classifier-free "
+		    "guidance and one without is not implemented",
+		    ss->guidance_scale, s->jc.guidance_scale);
+		error_set_hint(e, "guidance above 1 in both stages, or 1 in both");
 	}
 }
 

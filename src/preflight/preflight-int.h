@@ -146,6 +146,7 @@ void pf_check_latents(struct pf_job_state *s);
 void pf_check_ltx2(struct pf_job_state *s);
 void pf_check_sampling(struct pf_job_state *s);
 void pf_check_condition(struct pf_job_state *s);
+void pf_check_second_stage(struct pf_job_state *s);
 void pf_check_prompt(struct pf_job_state *s);
 void pf_check_mesh(struct pf_job_state *s);
 void pf_check_lora(struct pf_job_state *s);

@@ -113,6 +113,7 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 			pf_check_geometry(&s);
 			pf_check_sampling(&s);
 			pf_check_condition(&s);
+			pf_check_second_stage(&s);
 			pf_check_prompt(&s);
 			pf_check_mesh(&s);
 			pf_check_latents(&s);

@@ -29,7 +29,7 @@ struct gen {
 	int no_vae_weights;
 	int bad_config;		/* num_attention_heads -2 */
 	int missing, extra, misshape;	/* transformer tensor mutations */
-	int upsampler;		/* 1 matching, 2 mis-configured */
+	int upsampler;		/* 1 matching, 2 mis-configured, 3 temporal */
 };
 
 static void
@@ -248,15 +248,18 @@ gen_model(const char *name, const struct gen *g)
 		mkdirs(p);
 		free(p);
 		p = xasprintf("%s/latent_upsampler/config.json", root);
+		/* mid_channels a multiple of GroupNorm's 32 groups;
+		 * 3: a temporal upsampler (second_stage refuses it) */
 		cfg = xasprintf("{\"_class_name\": \"LTXLatentUpsamplerModel\", "
-		    "\"in_channels\": %d, \"mid_channels\": 16, \"dims\": 3}",
-		    g->latent);
+		    "\"in_channels\": %d, \"mid_channels\": 32, \"dims\": 3%s}",
+		    g->latent, g->upsampler == 3 ? ", \"temporal_upsample\": true"
+		    : "");
 		write_text(p, cfg);
 		free(cfg);
 		free(p);
 		struct st_writer *w = st_writer_new();
-		static float z[16 * 16 * 27];
-		int64_t mid = g->upsampler == 2 ? 12 : 16;
+		static float z[32 * 16 * 27];
+		int64_t mid = g->upsampler == 2 ? 24 : 32;
 		st_writer_add(w, "initial_conv.weight", ST_F32, 5,
 		    (int64_t[]){mid, g->latent, 3, 3, 3}, z);
 		st_writer_add(w, "final_conv.weight", ST_F32, 5,
@@ -438,6 +441,7 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	g = good; g.te_dmodel = 32; gen_model("te-mismatch", &g);
 	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
 	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
+	g = good; g.upsampler = 3; gen_model("upsampler-temporal", &g);
 	gen_ltx2();
 	gen_scheduler_static("sched-static");
 	gen_scheduler("sched-karras", "\"use_karras_sigmas\": true");
