@@ -22,13 +22,11 @@
  * Not here yet (refused by preflight): meshes, a text encoder (Gemma 3:
  * prompt_embeds only), image-to-video, noise_scale > 0.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "config.h"
 #include "core/digest.h"
@@ -104,24 +102,11 @@ l2_free(struct l2 *r)
 	diffusers_ltx2_free(r->dm);
 }
 
-/* Enters a phase: the store's progress row, an event, the fault hook. */
 static enum lq_status
 phase(struct l2 *r, const char *name, int step, struct lq_error *err)
 {
-	const struct render_job_ctx *c = r->c;
-	enum lq_status s = store_set_progress(c->st, c->job->id, name, step,
+	return render_enter_phase(r->c->st, r->c->job, r->c->opt, name, step,
 	    r->N, err);
-	if (s != LQ_OK)
-		return s;
-	char detail[96];
-	snprintf(detail, sizeof(detail), "{\"phase\":\"%s\"}", name);
-	if ((s = store_add_event(c->st, c->job->id, "phase", detail, err)) !=
-	    LQ_OK)
-		return s;
-	if (fault_point(c->job->name, name, 0, c->opt->attempt))
-		return error_set(err, LQ_RETRY, "LQ-GPU-OOM",
-		    "out of device memory (injected) in phase %s", name);
-	return LQ_OK;
 }
 
 static char *
@@ -159,19 +144,7 @@ phase_load(struct l2 *r, struct lq_error *err)
 	if ((s = model_ref_identity_ltx2(r->dm, &cache, r->model_digest,
 	    err)) != LQ_OK)
 		return s;
-	const char *pin = c->job->model_digests;
-	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
-		/* as render.c: this host's copy is at fault, not the job */
-		error_set(err, LQ_FATAL, "LQ-RUN-MODEL-HOST", "this host's copy "
-		    "of model %s differs from the one job %lld pinned (digest "
-		    "%.16s…, here %.16s…); the job is left queued for a host, or "
-		    "a later run, whose copy matches", r->dm->root,
-		    (long long)c->job->id, pin, r->model_digest);
-		error_set_hint(err, "restore the files, or submit the job again "
-		    "with --again to render with these weights");
-		return LQ_FATAL;
-	}
-	if ((s = store_pin_model_digest(c->st, c->job->id, r->model_digest,
+	if ((s = render_pin_model(c->st, c->job, r->dm->root, r->model_digest,
 	    err)) != LQ_OK)
 		return s;
 	if ((s = scheduler_config_load(r->dm->scheduler.config_path,
@@ -382,29 +355,13 @@ phase_encode_text(struct l2 *r, struct lq_error *err)
 	return s;
 }
 
-/* A draw of the job's noise: the noise file's tensor `name`, else
- * latentq's Philox stream `purpose` from the seed. */
+/* A draw of the job's noise (render_draw). */
 static enum lq_status
 draw(const struct l2 *r, const char *name, int ndim, const int64_t *shape,
     uint32_t purpose, float *out, struct lq_error *err)
 {
-	const struct st_tensor *t = r->noise ? st_file_find(r->noise, name) :
-	    NULL;
-	size_t n = 1;
-	for (int i = 0; i < ndim; i++)
-		n *= (size_t)shape[i];
-	if (t == NULL) {
-		rng_fill_normal(r->jc->seed, purpose, 0, out, n);
-		return LQ_OK;
-	}
-	if (t->ndim != ndim || memcmp(t->shape, shape,
-	    sizeof(int64_t) * (size_t)ndim) != 0)
-		return error_set(err, LQ_FAILED, "LQ-RUN-NOISE", "%s: %s does "
-		    "not have the shape the job draws", r->jc->noise, name);
-	float *f = st_tensor_to_f32(t);
-	memcpy(out, f, n * sizeof(float));
-	free(f);
-	return LQ_OK;
+	return render_draw(r->noise, r->jc->noise, r->jc->seed, name, purpose,
+	    ndim, shape, out, err);
 }
 
 /* The latents the loop starts from: a checkpoint, else the draws. */
@@ -804,39 +761,6 @@ decode_video(struct l2 *r, float **np, uint8_t **u8, int64_t os[5],
 	return s;
 }
 
-/* Artifacts are committed through the store, under the job's lease. */
-struct artifact {
-	const struct l2 *r;
-	const char *kind;
-};
-
-static enum lq_status
-commit_artifact(void *ud, struct file_temp *t, const char *code,
-    struct lq_error *err)
-{
-	const struct artifact *a = ud;
-	return store_commit_artifact(a->r->c->st, a->r->c->job->id, a->kind, t,
-	    code, NULL, err);
-}
-
-/* mkdir -p of path's folder. */
-static enum lq_status
-parent_dirs(const char *path, struct lq_error *err)
-{
-	char *p = xstrdup(path);
-	enum lq_status s = LQ_OK;
-	for (char *q = p + 1; *q && s == LQ_OK; q++) {
-		if (*q != '/')
-			continue;
-		*q = '\0';
-		if (mkdir(p, 0755) != 0 && errno != EEXIST)
-			s = file_fail(err, "LQ-IO-004", "mkdir", p, errno);
-		*q = '/';
-	}
-	free(p);
-	return s;
-}
-
 static enum lq_status
 phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 {
@@ -860,9 +784,10 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 		.seed = jc->seed, .model_digest = r->model_digest,
 		.config_digest = c->job->config_digest,
 	};
-	struct artifact mp4_a = {r, "mp4"}, sheet_a = {r, "contact_sheet"};
-	struct file_commit mp4_c = {commit_artifact, &mp4_a};
-	struct file_commit sheet_c = {commit_artifact, &sheet_a};
+	struct render_artifact mp4_a = {c->st, c->job->id, "mp4"};
+	struct render_artifact sheet_a = {c->st, c->job->id, "contact_sheet"};
+	struct file_commit mp4_c = {render_commit_artifact, &mp4_a};
+	struct file_commit sheet_c = {render_commit_artifact, &sheet_a};
 	for (int b = 0; b < r->B && s == LQ_OK; b++) {
 		char *mp4 = job_output_path(jc, c->base_dir, b, r->B);
 		struct media_audio au = {
@@ -873,7 +798,7 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 		struct media_video_options vo = {.fps = jc->frame_rate, .crf = -1,
 		    .provenance = &prov, .commit = &mp4_c, .audio = &au};
 		struct media_frames fr = {F, H, W, u8 + (size_t)b * vb};
-		if ((s = parent_dirs(mp4, err)) == LQ_OK)
+		if ((s = render_make_parent_dirs(mp4, err)) == LQ_OK)
 			s = media_write_mp4(mp4, &fr, &vo, err);
 		if (s == LQ_OK) {
 			struct media_sheet_options so = media_sheet_defaults;
@@ -910,10 +835,10 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 		st_writer_add(w, "video_np", ST_F32, 5, vs, np);
 		st_writer_add(w, "video_uint8", ST_U8, 5, vs, u8);
 		st_writer_add(w, "audio_waveform", ST_F32, 3, ws, wave);
-		struct artifact ta = {r, "tensors"};
-		struct file_commit tc = {commit_artifact, &ta};
+		struct render_artifact ta = {c->st, c->job->id, "tensors"};
+		struct file_commit tc = {render_commit_artifact, &ta};
 		char *path = job_path(r, jc->save_tensors);
-		if ((s = parent_dirs(path, err)) == LQ_OK)
+		if ((s = render_make_parent_dirs(path, err)) == LQ_OK)
 			s = st_writer_write_commit(w, path, &tc, err);
 		st_writer_free(w);
 		free(path);

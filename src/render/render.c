@@ -232,24 +232,13 @@ render_free(struct render *r)
 	cJSON_Delete(r->config);
 }
 
-/* Enters a phase: recorded in the store (so a crash names it) and an event. */
+/* Enters a phase (render_enter_phase) of the job's steps. */
 static enum lq_status
 enter_phase(struct render *r, const char *phase, int step,
     struct lq_error *err)
 {
-	enum lq_status s = store_set_progress(r->st, r->job->id, phase, step,
-	    r->jc.num_inference_steps, err);
-	if (s != LQ_OK)
-		return s;
-	char detail[96];
-	snprintf(detail, sizeof(detail), "{\"phase\":\"%s\"}", phase);
-	if ((s = store_add_event(r->st, r->job->id, "phase", detail, err)) != LQ_OK)
-		return s;
-	log_debug("job %lld: %s", (long long)r->job->id, phase);
-	if (fault_point(r->job->name, phase, 0, r->opt->attempt))	/* start */
-		return error_set(err, LQ_RETRY, "LQ-GPU-OOM",
-		    "out of device memory (injected) in phase %s", phase);
-	return LQ_OK;
+	return render_enter_phase(r->st, r->job, r->opt, phase, step,
+	    (int)r->jc.num_inference_steps, err);
 }
 
 /* Resolves a path of the job against the manifest's folder. */
@@ -375,38 +364,7 @@ phase_load(struct render *r, struct lq_error *err)
 	if ((s = model_ref_identity(r->dm, &cache, r->model_digest, err)) !=
 	    LQ_OK)
 		return s;
-	const char *pin = r->job->model_digests;
-	if (pin != NULL && strncmp(pin, STORE_LEGACY_DIGEST_PREFIX,
-	    strlen(STORE_LEGACY_DIGEST_PREFIX)) == 0) {
-		/* pinned before schema 0002's identity: trust it once */
-		log_warn("job %lld: model digest pinned by an older latentq; "
-		    "re-pinned as %.16s…", (long long)r->job->id, r->model_digest);
-		if ((s = store_repin_legacy_model_digest(r->st, r->job->id, pin,
-		    r->model_digest, err)) != LQ_OK)
-			return s;
-		pin = r->model_digest;
-	}
-	if (pin != NULL && pin[0] != '\0' && strcmp(pin, r->model_digest) != 0) {
-		/*
-		 * One rule for both backends: the job is not at fault, this
-		 * host's copy is.  FATAL gives it back untouched, checkpoints
-		 * kept (worker_exit_for: EXIT_UNAVAILABLE), for another host
-		 * sharing the queue or a later run here once the files are
-		 * restored; `status` shows this error meanwhile.  Poisoning it
-		 * would make a restored copy need a `retry`.
-		 */
-		error_set(err, LQ_FATAL, "LQ-RUN-MODEL-HOST", "this host's copy "
-		    "of model %s differs from the one job %lld pinned (digest "
-		    "%.16s…, here %.16s…); the job is left queued for a host, or "
-		    "a later run, whose copy matches", r->dm->root,
-		    (long long)r->job->id, r->job->model_digests,
-		    r->model_digest);
-		error_set_hint(err, "restore the files (or make this host's copy "
-		    "match), or submit the job again with --again to render "
-		    "with these weights");
-		return LQ_FATAL;
-	}
-	if ((s = store_pin_model_digest(r->st, r->job->id, r->model_digest,
+	if ((s = render_pin_model(r->st, r->job, r->dm->root, r->model_digest,
 	    err)) != LQ_OK)
 		return s;
 	if ((s = scheduler_config_load(r->dm->scheduler.config_path,
@@ -1056,40 +1014,8 @@ draw(const struct render *r, const char *base, int ndim, const int64_t *shape,
 {
 	char name[256];
 	stage_noise_name(r, base, name, sizeof(name));
-	purpose = RNG_PURPOSE_OF_STAGE(r->stage, purpose);
-	const struct st_tensor *t = r->noise ? st_file_find(r->noise, name) :
-	    NULL;
-	size_t n = 1;
-
-	for (int i = 0; i < ndim; i++)
-		n *= (size_t)shape[i];
-	if (t == NULL) {
-		rng_fill_normal(r->jc.seed, purpose, 0, out, n);
-		return LQ_OK;
-	}
-	if (t->ndim != ndim || memcmp(t->shape, shape,
-	    sizeof(int64_t) * (size_t)ndim) != 0) {
-		char want[96] = "", have[96] = "";
-		size_t a = 0, b = 0;
-
-		for (int i = 0; i < ndim; i++)
-			a += (size_t)snprintf(want + a, sizeof(want) - a, "%s%lld",
-			    i ? ", " : "", (long long)shape[i]);
-		for (int i = 0; i < t->ndim && b < sizeof(have); i++)
-			b += (size_t)snprintf(have + b, sizeof(have) - b, "%s%lld",
-			    i ? ", " : "", (long long)t->shape[i]);
-		error_set(err, LQ_FAILED, "LQ-RUN-NOISE", "%s: %s is [%s], the "
-		    "job draws [%s]", r->jc.noise, name, have, want);
-		error_set_field(err, "noise");
-		error_set_hint(err, "give %s the shape diffusers draws it in, or "
-		    "leave it out to draw it from seed %llu", name,
-		    (unsigned long long)r->jc.seed);
-		return LQ_FAILED;
-	}
-	float *f = st_tensor_to_f32(t);
-	memcpy(out, f, n * sizeof(float));
-	free(f);
-	return LQ_OK;
+	return render_draw(r->noise, r->jc.noise, r->jc.seed, name,
+	    RNG_PURPOSE_OF_STAGE(r->stage, purpose), ndim, shape, out, err);
 }
 
 /*
@@ -1972,24 +1898,6 @@ fill_noise(void *ud, const char *module, int k, int height, int width,
 	return LQ_OK;
 }
 
-/*
- * file_commit hook for the job's outputs: each is renamed into place and
- * recorded as an artifact in one step under the job's lease
- * (store_commit_artifact), so a worker that lost the job writes nothing.
- */
-struct artifact_commit {
-	struct render *r;
-	const char *kind;
-};
-
-static enum lq_status
-commit_artifact(void *ud, struct file_temp *t, const char *code,
-    struct lq_error *err)
-{
-	const struct artifact_commit *c = ud;
-	return store_commit_artifact(c->r->st, c->r->job->id, c->kind, t, code,
-	    NULL, err);
-}
 
 /*
  * Where the decoded frames go while the VAE decodes (ltxv_vae_sink): each
@@ -2011,15 +1919,14 @@ struct video_out {
 	size_t range_cap;		/* frames the range buffers hold */
 	int pick[16], npick;		/* contact sheet frames */
 	uint8_t *sheet;			/* [B, npick, H, W, 3] */
-	struct artifact_commit mp4_c;	/* each MP4 is committed through */
-	struct file_commit mp4_hook;	/* mp4_hook: store_commit_artifact */
+	struct render_artifact mp4_c;	/* each MP4 is committed through */
+	struct file_commit mp4_hook;	/* mp4_hook: render_commit_artifact */
 	float *all_np;			/* save_tensors: [B, F, H, W, 3] */
 	uint8_t *all_u8;
 	int64_t done;			/* frames received */
 };
 
 
-static enum lq_status make_parent_dirs(const char *path, struct lq_error *err);
 
 /* Discards what a failed decode try wrote (the .part files). */
 static void
@@ -2060,8 +1967,8 @@ video_out_init(struct video_out *vo, struct render *r, const int64_t shape[5])
 	memset(vo, 0, sizeof(*vo));
 	vo->r = r;
 	memcpy(vo->shape, shape, sizeof(vo->shape));
-	vo->mp4_c = (struct artifact_commit){r, "mp4"};
-	vo->mp4_hook = (struct file_commit){commit_artifact, &vo->mp4_c};
+	vo->mp4_c = (struct render_artifact){r->st, r->job->id, "mp4"};
+	vo->mp4_hook = (struct file_commit){render_commit_artifact, &vo->mp4_c};
 	vo->prov = (struct media_provenance){
 		.job = r->job->name, .prompt = r->jc.prompt,
 		.negative_prompt = r->jc.negative_prompt, .has_seed = 1,
@@ -2099,7 +2006,7 @@ video_out_begin(struct video_out *vo, int try_no, struct lq_error *err)
 	vo->try_no = try_no;
 	vo->done = 0;
 	for (int64_t b = 0; b < vo->shape[0] && s == LQ_OK; b++)
-		if ((s = make_parent_dirs(vo->mp4_path[b], err)) == LQ_OK)
+		if ((s = render_make_parent_dirs(vo->mp4_path[b], err)) == LQ_OK)
 			s = media_mp4_open(vo->mp4_path[b], (int)vo->shape[4],
 			    (int)vo->shape[3], &opt, &vo->mp4[b], err);
 	return s;
@@ -2151,7 +2058,7 @@ video_out_frames(void *ud, int64_t f0, int64_t n, const float *x,
 				    u8 + (size_t)(vo->pick[i] - f0) * fb, fb);
 		if (s == LQ_OK && vo->frames_dir != NULL) {
 			char *probe = xasprintf("%s/x", vo->frames_dir[b]);
-			if ((s = make_parent_dirs(probe, err)) == LQ_OK)
+			if ((s = render_make_parent_dirs(probe, err)) == LQ_OK)
 				s = media_write_frames_from(vo->frames_dir[b], &fr,
 				    (int)f0, &vo->prov, err);
 			free(probe);
@@ -2299,26 +2206,6 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 	return s;
 }
 
-/* mkdir -p of path's folder. */
-static enum lq_status
-make_parent_dirs(const char *path, struct lq_error *err)
-{
-	char *p = xstrdup(path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-			enum lq_status st = file_fail(err, "LQ-IO-004", "mkdir", p,
-			    errno);
-			free(p);
-			return st;
-		}
-		*s = '/';
-	}
-	free(p);
-	return LQ_OK;
-}
 
 
 /*
@@ -2341,8 +2228,9 @@ phase_encode_video(struct render *r, struct video_out *vo,
 		const char *mp4 = vo->mp4_path[b];
 		struct media_frames sheet_frames = {vo->npick, H, W,
 		    vo->sheet + (size_t)b * vo->npick * fb};
-		struct artifact_commit sheet_c = {r, "contact_sheet"};
-		struct file_commit sheet_hook = {commit_artifact, &sheet_c};
+		struct render_artifact sheet_c = {r->st, r->job->id,
+		    "contact_sheet"};
+		struct file_commit sheet_hook = {render_commit_artifact, &sheet_c};
 		/* the sheet's own pick of <= 16 frames from the npick kept
 		 * is all of them, in order: the sheet of the whole video */
 		struct media_sheet_options so = media_sheet_defaults;
@@ -2388,9 +2276,9 @@ phase_encode_video(struct render *r, struct video_out *vo,
 		    r->stage1_out);
 		st_writer_add(w, "upsample.latents_out", ST_F32, 5, s2, up);
 	}
-	struct artifact_commit tensors_c = {r, "tensors"};
-	struct file_commit tensors_hook = {commit_artifact, &tensors_c};
-	if ((s = make_parent_dirs(path, err)) == LQ_OK)
+	struct render_artifact tensors_c = {r->st, r->job->id, "tensors"};
+	struct file_commit tensors_hook = {render_commit_artifact, &tensors_c};
+	if ((s = render_make_parent_dirs(path, err)) == LQ_OK)
 		s = st_writer_write_commit(w, path, &tensors_hook, err);
 	st_writer_free(w);
 	free(up);
