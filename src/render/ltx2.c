@@ -795,8 +795,20 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 			.channels = (int)ws[1], .samples = ws[2],
 			.pcm = wave + (size_t)b * ws[1] * ws[2],
 		};
+		/* the audio's provenance beside the rest */
+		char rate[16], chans[16], samples[24];
+		snprintf(rate, sizeof(rate), "%d", au.sample_rate);
+		snprintf(chans, sizeof(chans), "%d", au.channels);
+		snprintf(samples, sizeof(samples), "%" PRId64, au.samples);
+		const struct media_tag tags[] = {
+			{"latentq_pipeline", "LTX2Pipeline"},
+			{"latentq_audio_sample_rate", rate},
+			{"latentq_audio_channels", chans},
+			{"latentq_audio_samples", samples},
+		};
 		struct media_video_options vo = {.fps = jc->frame_rate, .crf = -1,
-		    .provenance = &prov, .commit = &mp4_c, .audio = &au};
+		    .provenance = &prov, .tags = tags,
+		    .n_tags = LQ_ARRAY_LEN(tags), .commit = &mp4_c, .audio = &au};
 		struct media_frames fr = {F, H, W, u8 + (size_t)b * vb};
 		if ((s = render_make_parent_dirs(mp4, err)) == LQ_OK)
 			s = media_write_mp4(mp4, &fr, &vo, err);

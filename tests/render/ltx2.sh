@@ -65,6 +65,9 @@ for v in 0 1; do
 	    "h264,video,0.375000 aac,audio,24000,2,0.011000 " \
 	    "video $v: H.264 and AAC streams of the right lengths"
 done
+expect_eq "$(ffprobe -v error -show_entries format_tags=latentq_pipeline,latentq_audio_sample_rate,latentq_audio_samples,latentq_model_digest -of default=noprint_wrappers=1 "$T/g/videos/pipe-0.mp4" | sort | sed 's/=.*digest=.*/=digest/' | tr '\n' ' ')" \
+    "TAG:latentq_audio_sample_rate=24000 TAG:latentq_audio_samples=264 TAG:latentq_model_digest=$(sqlite3 "$T/g.db" "SELECT model_digests FROM jobs") TAG:latentq_pipeline=LTX2Pipeline " \
+    "the audio's provenance in the MP4's tags"
 expect_eq "$(sqlite3 "$T/g.db" "SELECT state FROM jobs")" done "golden job done"
 
 # latentq's own draws (seed 11), killed after step 2
