@@ -227,3 +227,16 @@ PUSH(conv1d_push, {
 	uint w_sci;	/* w's stride between input channels */
 })
 #endif
+
+/* fma.comp — the fp32 FMA peak (tests/bench/bench-gpu): FMA_CHAINS
+ * independent vec4 chains per invocation, `iters` FMAs each. */
+#define FMA_CHAINS 8
+#define FMA_LOCAL 64
+#if defined(LQ_PUSH_ALL) || defined(KERNEL_FMA)
+PUSH(fma_push, {
+	uint iters;
+	float m;
+	float c;
+	uint pad;
+})
+#endif

@@ -15,5 +15,5 @@ $SUDO apt-get install -y -q --no-install-recommends \
 	libvulkan-dev mesa-vulkan-drivers glslc vulkan-validationlayers \
 	libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg \
 	libarchive-dev libsodium-dev libsentencepiece-dev sentencepiece \
-	libpng-dev man-db groff-base ca-certificates file \
+	libpng-dev libopenblas-dev man-db groff-base ca-certificates file \
 	python3

@@ -60,6 +60,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	const char **inputs = xcalloc((size_t)argc + 1, sizeof(*inputs));
 	const char **sets = xcalloc((size_t)argc + 1, sizeof(*sets));
 	struct ltx2_connectors_call call;
+	struct ltx2_transformer_call tcall;
 	int nsets = 0;
 	const char *component = NULL;
 	struct seeded_noise sn = { 0, 0 };
@@ -72,6 +73,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 
 	ltxv_vae_tiling_init(&tiling);
 	ltx2_connectors_call_init(&call);
+	ltx2_transformer_call_init(&tcall);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+m:c:i:o:h", opts, NULL)) != -1) {
@@ -141,13 +143,16 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 	}
 	if (nsets > 0 && fo.component != NN_COMPONENT_VAE_DECODER &&
 	    fo.component != NN_COMPONENT_VAE_ENCODER &&
-	    fo.component != NN_COMPONENT_CONNECTORS) {
+	    fo.component != NN_COMPONENT_CONNECTORS &&
+	    fo.component != NN_COMPONENT_TRANSFORMER) {
 		free(inputs);
 		free(sets);
 		return cmd_misuse(&cmd_forward_entry, "forward: --set sets VAE "
-		    "tiling attributes (--component vae-decoder or vae-encoder) "
-		    "or the connectors' padding_side and scale_factor "
-		    "(--component connectors)");
+		    "tiling attributes (--component vae-decoder or vae-encoder), "
+		    "the connectors' padding_side and scale_factor "
+		    "(--component connectors) or the LTX-2 transformer's "
+		    "use_cross_timestep, isolate_modalities and "
+		    "spatio_temporal_guidance_blocks (--component transformer)");
 	}
 	for (int i = 0; i < nsets; i++) {
 		/* NAME=VALUE: a tiling attribute (ltxv_vae_tiling_set names
@@ -169,6 +174,8 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		error_clear(&err);
 		st = fo.component == NN_COMPONENT_CONNECTORS ?
 		    ltx2_connectors_call_set(&call, name, eq + 1, &err) :
+		    fo.component == NN_COMPONENT_TRANSFORMER ?
+		    ltx2_transformer_call_set(&tcall, name, eq + 1, &err) :
 		    ltxv_vae_tiling_set(&tiling, name, eq + 1, &err);
 		free(name);
 		if (st != LQ_OK) {
@@ -179,7 +186,11 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		}
 		if (fo.component == NN_COMPONENT_CONNECTORS)
 			fo.connectors_call = &call;
-		else
+		else if (fo.component == NN_COMPONENT_TRANSFORMER) {
+			if (fo.ltx2_call == NULL)
+				fo.ltx2_call_first = sets[i];
+			fo.ltx2_call = &tcall;
+		} else
 			fo.vae_tiling = &tiling;
 	}
 	free(sets);

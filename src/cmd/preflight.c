@@ -192,7 +192,10 @@ cmd_preflight_exec(const struct cmd_globals *g, int argc, char **argv)
 		ms[nm++] = m;
 	}
 	struct preflight_report *rep = NULL;
-	if (preflight_check_manifests(ms, nm, &opt, &rep) != LQ_OK)
+	enum lq_status pr = preflight_check_manifests(ms, nm, &opt, &rep);
+	if (pr == LQ_RETRY && rc == 0)
+		rc = EXIT_TEMPFAIL;	/* only a download that may pass */
+	else if (pr != LQ_OK)
 		rc = EXIT_DATAERR;
 	if (json) {
 		cJSON *o = preflight_report_to_json(rep);

@@ -113,6 +113,15 @@ record_job(struct store *st, const struct manifest *m,
     struct lq_error *err)
 {
 	enum lq_status r;
+	if (preflight_job_retryable(pj)) {
+		/* a download that may pass next time: nothing recorded, so
+		 * submitting again queues the job (exit 75 says so) */
+		res->deferred++;
+		if (!opt->quiet)
+			strbuf_printf(lines, "deferred  -      %s (its model did "
+			    "not download; submit again)\n", cmd_esc(job->name));
+		return LQ_OK;
+	}
 	if (*entry_rid == 0) {
 		char *req_json = request_text(job);
 		struct store_request req = {
@@ -352,7 +361,7 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 	struct store *st = cmd_open_store_checked(g, &open_rc);
 	if (st == NULL)
 		return open_rc;
-	int rc = 0, queued = 0, existing = 0, rejected = 0;
+	int rc = 0, queued = 0, existing = 0, rejected = 0, deferred = 0;
 	for (int i = optind; i < argc; i++) {
 		struct submit_result res;
 		enum lq_status r = submit_manifest(st, argv[i], &opt, &res);
@@ -368,12 +377,21 @@ cmd_submit_exec(const struct cmd_globals *g, int argc, char **argv)
 		queued += res.queued;
 		existing += res.existing;
 		rejected += res.rejected;
+		deferred += res.deferred;
 	}
-	if (rejected > 0 && rc == 0)
+	/* deferred jobs need this command run again: 75 says "retry me"
+	 * even when others were rejected (those are recorded already) */
+	if (deferred > 0 && (rc == 0 || rc == EXIT_DATAERR))
+		rc = EXIT_TEMPFAIL;
+	else if (rejected > 0 && rc == 0)
 		rc = EXIT_DATAERR;
-	if (!opt.quiet)
-		printf("%d queued, %d already queued, %d rejected\n", queued,
+	if (!opt.quiet) {
+		printf("%d queued, %d already queued, %d rejected", queued,
 		    existing, rejected);
+		if (deferred > 0)
+			printf(", %d deferred", deferred);
+		printf("\n");
+	}
 	store_close(st);
 	return rc;
 }

@@ -35,6 +35,8 @@ struct submit_result {
 	int64_t *job_ids;	/* queued or reused jobs, in manifest order; free() */
 	size_t n_jobs;
 	int queued, existing, rejected;
+	int deferred;		/* left out, retryable (preflight_job_retryable):
+				 * not recorded; the command exits 75 */
 	int exit_status;	/* when not LQ_OK: the command's exit status for
 				 * it (66 unreadable manifest, 65 bad, 74/75 db) */
 };
@@ -44,7 +46,8 @@ struct submit_result {
  * job to stdout (unless quiet) once the transaction has committed — none
  * when it fails (a full disk: LQ_RETRY naming errno) — and each error to
  * stderr.  Returns LQ_OK
- * when the manifest was recorded (res->rejected may be > 0), LQ_FAILED
+ * when the manifest was recorded (res->rejected and res->deferred may be
+ * > 0), LQ_FAILED
  * when it is unusable as a whole (nothing queued), LQ_RETRY when the
  * database stayed busy.  res is always initialised.
  */

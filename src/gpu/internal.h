@@ -26,6 +26,7 @@ _Static_assert(sizeof(struct rope_push) == 40, "rope push");
 _Static_assert(sizeof(struct conv3d_push) == 100, "conv3d push");
 _Static_assert(sizeof(struct d2s_push) == 44, "d2s push");
 _Static_assert(sizeof(struct conv1d_push) == 64, "conv1d push");
+_Static_assert(sizeof(struct fma_push) == 16, "fma push");
 
 /* The kernels, one row each (kernels.def also drives the build rules). */
 #include "gpu/kernels.def"

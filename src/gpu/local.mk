@@ -75,4 +75,5 @@ tests_gpu_test_split_LDADD = $(LQ_TEST_LDADD)
 EXTRA_PROGRAMS += tests/bench/bench-gpu
 bench_PROGRAMS_LIST += tests/bench/bench-gpu
 tests_bench_bench_gpu_SOURCES = tests/bench/bench-gpu.c
-tests_bench_bench_gpu_LDADD = $(LQ_TEST_LDADD)
+tests_bench_bench_gpu_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_bench_bench_gpu_LDADD = $(LQ_TEST_LDADD) $(OPENBLAS_LIBS) -lpthread

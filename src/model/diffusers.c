@@ -536,6 +536,184 @@ diffusers_parse_ltx2_connectors(const cJSON *j, const char *path,
 	return LQ_OK;
 }
 
+/* ---- LTX-2 transformer ---- */
+
+int
+diffusers_is_ltx2_transformer(const cJSON *j)
+{
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "_class_name");
+
+	if (cJSON_IsString(cls))
+		return strcmp(cls->valuestring, "LTX2VideoTransformer3DModel") == 0;
+	return cJSON_GetObjectItemCaseSensitive(j, "audio_in_channels") != NULL ||
+	    cJSON_GetObjectItemCaseSensitive(j, "audio_num_attention_heads") != NULL;
+}
+
+/* A split-RoPE table of `dim` reshaped over `heads` (upstream's
+ * cos.reshape(B, T, heads, -1) of dim // 2 values, then x.reshape(B, T,
+ * heads, -1) of the attention's `inner` channels split in halves). */
+static int
+split_fits(int dim, int heads, int inner)
+{
+	return (dim / 2) % heads == 0 && inner % heads == 0 &&
+	    inner / heads == 2 * (dim / 2 / heads);
+}
+
+enum lq_status
+diffusers_parse_ltx2_transformer(const cJSON *j, const char *path,
+    struct ltx2_transformer_config *o, struct lq_error *err)
+{
+	static const int def_vsf[3] = {8, 32, 32};
+	struct cfg c = {j, path, err, 0};
+	char rope[16], act[32], qk[32];
+	int n;
+
+	if (check_class(&c, "LTX2VideoTransformer3DModel") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->in_channels = cfg_int(&c, "in_channels", 128, 1);
+	o->out_channels = cfg_int(&c, "out_channels", 128, 0);
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "out_channels")) ||
+	    o->out_channels == 0)
+		o->out_channels = o->in_channels;	/* out_channels or in_channels */
+	o->num_attention_heads = cfg_int(&c, "num_attention_heads", 32, 1);
+	o->attention_head_dim = cfg_int(&c, "attention_head_dim", 128, 1);
+	o->cross_attention_dim = cfg_int(&c, "cross_attention_dim", 4096, 1);
+	n = cfg_list(&c, "vae_scale_factors", 'i', 1, o->vae_scale_factors, 0, 3,
+	    def_vsf, 3);
+	if (n != 3 && !c.failed)
+		cfg_bad(&c, "vae_scale_factors", "a list of 3 integers >= 1");
+	o->pos_embed_max_pos = cfg_int(&c, "pos_embed_max_pos", 20, 1);
+	o->base_height = cfg_int(&c, "base_height", 2048, 1);
+	o->base_width = cfg_int(&c, "base_width", 2048, 1);
+	o->gated_attn = cfg_bool(&c, "gated_attn", 0);
+	o->cross_attn_mod = cfg_bool(&c, "cross_attn_mod", 0);
+	o->audio_in_channels = cfg_int(&c, "audio_in_channels", 128, 1);
+	o->audio_out_channels = cfg_int(&c, "audio_out_channels", 128, 0);
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j,
+	    "audio_out_channels")) || o->audio_out_channels == 0)
+		o->audio_out_channels = o->audio_in_channels;
+	o->audio_num_attention_heads = cfg_int(&c, "audio_num_attention_heads",
+	    32, 1);
+	o->audio_attention_head_dim = cfg_int(&c, "audio_attention_head_dim", 64,
+	    1);
+	o->audio_cross_attention_dim = cfg_int(&c, "audio_cross_attention_dim",
+	    2048, 1);
+	o->audio_scale_factor = cfg_int(&c, "audio_scale_factor", 4, 1);
+	o->audio_pos_embed_max_pos = cfg_int(&c, "audio_pos_embed_max_pos", 20, 1);
+	o->audio_sampling_rate = cfg_int(&c, "audio_sampling_rate", 16000, 1);
+	o->audio_hop_length = cfg_int(&c, "audio_hop_length", 160, 1);
+	o->audio_gated_attn = cfg_bool(&c, "audio_gated_attn", 0);
+	o->audio_cross_attn_mod = cfg_bool(&c, "audio_cross_attn_mod", 0);
+	o->num_layers = cfg_int(&c, "num_layers", 48, 0);
+	cfg_str(&c, "activation_fn", "gelu-approximate", act, sizeof(act));
+	cfg_str(&c, "qk_norm", "rms_norm_across_heads", qk, sizeof(qk));
+	o->norm_eps = cfg_num(&c, "norm_eps", 1e-6, 1);
+	o->caption_channels = cfg_int(&c, "caption_channels", 3840, 1);
+	o->attention_bias = cfg_bool(&c, "attention_bias", 1);
+	o->attention_out_bias = cfg_bool(&c, "attention_out_bias", 1);
+	o->rope_theta = cfg_num(&c, "rope_theta", 10000.0, 1);
+	o->rope_double_precision = cfg_bool(&c, "rope_double_precision", 1);
+	o->causal_offset = cfg_int(&c, "causal_offset", 1, 0);
+	o->timestep_scale_multiplier = cfg_int(&c, "timestep_scale_multiplier",
+	    1000, 1);
+	o->cross_attn_timestep_scale_multiplier = cfg_int(&c,
+	    "cross_attn_timestep_scale_multiplier", 1000, 1);
+	cfg_str(&c, "rope_type", "interleaved", rope, sizeof(rope));
+	o->perturbed_attn = cfg_bool(&c, "perturbed_attn", 0);
+	(void)cfg_bool(&c, "use_keyframes_abs_pos_embedding", 0);
+	if (c.failed)
+		return LQ_FAILED;
+	/* what latentq does not implement yet, by name */
+	if (!cfg_bool(&c, "use_prompt_embeddings", 1))
+		return cfg_fail(err, path, "use_prompt_embeddings", "LQ-MODEL-006",
+		    "use_prompt_embeddings false (LTX-2.3: the connectors' "
+		    "per_modality_projections replace the caption projections) "
+		    "is not implemented yet; LTX-2.0 has true");
+	if (!cfg_bool(&c, "ff_bias", 1) || !cfg_bool(&c, "audio_ff_bias", 1))
+		return cfg_fail(err, path, cfg_bool(&c, "ff_bias", 1) ?
+		    "audio_ff_bias" : "ff_bias", "LQ-MODEL-006",
+		    "%s false (LTX-2.5: feed-forward layers without bias) is not "
+		    "implemented yet; LTX-2.0 has true", cfg_bool(&c, "ff_bias", 1) ?
+		    "audio_ff_bias" : "ff_bias");
+	if (!cfg_bool(&c, "use_prompt_adaln_single", 1))
+		return cfg_fail(err, path, "use_prompt_adaln_single",
+		    "LQ-MODEL-006", "use_prompt_adaln_single false (LTX-2.5: "
+		    "timestep-independent prompt modulation) is not implemented "
+		    "yet; LTX-2.0 has true");
+	{
+		static const char *pk[] = { "patch_size", "patch_size_t",
+		    "audio_patch_size", "audio_patch_size_t" };
+
+		for (int i = 0; i < 4; i++) {
+			int v = cfg_int(&c, pk[i], 1, 1);
+
+			if (c.failed)
+				return LQ_FAILED;
+			if (v != 1)
+				return cfg_fail(err, path, pk[i], "LQ-MODEL-006",
+				    "%s %d is not implemented (every released "
+				    "LTX-2 checkpoint uses 1)", pk[i], v);
+		}
+	}
+	if (cfg_bool(&c, "norm_elementwise_affine", 0))
+		return cfg_fail(err, path, "norm_elementwise_affine",
+		    "LQ-MODEL-006", "norm_elementwise_affine true (block norms "
+		    "with weights) is not implemented; LTX-2 has false");
+	if (c.failed)
+		return LQ_FAILED;
+	if (strcmp(qk, "rms_norm_across_heads") != 0)
+		return cfg_fail(err, path, "qk_norm", "LQ-MODEL-003",
+		    "qk_norm \"%s\" is refused upstream (only "
+		    "rms_norm_across_heads)", qk);
+	if (strcmp(act, "gelu-approximate") != 0 && strcmp(act, "gelu") != 0)
+		return cfg_fail(err, path, "activation_fn", "LQ-MODEL-006",
+		    "activation_fn \"%s\" is not implemented (gelu-approximate, "
+		    "gelu)", act);
+	o->ff_gelu_tanh = strcmp(act, "gelu-approximate") == 0;
+	o->rope_split = strcmp(rope, "split") == 0;
+	if (!o->rope_split && strcmp(rope, "interleaved") != 0)
+		return cfg_fail(err, path, "rope_type", "LQ-MODEL-003",
+		    "rope_type \"%s\" is not \"interleaved\" or \"split\"", rope);
+	o->inner_dim = o->num_attention_heads * o->attention_head_dim;
+	o->audio_inner_dim = o->audio_num_attention_heads *
+	    o->audio_attention_head_dim;
+	o->prompt_modulation = o->cross_attn_mod || o->audio_cross_attn_mod;
+	if (o->attention_head_dim > 256 || o->audio_attention_head_dim > 256)
+		return cfg_fail(err, path, o->attention_head_dim > 256 ?
+		    "attention_head_dim" : "audio_attention_head_dim",
+		    "LQ-MODEL-006", "an attention_head_dim of %d is over latentq's "
+		    "attention kernel limit 256", o->attention_head_dim > 256 ?
+		    o->attention_head_dim : o->audio_attention_head_dim);
+	if (o->cross_attention_dim != o->inner_dim)
+		return cfg_fail(err, path, "cross_attention_dim", "LQ-MODEL-003",
+		    "cross_attention_dim %d is not the video stream's %d heads x "
+		    "%d head_dim = %d (attn2's keys are the caption projection's "
+		    "output)", o->cross_attention_dim, o->num_attention_heads,
+		    o->attention_head_dim, o->inner_dim);
+	if (o->audio_cross_attention_dim != o->audio_inner_dim)
+		return cfg_fail(err, path, "audio_cross_attention_dim",
+		    "LQ-MODEL-003", "audio_cross_attention_dim %d is not the audio "
+		    "stream's %d heads x %d head_dim = %d (audio_attn2's keys are "
+		    "the audio caption projection's output, and the a2v / v2a "
+		    "RoPE tables of that width rotate its queries and keys)",
+		    o->audio_cross_attention_dim, o->audio_num_attention_heads,
+		    o->audio_attention_head_dim, o->audio_inner_dim);
+	if (o->rope_split &&
+	    (!split_fits(o->inner_dim, o->num_attention_heads, o->inner_dim) ||
+	    !split_fits(o->audio_inner_dim, o->audio_num_attention_heads,
+	    o->audio_inner_dim) ||
+	    !split_fits(o->audio_cross_attention_dim, o->num_attention_heads,
+	    o->audio_inner_dim)))
+		return cfg_fail(err, path, "rope_type", "LQ-MODEL-003",
+		    "rope_type \"split\" needs half of each RoPE width (%d, %d, "
+		    "%d) to divide by its heads (%d video, %d audio; the a2v "
+		    "video-side table uses the video heads)", o->inner_dim,
+		    o->audio_inner_dim, o->audio_cross_attention_dim,
+		    o->num_attention_heads, o->audio_num_attention_heads);
+	return LQ_OK;
+}
+
 /* ---- transformer ---- */
 
 enum lq_status

@@ -203,6 +203,44 @@ struct ltx2_connectors_config {
 	int proj_bias;			/* false */
 };
 
+/* LTX2VideoTransformer3DModel (diffusers models/transformers/
+ * transformer_ltx2.py), the `transformer/` of an LTX2Pipeline folder: the
+ * dual-stream (video + audio) DiT.  Defaults are upstream's __init__'s. */
+struct ltx2_transformer_config {
+	int in_channels, out_channels;		/* 128, 128 (null: in) */
+	int num_attention_heads;		/* 32 */
+	int attention_head_dim;			/* 128 */
+	int cross_attention_dim;		/* 4096 */
+	int vae_scale_factors[3];		/* 8, 32, 32 (RoPE coordinates) */
+	int pos_embed_max_pos;			/* 20 */
+	int base_height, base_width;		/* 2048, 2048 */
+	int gated_attn, cross_attn_mod;		/* false, false */
+	int audio_in_channels, audio_out_channels;	/* 128, 128 */
+	int audio_num_attention_heads;		/* 32 */
+	int audio_attention_head_dim;		/* 64 */
+	int audio_cross_attention_dim;		/* 2048 */
+	int audio_scale_factor;			/* 4 */
+	int audio_pos_embed_max_pos;		/* 20 */
+	int audio_sampling_rate, audio_hop_length;	/* 16000, 160 */
+	int audio_gated_attn, audio_cross_attn_mod;	/* false, false */
+	int num_layers;				/* 48 */
+	int ff_gelu_tanh;			/* activation_fn: 1 "gelu-approximate"
+						 * (default), 0 "gelu" */
+	double norm_eps;			/* 1e-6 */
+	int caption_channels;			/* 3840 */
+	int attention_bias, attention_out_bias;	/* true, true */
+	double rope_theta;			/* 10000 */
+	int rope_double_precision;		/* true */
+	int causal_offset;			/* 1 */
+	int timestep_scale_multiplier;		/* 1000 */
+	int cross_attn_timestep_scale_multiplier;	/* 1000 */
+	int rope_split;				/* rope_type: 0 "interleaved", 1 "split" */
+	int perturbed_attn;			/* false */
+	/* derived */
+	int inner_dim, audio_inner_dim;		/* heads x head_dim per stream */
+	int prompt_modulation;			/* cross_attn_mod or audio_cross_attn_mod */
+};
+
 /* transformers T5Config, as T5EncoderModel uses it. */
 struct t5_config {
 	int vocab_size;			/* 32128 */
@@ -386,6 +424,24 @@ enum lq_status diffusers_parse_ltx2_audio_vae(const cJSON *cfg,
 enum lq_status diffusers_parse_ltx2_connectors(const cJSON *cfg,
     const char *path, struct ltx2_connectors_config *out,
     struct lq_error *err);
+/* LTX2VideoTransformer3DModel's config: what upstream refuses (qk_norm,
+ * rope_type, LQ-MODEL-003) or cannot run (caption projections, text
+ * cross-attention or a2v RoPE of mismatched widths, split-RoPE tables that
+ * do not divide by the heads: LQ-MODEL-003 naming the key), and what
+ * latentq does not implement yet, named, LQ-MODEL-006: the LTX-2.3/2.5
+ * options use_prompt_embeddings false (per-modality projections in the
+ * connectors), ff_bias / audio_ff_bias false, use_prompt_adaln_single
+ * false; patch sizes other than 1, norm_elementwise_affine true,
+ * activation_fn other than gelu-approximate / gelu, head dims over the
+ * attention kernel's 256.  use_keyframes_abs_pos_embedding is read and
+ * has no effect (upstream's forward does not use the weight). */
+enum lq_status diffusers_parse_ltx2_transformer(const cJSON *cfg,
+    const char *path, struct ltx2_transformer_config *out,
+    struct lq_error *err);
+/* 1 when `cfg` is an LTX-2 transformer's config: _class_name
+ * LTX2VideoTransformer3DModel, or no class and LTX-2-only keys
+ * (audio_in_channels, audio_num_attention_heads). */
+int diffusers_is_ltx2_transformer(const cJSON *cfg);
 enum lq_status diffusers_parse_t5(const cJSON *cfg, const char *path, struct t5_config *out,
     struct lq_error *err);
 /* Reads tokenizer_config.json (if any) and finds the files in `dir`; the

@@ -19,6 +19,7 @@
 #include "nn/ltxv_upsampler.h"
 #include "nn/ltx2_audio_vae.h"
 #include "nn/ltx2_connectors.h"
+#include "nn/ltx2_transformer.h"
 #include "nn/ltx2_vocoder.h"
 #include "nn/weights.h"
 
@@ -275,6 +276,230 @@ plan_weights(struct gpu_ctx *ctx, const char *dir, int transformer,
 	    gpu_ctx_caps(ctx), &lay->resident, err);
 	st_set_close(set);
 	return st;
+}
+
+/* An optional float input with exactly `n` values (rank free); *out NULL
+ * when absent. */
+static enum lq_status
+input_opt_n(const struct inputs *in, const char *name, int64_t n,
+    const char *what, float **out, struct lq_error *err)
+{
+	const struct st_tensor *t = input_find(in, name);
+
+	*out = NULL;
+	if (t == NULL)
+		return LQ_OK;
+	if (st_tensor_numel(t) != n) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input %s has %lld "
+		    "values, expected %s (%lld)", name,
+		    (long long)st_tensor_numel(t), what, (long long)n);
+		error_set_field(err, "%s", name);
+		return LQ_FAILED;
+	}
+	*out = st_tensor_to_f32(t);
+	return LQ_OK;
+}
+
+/* A timestep input: [B] (or one value, expanded) or [B, tokens]. */
+static enum lq_status
+input_timestep(const struct inputs *in, const char *name, int64_t B,
+    int64_t ntok, float **out, int *per_token, struct lq_error *err)
+{
+	const struct st_tensor *t = input_find(in, name);
+	int64_t n;
+	float *f;
+
+	*out = NULL;
+	*per_token = 0;
+	if (t == NULL)
+		return LQ_OK;
+	n = st_tensor_numel(t);
+	if (n != 1 && n != B && n != B * ntok) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input %s has %lld "
+		    "values; expected [B] = %lld or [B, tokens] = [%lld, %lld] "
+		    "(0..1000 scale)", name, (long long)n, (long long)B,
+		    (long long)B, (long long)ntok);
+		error_set_field(err, "%s", name);
+		return LQ_FAILED;
+	}
+	f = st_tensor_to_f32(t);
+	if (n == 1) {
+		*out = xmalloc(sizeof(float) * (size_t)B);
+		for (int64_t b = 0; b < B; b++)
+			(*out)[b] = f[0];
+		free(f);
+	} else {
+		*out = f;
+		*per_token = n == B * ntok && ntok != 1;
+	}
+	return LQ_OK;
+}
+
+/* The fps input: a python float (F64 kept exactly), default 24.0. */
+static enum lq_status
+input_fps(const struct inputs *in, double *fps, struct lq_error *err)
+{
+	const struct st_tensor *t = input_find(in, "fps");
+
+	*fps = 24.0;
+	if (t == NULL)
+		return LQ_OK;
+	if (st_tensor_numel(t) != 1) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input fps has %lld "
+		    "values, expected one", (long long)st_tensor_numel(t));
+		error_set_field(err, "fps");
+		return LQ_FAILED;
+	}
+	if (t->dtype == ST_F64) {
+		memcpy(fps, t->data, sizeof(*fps));
+	} else {
+		float *f = st_tensor_to_f32(t);
+
+		*fps = f[0];
+		free(f);
+	}
+	return LQ_OK;
+}
+
+/* LTX2VideoTransformer3DModel (see forward.h for the inputs). */
+static enum lq_status
+run_ltx2_transformer(struct gpu_ctx *ctx, const char *dir,
+    const struct inputs *in, struct st_writer *w, const struct nn_dump *dump,
+    FILE *report, const struct ltx2_transformer_call *call,
+    struct lq_error *err)
+{
+	struct ltx2_transformer *m = NULL;
+	const struct ltx2_transformer_config *c;
+	const struct st_tensor *ths, *tahs, *tehs, *taehs;
+	float *hs = NULL, *ahs = NULL, *ehs = NULL, *aehs = NULL, *ts = NULL;
+	float *ats = NULL, *sig = NULL, *asig = NULL, *mask = NULL, *amask = NULL;
+	float *out = NULL, *aout = NULL;
+	struct ltx2_transformer_args a;
+	struct ltx2_transformer_out o;
+	int64_t B;
+	enum lq_status st;
+
+	memset(&a, 0, sizeof(a));
+	if (call)
+		a.call = *call;
+	else
+		ltx2_transformer_call_init(&a.call);
+	if ((st = input_f32(in, "hidden_states", 3, "[B, N, in_channels]", &ths,
+	    &hs, err)) ||
+	    (st = input_f32(in, "audio_hidden_states", 3,
+	    "[B, L, audio_in_channels]", &tahs, &ahs, err)) ||
+	    (st = input_f32(in, "encoder_hidden_states", 3,
+	    "[B, T, caption_channels]", &tehs, &ehs, err)) ||
+	    (st = input_f32(in, "audio_encoder_hidden_states", 3,
+	    "[B, T, caption_channels]", &taehs, &aehs, err)) ||
+	    (st = input_int(in, "num_frames", &a.num_frames, err)) ||
+	    (st = input_int(in, "height", &a.height, err)) ||
+	    (st = input_int(in, "width", &a.width, err)) ||
+	    (st = input_int(in, "audio_num_frames", &a.audio_num_frames, err)) ||
+	    (st = input_fps(in, &a.fps, err)) ||
+	    (st = ltx2_transformer_load(ctx, dir, &m, err)))
+		goto out;
+	c = ltx2_transformer_config(m);
+	B = ths->shape[0];
+	a.B = (int)B;
+	a.N = (int)ths->shape[1];
+	a.L = (int)tahs->shape[1];
+	a.T = (int)tehs->shape[1];
+	a.Ta = (int)taehs->shape[1];
+	{
+		const struct st_tensor *ts3[4] = { ths, tahs, tehs, taehs };
+		static const char *const nm[4] = { "hidden_states",
+		    "audio_hidden_states", "encoder_hidden_states",
+		    "audio_encoder_hidden_states" };
+		const int64_t want[4] = { c->in_channels, c->audio_in_channels,
+		    c->caption_channels, c->caption_channels };
+
+		for (int i = 0; i < 4; i++) {
+			if (ts3[i]->shape[0] == B && ts3[i]->shape[2] == want[i])
+				continue;
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input %s "
+			    "is [%lld, %lld, %lld]; expected [B = %lld, tokens, "
+			    "%lld]", nm[i], (long long)ts3[i]->shape[0],
+			    (long long)ts3[i]->shape[1],
+			    (long long)ts3[i]->shape[2], (long long)B,
+			    (long long)want[i]);
+			error_set_field(err, "%s", nm[i]);
+			goto out;
+		}
+	}
+	if ((st = input_timestep(in, "timestep", B, a.N, &ts,
+	    &a.timestep_per_token, err)) ||
+	    (st = input_timestep(in, "audio_timestep", B, a.L, &ats,
+	    &a.audio_timestep_per_token, err)) ||
+	    (st = input_opt_n(in, "sigma", B, "[B]", &sig, err)) ||
+	    (st = input_opt_n(in, "audio_sigma", B, "[B]", &asig, err)) ||
+	    (st = input_opt_n(in, "encoder_attention_mask", B * a.T, "[B, T]",
+	    &mask, err)) ||
+	    (st = input_opt_n(in, "audio_encoder_attention_mask", B * a.Ta,
+	    "[B, T]", &amask, err)))
+		goto out;
+	if (ts == NULL) {
+		st = input_missing("timestep", "[B] or [B, N] on the 0..1000 "
+		    "scale", err);
+		goto out;
+	}
+	a.hidden_states = hs;
+	a.audio_hidden_states = ahs;
+	a.encoder_hidden_states = ehs;
+	a.audio_encoder_hidden_states = aehs;
+	a.timestep = ts;
+	a.audio_timestep = ats;
+	a.sigma = sig;
+	a.audio_sigma = asig;
+	a.encoder_attention_mask = mask;
+	a.audio_encoder_attention_mask = amask;
+	out = xmalloc(sizeof(float) * (size_t)(B * a.N * c->out_channels));
+	aout = xmalloc(sizeof(float) * (size_t)(B * a.L * c->audio_out_channels));
+	o.output = out;
+	o.audio_output = aout;
+	if ((st = ltx2_transformer_forward(m, &a, &o, dump, err)))
+		goto out;
+	st_writer_add(w, "output", ST_F32, 3,
+	    (int64_t[]){ B, a.N, c->out_channels }, out);
+	st_writer_add(w, "audio_output", ST_F32, 3,
+	    (int64_t[]){ B, a.L, c->audio_out_channels }, aout);
+	{
+		size_t wb, cap, peak;
+
+		ltx2_transformer_memory(m, &wb, &cap, &peak);
+		report_memory(report, "ltx2 transformer", wb, cap, peak, 0);
+	}
+out:
+	ltx2_transformer_free(m);
+	free(hs);
+	free(ahs);
+	free(ehs);
+	free(aehs);
+	free(ts);
+	free(ats);
+	free(sig);
+	free(asig);
+	free(mask);
+	free(amask);
+	free(out);
+	free(aout);
+	return st;
+}
+
+/* 1 when `dir`/config.json is an LTX-2 transformer's (an unreadable one
+ * is left to the LTX-Video loader to report). */
+static int
+is_ltx2_transformer(const char *dir)
+{
+	char *path = xasprintf("%s/config.json", dir);
+	cJSON *j = NULL;
+	int yes = 0;
+
+	if (diffusers_load_json(path, &j, NULL) == LQ_OK)
+		yes = diffusers_is_ltx2_transformer(j);
+	cJSON_Delete(j);
+	free(path);
+	return yes;
 }
 
 static enum lq_status
@@ -970,6 +1195,21 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		goto out;
 	switch (o->component) {
 	case NN_COMPONENT_TRANSFORMER:
+		if (is_ltx2_transformer(dir)) {
+			st = run_ltx2_transformer(ctx, dir, &in, w,
+			    o->dump_intermediates ? &dump : NULL, o->report,
+			    o->ltx2_call, err);
+			break;
+		}
+		if (o->ltx2_call != NULL) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "--set %s: "
+			    "LTX-Video's transformer takes no call arguments "
+			    "(use_cross_timestep, isolate_modalities and "
+			    "spatio_temporal_guidance_blocks are LTX-2's)",
+			    o->ltx2_call_first);
+			error_set_field(err, "%s", o->ltx2_call_first);
+			break;
+		}
 		st = run_transformer(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report,
 		    o->weight_streaming, err);

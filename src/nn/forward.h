@@ -25,6 +25,18 @@
  *     [B,out_channels,samples]
  *   audio-vae-decoder (AutoencoderKLLTX2Audio): z [B,C,L,M] -> sample
  *     [B,output_channels,4L-3,mel_bins]
+ *   transformer (LTX2VideoTransformer3DModel, told apart by its config's
+ *     _class_name or its audio_* keys): hidden_states [B,N,C],
+ *     audio_hidden_states [B,L,Ca], encoder_hidden_states [B,T,Cc],
+ *     audio_encoder_hidden_states [B,Ta,Cc], timestep [B] or [B,N],
+ *     audio_timestep [B] or [B,L] (optional: timestep), sigma,
+ *     audio_sigma [B] (optional as upstream; sigma needed with
+ *     cross_attn_mod or use_cross_timestep), encoder_attention_mask
+ *     [B,T], audio_encoder_attention_mask [B,Ta] (optional), num_frames,
+ *     height, width, audio_num_frames (one-element integers), fps (one
+ *     value, default 24.0); --set use_cross_timestep, isolate_modalities,
+ *     spatio_temporal_guidance_blocks -> output [B,N,Co], audio_output
+ *     [B,L,Cao]
  *   connectors (LTX2TextConnectors): text_encoder_hidden_states
  *     [B,T,C*L], attention_mask [B,T] -> video_text_embedding,
  *     audio_text_embedding [B,T,C], attention_mask_out [B,T] (I64)
@@ -42,6 +54,7 @@
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 #include "nn/ltx2_connectors.h"
+#include "nn/ltx2_transformer.h"
 
 enum nn_component {
 	NN_COMPONENT_TRANSFORMER,
@@ -78,6 +91,12 @@ struct nn_forward_opts {
 	/* connectors: padding_side and scale_factor (NULL: upstream's
 	 * defaults, ltx2_connectors_call_init) */
 	const struct ltx2_connectors_call *connectors_call;
+	/* LTX-2 transformer: use_cross_timestep, isolate_modalities,
+	 * spatio_temporal_guidance_blocks (NULL: upstream's defaults,
+	 * ltx2_transformer_call_init); refused for LTX-Video's, naming
+	 * ltx2_call_first (the first argument set) */
+	const struct ltx2_transformer_call *ltx2_call;
+	const char *ltx2_call_first;
 };
 
 /* Parses a --component name (nn_component_names lists them); 0 ok, -1

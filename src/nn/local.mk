@@ -14,6 +14,7 @@ liblatentq_a_SOURCES += \
 	src/nn/ltx2_audio_vae.c src/nn/ltx2_audio_vae.h \
 	src/nn/ltx2_attn.c src/nn/ltx2_attn.h \
 	src/nn/ltx2_connectors.c src/nn/ltx2_connectors.h \
+	src/nn/ltx2_transformer.c src/nn/ltx2_transformer.h \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5.c \
 	src/cmd/forward.c
@@ -22,7 +23,8 @@ liblatentq_a_SOURCES += \
 # `latentq forward` against every transformer / VAE golden case.
 check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
-	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/st-compare
+	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/st-compare \
+	tests/nn/test-ltx2-rope
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/forward-goldens.sh \
@@ -30,8 +32,11 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/forward-split.sh tests/nn/forward-tiled.sh \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
 	tests/nn/norm-out-linear.sh tests/nn/ltx2-vocoder.sh \
-	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh
+	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
+	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
+tests_nn_test_ltx2_rope_SOURCES = tests/nn/test-ltx2-rope.c
+tests_nn_test_ltx2_rope_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
 tests_nn_test_ltxv_predecode_LDADD = $(LQ_TEST_LDADD)
@@ -51,4 +56,5 @@ EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
 	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh \
 	tests/nn/ltx2-connectors.sh tests/nn/ltx2-common.sh \
+	tests/nn/ltx2-transformer.sh \
 	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "core/util.h"
+
 #include "gpu/ops.h"
 #include "nn/ltx2_attn.h"
 
@@ -38,6 +40,7 @@ ltx2_attn_load(const struct nn_weights *w, const char *prefix, int query_dim,
 	a->has_out_bias = out_bias;
 	a->gated = gated;
 	a->rope_split = 0;
+	a->rope_q_heads = a->rope_k_heads = 0;
 	if ((st = get(w, prefix, "to_q.weight", 2, SHAPE(inner, query_dim),
 	    &a->to_q_w, err)) ||
 	    (st = get(w, prefix, "to_k.weight", 2, SHAPE(inner, kv_dim),
@@ -68,6 +71,43 @@ ltx2_attn_load(const struct nn_weights *w, const char *prefix, int query_dim,
 	return LQ_OK;
 }
 
+/* gates [B, N, heads] = 2·sigmoid(to_gate_logits(x)) */
+static enum lq_status
+gates(struct gpu_cmd *cmd, const struct ltx2_attn *a, const struct gpu_tensor *x,
+    const struct ltx2_attn_scratch *s)
+{
+	enum lq_status st;
+
+	if ((st = ops_linear(cmd, &s->gates, x, &a->gate_w, &a->gate_b,
+	    OPS_ACT_NONE)) ||
+	    (st = ops_act(cmd, &s->gates, &s->gates, OPS_ACT_SIGMOID)))
+		return st;
+	return ops_scale(cmd, &s->gates, &s->gates, 2.0f, 0.0f);
+}
+
+/* out = to_out(o · gates per head) (o [B, N, inner], scaled in place) */
+static enum lq_status
+gate_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *o,
+    const struct ltx2_attn_scratch *s)
+{
+	enum lq_status st;
+
+	if (a->gated) {
+		int64_t B = o->shape[0], N = o->shape[1];
+		struct gpu_tensor o4 = gpu_tensor_reshape(o, 4,
+		    SHAPE(B, N, a->heads, a->head_dim));
+		struct gpu_tensor g4 = gpu_tensor_reshape(&s->gates, 4,
+		    SHAPE(B, N, a->heads, 1));
+		struct gpu_tensor gb = gpu_tensor_broadcast(&g4, 4, o4.shape);
+
+		if ((st = ops_mul(cmd, &o4, &o4, &gb)))
+			return st;
+	}
+	return ops_linear(cmd, out, o, &a->to_out_w,
+	    a->has_out_bias ? &a->to_out_b : NULL, OPS_ACT_NONE);
+}
+
 enum lq_status
 ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *out, const struct gpu_tensor *x,
@@ -89,12 +129,8 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 		k_cos = q_cos;
 		k_sin = q_sin;
 	}
-	if (a->gated &&
-	    /* gates from the attention's query input, before anything else */
-	    ((st = ops_linear(cmd, &s->gates, x, &a->gate_w, &a->gate_b,
-	    OPS_ACT_NONE)) ||
-	    (st = ops_act(cmd, &s->gates, &s->gates, OPS_ACT_SIGMOID)) ||
-	    (st = ops_scale(cmd, &s->gates, &s->gates, 2.0f, 0.0f))))
+	/* gates from the attention's query input, before anything else */
+	if (a->gated && (st = gates(cmd, a, x, s)))
 		return st;
 	if ((st = ops_linear(cmd, &s->q, x, &a->to_q_w,
 	    a->has_bias ? &a->to_q_b : NULL, OPS_ACT_NONE)) ||
@@ -108,8 +144,10 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    LTX2_ATTN_NORM_EPS)))
 		return st;
 	if (q_cos != NULL && a->rope_split &&
-	    ((st = ops_rope_split(cmd, &s->q, &s->q, q_cos, q_sin, a->head_dim)) ||
-	    (st = ops_rope_split(cmd, &s->k, &s->k, k_cos, k_sin, a->head_dim))))
+	    ((st = ops_rope_split(cmd, &s->q, &s->q, q_cos, q_sin,
+	    a->inner / (a->rope_q_heads ? a->rope_q_heads : a->heads))) ||
+	    (st = ops_rope_split(cmd, &s->k, &s->k, k_cos, k_sin,
+	    a->inner / (a->rope_k_heads ? a->rope_k_heads : a->heads)))))
 		return st;
 	if (q_cos != NULL && !a->rope_split &&
 	    ((st = ops_rope(cmd, &s->q, &s->q, q_cos, q_sin)) ||
@@ -117,17 +155,81 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 		return st;
 	if ((st = ops_attention(cmd, &s->o, &s->q, &s->k, &s->v, &args)))
 		return st;
-	if (a->gated) {
-		int64_t B = s->o.shape[0], N = s->o.shape[1];
-		struct gpu_tensor o4 = gpu_tensor_reshape(&s->o, 4,
-		    SHAPE(B, N, a->heads, a->head_dim));
-		struct gpu_tensor g4 = gpu_tensor_reshape(&s->gates, 4,
-		    SHAPE(B, N, a->heads, 1));
-		struct gpu_tensor gb = gpu_tensor_broadcast(&g4, 4, o4.shape);
+	return gate_out(cmd, a, out, &s->o, s);
+}
 
-		if ((st = ops_mul(cmd, &o4, &o4, &gb)))
-			return st;
+enum lq_status
+ltx2_attn_values(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct ltx2_attn_scratch *s)
+{
+	enum lq_status st;
+
+	if ((a->gated && (st = gates(cmd, a, x, s))) ||
+	    (st = ops_linear(cmd, &s->v, x, &a->to_v_w,
+	    a->has_bias ? &a->to_v_b : NULL, OPS_ACT_NONE)))
+		return st;
+	return gate_out(cmd, a, out, &s->v, s);
+}
+
+/* torch.linspace(0, 1, n) element i, in double or float as upstream's
+ * kernel computes it (from the start for the first half, from the end for
+ * the rest). */
+static double
+linspace01(int i, int n, int dbl)
+{
+	if (n == 1)
+		return 0.0;
+	if (dbl) {
+		double step = 1.0 / (double)(n - 1);
+
+		return i < n / 2 ? step * i : 1.0 - step * (double)(n - 1 - i);
 	}
-	return ops_linear(cmd, out, &s->o, &a->to_out_w,
-	    a->has_out_bias ? &a->to_out_b : NULL, OPS_ACT_NONE);
+	float step = 1.0f / (float)(n - 1);
+
+	return i < n / 2 ? step * (float)i : 1.0f - step * (float)(n - 1 - i);
+}
+
+void
+ltx2_rope_table(const float *frac, int64_t N, int n_axes, int dim,
+    double theta, int dbl, int split, float *cs, float *sn)
+{
+	int nf = dim / (2 * n_axes);
+	int w = split ? dim / 2 : dim;
+	int pad = split ? dim / 2 - nf * n_axes : dim % (2 * n_axes);
+	float freq[512];
+
+	LQ_ASSERT(nf <= (int)(sizeof(freq) / sizeof(freq[0])));
+	for (int k = 0; k < nf; k++) {
+		if (dbl)
+			freq[k] = (float)(pow(theta, linspace01(k, nf, 1)) * M_PI /
+			    2.0);
+		else
+			freq[k] = powf((float)theta, (float)linspace01(k, nf, 0)) *
+			    (float)M_PI / 2.0f;
+	}
+	for (int64_t t = 0; t < N; t++) {
+		float *crow = cs + t * w, *srow = sn + t * w;
+
+		for (int p = 0; p < pad; p++) {
+			crow[p] = 1.0f;
+			srow[p] = 0.0f;
+		}
+		for (int k = 0; k < nf; k++)
+			for (int ax = 0; ax < n_axes; ax++) {
+				float g2 = frac[t * n_axes + ax] * 2.0f - 1.0f;
+				float ang = g2 * freq[k];
+				float cv = (float)cos((double)ang);
+				float sv = (float)sin((double)ang);
+				int i = k * n_axes + ax;
+
+				if (split) {
+					crow[pad + i] = cv;
+					srow[pad + i] = sv;
+				} else {
+					crow[pad + 2 * i] = crow[pad + 2 * i + 1] = cv;
+					srow[pad + 2 * i] = srow[pad + 2 * i + 1] = sv;
+				}
+			}
+	}
 }

@@ -29,6 +29,11 @@ struct ltx2_attn {
 	int rope_split;		/* rope_type "split" (tables [.., N, inner/2],
 				 * ops_rope_split per head); 0: interleaved.
 				 * Set by the caller after ltx2_attn_load. */
+	int rope_q_heads, rope_k_heads;	/* split only: the head count the
+				 * query's / key's table was reshaped with
+				 * (upstream's x.reshape(B, T, H_table, -1));
+				 * 0: heads.  The DiT's a2v / v2a tables use
+				 * the video heads on the video side. */
 	struct gpu_tensor to_q_w, to_q_b, to_k_w, to_k_b, to_v_w, to_v_b;
 	struct gpu_tensor norm_q_w, norm_k_w, to_out_w, to_out_b;
 	struct gpu_tensor gate_w, gate_b;	/* to_gate_logits (gated) */
@@ -63,5 +68,32 @@ enum lq_status ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
     const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
     const struct gpu_tensor *key_bias);
+
+/*
+ * LTX2PerturbedAttnProcessor with every sample perturbed (spatio-temporal
+ * guidance): out [B, N, query_dim] = to_out(gates · to_v(x)), no query,
+ * key or softmax (self-attention only: the values are x's).  Scratch as
+ * ltx2_attn_forward (v, gates).  Records into cmd.
+ */
+enum lq_status ltx2_attn_values(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct ltx2_attn_scratch *s);
+
+/*
+ * The cos / sin tables of LTX2AudioVideoRotaryPosEmbed.forward (and of
+ * the connectors' LTX2RotaryPosEmbed1d.forward) for N tokens whose
+ * positions frac [N, n_axes] are already fractions of the base sizes
+ * (upstream's `grid`), in upstream's float32 order of operations:
+ * freq_k = theta^linspace(0, 1, dim // (2 n_axes))_k · pi / 2 (double
+ * when `dbl`, then float32), angle (frac·2 - 1)·freq at index
+ * k·n_axes + axis.  Interleaved (split 0): cos, sin [N, dim], each angle
+ * twice after dim % (2 n_axes) padding channels (cos 1, sin 0).  Split:
+ * [N, dim / 2], one value per angle after dim/2 - n_axes·(dim // (2
+ * n_axes)) padding values (upstream's per-head reshape [B, H, N,
+ * dim/(2H)] is the flat index h·dim/(2H) + j, as ops_rope_split reads
+ * it).  Caller-owned arrays; allocates nothing.
+ */
+void ltx2_rope_table(const float *frac, int64_t N, int n_axes, int dim,
+    double theta, int dbl, int split, float *cos_out, float *sin_out);
 
 #endif

@@ -258,69 +258,21 @@ masked_mean_norm(const float *x, const int64_t *nvalid, int B, int T, int C,
 	}
 }
 
-/* torch.linspace(0, 1, n) element i, in double or float as upstream's
- * kernel computes it (from the start for the first half, from the end for
- * the rest). */
-static double
-linspace01(int i, int n, int dbl)
-{
-	if (n == 1)
-		return 0.0;
-	if (dbl) {
-		double step = 1.0 / (double)(n - 1);
-
-		return i < n / 2 ? step * i : 1.0 - step * (double)(n - 1 - i);
-	}
-	float step = 1.0f / (float)(n - 1);
-
-	return i < n / 2 ? step * (float)i : 1.0f - step * (float)(n - 1 - i);
-}
-
 /*
- * LTX2RotaryPosEmbed1d.forward: positions arange(T) / base_seq_len; angle
- * k of token t is (2·t/base - 1)·freq_k, freq_k = theta^linspace(0, 1,
- * dim/2)_k · pi/2 (double when double_precision, then float32).
- * Interleaved: cos, sin [T, dim], each angle twice, the dim % 2 padding
- * channels (cos 1, sin 0) first.  Split: [T, dim/2], one per angle (the
- * per-head reshape is the flat index h·(dim/2H) + j; no padding, since
- * upstream pads dim/2 - dim/2 = 0 channels).
+ * LTX2RotaryPosEmbed1d.forward: positions arange(T) / base_seq_len, one
+ * axis (ltx2_rope_table): interleaved cos, sin [T, dim] or split
+ * [T, dim/2] (no padding: dim/2 - dim/2 = 0 values).
  */
 static void
 rope_1d(int T, int base, int dim, double theta, int dbl, int split, float *cs,
     float *sn)
 {
-	int nf = dim / 2, pad = split ? 0 : dim % 2, w = split ? dim / 2 : dim;
+	float *frac = xmalloc(sizeof(float) * (size_t)T);
 
-	for (int t = 0; t < T; t++) {
-		float g = (float)t / (float)base;
-		float g2 = g * 2.0f - 1.0f;
-		float *crow = cs + (size_t)t * w, *srow = sn + (size_t)t * w;
-
-		for (int p = 0; p < pad; p++) {
-			crow[p] = 1.0f;
-			srow[p] = 0.0f;
-		}
-		for (int k = 0; k < nf; k++) {
-			float f;
-
-			if (dbl)
-				f = (float)(pow(theta, linspace01(k, nf, 1)) * M_PI /
-				    2.0);
-			else
-				f = powf((float)theta, (float)linspace01(k, nf, 0)) *
-				    (float)M_PI / 2.0f;
-			float ang = g2 * f;
-			float cv = (float)cos((double)ang), sv = (float)sin((double)ang);
-
-			if (split) {
-				crow[k] = cv;
-				srow[k] = sv;
-				continue;
-			}
-			crow[pad + 2 * k] = crow[pad + 2 * k + 1] = cv;
-			srow[pad + 2 * k] = srow[pad + 2 * k + 1] = sv;
-		}
-	}
+	for (int t = 0; t < T; t++)
+		frac[t] = (float)t / (float)base;
+	ltx2_rope_table(frac, T, 1, dim, theta, dbl, split, cs, sn);
+	free(frac);
 }
 
 #define OP(x) do { if ((st = (x)) != LQ_OK) goto out; } while (0)

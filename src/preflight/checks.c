@@ -283,10 +283,17 @@ pf_check_model(struct pf_job_state *s)
 		error_clear(&ferr);
 		if (s->ctx->opt->fetch_model(vals[i], i == 0 ? NULL : keys[i],
 		    &ferr) != LQ_OK) {
-			struct lq_error *e = pf_job_add(s, keys[i], LQ_FAILED,
-			    ferr.code, "download failed: %s", ferr.message);
+			/* a retryable failure (the network, a 5xx) stays one:
+			 * submit leaves the job out and exits 75 */
+			int retry = ferr.status == LQ_RETRY;
+			struct lq_error *e = pf_job_add(s, keys[i], retry ?
+			    LQ_RETRY : LQ_FAILED, ferr.code, "download failed: "
+			    "%s", ferr.message);
 			if (ferr.hint[0] != '\0')
 				error_set_hint(e, "%s", ferr.hint);
+			else if (retry)
+				error_set_hint(e, "it may pass next time: run the "
+				    "command again (what was fetched is kept)");
 			refused = 1;
 		}
 	}

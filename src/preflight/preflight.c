@@ -181,7 +181,26 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 	for (size_t i = 0; i < ctx.n_files; i++)
 		pf_file_free(ctx.files[i]);
 	free(ctx.files);
-	return r->n_rejected ? LQ_FAILED : LQ_OK;
+	size_t retryable = 0;
+	for (size_t i = 0; i < total; i++)
+		retryable += (size_t)preflight_job_retryable(&r->jobs[i]);
+	if (r->n_rejected == 0)
+		return LQ_OK;
+	return retryable == r->n_rejected ? LQ_RETRY : LQ_FAILED;
+}
+
+int
+preflight_job_retryable(const struct preflight_job *pj)
+{
+	int retry = 0;
+	for (size_t k = 0; k < pj->n_problems; k++) {
+		enum lq_status st = pj->problems[k].status;
+		if (st == LQ_RETRY)
+			retry = 1;
+		else if (st != LQ_WARN)
+			return 0;
+	}
+	return retry;
 }
 
 enum lq_status

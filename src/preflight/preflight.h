@@ -112,8 +112,17 @@ struct preflight_report {
  * per distinct folder and override set; output paths are compared across
  * all the manifests.  *out is always set (free with preflight_report_free).
  * Returns LQ_OK when every job is valid (warnings allowed), LQ_FAILED when
- * any job is rejected.  Never LQ_RETRY: nothing here depends on time.
+ * any job is rejected, LQ_RETRY when every rejected job is rejected only
+ * for problems that may pass next time (preflight_job_retryable: a model
+ * download that failed retryably).
  */
+/*
+ * 1 when the job's errors are all retryable (graded LQ_RETRY: a download of
+ * its model from a URL failed in a way that may pass next time), so submit
+ * leaves it out rather than recording it rejected, and exits 75.
+ */
+int preflight_job_retryable(const struct preflight_job *pj);
+
 enum lq_status preflight_check_manifests(struct manifest *const *ms, size_t n,
     const struct preflight_options *opt, struct preflight_report **out);
 

@@ -1,18 +1,26 @@
 /*
  * bench-gpu.c — `make bench`: throughput of the heavy kernels on the
- * default device, printed beside this machine's measured fp32 FMA peak
- * (a short C loop on every core, AVX2+FMA when the CPU has it) so each
- * figure reads as a fraction of the limit.  On lavapipe the device *is*
- * the CPU, so the fraction is meaningful; on a GPU it is just context.
+ * default device as a fraction of this machine's fp32 FMA peak, beside
+ * OpenBLAS sgemm doing the same GEMM work in the same run (issue 18).
  *
+ * The peak is measured twice: fma.comp (FMA_CHAINS independent vec4
+ * chains per invocation) on the device, and a C loop of FMA_C_CHAINS
+ * independent FMA-intrinsic chains per core; on a CPU device the larger is
+ * the peak, on a GPU the shader's.  Each row then reads
+ *   time, GF/s, % of peak | sgemm GF/s, % of peak | latentq / sgemm
+ * with sgemm (OpenBLAS, one thread per online CPU) at the row's shape:
  *   linear 4096x2048 -> 2048 and -> 8192, F32 and F16 weights
- *   attention seq 4096, head_dim 64, 32 heads
- *   conv3d VAE-like [1,128,5,64,64] -> 128, k3 causal
+ *   attention seq 4096, head_dim 64, 32 heads (sgemm: q·kᵀ and p·v per head)
+ *   conv3d VAE-like [1,128,5,64,64] -> 128, k3 causal (sgemm: im2col product)
  *   a chain of 100 small dispatches (one submit)
  *
  * LATENTQ_BENCH_QUICK=1 shrinks every shape 4x (for a smoke run);
  * LATENTQ_BENCH_ONLY=chain,linear,wide,attention,conv picks some.
+ * `bench-gpu sgemm M K N` prints only sgemm's GF/s for C[M,N] = A[M,K]·Bᵀ
+ * (what tests/bench/bench-model.sh compares a whole forward with).
  */
+#include <immintrin.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +30,10 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "gpu/gpu.h"
+#include "gpu/internal.h"
 #include "gpu/ops.h"
+
+#include <cblas.h>
 
 static struct gpu_ctx *ctx;
 static struct gpu_cmd *cmd;
@@ -30,22 +41,47 @@ static struct gpu_pool *pool;
 
 /* ---- fp32 FMA peak ---- */
 
-typedef float v8 __attribute__((vector_size(32)));
+/*
+ * The C loop: FMA_C_CHAINS independent accumulators per thread, one thread
+ * per online CPU, through the FMA intrinsics (the project builds with
+ * -ffp-contract=off, so `a * m + c` would be a multiply and an add: half
+ * the rate, and latency-bound).  AVX-512 when the CPU has it, else
+ * AVX2+FMA, else a scalar loop the compiler may vectorise.
+ */
+#define FMA_C_CHAINS 16
+#define FMA_C_ITERS 20000000L
+
+__attribute__((target("avx512f"))) static double
+fma_loop_avx512(long iters)
+{
+	__m512 a[FMA_C_CHAINS], m = _mm512_set1_ps(1.0000001f),
+	    c = _mm512_set1_ps(1e-7f);
+	for (int i = 0; i < FMA_C_CHAINS; i++)
+		a[i] = _mm512_set1_ps(1e-7f * (float)i);
+	for (long it = 0; it < iters; it++)
+		for (int i = 0; i < FMA_C_CHAINS; i++)
+			a[i] = _mm512_fmadd_ps(a[i], m, c);
+	float s = 0;
+	for (int i = 0; i < FMA_C_CHAINS; i++)
+		s += _mm512_reduce_add_ps(a[i]);
+	return s;
+}
 
 __attribute__((target("avx2,fma"))) static double
 fma_loop_avx2(long iters)
 {
-	v8 a[12], m = {1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f,
-	    1.0000001f, 1.0000001f, 1.0000001f, 1.0000001f};
-	v8 c = {1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f};
-	for (int i = 0; i < 12; i++)
-		a[i] = c * (float)i;
+	__m256 a[FMA_C_CHAINS], m = _mm256_set1_ps(1.0000001f),
+	    c = _mm256_set1_ps(1e-7f);
+	for (int i = 0; i < FMA_C_CHAINS; i++)
+		a[i] = _mm256_set1_ps(1e-7f * (float)i);
 	for (long it = 0; it < iters; it++)
-		for (int i = 0; i < 12; i++)
-			a[i] = a[i] * m + c;
-	float s = 0;
-	for (int i = 0; i < 12; i++)
-		s += a[i][0];
+		for (int i = 0; i < FMA_C_CHAINS; i++)
+			a[i] = _mm256_fmadd_ps(a[i], m, c);
+	float s = 0, f[8];
+	for (int i = 0; i < FMA_C_CHAINS; i++) {
+		_mm256_storeu_ps(f, a[i]);
+		s += f[0];
+	}
 	return s;
 }
 
@@ -57,48 +93,58 @@ fma_loop_generic(long iters)
 		a[i] = (float)i * 1e-7f;
 	for (long it = 0; it < iters; it++)
 		for (int i = 0; i < 32; i++)
-			a[i] = a[i] * 1.0000001f + 1e-7f;
+			a[i] = fmaf(a[i], 1.0000001f, 1e-7f);
 	float s = 0;
 	for (int i = 0; i < 32; i++)
 		s += a[i];
 	return s;
 }
 
-static int have_avx2;
+static int simd_lanes;		/* 16 (AVX-512), 8 (AVX2+FMA) or 1 */
 static volatile double sink;
 
 static void *
 fma_thread(void *arg)
 {
 	long iters = *(long *)arg;
-	sink += have_avx2 ? fma_loop_avx2(iters) : fma_loop_generic(iters);
+	sink += simd_lanes == 16 ? fma_loop_avx512(iters) :
+	    simd_lanes == 8 ? fma_loop_avx2(iters) : fma_loop_generic(iters);
 	return NULL;
 }
 
 static double
-fma_peak(void)
+fma_peak_c(void)
 {
 	__builtin_cpu_init();
-	have_avx2 = __builtin_cpu_supports("avx2") &&
-	    __builtin_cpu_supports("fma");
+	simd_lanes = __builtin_cpu_supports("avx512f") ? 16 :
+	    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ?
+	    8 : 1;
 	long nt = sysconf(_SC_NPROCESSORS_ONLN);
 	if (nt < 1)
 		nt = 1;
-	long iters = 20000000;
-	double flop_per_iter = have_avx2 ? 12 * 8 * 2 : 32 * 2;
-	pthread_t th[256];
 	if (nt > 256)
 		nt = 256;
-	double t0 = util_monotonic();
-	for (long i = 0; i < nt; i++)
-		pthread_create(&th[i], NULL, fma_thread, &iters);
-	for (long i = 0; i < nt; i++)
-		pthread_join(th[i], NULL);
-	double dt = util_monotonic() - t0;
-	double g = flop_per_iter * iters * nt / dt / 1e9;
-	printf("fp32 FMA peak (C loop, %ld threads, %s): %.1f GFLOP/s\n", nt,
-	    have_avx2 ? "AVX2+FMA 256-bit" : "generic", g);
-	return g;
+	long iters = FMA_C_ITERS / (simd_lanes == 1 ? 8 : 1);
+	double flop_per_iter = simd_lanes == 1 ? 32 * 2 :
+	    FMA_C_CHAINS * simd_lanes * 2.0;
+	pthread_t th[256];
+	double best = 0;
+	for (int rep = 0; rep < 3; rep++) {
+		double t0 = util_monotonic();
+		for (long i = 0; i < nt; i++)
+			pthread_create(&th[i], NULL, fma_thread, &iters);
+		for (long i = 0; i < nt; i++)
+			pthread_join(th[i], NULL);
+		double g = flop_per_iter * (double)iters * (double)nt /
+		    (util_monotonic() - t0) / 1e9;
+		if (g > best)
+			best = g;
+	}
+	printf("fp32 FMA peak, C loop (%ld threads x %d chains, %s): %.1f "
+	    "GFLOP/s\n", nt, simd_lanes == 1 ? 32 : FMA_C_CHAINS,
+	    simd_lanes == 16 ? "AVX-512" : simd_lanes == 8 ? "AVX2+FMA" :
+	    "scalar fmaf", best);
+	return best;
 }
 
 /* ---- helpers ---- */
@@ -168,7 +214,87 @@ timed(void (*rec)(void *), void *arg, int reps)
 	return best;
 }
 
+/* The shader FMA peak: fma.comp (FMA_CHAINS vec4 chains per invocation). */
+static double
+fma_peak_shader(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	const uint32_t groups = 256, iters = 20000;
+	gpu_pool_reset(pool, 0);
+	struct gpu_tensor y = T(GPU_F32, 1, SH(groups * FMA_LOCAL));
+	struct fma_push pc = {.iters = iters, .m = 1.0000001f, .c = 1e-7f};
+	double best = 1e30;
+	for (int r = 0; r < 3; r++) {
+		gpu_cmd_begin(cmd);
+		const struct gpu_tensor *b[1] = {&y};
+		static const unsigned char w[1] = {1};
+		gpu_cmd_dispatch(cmd, GPU_K_FMA, b, w, &pc, groups, 1, 1,
+		    "fma peak");
+		double t0 = util_monotonic();
+		if (gpu_cmd_submit(cmd, &err) != LQ_OK)
+			die(&err);
+		double dt = util_monotonic() - t0;
+		if (r > 0 && dt < best)
+			best = dt;
+	}
+	double g = (double)groups * FMA_LOCAL * iters * FMA_CHAINS * 8 /
+	    best / 1e9;
+	printf("fp32 FMA peak, shader (fma.comp, %d vec4 chains per "
+	    "invocation, %u x %d invocations): %.1f GFLOP/s\n", FMA_CHAINS,
+	    groups, FMA_LOCAL, g);
+	return g;
+}
+
+/* ---- OpenBLAS sgemm at the same shapes (the yardstick) ---- */
+
+static float *
+host_fill(size_t n)
+{
+	float *h = xmalloc(n * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		h[i] = (float)((i * 2654435761u) % 1000) * 1e-4f - 0.05f;
+	return h;
+}
+
+/* Seconds of cblas_sgemm C[M,N] = A[M,K]·op(B) (B [N,K] when trans_b,
+ * else [K,N]), best of two after one warm-up. */
+static double
+sgemm_time(int M, int K, int N, int trans_b)
+{
+	float *a = host_fill((size_t)M * K), *b = host_fill((size_t)K * N);
+	float *c = xmalloc((size_t)M * N * sizeof(float));
+	double best = 1e30;
+	for (int r = 0; r < 3; r++) {
+		double t0 = util_monotonic();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans,
+		    trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, a, K, b,
+		    trans_b ? K : N, 0.0f, c, N);
+		double dt = util_monotonic() - t0;
+		if (r > 0 && dt < best)
+			best = dt;
+	}
+	free(a);
+	free(b);
+	free(c);
+	return best;
+}
+
+static double peak;
+
+/* One row of the table: time, GF/s, share of the peak, and the sgemm
+ * figure of the same GEMM work with latentq's rate over it. */
+static void
+report(const char *what, double dt, double flop, double sgemm_dt)
+{
+	double g = flop / dt / 1e9, gs = flop / sgemm_dt / 1e9;
+	printf("%-46s %8.3f s %7.1f GF/s %5.1f%% of peak | sgemm %7.1f GF/s "
+	    "%5.1f%% | latentq/sgemm %.2f\n", what, dt, g, 100 * g / peak, gs,
+	    100 * gs / peak, g / gs);
+}
+
 struct lin { struct gpu_tensor y, x, w; };
+
 
 static void
 rec_linear(void *a)
@@ -178,7 +304,7 @@ rec_linear(void *a)
 }
 
 static void
-bench_linear(int M, int K, int N, enum gpu_dtype wdt, double peak)
+bench_linear(int M, int K, int N, enum gpu_dtype wdt)
 {
 	gpu_pool_reset(pool, 0);
 	struct lin l = {T(GPU_F32, 2, SH(M, N)), T(GPU_F32, 2, SH(M, K)),
@@ -186,10 +312,10 @@ bench_linear(int M, int K, int N, enum gpu_dtype wdt, double peak)
 	fill(&l.x);
 	fill_param(&l.w);
 	double dt = timed(rec_linear, &l, 1);
-	double g = 2.0 * M * K * N / dt / 1e9;
-	printf("linear %dx%d -> %d, %s weights: %8.3f s  %7.1f GFLOP/s  "
-	    "(%.0f%% of peak)\n", M, K, N, gpu_dtype_name(wdt), dt, g,
-	    100 * g / peak);
+	char what[96];
+	snprintf(what, sizeof(what), "linear %dx%d -> %d, %s weights", M, K, N,
+	    gpu_dtype_name(wdt));
+	report(what, dt, 2.0 * M * K * N, sgemm_time(M, K, N, 1));
 }
 
 struct att { struct gpu_tensor o, q, k, v; int heads; };
@@ -203,7 +329,7 @@ rec_attention(void *a)
 }
 
 static void
-bench_attention(int N, int D, int H, double peak)
+bench_attention(int N, int D, int H)
 {
 	gpu_pool_reset(pool, 0);
 	struct att t = {T(GPU_F32, 3, SH(1, N, H * D)),
@@ -213,9 +339,12 @@ bench_attention(int N, int D, int H, double peak)
 	fill_param(&t.k);
 	fill_param(&t.v);
 	double dt = timed(rec_attention, &t, 1);
-	double g = 4.0 * N * N * D * H / dt / 1e9;
-	printf("attention seq %d, head_dim %d, %d heads: %8.3f s  %7.1f "
-	    "GFLOP/s  (%.0f%% of peak)\n", N, D, H, dt, g, 100 * g / peak);
+	/* sgemm: per head q·kᵀ [N,D]x[D,N] and p·v [N,N]x[N,D] */
+	double ds = H * (sgemm_time(N, D, N, 1) + sgemm_time(N, N, D, 0));
+	char what[96];
+	snprintf(what, sizeof(what), "attention seq %d, head_dim %d, %d heads",
+	    N, D, H);
+	report(what, dt, 4.0 * N * N * D * H, ds);
 }
 
 struct conv { struct gpu_tensor y, x, w, b; };
@@ -230,7 +359,7 @@ rec_conv(void *a)
 }
 
 static void
-bench_conv(int C, int F, int H, int W, double peak)
+bench_conv(int C, int F, int H, int W)
 {
 	gpu_pool_reset(pool, 0);
 	struct conv c = {T(GPU_F32, 5, SH(1, C, F, H, W)),
@@ -240,10 +369,12 @@ bench_conv(int C, int F, int H, int W, double peak)
 	fill_param(&c.w);
 	fill_param(&c.b);
 	double dt = timed(rec_conv, &c, 1);
-	double g = 2.0 * C * C * 27 * F * H * W / dt / 1e9;
-	printf("conv3d [1,%d,%d,%d,%d] -> %d k3 causal, f16 weights: %8.3f s  "
-	    "%7.1f GFLOP/s  (%.0f%% of peak)\n", C, F, H, W, C, dt, g,
-	    100 * g / peak);
+	/* sgemm: the im2col product w [C, 27C] x cols [27C, F·H·W] */
+	char what[96];
+	snprintf(what, sizeof(what), "conv3d [1,%d,%d,%d,%d] -> %d k3, f16 w", C,
+	    F, H, W, C);
+	report(what, dt, 2.0 * C * C * 27 * F * H * W,
+	    sgemm_time(C, 27 * C, F * H * W, 0));
 }
 
 struct chain { struct gpu_tensor a, b; };
@@ -270,10 +401,22 @@ bench_chain(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct lq_error err;
 	error_clear(&err);
+	if (argc == 5 && strcmp(argv[1], "sgemm") == 0) {
+		int M = atoi(argv[2]), K = atoi(argv[3]), N = atoi(argv[4]);
+		long nt = sysconf(_SC_NPROCESSORS_ONLN);
+		if (M < 1 || K < 1 || N < 1) {
+			fprintf(stderr, "bench-gpu sgemm M K N: positive sizes\n");
+			return 2;
+		}
+		openblas_set_num_threads(nt < 1 ? 1 : (int)nt);
+		double dt = sgemm_time(M, K, N, 1);
+		printf("%.1f\n", 2.0 * M * K * N / dt / 1e9);
+		return 0;
+	}
 	log_set_level(LOG_LEVEL_WARN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int q = getenv("LATENTQ_BENCH_QUICK") != NULL ? 4 : 1;
@@ -281,27 +424,38 @@ main(void)
 		error_print(&err, stderr);
 		return 77;
 	}
-	printf("device: %s\n", gpu_ctx_caps(ctx)->name);
-	double peak = fma_peak();
+	const struct device_caps *caps = gpu_ctx_caps(ctx);
+	printf("device: %s (%s)\n", caps->name, caps->device_type);
 	if (gpu_pool_create(ctx, (size_t)400 << 20, &pool, &err) != LQ_OK ||
 	    gpu_cmd_create(ctx, &cmd, &err) != LQ_OK)
 		die(&err);
+	long nt = sysconf(_SC_NPROCESSORS_ONLN);
+	openblas_set_num_threads(nt < 1 ? 1 : (int)nt);
+	printf("OpenBLAS %s, core %s, %d threads\n", openblas_get_config(),
+	    openblas_get_corename(), openblas_get_num_threads());
+	double pc = fma_peak_c(), ps = fma_peak_shader();
+	/* On a CPU device both measure the same cores: the larger is the
+	 * nearer to the hardware's limit.  On a GPU the C loop is the host. */
+	int cpu = strcmp(caps->device_type, "cpu") == 0;
+	peak = cpu && pc > ps ? pc : ps;
+	printf("peak used below: %.1f GFLOP/s (%s; shader/C %.2f)\n", peak,
+	    cpu && pc > ps ? "C loop" : "shader", ps / pc);
 	const char *only = getenv("LATENTQ_BENCH_ONLY");
 #define WANT(s) (only == NULL || strstr(only, s) != NULL)
 	if (WANT("chain"))
 		bench_chain();
 	if (WANT("linear")) {
-		bench_linear(4096 / q, 2048, 2048, GPU_F32, peak);
-		bench_linear(4096 / q, 2048, 2048, GPU_F16, peak);
+		bench_linear(4096 / q, 2048, 2048, GPU_F32);
+		bench_linear(4096 / q, 2048, 2048, GPU_F16);
 	}
 	if (WANT("wide")) {
-		bench_linear(4096 / q, 2048, 8192, GPU_F32, peak);
-		bench_linear(4096 / q, 2048, 8192, GPU_F16, peak);
+		bench_linear(4096 / q, 2048, 8192, GPU_F32);
+		bench_linear(4096 / q, 2048, 8192, GPU_F16);
 	}
 	if (WANT("attention"))
-		bench_attention(4096 / q, 64, 32, peak);
+		bench_attention(4096 / q, 64, 32);
 	if (WANT("conv"))
-		bench_conv(128, 5, 64 / q, 64 / q, peak);
+		bench_conv(128, 5, 64 / q, 64 / q);
 	gpu_cmd_free(cmd);
 	gpu_pool_free(pool);
 	gpu_ctx_free(ctx);

@@ -119,6 +119,22 @@ expect_eq "$(frames "$T/w/videos/clip.mp4")" "$ref_frames" "fetched at render ti
 checks=$((checks + 1)); [ -e "$(cache_of "$BASE/ok/org/demo/resolve/main")/.latentq-complete" ] || fail "render-time download not in host 2's cache"
 XDG_CACHE_HOME=$T/cache; export XDG_CACHE_HOME
 
+# A download that keeps failing in a way that may pass (503 past every
+# retry): preflight and submit exit 75 (retry me) and record nothing; once
+# the server answers, the same submit queues the job.
+mkdir -p "$T/r"
+write_manifest "$T/r/m.yaml" 2 clip:42
+sed -i "s|^  model: .*|  model: $BASE/e503x99/org/demo/resolve/main|" "$T/r/m.yaml"
+expect_status 75 "$LATENTQ" preflight --no-device --allow-download "$T/r/m.yaml"
+expect_grep2 "LQ-NET-002: .*download failed: .*HTTP status 503" "$T/both"
+expect_status 75 "$LATENTQ" -d "$T/r.db" submit --no-device --allow-download "$T/r/m.yaml"
+expect_grep "^deferred .*clip" "$T/out"
+expect_grep "0 queued, 0 already queued, 0 rejected, 1 deferred" "$T/out"
+expect_eq "$(db_sql "$T/r.db" "SELECT count(*) FROM jobs")" 0 "a retryable download failure records no job"
+sed -i "s|e503x99|ok|" "$T/r/m.yaml"
+expect_status 0 "$LATENTQ" -d "$T/r.db" submit --no-device --allow-download "$T/r/m.yaml"
+expect_eq "$(db_sql "$T/r.db" "SELECT state FROM jobs")" queued "submitted again: queued"
+
 # An override URL is one component's folder, its files at the top.
 mkdir -p "$T/o"
 write_manifest "$T/o/m.yaml" 2 clip:42

@@ -1,0 +1,145 @@
+/*
+ * ltx2_transformer.h — LTX-2's dual-stream (video + audio) DiT on Vulkan,
+ * as diffusers' LTX2VideoTransformer3DModel (models/transformers/
+ * transformer_ltx2.py, 58eb52c) computes it:
+ *
+ *   RoPE (LTX2AudioVideoRotaryPosEmbed: rope, audio_rope and the a2v / v2a
+ *   cross_attn_rope, cross_attn_audio_rope; interleaved or split) ->
+ *   proj_in, audio_proj_in -> timestep embeddings (LTX2AdaLayerNormSingle:
+ *   time_embed, audio_time_embed, prompt_adaln, audio_prompt_adaln,
+ *   av_cross_attn_{video,audio}_{scale_shift,a2v_gate,v2a_gate}) ->
+ *   caption projections -> transformer_blocks (LTX2VideoTransformerBlock:
+ *   self-attention, text cross-attention, a2v / v2a attention,
+ *   feed-forward, per stream, AdaLN-modulated) -> scale_shift_table
+ *   modulation of norm_out, proj_out, per stream.
+ *
+ * Use:
+ *   ltx2_transformer_load(ctx, "model/transformer", &m, &err);
+ *   ltx2_transformer_forward(m, &args, &out, NULL, &err);   (per call)
+ *   ltx2_transformer_free(m);
+ *
+ * Ownership: the model owns its weights (uploaded once at load, as stored),
+ * its activation pool (grown to the largest call so far) and its command
+ * recording; args and outputs are the caller's host arrays (outputs are
+ * filled, not allocated).  The gpu context must outlive the model.
+ */
+#ifndef LQ_NN_LTX2_TRANSFORMER_H
+#define LQ_NN_LTX2_TRANSFORMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "gpu/gpu.h"
+#include "model/diffusers.h"
+#include "nn/dump.h"
+
+struct ltx2_transformer;
+
+#define LTX2_TRANSFORMER_MAX_STG 64	/* spatio_temporal_guidance_blocks */
+
+/* The forward's keyword arguments besides the tensors. */
+struct ltx2_transformer_call {
+	int use_cross_timestep;		/* false (upstream's forward default;
+					 * LTX2Pipeline passes true) */
+	int isolate_modalities;		/* false: with true, no a2v / v2a */
+	int n_stg;			/* spatio_temporal_guidance_blocks */
+	int stg_blocks[LTX2_TRANSFORMER_MAX_STG];	/* None / [] : n_stg 0 */
+};
+
+/* Upstream's defaults of ltx2_transformer_call. */
+void ltx2_transformer_call_init(struct ltx2_transformer_call *c);
+
+/*
+ * Sets one call argument from text: use_cross_timestep and
+ * isolate_modalities (true, false, 1, 0) or spatio_temporal_guidance_blocks
+ * (a comma list of block indices, "" or "none" for None).  LQ_FAILED with
+ * LQ-NN-INPUT naming the argument, the value and the valid ones otherwise.
+ */
+enum lq_status ltx2_transformer_call_set(struct ltx2_transformer_call *c,
+    const char *name, const char *value, struct lq_error *err);
+
+/* Host inputs of one call, borrowed (the goldens' names). */
+struct ltx2_transformer_args {
+	const float *hidden_states;		/* [B, N, in_channels], N = F·H·W,
+						 * token (f·H + h)·W + w */
+	const float *audio_hidden_states;	/* [B, L, audio_in_channels] */
+	const float *encoder_hidden_states;	/* [B, T, caption_channels] */
+	const float *audio_encoder_hidden_states;	/* [B, Ta, caption_channels] */
+	const float *timestep;			/* [B] or [B, N] (per token), 0..1000 */
+	const float *audio_timestep;		/* [B] or [B, L]; NULL: timestep
+						 * (which must then be [B]) */
+	const float *sigma;			/* [B], 0..1000; NULL: None (refused
+						 * when the model or the call needs it) */
+	const float *audio_sigma;		/* [B]; NULL: sigma */
+	const float *encoder_attention_mask;	/* [B, T] 0/1 or NULL */
+	const float *audio_encoder_attention_mask;	/* [B, Ta] 0/1 or NULL */
+	int B, N, L, T, Ta;
+	int timestep_per_token;			/* timestep is [B, N] */
+	int audio_timestep_per_token;		/* audio_timestep is [B, L] */
+	int num_frames, height, width;		/* latent grid, F·H·W = N */
+	double fps;				/* 24.0 upstream's default */
+	int audio_num_frames;			/* L */
+	struct ltx2_transformer_call call;
+};
+
+/* Host outputs, caller-allocated: [B, N, out_channels], [B, L,
+ * audio_out_channels]. */
+struct ltx2_transformer_out {
+	float *output;
+	float *audio_output;
+};
+
+/*
+ * Reads `dir`/config.json (diffusers_parse_ltx2_transformer: LQ-MODEL-00x
+ * naming the key) and uploads the weights (LQ-NN-WMISS / LQ-NN-WSHAPE).
+ * LQ_RETRY on device OOM.  On error *out is NULL.
+ */
+enum lq_status ltx2_transformer_load(struct gpu_ctx *ctx, const char *dir,
+    struct ltx2_transformer **out, struct lq_error *err);
+
+void ltx2_transformer_free(struct ltx2_transformer *m);
+
+const struct ltx2_transformer_config *ltx2_transformer_config(
+    const struct ltx2_transformer *m);
+
+/*
+ * LTX2VideoTransformer3DModel.forward(..., return_dict=False) into `out`,
+ * with video_coords / audio_coords None (computed from the grid), no
+ * perturbation_mask (the STG blocks perturb every sample) and no
+ * video_self_attention_mask.  Upstream details mirrored:
+ * - RoPE coordinates, tables, timestep sinusoids and mask biases are
+ *   float32 islands on the CPU in upstream's order of operations;
+ * - per-token timesteps embed every token (rows B·N), per-sample ones B
+ *   rows, each modulation broadcast accordingly;
+ * - use_cross_timestep: the video stream's a2v / v2a modulation follows
+ *   audio_sigma and the audio stream's sigma (false: their own
+ *   timesteps); the gates get the timestep times
+ *   cross_attn_timestep_scale_multiplier / timestep_scale_multiplier;
+ * - the listed STG blocks' video and audio self-attention return
+ *   to_out(gates · to_v(x)) when the config has perturbed_attn (without
+ *   it the blocks are ignored, as upstream).
+ * With `dump`, hands over the goldens' intermediates: rope.out0/1,
+ * audio_rope.*, cross_attn_rope.*, cross_attn_audio_rope.* (interleaved
+ * only; split's are [B, H, N, r] upstream) and their .coords_in, proj_in,
+ * audio_proj_in, <embedding>.out0/1 and time_embed.emb.time_proj,
+ * audio_time_embed.emb.time_proj, caption_projection,
+ * audio_caption_projection, transformer_blocks.<i>.{norm1,
+ * attn1.to_gate_logits, attn1.norm_q, attn1, audio_attn1, norm2, attn2,
+ * audio_attn2, audio_to_video_norm, audio_to_video_attn,
+ * video_to_audio_attn, ff, audio_ff, out0, out1} and the two attn2
+ * attention_mask_in, norm_out, proj_out, audio_norm_out, audio_proj_out.
+ * Errors: LQ_FAILED LQ-NN-INPUT for a grid that does not hold N or L
+ * tokens, an audio_timestep left to a per-token timestep, a missing sigma
+ * the model needs or an STG block index out of range (masks are taken as
+ * upstream takes them, (1 - m)·-10000 for any value); LQ_RETRY on OOM.
+ */
+enum lq_status ltx2_transformer_forward(struct ltx2_transformer *m,
+    const struct ltx2_transformer_args *a, const struct ltx2_transformer_out *out,
+    const struct nn_dump *dump, struct lq_error *err);
+
+/* Device bytes: weights, and the activation pool's capacity and peak. */
+void ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,
+    size_t *pool_capacity, size_t *pool_peak);
+
+#endif
