@@ -32,7 +32,9 @@ pg_resume
 wait $pid
 expect_eq $? 0 "run exits 0 after the outage"
 echo "server stopped at step $stopped_at for 3 s"
-expect_grep 'trying again' "$T/run.err"
+# the supervisor's own call or the worker's write meets the outage first
+# (which one depends on the step time: a sanitizer build is 5x slower)
+expect_grep 'trying again|LQ-DB-001 \(retry\)' "$T/run.err"
 expect_eq "$(q "SELECT count(*) || ' ' || state FROM jobs GROUP BY state")" "1 done" "the one job done"
 expect_eq "$(q "SELECT count(*) || ' ' || count(DISTINCT step) || ' ' || max(step) FROM checkpoints")" "$STEPS $STEPS $STEPS" "one checkpoint row per step"
 expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'finished'")" 1 "finished once"
