@@ -8,7 +8,7 @@ TESTS += $(CLI_TESTS)
 # server (tests/cli/pg-server.sh), and the fleet tests of issue 17.
 PG_TESTS = tests/pg/store.sh tests/pg/queue.sh tests/pg/worker.sh \
 	tests/pg/resume.sh tests/pg/fleet.sh tests/pg/takeover.sh \
-	tests/pg/outage.sh tests/pg/model.sh
+	tests/pg/outage.sh tests/pg/model.sh tests/pg/fence.sh
 TESTS += $(PG_TESTS)
 EXTRA_DIST += $(PG_TESTS) tests/cli/pg-server.sh
 EXTRA_DIST += tests/bench/bench-queue.sh
