@@ -41,6 +41,7 @@
 #define LQ_EW_ACT 7u		/* act(a), the act code in beta's bits */
 #define LQ_EW_LEAKY_RELU 8u	/* a >= 0 ? a : alpha * a (F.leaky_relu) */
 #define LQ_EW_CLAMP 9u		/* clamp(a, alpha, beta) (torch.clamp) */
+#define LQ_EW_SNAKE 10u		/* a + sin(a e^b)^2 / (e^c + alpha) (SnakeBeta) */
 #define LQ_EW_OP_MASK 0xffu	/* at bit 0 */
 #define LQ_EW_NDIM 8u		/* 4 bits */
 #define LQ_EW_DTA 12u		/* LQ_DT_MASK */
@@ -77,10 +78,12 @@
 #define LQ_ROPE_DT_SIN 2u
 #define LQ_ROPE_SPLIT 4u	/* 1 bit: pairs (i, i + hd/2) in each head */
 
-/* conv3d.comp: replicate padding in time / space, bias, dtypes. */
+/* conv3d.comp: replicate padding in time / space, bias, reflect padding
+ * in space, dtypes. */
 #define LQ_CONV_T_REPLICATE 0u	/* 1 bit */
 #define LQ_CONV_S_REPLICATE 1u
 #define LQ_CONV_HAS_B 2u
+#define LQ_CONV_S_REFLECT 3u	/* 1 bit; padding < the axis' size */
 #define LQ_CONV_DTW 4u		/* LQ_DT_MASK */
 #define LQ_CONV_DTB 6u
 

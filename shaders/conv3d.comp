@@ -1,7 +1,9 @@
 /*
  * conv3d.comp — direct 3-D convolution (cross-correlation) on
  * [B, C, F, H, W] with per-axis stride, front padding and zero/replicate
- * edge modes (LTX CausalConv3d pads time by replicating frames).  One
+ * edge modes (LTX CausalConv3d pads time by replicating frames), and
+ * reflect padding in space (torch padding_mode="reflect": index -i before
+ * the edge, 2(n-1) - i after it; LTX-2's video decoder).  One
  * invocation computes CB output channels at PW consecutive output columns,
  * so each input value feeds CB FMAs and each weight PW; the weights of a
  * workgroup's channel block are the same for all its lanes.  With -DTEX x
@@ -38,6 +40,15 @@ layout(binding = 2) readonly buffer Wt { uint d[]; } w;
 #endif
 layout(binding = 3) readonly buffer Bs { uint d[]; } bs;
 
+/* A spatial index reflected into [0, n) (torch "reflect", the edge not
+ * repeated; the padding is below n, ops.c checks it). */
+int reflect_idx(int i, int n)
+{
+	i = i < 0 ? -i : i;
+	i = i >= n ? 2 * n - 2 - i : i;
+	return clamp(i, 0, n - 1);
+}
+
 void main()
 {
 	uint chunk = gl_WorkGroupID.z % p.pos_chunks;
@@ -53,6 +64,7 @@ void main()
 	uint wo0 = wq * PW;
 	bool t_rep = LQ_FIELD(p.flags, LQ_CONV_T_REPLICATE, 1u) != 0u;
 	bool s_rep = LQ_FIELD(p.flags, LQ_CONV_S_REPLICATE, 1u) != 0u;
+	bool s_ref = LQ_FIELD(p.flags, LQ_CONV_S_REFLECT, 1u) != 0u;
 	bool has_b = LQ_FIELD(p.flags, LQ_CONV_HAS_B, 1u) != 0u;
 	uint dtw = LQ_FIELD(p.flags, LQ_CONV_DTW, LQ_DT_MASK);
 	uint dtb = LQ_FIELD(p.flags, LQ_CONV_DTB, LQ_DT_MASK);
@@ -81,7 +93,9 @@ void main()
 				continue;
 			for (uint dh = 0u; dh < p.kh; dh++) {
 				int hi = int(ho * p.sh + dh) - p.ph;
-				if (s_rep)
+				if (s_ref)
+					hi = reflect_idx(hi, int(p.H));
+				else if (s_rep)
 					hi = clamp(hi, 0, int(p.H) - 1);
 				else if (hi < 0 || hi >= int(p.H))
 					continue;
@@ -92,7 +106,9 @@ void main()
 					[[unroll]] for (uint q = 0u; q < PW; q++) {
 						int wi = int((wo0 + q) * p.sw + dw) - p.pw;
 						bool ok = true;
-						if (s_rep)
+						if (s_ref)
+							wi = reflect_idx(wi, int(p.W));
+						else if (s_rep)
 							wi = clamp(wi, 0, int(p.W) - 1);
 						else
 							ok = wi >= 0 && wi < int(p.W);

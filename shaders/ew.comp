@@ -55,6 +55,13 @@ void main()
 		v = va >= 0.0 ? va : va * p.alpha;
 	else if (op == LQ_EW_CLAMP)
 		v = min(max(va, p.alpha), p.beta);
+	else if (op == LQ_EW_SNAKE) {
+		/* SnakeBeta (logscale): x + (1 / (e^beta + eps)) sin(x e^alpha)^2,
+		 * each step rounded as torch does */
+		float s = sin(va * exp(vb));
+		float inv = 1.0 / (exp(vc) + p.alpha);
+		v = va + inv * (s * s);
+	}
 	else
 		v = lq_act(va, floatBitsToUint(p.beta));
 	STF(y.d, iy, v);

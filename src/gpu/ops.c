@@ -371,6 +371,27 @@ ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 }
 
 enum lq_status
+ops_snake_beta(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *alpha,
+    const struct gpu_tensor *beta, float eps)
+{
+	OP_BEGIN(cmd);
+	if (!same_shape(x, y) || x->ndim != 3 || alpha->ndim != 1 ||
+	    beta->ndim != 1 || alpha->shape[0] != x->shape[1] ||
+	    beta->shape[0] != x->shape[1])
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "ops_snake_beta: y %s, x %s must be [B, C, T] and alpha %s, "
+		    "beta %s [C]", DESC(y), DESC(x), DESC(alpha), DESC(beta));
+	/* [C] as [C, 1]: broadcast over B (leading) and T */
+	struct gpu_tensor a2 = gpu_tensor_reshape(alpha, 2,
+	    (const int64_t[]){ alpha->shape[0], 1 });
+	struct gpu_tensor b2 = gpu_tensor_reshape(beta, 2,
+	    (const int64_t[]){ beta->shape[0], 1 });
+	return ew_record(cmd, "ops_snake_beta", LQ_EW_SNAKE, y, x, &a2, &b2,
+	    eps, 0);
+}
+
+enum lq_status
 ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, float lo, float hi)
 {
@@ -1491,6 +1512,17 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 		    "%s: y %s must be [%" PRId64 ", %" PRId64 ", %d, %d, %d]",
 		    op, DESC(y), B, Co, out[0], out[1], out[2]);
 	TRY(param_vec(cmd, op, "bias", b, Co));
+	if (p->t_mode == OPS_PAD_REFLECT)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: reflect padding is spatial only (t_mode)", op);
+	for (int i = 1; i < 3 && p->s_mode == OPS_PAD_REFLECT; i++)
+		if (pads[i][0] >= x->shape[2 + i] || pads[i][1] >= x->shape[2 + i])
+			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+			    "%s: reflect padding %d/%d needs an input %s of at "
+			    "least %d, x is %s", op, pads[i][0], pads[i][1],
+			    i == 1 ? "height" : "width",
+			    (pads[i][0] > pads[i][1] ? pads[i][0] : pads[i][1]) + 1,
+			    DESC(x));
 	struct conv_geom g;
 	for (int i = 0; i < 3; i++) {
 		g.st[i] = st[i];
@@ -1500,7 +1532,8 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	}
 	g.tflags = (p->t_mode == OPS_PAD_REPLICATE ?
 	    1u << LQ_CONV_T_REPLICATE : 0) |
-	    (p->s_mode == OPS_PAD_REPLICATE ? 1u << LQ_CONV_S_REPLICATE : 0);
+	    (p->s_mode == OPS_PAD_REPLICATE ? 1u << LQ_CONV_S_REPLICATE : 0) |
+	    (p->s_mode == OPS_PAD_REFLECT ? 1u << LQ_CONV_S_REFLECT : 0);
 	g.w_sco = w->stride[0];
 	return conv_split(cmd, op, conv3d_emit, &g, y, x, w, b, 0);
 }

@@ -211,6 +211,17 @@ enum lq_status ops_gelu_tanh(struct gpu_cmd *cmd, const struct gpu_tensor *y,
  * elementwise (strided as ops_copy).  In place ok. */
 enum lq_status ops_leaky_relu(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, float negative_slope);
+/*
+ * SnakeBeta with logscale parameters (diffusers pipelines/ltx2/vocoder.py
+ * SnakeBeta.forward):
+ *   y = x + 1 / (exp(beta) + eps) · sin(x · exp(alpha))^2
+ * x, y [B, C, T] (strided as ops_copy); alpha, beta [C] (any parameter
+ * dtype) broadcast over B and T; Snake (use_beta=False) passes alpha as
+ * beta.  In place ok.
+ */
+enum lq_status ops_snake_beta(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *alpha,
+    const struct gpu_tensor *beta, float eps);
 /* torch.clamp(x, lo, hi), elementwise (strided).  In place ok. */
 enum lq_status ops_clamp(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, float lo, float hi);
@@ -295,6 +306,8 @@ enum lq_status ops_rope_split(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 enum ops_pad_mode {
 	OPS_PAD_ZERO = 0,	/* pad with zeros */
 	OPS_PAD_REPLICATE = 1,	/* repeat the edge frame / pixel */
+	OPS_PAD_REFLECT = 2,	/* mirror without repeating the edge (torch
+				   "reflect"; spatial only, padding < size) */
 };
 
 struct ops_conv3d_params {
@@ -303,7 +316,8 @@ struct ops_conv3d_params {
 	 * t_mode, spatial edges s_mode.  LTX CausalConv3d(k=3):
 	 *   causal:      pad_t = {2, 0}, t_mode REPLICATE
 	 *   non-causal:  pad_t = {1, 1}, t_mode REPLICATE
-	 *   pad_h = pad_w = {1, 1}, s_mode ZERO ("zeros" padding_mode). */
+	 *   pad_h = pad_w = {1, 1}, s_mode ZERO ("zeros" padding_mode), or
+	 *   REFLECT (LTX-2's decoder_spatial_padding_mode "reflect"). */
 	int pad_t[2], pad_h[2], pad_w[2];
 	enum ops_pad_mode t_mode, s_mode;
 };

@@ -234,48 +234,77 @@ diffusers_parse_latent_upsampler(const cJSON *j, const char *path,
 
 /* ---- LTX-2 vocoder ---- */
 
-enum lq_status
-diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
+/* One LTX2Vocoder's __init__ defaults: LTX2Vocoder's own, or those
+ * LTX2VocoderWithBWE passes to its `vocoder` (stage 1) and `bwe_generator`. */
+struct voc_defaults {
+	int in_channels, hidden_channels, out_channels;
+	int n_up;
+	int uk[DIFFUSERS_MAX_VOCODER], uf[DIFFUSERS_MAX_VOCODER];
+	const char *act_fn;
+	int antialias;
+	const char *final_act_fn;	/* "" = None */
+	int final_bias, output_sampling_rate;
+};
+
+static const struct voc_defaults voc_ltx2 = {
+	128, 1024, 2, 5, {16, 15, 8, 4, 4}, {6, 5, 2, 2, 2}, "leaky_relu", 0,
+	"tanh", 1, 24000,
+};
+static const struct voc_defaults voc_bwe_stage1 = {
+	128, 1536, 2, 6, {11, 4, 4, 4, 4, 4}, {5, 2, 2, 2, 2, 2}, "snakebeta", 1,
+	"", 0, 16000,
+};
+static const struct voc_defaults voc_bwe_generator = {
+	128, 512, 2, 5, {12, 11, 4, 4, 4}, {6, 5, 2, 2, 2}, "snakebeta", 1,
+	"", 0, 48000,
+};
+
+/*
+ * The keys of one LTX2Vocoder, each named `pre` + upstream's argument
+ * ("" or LTX2VocoderWithBWE's "bwe_"); `rate_key` is the key whose value
+ * becomes output_sampling_rate.  Checks as diffusers_parse_ltx2_vocoder.
+ */
+static enum lq_status
+parse_vocoder_keys(const cJSON *j, const char *path, const char *pre,
+    const char *rate_key, const struct voc_defaults *d,
     struct ltx2_vocoder_config *o, struct lq_error *err)
 {
-	static const int def_uk[] = {16, 15, 8, 4, 4}, def_uf[] = {6, 5, 2, 2, 2};
 	static const int def_rk[] = {3, 7, 11};
 	struct cfg c = {j, path, err, 0};
-	const cJSON *cls = cfg_item(&c, "_class_name"), *dl, *e;
+	const cJSON *dl, *e;
+	char k[22][64];
 	int nuf, ch;
 
-	if (cJSON_IsString(cls) && strcmp(cls->valuestring,
-	    "LTX2VocoderWithBWE") == 0)
-		return cfg_fail(err, path, "_class_name", "LQ-MODEL-006",
-		    "LTX2VocoderWithBWE (the LTX-2.3 vocoder with bandwidth "
-		    "extension) is not implemented yet; latentq runs the LTX-2.0 "
-		    "LTX2Vocoder");
-	if (check_class(&c, "LTX2Vocoder") != LQ_OK)
-		return LQ_FAILED;
+#define KEY(i, name) (snprintf(k[i], sizeof(k[i]), "%s%s", pre, name), k[i])
 	memset(o, 0, sizeof(*o));
-	o->in_channels = cfg_int(&c, "in_channels", 128, 1);
-	o->hidden_channels = cfg_int(&c, "hidden_channels", 1024, 1);
-	o->out_channels = cfg_int(&c, "out_channels", 2, 1);
-	o->n_upsample = cfg_list(&c, "upsample_kernel_sizes", 'i', 1,
-	    o->upsample_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, def_uk, 5);
-	nuf = cfg_list(&c, "upsample_factors", 'i', 1, o->upsample_factors, 0,
-	    DIFFUSERS_MAX_VOCODER, def_uf, 5);
-	o->n_resnets = cfg_list(&c, "resnet_kernel_sizes", 'i', 1,
+	o->in_channels = cfg_int(&c, KEY(0, "in_channels"), d->in_channels, 1);
+	o->hidden_channels = cfg_int(&c, KEY(1, "hidden_channels"),
+	    d->hidden_channels, 1);
+	o->out_channels = cfg_int(&c, KEY(2, "out_channels"), d->out_channels, 1);
+	o->n_upsample = cfg_list(&c, KEY(3, "upsample_kernel_sizes"), 'i', 1,
+	    o->upsample_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, d->uk, d->n_up);
+	nuf = cfg_list(&c, KEY(4, "upsample_factors"), 'i', 1, o->upsample_factors,
+	    0, DIFFUSERS_MAX_VOCODER, d->uf, d->n_up);
+	o->n_resnets = cfg_list(&c, KEY(5, "resnet_kernel_sizes"), 'i', 1,
 	    o->resnet_kernel_sizes, 0, DIFFUSERS_MAX_VOCODER, def_rk, 3);
-	cfg_str(&c, "act_fn", "leaky_relu", o->act_fn, sizeof(o->act_fn));
-	o->leaky_relu_negative_slope = cfg_num(&c, "leaky_relu_negative_slope",
-	    0.1, 0);
-	o->antialias = cfg_bool(&c, "antialias", 0);
+	cfg_str(&c, KEY(6, "act_fn"), d->act_fn, o->act_fn, sizeof(o->act_fn));
+	o->leaky_relu_negative_slope = cfg_num(&c,
+	    KEY(7, "leaky_relu_negative_slope"), 0.1, 0);
+	o->antialias = cfg_bool(&c, KEY(8, "antialias"), d->antialias);
+	o->antialias_ratio = cfg_int(&c, KEY(9, "antialias_ratio"), 2, 1);
+	o->antialias_kernel_size = cfg_int(&c, KEY(10, "antialias_kernel_size"),
+	    12, 1);
 	/* null is a valid value here (no final activation) */
-	cfg_str(&c, "final_act_fn", cfg_item(&c, "final_act_fn") == NULL &&
-	    cJSON_GetObjectItemCaseSensitive(j, "final_act_fn") != NULL ? "" :
-	    "tanh", o->final_act_fn, sizeof(o->final_act_fn));
-	o->final_bias = cfg_bool(&c, "final_bias", 1);
-	o->output_sampling_rate = cfg_int(&c, "output_sampling_rate", 24000, 1);
+	KEY(11, "final_act_fn");
+	cfg_str(&c, k[11], cfg_item(&c, k[11]) == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(j, k[11]) != NULL ? "" :
+	    d->final_act_fn, o->final_act_fn, sizeof(o->final_act_fn));
+	o->final_bias = cfg_bool(&c, KEY(12, "final_bias"), d->final_bias);
+	o->output_sampling_rate = cfg_int(&c, rate_key, d->output_sampling_rate, 1);
 	if (c.failed)
 		return LQ_FAILED;
 	/* resnet_dilations: a list of lists, one per resnet kernel size */
-	dl = cfg_item(&c, "resnet_dilations");
+	dl = cfg_item(&c, KEY(13, "resnet_dilations"));
 	if (dl == NULL) {
 		for (int i = 0; i < 3; i++) {
 			o->n_resnet_dilations[i] = 3;
@@ -284,84 +313,172 @@ diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
 			o->resnet_dilations[i][2] = 5;
 		}
 		if (o->n_resnets != 3)
-			return cfg_fail(err, path, "resnet_dilations",
-			    "LQ-MODEL-004", "resnet_kernel_sizes has %d entries "
-			    "but the default resnet_dilations has 3",
-			    o->n_resnets);
+			return cfg_fail(err, path, k[13],
+			    "LQ-MODEL-004", "%sresnet_kernel_sizes has %d entries "
+			    "but the default %s has 3", pre, o->n_resnets, k[13]);
 	} else {
 		int n = 0;
 
 		if (!cJSON_IsArray(dl) || cJSON_GetArraySize(dl) !=
 		    o->n_resnets)
-			return cfg_fail(err, path, "resnet_dilations",
-			    "LQ-MODEL-004", "resnet_dilations must be a list of "
-			    "%d lists (one per resnet_kernel_sizes entry)",
-			    o->n_resnets);
+			return cfg_fail(err, path, k[13],
+			    "LQ-MODEL-004", "%s must be a list of "
+			    "%d lists (one per %sresnet_kernel_sizes entry)",
+			    k[13], o->n_resnets, pre);
 		cJSON_ArrayForEach(e, dl) {
-			const cJSON *d;
+			const cJSON *dd;
 			int m = 0;
 
 			if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) < 1 ||
 			    cJSON_GetArraySize(e) > DIFFUSERS_MAX_VOCODER)
-				return cfg_fail(err, path, "resnet_dilations",
-				    "LQ-MODEL-003", "resnet_dilations[%d] must be "
-				    "a list of 1 to %d integers >= 1", n,
+				return cfg_fail(err, path, k[13],
+				    "LQ-MODEL-003", "%s[%d] must be "
+				    "a list of 1 to %d integers >= 1", k[13], n,
 				    DIFFUSERS_MAX_VOCODER);
-			cJSON_ArrayForEach(d, e) {
-				if (!is_int(d) || d->valuedouble < 1)
+			cJSON_ArrayForEach(dd, e) {
+				if (!is_int(dd) || dd->valuedouble < 1)
 					return cfg_fail(err, path,
-					    "resnet_dilations", "LQ-MODEL-003",
-					    "resnet_dilations[%d][%d] must be an "
-					    "integer >= 1", n, m);
-				o->resnet_dilations[n][m++] = (int)d->valuedouble;
+					    k[13], "LQ-MODEL-003",
+					    "%s[%d][%d] must be an "
+					    "integer >= 1", k[13], n, m);
+				o->resnet_dilations[n][m++] = (int)dd->valuedouble;
 			}
 			o->n_resnet_dilations[n++] = m;
 		}
 	}
 	if (nuf != o->n_upsample)
-		return cfg_fail(err, path, "upsample_factors", "LQ-MODEL-004",
-		    "upsample_kernel_sizes has %d entries and upsample_factors "
-		    "%d; they must be the same length", o->n_upsample, nuf);
-	if (strcmp(o->act_fn, "snakebeta") == 0 || strcmp(o->act_fn, "snake") == 0)
-		return cfg_fail(err, path, "act_fn", "LQ-MODEL-006",
-		    "act_fn \"%s\" (SnakeBeta, the LTX-2.3 vocoders') is not "
-		    "implemented yet; use \"leaky_relu\" (LTX-2.0)", o->act_fn);
-	if (strcmp(o->act_fn, "leaky_relu") != 0)
-		return cfg_fail(err, path, "act_fn", "LQ-MODEL-003",
-		    "act_fn \"%s\" is not one of snakebeta, snake, leaky_relu",
-		    o->act_fn);
-	if (o->antialias)
-		return cfg_fail(err, path, "antialias", "LQ-MODEL-006",
-		    "antialias true (AntiAliasAct1d around the activations) is "
-		    "not implemented; LTX-2.0's vocoder has antialias false");
+		return cfg_fail(err, path, k[4], "LQ-MODEL-004",
+		    "%s has %d entries and %s "
+		    "%d; they must be the same length", k[3], o->n_upsample,
+		    k[4], nuf);
+	if (strcmp(o->act_fn, "leaky_relu") != 0 &&
+	    strcmp(o->act_fn, "snakebeta") != 0 && strcmp(o->act_fn, "snake") != 0)
+		return cfg_fail(err, path, k[6], "LQ-MODEL-003",
+		    "%s \"%s\" is not one of snakebeta, snake, leaky_relu",
+		    k[6], o->act_fn);
+	if (o->antialias && strcmp(o->act_fn, "leaky_relu") == 0)
+		/* ResBlock's `act_fn =` typo nests the anti-alias wrappers of
+		 * acts2; no released vocoder has this */
+		return cfg_fail(err, path, k[8], "LQ-MODEL-006",
+		    "%s true with %s \"leaky_relu\" (upstream nests its "
+		    "anti-aliasing wrappers there) is not implemented; use "
+		    "\"snakebeta\" or %s false", k[8], k[6], k[8]);
+	if (o->antialias_kernel_size < o->antialias_ratio ||
+	    o->antialias_kernel_size > 64)
+		return cfg_fail(err, path, k[10], "LQ-MODEL-003",
+		    "%s %d must be in %s (%d) .. 64", k[10],
+		    o->antialias_kernel_size, k[9], o->antialias_ratio);
 	if (o->final_act_fn[0] != '\0' && strcmp(o->final_act_fn, "tanh") != 0 &&
 	    strcmp(o->final_act_fn, "clamp") != 0)
 		/* upstream silently applies none for any other string */
-		return cfg_fail(err, path, "final_act_fn", "LQ-MODEL-003",
-		    "final_act_fn \"%s\" is not \"tanh\", \"clamp\" or null",
-		    o->final_act_fn);
+		return cfg_fail(err, path, k[11], "LQ-MODEL-003",
+		    "%s \"%s\" is not \"tanh\", \"clamp\" or null",
+		    k[11], o->final_act_fn);
 	ch = o->hidden_channels;
 	o->hop = 1;
 	for (int i = 0; i < o->n_upsample; i++) {
 		if (o->upsample_kernel_sizes[i] < o->upsample_factors[i])
-			return cfg_fail(err, path, "upsample_kernel_sizes",
-			    "LQ-MODEL-003", "upsample_kernel_sizes[%d] = %d is "
-			    "smaller than upsample_factors[%d] = %d (negative "
-			    "ConvTranspose1d padding)", i,
-			    o->upsample_kernel_sizes[i], i, o->upsample_factors[i]);
+			return cfg_fail(err, path, k[3],
+			    "LQ-MODEL-003", "%s[%d] = %d is "
+			    "smaller than %s[%d] = %d (negative "
+			    "ConvTranspose1d padding)", k[3], i,
+			    o->upsample_kernel_sizes[i], k[4], i,
+			    o->upsample_factors[i]);
 		if (o->hop > (1 << 16) / o->upsample_factors[i])
-			return cfg_fail(err, path, "upsample_factors",
-			    "LQ-MODEL-003", "upsample_factors multiply to more "
+			return cfg_fail(err, path, k[4],
+			    "LQ-MODEL-003", "%s multiply to more "
 			    "than 65536 samples per mel frame (LTX-2: 6*5*2*2*2 "
-			    "= 240)");
+			    "= 240)", k[4]);
 		o->hop *= o->upsample_factors[i];
 		ch /= 2;
 	}
 	if (ch < 1)
-		return cfg_fail(err, path, "hidden_channels", "LQ-MODEL-003",
-		    "hidden_channels %d halves to 0 over %d upsamplers; use at "
-		    "least %d", o->hidden_channels, o->n_upsample,
+		return cfg_fail(err, path, k[1], "LQ-MODEL-003",
+		    "%s %d halves to 0 over %d upsamplers; use at "
+		    "least %d", k[1], o->hidden_channels, o->n_upsample,
 		    1 << o->n_upsample);
+#undef KEY
+	return LQ_OK;
+}
+
+enum lq_status
+diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
+    struct ltx2_vocoder_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	const cJSON *cls = cfg_item(&c, "_class_name");
+
+	if (cJSON_IsString(cls) && strcmp(cls->valuestring,
+	    "LTX2VocoderWithBWE") == 0)
+		return cfg_fail(err, path, "_class_name", "LQ-MODEL-006",
+		    "LTX2VocoderWithBWE (the LTX-2.3 vocoder with bandwidth "
+		    "extension) runs only as `forward --component vocoder`; "
+		    "the LTX-2 render takes an LTX2Vocoder");
+	if (check_class(&c, "LTX2Vocoder") != LQ_OK)
+		return LQ_FAILED;
+	return parse_vocoder_keys(j, path, "", "output_sampling_rate", &voc_ltx2,
+	    o, err);
+}
+
+int
+diffusers_ltx2_vocoder_is_bwe(const cJSON *j)
+{
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "_class_name");
+
+	return cJSON_IsString(cls) && strcmp(cls->valuestring,
+	    "LTX2VocoderWithBWE") == 0;
+}
+
+enum lq_status
+diffusers_parse_ltx2_vocoder_bwe(const cJSON *j, const char *path,
+    struct ltx2_vocoder_bwe_config *o, struct lq_error *err)
+{
+	struct cfg c = {j, path, err, 0};
+	enum lq_status st;
+
+	if (check_class(&c, "LTX2VocoderWithBWE") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	if ((st = parse_vocoder_keys(j, path, "", "input_sampling_rate",
+	    &voc_bwe_stage1, &o->vocoder, err)) ||
+	    (st = parse_vocoder_keys(j, path, "bwe_", "output_sampling_rate",
+	    &voc_bwe_generator, &o->bwe_generator, err)))
+		return st;
+	o->filter_length = cfg_int(&c, "filter_length", 512, 2);
+	o->hop_length = cfg_int(&c, "hop_length", 80, 1);
+	o->window_length = cfg_int(&c, "window_length", 512, 1);
+	o->num_mel_channels = cfg_int(&c, "num_mel_channels", 64, 1);
+	o->input_sampling_rate = o->vocoder.output_sampling_rate;
+	o->output_sampling_rate = o->bwe_generator.output_sampling_rate;
+	if (c.failed)
+		return LQ_FAILED;
+	/* the stage-1 waveform's channels, as mel channels, make the BWE
+	 * generator's input: out_channels x num_mel_channels */
+	if (o->vocoder.out_channels * o->num_mel_channels !=
+	    o->bwe_generator.in_channels)
+		return cfg_fail(err, path, "bwe_in_channels", "LQ-MODEL-003",
+		    "bwe_in_channels %d is not out_channels %d x "
+		    "num_mel_channels %d (the stage-1 waveform's log-mel)",
+		    o->bwe_generator.in_channels, o->vocoder.out_channels,
+		    o->num_mel_channels);
+	if (o->output_sampling_rate % o->input_sampling_rate != 0 ||
+	    o->output_sampling_rate < o->input_sampling_rate)
+		return cfg_fail(err, path, "output_sampling_rate", "LQ-MODEL-003",
+		    "output_sampling_rate %d is not a multiple of "
+		    "input_sampling_rate %d (the resampler's integer ratio)",
+		    o->output_sampling_rate, o->input_sampling_rate);
+	if (o->bwe_generator.hop != o->hop_length *
+	    (o->output_sampling_rate / o->input_sampling_rate))
+		return cfg_fail(err, path, "bwe_upsample_factors", "LQ-MODEL-003",
+		    "bwe_upsample_factors multiply to %d, not hop_length %d x "
+		    "the rate ratio %d: the BWE residual and the resampled "
+		    "waveform would differ in length", o->bwe_generator.hop,
+		    o->hop_length, o->output_sampling_rate /
+		    o->input_sampling_rate);
+	if (o->window_length < o->hop_length)
+		return cfg_fail(err, path, "window_length", "LQ-MODEL-003",
+		    "window_length %d is below hop_length %d",
+		    o->window_length, o->hop_length);
 	return LQ_OK;
 }
 
@@ -797,15 +914,68 @@ rev(const int *x, int n, int i)
 	return x[n - 1 - i];
 }
 
+/* The keys only AutoencoderKLLTX2Video's config has: with no _class_name,
+ * any of them makes a config LTX-2's. */
+static const char *const ltx2_vae_keys[] = {
+	"encoder_spatial_padding_mode", "decoder_spatial_padding_mode",
+	"upsample_type", NULL,
+};
+
+/* A bool-or-list key of AutoencoderKLLTX2Video.__init__: a bare bool is
+ * broadcast to n entries (upstream's `(x,) * n`), else as cfg_list. */
+static int
+cfg_blist(struct cfg *c, const char *key, int *dst, int max, const int *def,
+    int ndef, int n)
+{
+	const cJSON *v = cfg_item(c, key);
+
+	if (v != NULL && cJSON_IsBool(v)) {
+		if (n < 1 || n > max)
+			return cfg_bad(c, key, "a list (the block count is out "
+			    "of range)"), 0;
+		for (int i = 0; i < n; i++)
+			dst[i] = cJSON_IsTrue(v);
+		return n;
+	}
+	return cfg_list(c, key, 'b', 0, dst, 0, max, def, ndef);
+}
+
+/* A spatial_padding_mode key: "zeros" or "reflect" (torch's "replicate"
+ * and "circular" are refused by name). */
+static enum lq_status
+vae_padding_mode(struct cfg *c, const char *key, char *dst, size_t n)
+{
+	cfg_str(c, key, key[0] == 'e' ? "zeros" : "reflect", dst, n);
+	if (c->failed)
+		return LQ_FAILED;
+	if (strcmp(dst, "zeros") == 0 || strcmp(dst, "reflect") == 0)
+		return LQ_OK;
+	if (strcmp(dst, "replicate") == 0 || strcmp(dst, "circular") == 0)
+		return cfg_fail(c->err, c->path, key, "LQ-MODEL-006",
+		    "%s \"%s\" is not implemented; use \"zeros\" or "
+		    "\"reflect\"", key, dst);
+	return cfg_fail(c->err, c->path, key, "LQ-MODEL-003",
+	    "%s \"%s\" is not a torch padding_mode (zeros, reflect, "
+	    "replicate, circular)", key, dst);
+}
+
 enum lq_status
 diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
     struct lq_error *err)
 {
 	struct cfg c = {j, path, err, 0};
-	if (check_class(&c, "AutoencoderKLLTXVideo") != LQ_OK)
+	const cJSON *cls = cfg_item(&c, "_class_name");
+	int ltx2 = cls != NULL && cJSON_IsString(cls) &&
+	    strcmp(cls->valuestring, "AutoencoderKLLTX2Video") == 0;
+
+	for (int i = 0; cls == NULL && ltx2_vae_keys[i]; i++)
+		ltx2 |= cfg_item(&c, ltx2_vae_keys[i]) != NULL;
+	if (!ltx2 && check_class(&c, "AutoencoderKLLTXVideo") != LQ_OK)
 		return LQ_FAILED;
 	memset(o, 0, sizeof(*o));
+	o->ltx2 = ltx2;
 	const int M = DIFFUSERS_MAX_BLOCKS;
+	/* AutoencoderKLLTXVideo.__init__'s defaults ... */
 	static const int d_boc[] = {128, 256, 512, 512};
 	static const int d_lpb[] = {4, 3, 3, 3, 4};
 	static const int d_sts[] = {1, 1, 1, 0};
@@ -815,41 +985,88 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 	static const char d_dbt[4][32] = {"LTXVideoDownBlock3D", "LTXVideoDownBlock3D",
 	    "LTXVideoDownBlock3D", "LTXVideoDownBlock3D"};
 	static const char d_dst[4][16] = {"conv", "conv", "conv", "conv"};
+	/* ... and AutoencoderKLLTX2Video's */
+	static const int d2_boc[] = {256, 512, 1024, 2048};
+	static const int d2_dboc[] = {256, 512, 1024};
+	static const int d2_lpb[] = {4, 6, 6, 2, 2};
+	static const int d2_dlpb[] = {5, 5, 5, 5};
+	static const int d2_sts[] = {1, 1, 1, 1};
+	static const int d2_dsts[] = {1, 1, 1};
+	static const int d2_inj[] = {0, 0, 0, 0};
+	static const int d2_res[] = {1, 1, 1};
+	static const int d2_fac[] = {2, 2, 2};
+	static const char d2_dbt[4][32] = {"LTX2VideoDownBlock3D", "LTX2VideoDownBlock3D",
+	    "LTX2VideoDownBlock3D", "LTX2VideoDownBlock3D"};
+	static const char d2_dst[4][16] = {"spatial", "temporal", "spatiotemporal",
+	    "spatiotemporal"};
+	static const char d2_ut[3][16] = {"spatiotemporal", "spatiotemporal",
+	    "spatiotemporal"};
 	o->in_channels = cfg_int(&c, "in_channels", 3, 1);
 	o->out_channels = cfg_int(&c, "out_channels", 3, 1);
 	o->latent_channels = cfg_int(&c, "latent_channels", 128, 1);
 	o->n_block_out_channels = cfg_list(&c, "block_out_channels", 'i', 1,
-	    o->block_out_channels, 0, M, d_boc, 4);
+	    o->block_out_channels, 0, M, ltx2 ? d2_boc : d_boc, 4);
 	o->n_down_block_types = cfg_list(&c, "down_block_types", 's', 0, o->down_block_types,
-	    sizeof(o->down_block_types[0]), M, d_dbt, 4);
+	    sizeof(o->down_block_types[0]), M, ltx2 ? d2_dbt : d_dbt, 4);
 	o->n_decoder_block_out_channels = cfg_list(&c, "decoder_block_out_channels", 'i', 1,
-	    o->decoder_block_out_channels, 0, M, d_boc, 4);
+	    o->decoder_block_out_channels, 0, M, ltx2 ? d2_dboc : d_boc, ltx2 ? 3 : 4);
 	o->n_layers_per_block = cfg_list(&c, "layers_per_block", 'i', 0, o->layers_per_block, 0,
-	    M + 1, d_lpb, 5);
+	    M + 1, ltx2 ? d2_lpb : d_lpb, 5);
 	o->n_decoder_layers_per_block = cfg_list(&c, "decoder_layers_per_block", 'i', 0,
-	    o->decoder_layers_per_block, 0, M + 1, d_lpb, 5);
-	o->n_spatio_temporal_scaling = cfg_list(&c, "spatio_temporal_scaling", 'b', 0,
-	    o->spatio_temporal_scaling, 0, M, d_sts, 4);
-	o->n_decoder_spatio_temporal_scaling = cfg_list(&c, "decoder_spatio_temporal_scaling",
-	    'b', 0, o->decoder_spatio_temporal_scaling, 0, M, d_sts, 4);
-	o->n_decoder_inject_noise = cfg_list(&c, "decoder_inject_noise", 'b', 0,
-	    o->decoder_inject_noise, 0, M + 1, d_inj, 5);
+	    o->decoder_layers_per_block, 0, M + 1, ltx2 ? d2_dlpb : d_lpb, ltx2 ? 4 : 5);
+	if (ltx2) {
+		int ne = o->n_layers_per_block, nd = o->n_decoder_layers_per_block;
+
+		o->n_spatio_temporal_scaling = cfg_blist(&c, "spatio_temporal_scaling",
+		    o->spatio_temporal_scaling, M, d2_sts, 4, ne - 1);
+		o->n_decoder_spatio_temporal_scaling = cfg_blist(&c,
+		    "decoder_spatio_temporal_scaling",
+		    o->decoder_spatio_temporal_scaling, M, d2_dsts, 3, nd - 1);
+		o->n_decoder_inject_noise = cfg_blist(&c, "decoder_inject_noise",
+		    o->decoder_inject_noise, M + 1, d2_inj, 4, nd);
+		o->n_upsample_residual = cfg_blist(&c, "upsample_residual",
+		    o->upsample_residual, M, d2_res, 3, nd - 1);
+	} else {
+		o->n_spatio_temporal_scaling = cfg_list(&c, "spatio_temporal_scaling", 'b', 0,
+		    o->spatio_temporal_scaling, 0, M, d_sts, 4);
+		o->n_decoder_spatio_temporal_scaling = cfg_list(&c,
+		    "decoder_spatio_temporal_scaling", 'b', 0,
+		    o->decoder_spatio_temporal_scaling, 0, M, d_sts, 4);
+		o->n_decoder_inject_noise = cfg_list(&c, "decoder_inject_noise", 'b', 0,
+		    o->decoder_inject_noise, 0, M + 1, d_inj, 5);
+		o->n_upsample_residual = cfg_list(&c, "upsample_residual", 'b', 0,
+		    o->upsample_residual, 0, M, d_res, 4);
+	}
 	o->n_downsample_type = cfg_list(&c, "downsample_type", 's', 0, o->downsample_type,
-	    sizeof(o->downsample_type[0]), M, d_dst, 4);
-	o->n_upsample_residual = cfg_list(&c, "upsample_residual", 'b', 0, o->upsample_residual,
-	    0, M, d_res, 4);
+	    sizeof(o->downsample_type[0]), M, ltx2 ? d2_dst : d_dst, 4);
 	o->n_upsample_factor = cfg_list(&c, "upsample_factor", 'i', 1, o->upsample_factor, 0, M,
-	    d_fac, 4);
+	    ltx2 ? d2_fac : d_fac, ltx2 ? 3 : 4);
 	o->timestep_conditioning = cfg_bool(&c, "timestep_conditioning", 0);
 	o->patch_size = cfg_int(&c, "patch_size", 4, 1);
 	o->patch_size_t = cfg_int(&c, "patch_size_t", 1, 1);
 	o->resnet_norm_eps = cfg_num(&c, "resnet_norm_eps", 1e-6, 1);
 	o->scaling_factor = cfg_num(&c, "scaling_factor", 1.0, 1);
 	o->encoder_causal = cfg_bool(&c, "encoder_causal", 1);
-	o->decoder_causal = cfg_bool(&c, "decoder_causal", 0);
+	o->decoder_causal = cfg_bool(&c, "decoder_causal", ltx2);
 	o->spatial_compression_ratio = cfg_int(&c, "spatial_compression_ratio", 0, 1);
 	o->temporal_compression_ratio = cfg_int(&c, "temporal_compression_ratio", 0, 1);
+	if (ltx2) {
+		o->n_upsample_type = cfg_list(&c, "upsample_type", 's', 0, o->upsample_type,
+		    sizeof(o->upsample_type[0]), M, d2_ut, 3);
+	} else {
+		snprintf(o->encoder_spatial_padding_mode,
+		    sizeof(o->encoder_spatial_padding_mode), "zeros");
+		snprintf(o->decoder_spatial_padding_mode,
+		    sizeof(o->decoder_spatial_padding_mode), "zeros");
+	}
 	if (c.failed)
+		return LQ_FAILED;
+	if (ltx2 && (vae_padding_mode(&c, "encoder_spatial_padding_mode",
+	    o->encoder_spatial_padding_mode,
+	    sizeof(o->encoder_spatial_padding_mode)) != LQ_OK ||
+	    vae_padding_mode(&c, "decoder_spatial_padding_mode",
+	    o->decoder_spatial_padding_mode,
+	    sizeof(o->decoder_spatial_padding_mode)) != LQ_OK))
 		return LQ_FAILED;
 	if (o->patch_size_t != 1)
 		return cfg_fail(err, path, "patch_size_t", "LQ-MODEL-006",
@@ -867,7 +1084,7 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 		    : o->n_layers_per_block < nenc ? "layers_per_block" : "downsample_type",
 		    "LQ-MODEL-004", "list is shorter than the %d encoder blocks "
 		    "block_out_channels implies", nenc);
-	for (int i = 0; i < nenc; i++) {
+	for (int i = 0; i < nenc && !ltx2; i++) {
 		const char *t = o->down_block_types[i];
 		if (strcmp(t, "LTXVideoDownBlock3D") != 0 && strcmp(t, "LTXVideo095DownBlock3D") != 0)
 			return cfg_fail(err, path, "down_block_types", "LQ-MODEL-002",
@@ -893,6 +1110,7 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 	int m = o->n_decoder_block_out_channels;
 	const char *shortkey = o->n_decoder_spatio_temporal_scaling < m
 	    ? "decoder_spatio_temporal_scaling"
+	    : ltx2 && o->n_upsample_type < m ? "upsample_type"
 	    : o->n_decoder_layers_per_block < m + 1 ? "decoder_layers_per_block"
 	    : o->n_decoder_inject_noise < m + 1 ? "decoder_inject_noise"
 	    : o->n_upsample_residual < m ? "upsample_residual"
@@ -903,6 +1121,21 @@ diffusers_parse_vae(const cJSON *j, const char *path, struct ltxv_vae_config *o,
 		    "implies (+1 for the mid block in *_layers_per_block and inject_noise)", m);
 	const int *dboc = o->decoder_block_out_channels;
 	int out = rev(dboc, m, 0);
+	/* LTX2VideoUpBlock3d's strides other than (2, 2, 2) are not
+	 * implemented: name the first one */
+	for (int i = 0; ltx2 && i < m; i++) {
+		const char *t = o->upsample_type[i];
+
+		if (strcmp(t, "spatiotemporal") == 0)
+			continue;
+		if (strcmp(t, "spatial") == 0 || strcmp(t, "temporal") == 0)
+			return cfg_fail(err, path, "upsample_type", "LQ-MODEL-006",
+			    "upsample_type \"%s\" (entry %d) is not implemented; "
+			    "use \"spatiotemporal\"", t, i);
+		return cfg_fail(err, path, "upsample_type", "LQ-MODEL-003",
+		    "upsample_type \"%s\" (entry %d) is not spatial, temporal "
+		    "or spatiotemporal", t, i);
+	}
 	o->dec_conv_in_out = out;
 	o->dec_mid_layers = rev(o->decoder_layers_per_block, o->n_decoder_layers_per_block, 0);
 	o->dec_mid_inject_noise = rev(o->decoder_inject_noise, o->n_decoder_inject_noise, 0);
@@ -954,7 +1187,8 @@ cJSON *
 diffusers_vae_to_json(const struct ltxv_vae_config *o)
 {
 	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "_class_name", "AutoencoderKLLTXVideo");
+	cJSON_AddStringToObject(j, "_class_name", o->ltx2 ? "AutoencoderKLLTX2Video" :
+	    "AutoencoderKLLTXVideo");
 	cJSON_AddStringToObject(j, "_diffusers_version", DIFFUSERS_VERSION);
 	add_ints(j, "block_out_channels", o->block_out_channels, o->n_block_out_channels);
 	add_ints(j, "decoder_block_out_channels", o->decoder_block_out_channels,
@@ -987,6 +1221,15 @@ diffusers_vae_to_json(const struct ltxv_vae_config *o)
 	cJSON_AddBoolToObject(j, "timestep_conditioning", o->timestep_conditioning);
 	add_ints(j, "upsample_factor", o->upsample_factor, o->n_upsample_factor);
 	add_bools(j, "upsample_residual", o->upsample_residual, o->n_upsample_residual);
+	if (o->ltx2) {
+		cJSON_AddStringToObject(j, "encoder_spatial_padding_mode",
+		    o->encoder_spatial_padding_mode);
+		cJSON_AddStringToObject(j, "decoder_spatial_padding_mode",
+		    o->decoder_spatial_padding_mode);
+		a = cJSON_AddArrayToObject(j, "upsample_type");
+		for (int i = 0; i < o->n_upsample_type; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(o->upsample_type[i]));
+	}
 	return j;
 }
 

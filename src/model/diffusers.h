@@ -67,9 +67,13 @@ struct ltxv_vae_up_block {
 	int upsampler_in, upsampler_out;	/* out*factor -> out*8 channels */
 };
 
-/* AutoencoderKLLTXVideo (diffusers autoencoder_kl_ltx.py).  Lists are as
+/* AutoencoderKLLTXVideo (diffusers autoencoder_kl_ltx.py), or with `ltx2`
+ * AutoencoderKLLTX2Video (autoencoder_kl_ltx2.py: the same decoder math
+ * with a spatial padding mode, a call-time causal flag and other
+ * defaults; the comments give LTX-Video's defaults).  Lists are as
  * written in config.json (encoder order); n_* are their lengths. */
 struct ltxv_vae_config {
+	int ltx2;			/* _class_name AutoencoderKLLTX2Video */
 	int in_channels;		/* 3 */
 	int out_channels;		/* 3 */
 	int latent_channels;		/* 128 */
@@ -101,7 +105,14 @@ struct ltxv_vae_config {
 	double resnet_norm_eps;		/* 1e-6 */
 	double scaling_factor;		/* 1.0 */
 	int encoder_causal;		/* 1 */
-	int decoder_causal;		/* 0 */
+	int decoder_causal;		/* 0 (LTX-2: 1) */
+	/* LTX-2 only (LTX-Video pads with zeros and upsamples in t, h, w):
+	 * "zeros" or "reflect" (torch padding_mode), the decoder's
+	 * "spatiotemporal" x3 */
+	char encoder_spatial_padding_mode[16];	/* zeros */
+	char decoder_spatial_padding_mode[16];	/* reflect */
+	int n_upsample_type;
+	char upsample_type[DIFFUSERS_MAX_BLOCKS][16];
 	/* derived: config value, or patch_size * 2^(number of true in the
 	 * encoder spatio_temporal_scaling) and patch_size_t * 2^(same) */
 	int spatial_compression_ratio;
@@ -143,14 +154,34 @@ struct ltx2_vocoder_config {
 	int resnet_kernel_sizes[DIFFUSERS_MAX_VOCODER];		/* 3,7,11 */
 	int n_resnet_dilations[DIFFUSERS_MAX_VOCODER];
 	int resnet_dilations[DIFFUSERS_MAX_VOCODER][DIFFUSERS_MAX_VOCODER];	/* [1,3,5] x3 */
-	char act_fn[16];		/* "leaky_relu" (the only one implemented) */
+	char act_fn[16];		/* "leaky_relu", "snakebeta" or "snake" */
 	double leaky_relu_negative_slope;	/* 0.1 */
-	int antialias;			/* false (true is not implemented) */
+	int antialias;			/* false (true needs snake/snakebeta) */
+	int antialias_ratio;		/* 2: AntiAliasAct1d's up/down ratio */
+	int antialias_kernel_size;	/* 12: its Kaiser-sinc filters' taps */
 	char final_act_fn[16];		/* "tanh", "clamp" or "" (null) */
 	int final_bias;			/* true */
 	int output_sampling_rate;	/* 24000 (Hz) */
 	/* derived */
 	int hop;			/* product of upsample_factors: samples per mel frame */
+};
+
+/* LTX2VocoderWithBWE (pipelines/ltx2/vocoder.py, LTX-2.3): a stage-1
+ * LTX2Vocoder (`vocoder`, upstream's unprefixed keys; defaults hidden 1536,
+ * factors 5,2,2,2,2,2, snakebeta, antialias, no final act or bias), the
+ * causal STFT / log-mel of its waveform (`mel_stft`), a second LTX2Vocoder
+ * on that mel (`bwe_generator`, the bwe_* keys) and a Hann-sinc resampler
+ * of the stage-1 waveform by output / input sampling rate. */
+struct ltx2_vocoder_bwe_config {
+	struct ltx2_vocoder_config vocoder;	/* output_sampling_rate =
+						   input_sampling_rate */
+	struct ltx2_vocoder_config bwe_generator;
+	int filter_length;		/* 512: STFT size (filter_length/2 + 1 bins) */
+	int hop_length;			/* 80 */
+	int window_length;		/* 512: causal left pad window - hop */
+	int num_mel_channels;		/* 64 */
+	int input_sampling_rate;	/* 16000 (Hz, stage 1) */
+	int output_sampling_rate;	/* 48000 */
 };
 
 /* AutoencoderKLLTX2Audio (diffusers autoencoder_kl_ltx2_audio.py), the
@@ -402,11 +433,23 @@ enum lq_status diffusers_parse_latent_upsampler(const cJSON *cfg,
     struct lq_error *err);
 /* LTX2Vocoder's config: what upstream's __init__ refuses (list lengths
  * LQ-MODEL-004, act_fn, final_act_fn, too few channels for the stages
- * LQ-MODEL-003) and what latentq does not implement yet, named
- * (LQ-MODEL-006: act_fn snake / snakebeta, antialias, the LTX-2.3
- * LTX2VocoderWithBWE class). */
+ * LQ-MODEL-003) and what latentq does not implement, named (LQ-MODEL-006:
+ * antialias with leaky_relu, whose wrappers upstream nests; the LTX-2.3
+ * LTX2VocoderWithBWE class, which diffusers_parse_ltx2_vocoder_bwe
+ * reads). */
 enum lq_status diffusers_parse_ltx2_vocoder(const cJSON *cfg,
     const char *path, struct ltx2_vocoder_config *out,
+    struct lq_error *err);
+/* Whether a vocoder config's _class_name is LTX2VocoderWithBWE. */
+int diffusers_ltx2_vocoder_is_bwe(const cJSON *cfg);
+/* LTX2VocoderWithBWE's config: both LTX2Vocoders' keys checked as
+ * diffusers_parse_ltx2_vocoder (the BWE one's named bwe_*), and what the
+ * wrapper cannot run (LQ-MODEL-003): bwe_in_channels other than
+ * out_channels x num_mel_channels, an output rate not an integer multiple
+ * of the input rate, BWE upsampling other than hop_length x that ratio,
+ * window_length below hop_length. */
+enum lq_status diffusers_parse_ltx2_vocoder_bwe(const cJSON *cfg,
+    const char *path, struct ltx2_vocoder_bwe_config *out,
     struct lq_error *err);
 /* AutoencoderKLLTX2Audio's config: what upstream's __init__ refuses
  * (causality_axis other than none / width / height / width-compatibility,

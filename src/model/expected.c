@@ -182,9 +182,12 @@ expected_ltxv_transformer(const struct ltxv_transformer_config *c, struct tensor
 
 /* ---- LTX-Video VAE ---- */
 
-/* LTXVideoResnetBlock3d(in, out, inject_noise, timestep_conditioning) */
+/* LTXVideoResnetBlock3d(in, out, inject_noise, timestep_conditioning), or
+ * with ltx2 LTX2VideoResnetBlock3d, whose conv_shortcut is a plain
+ * nn.Conv3d (<prefix>.conv_shortcut.weight) */
 static void
-resnet(struct builder *b, const char *prefix, int64_t in, int64_t out, int inject, int tc)
+resnet(struct builder *b, const char *prefix, int64_t in, int64_t out, int inject, int tc,
+    int ltx2)
 {
 	char p[200];
 	snprintf(p, sizeof(p), "%s.conv1", prefix);
@@ -194,8 +197,14 @@ resnet(struct builder *b, const char *prefix, int64_t in, int64_t out, int injec
 	if (in != out) {
 		add(b, 1, (int64_t[]){in}, "%s.norm3.weight", prefix);
 		add(b, 1, (int64_t[]){in}, "%s.norm3.bias", prefix);
-		snprintf(p, sizeof(p), "%s.conv_shortcut", prefix);
-		conv3d(b, p, in, out, 1);
+		if (ltx2) {
+			add(b, 5, (int64_t[]){out, in, 1, 1, 1},
+			    "%s.conv_shortcut.weight", prefix);
+			add(b, 1, (int64_t[]){out}, "%s.conv_shortcut.bias", prefix);
+		} else {
+			snprintf(p, sizeof(p), "%s.conv_shortcut", prefix);
+			conv3d(b, p, in, out, 1);
+		}
 	}
 	if (inject) {
 		add(b, 3, (int64_t[]){in, 1, 1}, "%s.per_channel_scale1", prefix);
@@ -232,7 +241,7 @@ vae_encoder(struct builder *b, const struct ltxv_vae_config *c)
 		out = is095 ? boc[i + 1] : (i + 1 < nblocks ? boc[i + 1] : boc[i]);
 		for (int k = 0; k < c->layers_per_block[i]; k++) {
 			snprintf(p, sizeof(p), "encoder.down_blocks.%d.resnets.%d", i, k);
-			resnet(b, p, in, in, 0, 0);
+			resnet(b, p, in, in, 0, 0, 0);
 		}
 		if (c->spatio_temporal_scaling[i]) {
 			const char *dt = is095 ? c->downsample_type[i] : "conv";
@@ -252,12 +261,54 @@ vae_encoder(struct builder *b, const struct ltxv_vae_config *c)
 		}
 		if (!is095 && in != out) {
 			snprintf(p, sizeof(p), "encoder.down_blocks.%d.conv_out", i);
-			resnet(b, p, in, out, 0, 0);
+			resnet(b, p, in, out, 0, 0, 0);
 		}
 	}
 	for (int k = 0; k < c->layers_per_block[c->n_layers_per_block - 1]; k++) {
 		snprintf(p, sizeof(p), "encoder.mid_block.resnets.%d", k);
-		resnet(b, p, out, out, 0, 0);
+		resnet(b, p, out, out, 0, 0, 0);
+	}
+	conv3d(b, "encoder.conv_out", out, c->latent_channels + 1, 3);
+}
+
+/* LTX2VideoEncoder3d (autoencoder_kl_ltx2.py): conv_in to latent_channels
+ * (upstream's output_channel starts at out_channels), down blocks whose
+ * resnets keep their input width and whose downsampler changes it
+ * (LTX2VideoCausalConv3d for "conv", else LTX2VideoDownsampler3d to
+ * out / prod(stride)), the mid block, conv_out to latent_channels + 1. */
+static void
+vae_encoder_ltx2(struct builder *b, const struct ltxv_vae_config *c)
+{
+	char p[200];
+	int64_t out = c->latent_channels;
+
+	conv3d(b, "encoder.conv_in", (int64_t)c->in_channels * c->patch_size *
+	    c->patch_size, out, 3);
+	for (int i = 0; i < c->n_block_out_channels; i++) {
+		int64_t in = out;
+		const char *dt = c->downsample_type[i];
+
+		out = c->block_out_channels[i];
+		for (int k = 0; k < c->layers_per_block[i]; k++) {
+			snprintf(p, sizeof(p), "encoder.down_blocks.%d.resnets.%d", i, k);
+			resnet(b, p, in, in, 0, 0, 1);
+		}
+		if (!c->spatio_temporal_scaling[i])
+			continue;
+		if (strcmp(dt, "conv") == 0) {
+			snprintf(p, sizeof(p), "encoder.down_blocks.%d.downsamplers.0", i);
+			conv3d(b, p, in, in, 3);
+		} else {
+			int64_t prod = strcmp(dt, "spatiotemporal") == 0 ? 8
+			    : strcmp(dt, "spatial") == 0 ? 4 : 2;
+
+			snprintf(p, sizeof(p), "encoder.down_blocks.%d.downsamplers.0.conv", i);
+			conv3d(b, p, in, out / prod, 3);
+		}
+	}
+	for (int k = 0; k < c->layers_per_block[c->n_layers_per_block - 1]; k++) {
+		snprintf(p, sizeof(p), "encoder.mid_block.resnets.%d", k);
+		resnet(b, p, out, out, 0, 0, 1);
 	}
 	conv3d(b, "encoder.conv_out", out, c->latent_channels + 1, 3);
 }
@@ -275,7 +326,7 @@ expected_ltxv_vae(const struct ltxv_vae_config *c, struct tensor_table *t)
 		time_embedder(&b, "decoder.mid_block.time_embedder", 4 * C);
 	for (int k = 0; k < c->dec_mid_layers; k++) {
 		snprintf(p, sizeof(p), "decoder.mid_block.resnets.%d", k);
-		resnet(&b, p, C, C, c->dec_mid_inject_noise, tc);
+		resnet(&b, p, C, C, c->dec_mid_inject_noise, tc, c->ltx2);
 	}
 	for (int i = 0; i < c->dec_n_up; i++) {
 		const struct ltxv_vae_up_block *u = &c->dec_up[i];
@@ -285,7 +336,8 @@ expected_ltxv_vae(const struct ltxv_vae_config *c, struct tensor_table *t)
 		}
 		if (u->has_conv_in) {
 			snprintf(p, sizeof(p), "decoder.up_blocks.%d.conv_in", i);
-			resnet(&b, p, u->in_channels, u->out_channels, u->inject_noise, tc);
+			resnet(&b, p, u->in_channels, u->out_channels, u->inject_noise, tc,
+			    c->ltx2);
 		}
 		if (u->spatio_temporal_scale) {
 			snprintf(p, sizeof(p), "decoder.up_blocks.%d.upsamplers.0.conv", i);
@@ -293,7 +345,8 @@ expected_ltxv_vae(const struct ltxv_vae_config *c, struct tensor_table *t)
 		}
 		for (int k = 0; k < u->num_layers; k++) {
 			snprintf(p, sizeof(p), "decoder.up_blocks.%d.resnets.%d", i, k);
-			resnet(&b, p, u->out_channels, u->out_channels, u->inject_noise, tc);
+			resnet(&b, p, u->out_channels, u->out_channels, u->inject_noise, tc,
+			    c->ltx2);
 		}
 	}
 	conv3d(&b, "decoder.conv_out", c->dec_conv_out_in, c->dec_conv_out_out, 3);
@@ -305,7 +358,10 @@ expected_ltxv_vae(const struct ltxv_vae_config *c, struct tensor_table *t)
 	add(&b, 1, (int64_t[]){c->latent_channels}, "latents_mean");
 	add(&b, 1, (int64_t[]){c->latent_channels}, "latents_std");
 	b.flags = TENSOR_SPEC_OPTIONAL | TENSOR_SPEC_UNUSED;
-	vae_encoder(&b, c);
+	if (c->ltx2)
+		vae_encoder_ltx2(&b, c);
+	else
+		vae_encoder(&b, c);
 	tensor_table_sort(t);
 }
 

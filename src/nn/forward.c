@@ -469,6 +469,18 @@ run_ltx2_transformer(struct gpu_ctx *ctx, const char *dir,
 		ltx2_transformer_memory(m, &wb, &cap, &peak);
 		report_memory(report, "ltx2 transformer", wb, cap, peak, 0);
 	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+		struct ltx2_transformer_shape shp = { a.B, a.N, a.L, a.T, a.Ta,
+		    a.timestep_per_token, a.audio_timestep != NULL &&
+		    a.audio_timestep_per_token, a.call.use_cross_timestep };
+
+		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
+			goto out;
+		ltx2_transformer_plan(c, &lay, gpu_ctx_caps(ctx), &shp, &plan);
+		report_plan(report, ctx, "ltx2 transformer", &plan);
+	}
 out:
 	ltx2_transformer_free(m);
 	free(hs);
@@ -761,6 +773,31 @@ run_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 			tsb[b] = st_tensor_numel(tt) == 1 ? ts[0] : ts[b];
 		a.decode_timestep = tsb;
 	}
+	if (input_find(in, "causal") != NULL) {
+		/* AutoencoderKLLTX2Video.decode(z, temb, causal): one value,
+		 * nonzero = causal (the config's decoder_causal still wins) */
+		const struct st_tensor *tc = input_find(in, "causal");
+		float *cv;
+
+		if (!c->ltx2) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "causal is an argument of AutoencoderKLLTX2Video."
+			    "decode; an AutoencoderKLLTXVideo decoder has none "
+			    "(its config's decoder_causal decides)");
+			error_set_field(err, "causal");
+			goto out;
+		}
+		if (st_tensor_numel(tc) != 1) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "causal has %lld values; it is one flag (0 or 1)",
+			    (long long)st_tensor_numel(tc));
+			error_set_field(err, "causal");
+			goto out;
+		}
+		cv = st_tensor_to_f32(tc);
+		a.causal = cv[0] != 0.0f;
+		free(cv);
+	}
 	a.noise = &noise;
 	ltxv_vae_output_shape(v, tz->shape, oshape);
 	if (tiling != NULL) {
@@ -999,6 +1036,16 @@ run_vocoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		ltx2_vocoder_memory(v, &wb, &cap, &peak);
 		report_memory(report, "vocoder", wb, cap, peak,
 		    gpu_buffer_size(b_m) + gpu_buffer_size(b_y));
+	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+
+		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
+			goto out;
+		ltx2_vocoder_plan(ltx2_vocoder_config(v), ltx2_vocoder_bwe_config(v),
+		    &lay, gpu_ctx_caps(ctx), tm->shape, &plan);
+		report_plan(report, ctx, "vocoder", &plan);
 	}
 out:
 	gpu_buffer_free(b_m);

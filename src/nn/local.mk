@@ -33,7 +33,8 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
 	tests/nn/norm-out-linear.sh tests/nn/ltx2-vocoder.sh \
 	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
-	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh
+	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh \
+	tests/nn/ltx2-vae.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltx2_rope_SOURCES = tests/nn/test-ltx2-rope.c
 tests_nn_test_ltx2_rope_LDADD = $(LQ_TEST_LDADD)
@@ -56,5 +57,5 @@ EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \
 	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh \
 	tests/nn/ltx2-connectors.sh tests/nn/ltx2-common.sh \
-	tests/nn/ltx2-transformer.sh \
+	tests/nn/ltx2-transformer.sh tests/nn/ltx2-vae.sh \
 	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2

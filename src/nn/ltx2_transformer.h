@@ -15,11 +15,13 @@
  *
  * Use:
  *   ltx2_transformer_load(ctx, "model/transformer", &m, &err);
+ *   [ltx2_transformer_reserve(m, &shape, &err);]   (allocates, once)
  *   ltx2_transformer_forward(m, &args, &out, NULL, &err);   (per call)
  *   ltx2_transformer_free(m);
  *
  * Ownership: the model owns its weights (uploaded once at load, as stored),
- * its activation pool (grown to the largest call so far) and its command
+ * its activation pool and host scratch (reserved, grown to the largest
+ * call so far) and its command
  * recording; args and outputs are the caller's host arrays (outputs are
  * filled, not allocated).  The gpu context must outlive the model.
  */
@@ -33,6 +35,7 @@
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
 #include "nn/dump.h"
+#include "nn/plan.h"
 
 struct ltx2_transformer;
 
@@ -137,6 +140,36 @@ const struct ltx2_transformer_config *ltx2_transformer_config(
 enum lq_status ltx2_transformer_forward(struct ltx2_transformer *m,
     const struct ltx2_transformer_args *a, const struct ltx2_transformer_out *out,
     const struct nn_dump *dump, struct lq_error *err);
+
+/* What one call's memory depends on (ltx2_transformer_args' sizes). */
+struct ltx2_transformer_shape {
+	int B, N, L, T, Ta;
+	int timestep_per_token;		/* timestep [B, N] */
+	int audio_timestep_per_token;	/* audio_timestep [B, L] */
+	int use_cross_timestep;
+};
+
+/*
+ * Allocates the activation pool and the host scratch for calls of shape
+ * s (the sizes ltx2_transformer_plan counts), so that forwards of that
+ * shape allocate nothing; forward reserves itself when a call needs
+ * more (grown, never shrunk).  LQ_RETRY (LQ-GPU-OOM) when the device is
+ * out of memory.
+ */
+enum lq_status ltx2_transformer_reserve(struct ltx2_transformer *m,
+    const struct ltx2_transformer_shape *s, struct lq_error *err);
+
+/*
+ * The memory plan of one forward (nn/plan.h): weights as `w` lays them
+ * out (all resident; NULL: 0), the activation pool exactly as
+ * ltx2_transformer_forward sizes it on `caps` (every input, table,
+ * embedding, stream and scratch tensor lives in it, so io is 0) and the
+ * forward's host scratch (RoPE tables and coordinates, sinusoids, mask
+ * biases).  Pure: reads no file and no device.
+ */
+void ltx2_transformer_plan(const struct ltx2_transformer_config *c,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    const struct ltx2_transformer_shape *s, struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,

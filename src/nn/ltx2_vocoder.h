@@ -27,6 +27,9 @@
 #include "nn/dump.h"
 
 struct ltx2_vocoder;
+struct nn_plan_bytes;
+struct nn_weights_layout;
+struct device_caps;
 
 /*
  * Reads `dir`/config.json (diffusers_parse_ltx2_vocoder: LQ-MODEL-00x for
@@ -39,7 +42,12 @@ enum lq_status ltx2_vocoder_load(struct gpu_ctx *ctx, const char *dir,
 
 void ltx2_vocoder_free(struct ltx2_vocoder *v);
 
+/* The LTX2Vocoder's config; for LTX2VocoderWithBWE its stage-1 vocoder's
+ * (borrowed). */
 const struct ltx2_vocoder_config *ltx2_vocoder_config(
+    const struct ltx2_vocoder *v);
+/* LTX2VocoderWithBWE's whole config, or NULL for an LTX2Vocoder. */
+const struct ltx2_vocoder_bwe_config *ltx2_vocoder_bwe_config(
     const struct ltx2_vocoder *v);
 
 /*
@@ -65,6 +73,18 @@ void ltx2_vocoder_output_shape(const struct ltx2_vocoder *v,
 enum lq_status ltx2_vocoder_forward(struct ltx2_vocoder *v,
     const struct gpu_tensor *mel, const struct gpu_tensor *waveform,
     const struct nn_dump *dump, struct lq_error *err);
+
+/*
+ * The memory plan (nn/plan.h) of one ltx2_vocoder_forward of mel
+ * [B, C, T, M] from the configs alone: `c` the LTX2Vocoder's, or with `bwe`
+ * (then c is ignored) LTX2VocoderWithBWE's; `w` the weights' layout (NULL:
+ * weights 0).  Activations are the pool the forward creates; host the
+ * BWE's MelSTFT arrays.
+ */
+void ltx2_vocoder_plan(const struct ltx2_vocoder_config *c,
+    const struct ltx2_vocoder_bwe_config *bwe,
+    const struct nn_weights_layout *w, const struct device_caps *caps,
+    const int64_t mel[4], struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltx2_vocoder_memory(const struct ltx2_vocoder *v, size_t *weights,

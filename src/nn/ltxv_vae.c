@@ -128,9 +128,11 @@ load_temb(struct ltxv_vae *v, struct vae_temb *t, const char *path, int dim,
 
 enum lq_status
 ltxv_vae_resnet_load(struct nn_weights *v, struct vae_resnet *r,
-    const char *path, int cin, int cout, int inject, int tc,
+    const char *path, int cin, int cout, int inject, int tc, int ltx2,
     struct lq_error *err)
 {
+	const char *sc = ltx2 ? "conv_shortcut" : "conv_shortcut.conv";
+
 	enum lq_status st;
 
 	snprintf(r->path, sizeof(r->path), "%s", path);
@@ -149,9 +151,9 @@ ltxv_vae_resnet_load(struct nn_weights *v, struct vae_resnet *r,
 		if ((st = wgetw(v, &r->norm3_w, 1, SHAPE(cin), err, "%s.norm3.weight", path)) ||
 		    (st = wgetw(v, &r->norm3_b, 1, SHAPE(cin), err, "%s.norm3.bias", path)) ||
 		    (st = wgetw(v, &r->short_w, 5, SHAPE(cout, cin, 1, 1, 1), err,
-		    "%s.conv_shortcut.conv.weight", path)) ||
+		    "%s.%s.weight", path, sc)) ||
 		    (st = wgetw(v, &r->short_b, 1, SHAPE(cout), err,
-		    "%s.conv_shortcut.conv.bias", path)))
+		    "%s.%s.bias", path, sc)))
 			return st;
 	}
 	if (inject) {
@@ -196,7 +198,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 	for (int j = 0; j < v->mid.nres; j++) {
 		snprintf(path, sizeof(path), "decoder.mid_block.resnets.%d", j);
 		if ((st = ltxv_vae_resnet_load(v->w, &v->mid.res[j], path, C0, C0,
-		    c->dec_mid_inject_noise, v->tc, err)))
+		    c->dec_mid_inject_noise, v->tc, c->ltx2, err)))
 			return st;
 	}
 	v->cmax = C0;
@@ -225,7 +227,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 			b->has_conv_in = 1;
 			snprintf(path, sizeof(path), "%s.conv_in", b->path);
 			if ((st = ltxv_vae_resnet_load(v->w, &b->conv_in, path, u->in_channels,
-			    u->out_channels, u->inject_noise, v->tc, err)))
+			    u->out_channels, u->inject_noise, v->tc, c->ltx2, err)))
 				return st;
 			cur = u->out_channels;
 		}
@@ -259,7 +261,7 @@ load_weights(struct ltxv_vae *v, struct lq_error *err)
 		for (int j = 0; j < b->nres; j++) {
 			snprintf(path, sizeof(path), "%s.resnets.%d", b->path, j);
 			if ((st = ltxv_vae_resnet_load(v->w, &b->res[j], path, u->out_channels,
-			    u->out_channels, u->inject_noise, v->tc, err)))
+			    u->out_channels, u->inject_noise, v->tc, c->ltx2, err)))
 				return st;
 		}
 		if (b->cin > v->cmax)
@@ -676,10 +678,15 @@ ltxv_vae_conv3_params(int causal, int stride_t, int stride_h, int stride_w)
 	return p;
 }
 
+/* The decoder's k3 convs (LTXVideoCausalConv3d / LTX2VideoCausalConv3d
+ * with the run's causal flag and spatial padding mode). */
 static struct ops_conv3d_params
-conv3_params(const struct ltxv_vae *v)
+conv3_params(const struct vae_run *run)
 {
-	return ltxv_vae_conv3_params(v->cfg.decoder_causal, 1, 1, 1);
+	struct ops_conv3d_params p = ltxv_vae_conv3_params(run->causal, 1, 1, 1);
+
+	p.s_mode = run->s_mode;
+	return p;
 }
 
 struct ops_conv3d_params
@@ -719,7 +726,7 @@ ltxv_vae_resnet_forward(struct vae_run *run, const struct vae_resnet *r,
     const struct gpu_tensor *temb)
 {
 	struct gpu_cmd *cmd = run->cmd;
-	struct ops_conv3d_params p3 = ltxv_vae_conv3_params(run->causal, 1, 1, 1);
+	struct ops_conv3d_params p3 = conv3_params(run);
 	struct ops_conv3d_params p1 = ltxv_vae_conv1_params();
 	int64_t B = run->B;
 	struct gpu_tensor x = view5(&run->slot[xs], B, r->cin, F, H, W);
@@ -779,7 +786,7 @@ upsample(struct vae_run *run, const struct vae_block *b, int xs, int ys,
     int64_t F, int64_t H, int64_t W)
 {
 	struct gpu_cmd *cmd = run->cmd;
-	struct ops_conv3d_params p3 = conv3_params(run->v);
+	struct ops_conv3d_params p3 = conv3_params(run);
 	int64_t B = run->B, Co = b->up_out / 8, F2 = 2 * F - 1;
 	struct gpu_tensor x = view5(&run->slot[xs], B, b->up_in, F, H, W);
 	struct gpu_tensor c = view5(&run->slot[2], B, b->up_out, F, H, W);
@@ -928,6 +935,19 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 		return error_set(err, LQ_FAILED, "LQ-NN-INPUT",
 		    "ltxv vae: the decoder is timestep-conditioned and needs "
 		    "decode_timestep");
+	if (strcmp(v->cfg.decoder_spatial_padding_mode, "reflect") == 0 &&
+	    (H < 2 || W < 2)) {
+		/* torch's reflect padding needs pad < size; the latent is
+		 * the smallest grid the decoder pads */
+		error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+		    "z is %lld x %lld (H x W): decoder_spatial_padding_mode "
+		    "\"reflect\" pads by 1 and needs a latent of at least 2 x 2",
+		    (long long)H, (long long)W);
+		error_set_field(err, "z");
+		error_set_hint(err, "decode at least 2 latent rows and columns "
+		    "(%d pixels)", 2 * v->cfg.spatial_compression_ratio);
+		return LQ_FAILED;
+	}
 	st = ltxv_vae_reserve(v, (int)B, (int)F, (int)H, (int)W, err);
 	if (st != LQ_OK)
 		return st;
@@ -937,7 +957,10 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	run.cmd = cmd;
 	run.dump = dump;
 	run.B = B;
-	run.causal = v->cfg.decoder_causal;
+	/* LTX2VideoDecoder3d.forward: causal = causal or self.is_causal */
+	run.causal = args->causal || v->cfg.decoder_causal;
+	run.s_mode = strcmp(v->cfg.decoder_spatial_padding_mode, "reflect") == 0 ?
+	    OPS_PAD_REFLECT : OPS_PAD_ZERO;
 	run.eps = (float)v->cfg.resnet_norm_eps;
 	mx = slot_numel(&v->cfg, B, F, H, W);
 	mark = gpu_pool_mark(v->pool);
@@ -963,7 +986,7 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 	}
 
 	{
-		struct ops_conv3d_params p3 = conv3_params(v);
+		struct ops_conv3d_params p3 = conv3_params(&run);
 		struct gpu_tensor h = view5(&run.slot[s], B, v->cfg.dec_conv_in_out, F, H, W);
 
 		OP(ops_conv3d(cmd, &h, z, &v->conv_in_w, &v->conv_in_b, &p3));
@@ -996,14 +1019,25 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 			OP(ltxv_vae_resnet_forward(&run, &b->conv_in, s, 1 - s, F, H, W, NULL));
 			s = 1 - s;
 		}
-		if (b->has_te)
+		if (b->has_te) {
 			OP(time_embed(&run, &b->te, &temb));
+			snprintf(name, sizeof(name), "decoder.up_blocks.%d.time_embedder", i);
+			DUMP(name, temb);
+		}
 		if (b->up) {
 			OP(upsample(&run, b, s, 1 - s, F, H, W));
 			s = 1 - s;
 			F = 2 * F - 1;
 			H *= 2;
 			W *= 2;
+			if (dump) {
+				struct gpu_tensor h = view5(&run.slot[s], B,
+				    b->up_out / 8, F, H, W);
+
+				snprintf(name, sizeof(name),
+				    "decoder.up_blocks.%d.upsamplers.0", i);
+				DUMP(name, h);
+			}
 		}
 		for (int j = 0; j < b->nres; j++) {
 			OP(ltxv_vae_resnet_forward(&run, &b->res[j], s, 1 - s, F, H, W,
@@ -1021,10 +1055,13 @@ ltxv_vae_decode(struct ltxv_vae *v, const struct ltxv_vae_decode_args *args,
 		int64_t C = v->cfg.dec_conv_out_in, p = v->cfg.patch_size;
 		struct gpu_tensor h = view5(&run.slot[s], B, C, F, H, W);
 		struct gpu_tensor o = view5(&run.slot[2], B, v->cfg.dec_conv_out_out, F, H, W);
-		struct ops_conv3d_params p3 = conv3_params(v);
+		struct ops_conv3d_params p3 = conv3_params(&run);
 
 		OP(ops_rms_norm_channels(cmd, &h, &h, NULL, 1e-8f));
-		if (dump) {
+		if (dump && v->cfg.ltx2) {
+			/* LTX-2's PerChannelRMSNorm works channels-first */
+			DUMP("decoder.norm_out", h);
+		} else if (dump) {
 			/* upstream's norm_out sees channels-last */
 			static const int perm[5] = { 0, 2, 3, 4, 1 };
 			struct gpu_tensor hp = gpu_tensor_permute(&h, perm);

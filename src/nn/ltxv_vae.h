@@ -1,7 +1,10 @@
 /*
  * ltxv_vae.h — the LTX-Video VAE decoder on Vulkan, as diffusers'
  * AutoencoderKLLTXVideo.decode (models/autoencoders/autoencoder_kl_ltx.py,
- * LTXVideoDecoder3d) computes it without tiling: conv_in, the mid block,
+ * LTXVideoDecoder3d) computes it without tiling, and LTX-2's
+ * AutoencoderKLLTX2Video.decode (autoencoder_kl_ltx2.py, LTX2VideoDecoder3d:
+ * the same blocks with reflect spatial padding, a call-time causal flag
+ * and a plain Conv3d shortcut, config.ltx2): conv_in, the mid block,
  * the up blocks (resnets with RMSNorm, channel-changing conv_in resnets,
  * depth-to-space upsamplers incl. the residual / upsample_factor variants),
  * timestep conditioning, noise injection, norm_out, conv_out and the final
@@ -96,17 +99,25 @@ struct ltxv_vae_decode_args {
 	const float *decode_timestep;
 	/* Required when any block injects noise. */
 	const struct ltxv_vae_noise *noise;
+	/* decode(..., causal=True) of AutoencoderKLLTX2Video: nonzero makes
+	 * every conv causal; 0 (upstream's None or False) keeps the
+	 * config's decoder_causal (upstream: causal or self.is_causal, so a
+	 * causal decoder stays causal).  LTX-Video's decode has no such
+	 * argument: leave 0. */
+	int causal;
 };
 
 /*
  * AutoencoderKLLTXVideo.decode(z, temb).sample into `sample` (shape from
  * ltxv_vae_output_shape, f32 contiguous, not clamped).  Records, submits
  * and waits.  With `dump` also hands over decoder.conv_in,
- * decoder.mid_block(.time_embedder), decoder.up_blocks.<i>,
- * decoder.norm_out (channels-last [B, F, H, W, C] as upstream's module sees
- * it) and decoder.time_embedder.  Errors: LQ_FAILED LQ-NN-SHAPE /
- * LQ-NN-INPUT for bad shapes or a missing timestep / noise source; device
- * errors from gpu_cmd_submit.
+ * decoder.mid_block(.time_embedder), decoder.up_blocks.<i>
+ * (.time_embedder, .upsamplers.0), decoder.norm_out (channels-last
+ * [B, F, H, W, C] as LTX-Video's module sees it, [B, C, F, H, W] for
+ * LTX-2's PerChannelRMSNorm) and decoder.time_embedder.
+ * Errors: LQ_FAILED LQ-NN-SHAPE / LQ-NN-INPUT for bad shapes (a reflect-
+ * padded decoder's latent below 2 x 2) or a missing timestep / noise
+ * source; device errors from gpu_cmd_submit.
  */
 enum lq_status ltxv_vae_decode(struct ltxv_vae *vae,
     const struct ltxv_vae_decode_args *args, const struct gpu_tensor *sample,

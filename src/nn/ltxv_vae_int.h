@@ -48,7 +48,11 @@ struct vae_run {
 	struct gpu_tensor slot[5];	/* 0, 1 ping-pong; 2, 3, 4 temporaries */
 	struct gpu_tensor tfeat, thid, temb, ss;
 	int64_t B;
-	int causal;			/* encoder_causal / decoder_causal */
+	int causal;			/* encoder_causal / decoder_causal (or
+					   the call's causal) */
+	enum ops_pad_mode s_mode;	/* spatial padding of the k3 convs:
+					   ZERO, or REFLECT (LTX-2's
+					   decoder_spatial_padding_mode) */
 	float eps;			/* resnet_norm_eps (norm3's LayerNorm) */
 };
 
@@ -59,7 +63,7 @@ struct gpu_tensor ltxv_vae_view5(const struct gpu_tensor *slot, int64_t B,
 
 /* LTXVideoCausalConv3d(kernel 3, stride `stride` in t, h, w) as conv3d
  * parameters: causal = two replicated first frames in front, else one on
- * each side; spatial zero padding 1. */
+ * each side; spatial zero padding 1 (a run's s_mode replaces the mode). */
 struct ops_conv3d_params ltxv_vae_conv3_params(int causal, int stride_t,
     int stride_h, int stride_w);
 
@@ -70,11 +74,13 @@ struct ops_conv3d_params ltxv_vae_conv1_params(void);
  * Looks up LTXVideoResnetBlock3d `path` (e.g. "encoder.down_blocks.0.conv_out")
  * in `w`: conv1 [cout, cin, 3, 3, 3], conv2, and when cin != cout norm3 and
  * conv_shortcut; per_channel_scale1/2 when `inject`, scale_shift_table when
- * `tc`.  Errors: LQ-NN-WMISS / LQ-NN-WSHAPE naming the weight.
+ * `tc`.  `ltx2`: LTX2VideoResnetBlock3d, whose conv_shortcut is a plain
+ * nn.Conv3d (`conv_shortcut.weight`, not `conv_shortcut.conv.weight`).
+ * Errors: LQ-NN-WMISS / LQ-NN-WSHAPE naming the weight.
  */
 enum lq_status ltxv_vae_resnet_load(struct nn_weights *w,
     struct vae_resnet *r, const char *path, int cin, int cout, int inject,
-    int tc, struct lq_error *err);
+    int tc, int ltx2, struct lq_error *err);
 
 /*
  * LTXVideoResnetBlock3d.forward(x, temb) recorded from slot `xs` into slot

@@ -10,6 +10,8 @@
  *   ltxv_transformer_plan  nn/ltxv_transformer.c  (pool of _reserve)
  *   ltxv_vae_plan          nn/ltxv_vae.c    (pool of _reserve, tiles)
  *   t5_encoder_plan        nn/t5.c          (per-tensor buffers, pool)
+ *   ltx2_transformer_plan  nn/ltx2_transformer.c  (pool of _forward;
+ *                          `forward -v` only so far: no LTX-2 render yet)
  * nn_plan_render (plan.c) puts them together in the order render.c loads
  * and frees them, chooses VAE tiling and weight streaming, and names the
  * smallest change that makes a job fit.

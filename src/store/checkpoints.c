@@ -141,15 +141,15 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 	s = store_prepare_cached(st,
 	    "INSERT INTO checkpoints(job_id, step, sigma, dtype, "
 	    "shape, latent, digest, config_digest, model_digest, "
-	    "device_fingerprint, created_at) "
-	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+	    "device_fingerprint, created_at, stage) "
+	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
 	    "ON CONFLICT(job_id, step) DO UPDATE SET sigma = excluded.sigma, "
 	    "dtype = excluded.dtype, shape = excluded.shape, "
 	    "latent = excluded.latent, digest = excluded.digest, "
 	    "config_digest = excluded.config_digest, "
 	    "model_digest = excluded.model_digest, "
 	    "device_fingerprint = excluded.device_fingerprint, "
-	    "created_at = excluded.created_at", err);
+	    "created_at = excluded.created_at, stage = excluded.stage", err);
 	if (s == NULL)
 		goto fail;
 	store_bind_int64(s, 1, cp->job_id);
@@ -163,6 +163,7 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 	store_bind_text(s, 9, cp->model_digest);
 	store_bind_text(s, 10, cp->device_fingerprint);
 	store_bind_double(s, 11, util_now());
+	store_bind_int(s, 12, cp->stage);
 	if ((r = store_step_done(st, s, "INSERT checkpoints", err)) != LQ_OK)
 		goto fail;
 
@@ -226,12 +227,15 @@ row_to_checkpoint(struct store_stmt *s, int64_t job_id, struct store_checkpoint 
 	cp->device_fingerprint = store_column_text(s, 7);
 	cp->created_at = store_column_double(s, 8);
 	cp->size = (size_t)store_column_int64(s, 9);
+	cp->stage = store_column_int(s, 10);
 	return bad ? -1 : 0;
 }
 
 #define CHECKPOINT_COLUMNS "step, sigma, dtype, shape, digest, " \
 	"config_digest, model_digest, device_fingerprint, created_at, " \
-	"length(latent)"
+	"length(latent), stage"
+/* the latent's column when ", latent" follows CHECKPOINT_COLUMNS */
+#define CHECKPOINT_LATENT 11
 
 struct skipped_ckpt {
 	int step;
@@ -251,7 +255,7 @@ add_event_json(struct store *st, int64_t job_id, const char *kind,
 
 /*
  * The check a checkpoint passes before a job resumes from it, for a row
- * of CHECKPOINT_COLUMNS followed by the latent (column 10): fills cp as
+ * of CHECKPOINT_COLUMNS followed by the latent (CHECKPOINT_LATENT): fills cp as
  * row_to_checkpoint and actual with the latent's digest.  0: intact; -1:
  * unreadable shape or dtype; 1: the latent's digest differs from the
  * recorded one.
@@ -261,7 +265,8 @@ verify_row(struct store_stmt *s, int64_t job_id, struct store_checkpoint *cp,
     char actual[DIGEST_HEX_SIZE])
 {
 	int unreadable = row_to_checkpoint(s, job_id, cp) != 0;
-	digest_hex(store_column_blob(s, 10), store_column_bytes(s, 10), actual);
+	digest_hex(store_column_blob(s, CHECKPOINT_LATENT),
+	    store_column_bytes(s, CHECKPOINT_LATENT), actual);
 	if (unreadable)
 		return -1;
 	return strcmp(actual, cp->digest) == 0 ? 0 : 1;
@@ -397,8 +402,9 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 		char actual[DIGEST_HEX_SIZE];
 		int v = verify_row(s, job_id, out, actual);
 		if (v == 0) {
-			const void *blob = store_column_blob(s, 10);
-			size_t size = store_column_bytes(s, 10);
+			const void *blob = store_column_blob(s,
+			    CHECKPOINT_LATENT);
+			size_t size = store_column_bytes(s, CHECKPOINT_LATENT);
 			out->latent = xmalloc(size ? size : 1);
 			memcpy(out->latent, blob, size);
 			out->size = size;

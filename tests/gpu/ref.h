@@ -217,7 +217,8 @@ ref_rope_split(double *y, const float *x, const float *cs, const float *sn,
 		}
 }
 
-/* conv3d with explicit padding semantics; rep_t/rep_s replicate edges */
+/* conv3d with explicit padding semantics; rep_t/rep_s replicate edges
+ * (rep_s 2: reflect them, torch "reflect") */
 static void
 ref_conv3d(double *y, const float *x, const float *w, const float *b,
     int B, int Ci, int F, int H, int W, int Co, int kt, int kh, int kw,
@@ -239,7 +240,10 @@ ref_conv3d(double *y, const float *x, const float *w, const float *b,
 			int wi = wo * st[2] + dw - pad0[2];
 			if (rep_t)
 				fi = fi < 0 ? 0 : fi >= F ? F - 1 : fi;
-			if (rep_s) {
+			if (rep_s == 2) {	/* reflect */
+				hi = hi < 0 ? -hi : hi >= H ? 2 * H - 2 - hi : hi;
+				wi = wi < 0 ? -wi : wi >= W ? 2 * W - 2 - wi : wi;
+			} else if (rep_s) {
 				hi = hi < 0 ? 0 : hi >= H ? H - 1 : hi;
 				wi = wi < 0 ? 0 : wi >= W ? W - 1 : wi;
 			}

@@ -379,6 +379,29 @@ test_elementwise(void)
 		compare(name, &y, ref, 1e-7, 1e-7);
 		free(h);
 	}
+	/* SnakeBeta: per-channel log-scale alpha, beta over [B, C, T] (dim 1
+	 * = channels), and Snake (beta = alpha) */
+	for (int k = 0; k < 2; k++) {
+		begin();
+		x = T(GPU_F32, 3, SH(B, N, D));
+		y = T(GPU_F32, 3, SH(B, N, D));
+		struct gpu_tensor al = T(GPU_F32, 1, SH(N)), be = T(GPU_F32, 1, SH(N));
+		float *h = rnd(n, 3), *ha = rnd(N, 0.4f), *hb = rnd(N, 0.4f);
+		up(&x, h);
+		up(&al, ha);
+		up(&be, hb);
+		ops_snake_beta(cmd, &y, &x, &al, k ? &al : &be, 1e-9f);
+		run();
+		for (int bi = 0; bi < B; bi++)
+			for (int c = 0; c < N; c++)
+				for (int d = 0; d < D; d++) {
+					size_t i = ((size_t)bi * N + c) * D + d;
+					double v = h[i], s = sin(v * exp((double)ha[c]));
+					ref[i] = v + s * s / (exp((double)(k ? ha : hb)[c]) + 1e-9);
+				}
+		compare(k ? "snake (beta = alpha)" : "snake_beta", &y, ref, 2e-6, 2e-6);
+		free(h), free(ha), free(hb);
+	}
 	begin();
 	x = T(GPU_F32, 3, SH(B, N, D));
 	y = T(GPU_F32, 3, SH(B, N, D));
@@ -563,7 +586,8 @@ test_conv3d(int B, int Ci, int F, int H, int W, int Co, int k, int stride,
 	begin();
 	struct ops_conv3d_params p = {.stride = {stride, stride, stride},
 	    .pad_h = {k / 2, k / 2}, .pad_w = {k / 2, k / 2},
-	    .s_mode = rep_s ? OPS_PAD_REPLICATE : OPS_PAD_ZERO};
+	    .s_mode = rep_s == 2 ? OPS_PAD_REFLECT : rep_s ? OPS_PAD_REPLICATE :
+	    OPS_PAD_ZERO};
 	const char *tn;
 	if (tcase == 0) {		/* causal */
 		p.pad_t[0] = k - 1;
@@ -599,7 +623,8 @@ test_conv3d(int B, int Ci, int F, int H, int W, int Co, int k, int stride,
 	    pad0, Fo, Ho, Wo, tcase != 2, rep_s);
 	char name[96];
 	snprintf(name, sizeof(name), "conv3d [%d,%d,%d,%d,%d]->%d k%d s%d %s%s %s",
-	    B, Ci, F, H, W, Co, k, stride, tn, rep_s ? " reps" : "",
+	    B, Ci, F, H, W, Co, k, stride, tn,
+	    rep_s == 2 ? " refl" : rep_s ? " reps" : "",
 	    gpu_dtype_name(wdt));
 	compare(name, &y, ref, 1e-5 * sqrt((double)Ci * k * k * k), 1e-5);
 	free(hx), free(hw), free(hb), free(ref);
@@ -822,6 +847,10 @@ main(void)
 		test_conv3d(1, 2, 4, 5, 6, 3, 3, 2, 0, 1, GPU_F32, 0);
 		test_conv3d(1, 9, 3, 5, 11, 17, 3, 1, 0, 0, GPU_F16, 1);
 		test_conv3d(1, 4, 2, 3, 19, 37, 3, 1, 1, 0, GPU_F32, 1);
+		/* reflect (LTX-2's decoder): the smallest legal width 2, and
+		 * with stride 2 */
+		test_conv3d(2, 3, 3, 4, 2, 5, 3, 1, 0, 2, GPU_F32, 1);
+		test_conv3d(1, 5, 4, 7, 9, 6, 3, 2, 1, 2, GPU_F32, 0);
 		unsetenv("LATENTQ_NO_TEXEL");
 	}
 	test_norm(1, 1, 0, 0);

@@ -128,6 +128,11 @@ static const struct {
 	{"goldens-t5", "text_encoder", "goldens/ltxv/t5/model", "model", K_T5},
 	{"goldens-vae090", "vae", "goldens/ltxv/vae/vae090/model", "diffusion_pytorch_model",
 	    K_VAE},
+	/* AutoencoderKLLTX2Video: encoder and decoder (plain conv_shortcut) */
+	{"goldens-ltx2-vae_a", "vae", "goldens/ltx2/vae/vae_a/model", "diffusion_pytorch_model",
+	    K_VAE},
+	{"goldens-ltx2-vae_b", "vae", "goldens/ltx2/vae/vae_b/model", "diffusion_pytorch_model",
+	    K_VAE},
 	{"goldens-vae091", "vae", "goldens/ltxv/vae/vae091/model", "diffusion_pytorch_model",
 	    K_VAE},
 	{"goldens-vae_causal", "vae", "goldens/ltxv/vae/vae_causal/model",

@@ -58,6 +58,18 @@ expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
     --set spatio_temporal_guidance_blocks=1 --out "$T/np.st"
 compare transformer/gridA.output.safetensors "$T/np.st" output audio_output
 
+# no gated attention (a case the goldens do not have): runs, differs
+m=$T/nogate
+mkdir -p "$m"
+ln -s "$(cd "$M" && pwd)/diffusion_pytorch_model.safetensors" "$m/"
+sed 's/"gated_attn": true/"gated_attn": false/; s/"audio_gated_attn": true/"audio_gated_attn": false/' \
+    "$M/config.json" >"$m/config.json"
+expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
+    --inputs "$X/gridA.inputs.safetensors" --set use_cross_timestep=true \
+    --out "$T/nogate.st"
+differs transformer/gridA.output.safetensors "$T/nogate.st" output
+differs transformer/gridA.output.safetensors "$T/nogate.st" audio_output
+
 # rope_type "split" (no golden): it runs, and differs from interleaved
 m=$T/split
 mkdir -p "$m"
@@ -75,10 +87,38 @@ expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
 "$ST" diff "$T/splitb.st" "$X/gridB.output.safetensors" output 100 \
     >"$T/d.txt" || fail "split RoPE on gridB: output not finite"
 
-# -v reports the device memory (weights, activation pool)
-expect_status 0 "$LATENTQ" -v forward --model "$X/model" --component \
-    transformer --inputs "$X/gridB.inputs.safetensors" --out "$T/v.st"
-expect_grep 'ltx2 transformer device memory: weights 1\.5[0-9] MiB, activations peak [0-9.]+ MiB' "$T/err"
+# split with 2 audio heads of 16 (no gates, whose weights are per head):
+# the a2v / v2a video-side table is reshaped with the 4 video heads,
+# the audio side with the 2 audio heads (rope_q_heads / rope_k_heads)
+m=$T/split2
+mkdir -p "$m"
+ln -s "$(cd "$M" && pwd)/diffusion_pytorch_model.safetensors" "$m/"
+sed 's/"rope_type": "interleaved"/"rope_type": "split"/; s/"gated_attn": true/"gated_attn": false/; s/"audio_gated_attn": true/"audio_gated_attn": false/; s/"audio_num_attention_heads": 4/"audio_num_attention_heads": 2/; s/"audio_attention_head_dim": 8/"audio_attention_head_dim": 16/' \
+    "$M/config.json" >"$m/config.json"
+expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
+    --inputs "$X/gridA.inputs.safetensors" --set use_cross_timestep=true \
+    --out "$T/split2.st"
+"$ST" diff "$T/split2.st" "$X/gridA.output.safetensors" audio_output 100 \
+    >"$T/d.txt" || fail "split RoPE, 2 audio heads: audio_output not finite"
+differs transformer/gridA.output.safetensors "$T/split2.st" audio_output
+
+# -v reports the device memory and the memory plan
+# (ltx2_transformer_plan, the function the forward sizes its pool with):
+# the plan is the measured device peak but for the context's few KiB
+for g in gridA gridB; do
+	expect_status 0 "$LATENTQ" -v forward --model "$X/model" --component \
+	    transformer --inputs "$X/$g.inputs.safetensors" --out "$T/v.st"
+	expect_grep 'ltx2 transformer device memory: weights 1\.5[0-9] MiB, activations peak [0-9.]+ MiB' "$T/err"
+	line=$(grep "memory plan" "$T/err")
+	planned=$(echo "$line" | sed -n 's/.*memory plan: device \([0-9]*\) bytes.*/\1/p')
+	measured=$(echo "$line" | sed -n 's/.*measured peak_device_bytes \([0-9]*\).*/\1/p')
+	checks=$((checks + 1))
+	if [ -z "$planned" ] || [ -z "$measured" ] ||
+	    [ "$planned" -gt "$measured" ] ||
+	    [ $((measured - planned)) -gt 65536 ]; then
+		fail "$g: plan and measurement apart: $line"
+	fi
+done
 
 # Bad call arguments and inputs name the rule.
 expect_status 64 "$LATENTQ" forward --model "$M" --component transformer \

@@ -21,6 +21,8 @@ folders = {
     "goldens-vae090": "goldens/ltxv/vae/vae090/model",
     "goldens-vae091": "goldens/ltxv/vae/vae091/model",
     "goldens-vae_causal": "goldens/ltxv/vae/vae_causal/model",
+    "goldens-ltx2-vae_a": "goldens/ltx2/vae/vae_a/model",
+    "goldens-ltx2-vae_b": "goldens/ltx2/vae/vae_b/model",
 }
 for dst, src in folders.items():
     root = os.path.join(shared, src)
