@@ -148,6 +148,17 @@ get_u64(struct reader *r, const char *key)
 	return (uint64_t)u;
 }
 
+/*
+ * LTX2Pipeline.__call__'s `audio_guidance_scale = audio_guidance_scale or
+ * guidance_scale` (and the same for stg, modality, rescale): an audio
+ * value of 0 is the video's, unless the job asks for its values literally.
+ */
+static double
+audio_or(const struct job_config *jc, double audio, double video)
+{
+	return audio == 0.0 && !jc->audio_scales_literal ? video : audio;
+}
+
 enum lq_status
 job_config_from_json(const cJSON *config, struct job_config *jc,
     struct lq_error *err)
@@ -181,6 +192,36 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->denoise_strength = jc->has_denoise_strength ?
 	    get_number(&r, "denoise_strength") : 1.0;
 	jc->image_cond_noise_scale = get_number(&r, "image_cond_noise_scale");
+	jc->stg_scale = get_number(&r, "stg_scale");
+	jc->modality_scale = get_number(&r, "modality_scale");
+	jc->audio_scales_literal = get_bool(&r, "audio_scales_literal");
+	jc->audio_guidance_scale = audio_or(jc, get_number(&r,
+	    "audio_guidance_scale"), jc->guidance_scale);
+	jc->audio_stg_scale = audio_or(jc, get_number(&r, "audio_stg_scale"),
+	    jc->stg_scale);
+	jc->audio_modality_scale = audio_or(jc, get_number(&r,
+	    "audio_modality_scale"), jc->modality_scale);
+	jc->audio_guidance_rescale = audio_or(jc, get_number(&r,
+	    "audio_guidance_rescale"), jc->guidance_rescale);
+	jc->use_cross_timestep = get_bool(&r, "use_cross_timestep");
+	const cJSON *blocks = value(&r, "spatio_temporal_guidance_blocks");
+	if (blocks != NULL && !cJSON_IsArray(blocks))
+		bad(&r, "spatio_temporal_guidance_blocks", "a list");
+	if (cJSON_IsArray(blocks) && cJSON_GetArraySize(blocks) > 0) {
+		jc->n_stg_blocks = (size_t)cJSON_GetArraySize(blocks);
+		jc->stg_blocks = xcalloc(jc->n_stg_blocks,
+		    sizeof(*jc->stg_blocks));
+		size_t i = 0;
+		const cJSON *b;
+		cJSON_ArrayForEach(b, blocks) {
+			if (!cJSON_IsNumber(b) || b->valuedouble !=
+			    floor(b->valuedouble))
+				bad(&r, "spatio_temporal_guidance_blocks",
+				    "a list of integers");
+			jc->stg_blocks[i++] = cJSON_IsNumber(b) ?
+			    (int64_t)b->valuedouble : 0;
+		}
+	}
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");
@@ -265,6 +306,36 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 			i++;
 		}
 	}
+	const cJSON *ss = cJSON_GetObjectItemCaseSensitive(config,
+	    "second_stage");
+	if (ss != NULL && !cJSON_IsNull(ss) && !cJSON_IsObject(ss))
+		bad(&r, "second_stage", "a mapping");
+	if (cJSON_IsObject(ss)) {
+		struct job_second_stage *t = &jc->second_stage;
+		struct reader sr = { .obj = ss,
+		    .parent = manifest_key_find("second_stage"), .err = err,
+		    .failed = r.failed };
+		t->present = 1;
+		t->latent_upsampler = get_string(&sr, "latent_upsampler");
+		t->adain_factor = get_number(&sr, "adain_factor");
+		t->tone_map_compression_ratio = get_number(&sr,
+		    "tone_map_compression_ratio");
+		t->height = get_int(&sr, "height");
+		t->width = get_int(&sr, "width");
+		t->denoise_strength = get_number(&sr, "denoise_strength");
+		/* absent: the job's own (stage 1's) value */
+#define INHERIT(f, get) t->f = value(&sr, #f) ? get(&sr, #f) : jc->f
+		INHERIT(num_inference_steps, get_int);
+		INHERIT(guidance_scale, get_number);
+		INHERIT(guidance_rescale, get_number);
+		INHERIT(image_cond_noise_scale, get_number);
+		INHERIT(decode_timestep, get_number);
+		INHERIT(decode_noise_scale, get_number);
+#undef INHERIT
+		if (t->latent_upsampler == NULL)
+			bad(&sr, "latent_upsampler", "given");
+		r.failed = sr.failed;
+	}
 	if (r.failed) {
 		job_config_free(jc);
 		return LQ_FAILED;
@@ -273,17 +344,50 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 }
 
 void
+job_stage_config(const struct job_config *jc, int stage,
+    struct job_config *out)
+{
+	const struct job_second_stage *t = &jc->second_stage;
+
+	LQ_ASSERT(t->present && (stage == 1 || stage == 2));
+	*out = *jc;
+	memset(&out->second_stage, 0, sizeof(out->second_stage));
+	out->stage = stage;
+	if (stage == 1)
+		return;
+	out->height = t->height;
+	out->width = t->width;
+	out->num_inference_steps = t->num_inference_steps;
+	out->denoise_strength = t->denoise_strength;
+	out->has_denoise_strength = 1;
+	out->guidance_scale = t->guidance_scale;
+	out->guidance_rescale = t->guidance_rescale;
+	out->image_cond_noise_scale = t->image_cond_noise_scale;
+	out->decode_timestep = t->decode_timestep;
+	out->decode_noise_scale = t->decode_noise_scale;
+	out->latents = NULL;
+}
+
+int
+job_two_stage(const struct job_config *jc)
+{
+	return jc->second_stage.present;
+}
+
+void
 job_config_free(struct job_config *jc)
 {
 	free(jc->loras);
 	free(jc->conditions);
+	free(jc->stg_blocks);
 	memset(jc, 0, sizeof(*jc));
 }
 
 int
 job_condition_pipeline(const struct job_config *jc)
 {
-	return jc->has_denoise_strength || jc->n_conditions > 0;
+	return jc->has_denoise_strength || jc->n_conditions > 0 ||
+	    jc->stage > 0 || jc->second_stage.present;
 }
 
 int64_t

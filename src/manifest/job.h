@@ -13,7 +13,7 @@
  *
  * Ownership: the strings of a struct job_config are BORROWED from the JSON
  * it was built from (which must outlive it); the `loras` array is owned and
- * released by job_config_free (so is `conditions`).  Paths returned by the job_*_path functions
+ * released by job_config_free (so are `conditions` and `stg_blocks`).  Paths returned by the job_*_path functions
  * are caller-owned (free()).
  */
 #ifndef LQ_MANIFEST_JOB_H
@@ -36,6 +36,27 @@ struct job_condition {
 	const char *image;	/* PNG or JPEG, resolved by the manifest */
 	int64_t frame_index;	/* video frame it conditions */
 	double strength;	/* lerp weight and conditioning mask, 0..1 */
+};
+
+/*
+ * `second_stage:` of a two-stage job (LTX-Video's two-stage recipe, issue 14
+ * item 5): stage 1 is the job's own keys ending in latents, the latent
+ * upsampler (LTXLatentUpsamplePipeline, pipelines/ltx/
+ * pipeline_ltx_latent_upsample.py) doubles them, stage 2 refines them with
+ * LTXConditionPipeline at denoise_strength and decodes.  A key left out
+ * takes the table's default, or (num_inference_steps, guidance,
+ * image_cond_noise_scale and the decode keys) the job's own value.
+ */
+struct job_second_stage {
+	int present;				/* the job has second_stage */
+	const char *latent_upsampler;		/* folder, resolved */
+	double adain_factor, tone_map_compression_ratio;
+	int64_t height, width;			/* stage 2's pixels */
+	int64_t num_inference_steps;
+	double denoise_strength;
+	double guidance_scale, guidance_rescale;
+	double image_cond_noise_scale;
+	double decode_timestep, decode_noise_scale;
 };
 
 /* The device mesh (DESIGN "Devices and meshes"): devices = data × context
@@ -65,6 +86,18 @@ struct job_config {
 	struct job_condition *conditions;	/* owned */
 	size_t n_conditions;
 	double image_cond_noise_scale;
+	/* LTX2Pipeline's guidance: each stream's CFG, STG and modality
+	 * scales and rescale (the video's are guidance_scale and
+	 * guidance_rescale); the audio ones as upstream resolves them (an
+	 * audio value of 0 is the video's, `audio_x or x`, unless
+	 * audio_scales_literal); the STG blocks (owned) */
+	double stg_scale, modality_scale;
+	double audio_guidance_scale, audio_stg_scale, audio_modality_scale;
+	double audio_guidance_rescale;
+	int audio_scales_literal;
+	int64_t *stg_blocks;			/* owned */
+	size_t n_stg_blocks;
+	int use_cross_timestep;
 	const char *model;			/* a folder or a registered name */
 	const char *transformer, *vae, *text_encoder, *scheduler;
 	const char *model_digest;		/* NULL: not pinned */
@@ -79,6 +112,9 @@ struct job_config {
 	const cJSON *vae_tiling;		/* borrowed; NULL: auto (see
 						   ltxv_vae_tiling_from_json) */
 	int64_t max_attempts, priority;
+	struct job_second_stage second_stage;
+	/* 0: the whole job; 1 or 2: a job_stage_config view of that stage */
+	int stage;
 };
 
 /*
@@ -95,11 +131,28 @@ enum lq_status job_config_from_json(const cJSON *config, struct job_config *jc,
 void job_config_free(struct job_config *jc);
 
 /*
+ * The config one stage of a two-stage job renders with: stage 1 is *jc
+ * itself (ending in latents, not decoded), stage 2 is *jc with
+ * second_stage's height, width, num_inference_steps, denoise_strength,
+ * guidance, image_cond_noise_scale and decode keys, and no `latents:`
+ * (its latents are the upsampler's).  Both keep the conditions.  out->stage
+ * is `stage` and out->second_stage is cleared.  A shallow copy: its strings
+ * and arrays are BORROWED from jc, never job_config_free it.  jc must have
+ * second_stage; stage is 1 or 2.
+ */
+void job_stage_config(const struct job_config *jc, int stage,
+    struct job_config *out);
+
+/* 1 when the job has `second_stage:` (the two-stage recipe). */
+int job_two_stage(const struct job_config *jc);
+
+/*
  * 1 when the job renders with diffusers' LTXConditionPipeline semantics
  * (pipelines/ltx/pipeline_ltx_condition.py: linear_quadratic_schedule,
  * per-token Euler step, video coordinates, the initial noise always
  * drawn) rather than LTXPipeline's: the job has denoise_strength or
- * conditions.
+ * conditions, or is a stage of a two-stage job (both stages are
+ * LTXConditionPipeline calls in the recipe).
  */
 int job_condition_pipeline(const struct job_config *jc);
 

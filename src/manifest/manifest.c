@@ -356,6 +356,34 @@ check_value(struct ctx *c, const struct manifest_key *k,
 		*out = arr;
 		return 1;
 	}
+	case MANIFEST_INT_LIST: {
+		if (v->kind != TREE_SEQUENCE)
+			return type_error(c, v, field, k->type,
+			    "write a list such as [28] or []");
+		cJSON *arr = cJSON_CreateArray();
+		int ok = 1;
+		for (size_t i = 0; i < v->n; i++) {
+			const struct tree_node *e = v->items[i];
+			char *f = xasprintf("%s[%zu]", field, i);
+			int64_t x;
+			if (e->kind != TREE_SCALAR || e->type != TREE_INT ||
+			    tree_parse_i64(e->text, &x) != 0 ||
+			    x > (INT64_C(1) << 53) || x < -(INT64_C(1) << 53)) {
+				type_error(c, e, f, MANIFEST_INT, NULL);
+				ok = 0;
+			} else {
+				cJSON_AddItemToArray(arr,
+				    cJSON_CreateNumber((double)x));
+			}
+			free(f);
+		}
+		if (!ok) {
+			cJSON_Delete(arr);
+			return 0;
+		}
+		*out = arr;
+		return 1;
+	}
 	case MANIFEST_LORAS:
 	case MANIFEST_CONDITIONS: {
 		/* a list of mappings whose first sub-key is required */
@@ -423,6 +451,30 @@ check_value(struct ctx *c, const struct manifest_key *k,
 			return type_error(c, v, field, k->type,
 			    "write mesh: {devices: 1, data: 1, context: 1, tensor: 1}");
 		return check_map(c, v, keyset_fields(k), field, 0, out);
+	case MANIFEST_SECOND_STAGE: {
+		static const char *const need[] = {"latent_upsampler", "height",
+		    "width"};
+		if (v->kind != TREE_MAPPING)
+			return type_error(c, v, field, k->type,
+			    "write second_stage: {latent_upsampler: DIR, height: "
+			    "1024, width: 1536, denoise_strength: 0.4}");
+		if (!check_map(c, v, keyset_fields(k), field, 0, out))
+			return 0;
+		for (size_t i = 0; i < LQ_ARRAY_LEN(need); i++) {
+			const cJSON *h = cJSON_GetObjectItem(*out, need[i]);
+			if (h != NULL && !cJSON_IsNull(h))
+				continue;
+			add_error(c, v->line, v->column, field, "LQ-MAN-013",
+			    "write second_stage: {latent_upsampler: DIR, height: "
+			    "H, width: W} with stage 2's size (stage 1's times "
+			    "the upsampler's scale)",
+			    "second_stage needs %s", need[i]);
+			cJSON_Delete(*out);
+			*out = NULL;
+			return 0;
+		}
+		return 1;
+	}
 	case MANIFEST_TILING:
 		if (v->kind == TREE_MAPPING)
 			return check_map(c, v, keyset_fields(k), field, 0, out);

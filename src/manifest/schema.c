@@ -23,6 +23,26 @@ static const struct manifest_key condition_fields[] = {
 	{ NULL, 0, NULL, NULL, NULL, 0 },
 };
 
+/* `second_stage:` (job.h struct job_second_stage): the recipe's
+ * LTXLatentUpsamplePipeline and stage-2 LTXConditionPipeline arguments.
+ * Keys without a default take the job's own value (job_config_from_json);
+ * latent_upsampler, height and width are required. */
+static const struct manifest_key second_stage_fields[] = {
+	{ "latent_upsampler", MANIFEST_PATH, NULL, "latent upsampler folder (required)", NULL, 0 },
+	{ "adain_factor", MANIFEST_NUMBER, "0", "AdaIN of the upsampled latents toward stage 1's, 0 to 1", NULL, 0 },
+	{ "tone_map_compression_ratio", MANIFEST_NUMBER, "0", "tone mapping of the upsampled latents, 0 to 1", NULL, 0 },
+	{ "height", MANIFEST_INT, NULL, "stage 2's height in pixels (required)", NULL, 0 },
+	{ "width", MANIFEST_INT, NULL, "stage 2's width in pixels (required)", NULL, 0 },
+	{ "num_inference_steps", MANIFEST_INT, NULL, "stage 2's schedule length; default the job's", NULL, 0 },
+	{ "denoise_strength", MANIFEST_NUMBER, "0.4", "share of stage 2's schedule run, below 1", NULL, 0 },
+	{ "guidance_scale", MANIFEST_NUMBER, NULL, "stage 2's guidance; default the job's", NULL, 0 },
+	{ "guidance_rescale", MANIFEST_NUMBER, NULL, "stage 2's rescale; default the job's", NULL, 0 },
+	{ "image_cond_noise_scale", MANIFEST_NUMBER, NULL, "stage 2's condition noise; default the job's", NULL, 0 },
+	{ "decode_timestep", MANIFEST_NUMBER, NULL, "timestep stage 2 decodes at; default the job's", NULL, 0 },
+	{ "decode_noise_scale", MANIFEST_NUMBER, NULL, "noise mixed in before decoding; default the job's", NULL, 0 },
+	{ NULL, 0, NULL, NULL, NULL, 0 },
+};
+
 static const struct manifest_key mesh_fields[] = {
 	{ "devices", MANIFEST_INT, "1", "devices the job runs on", NULL, 0 },
 	{ "data", MANIFEST_INT, "1", "data-parallel axis", NULL, 0 },
@@ -86,6 +106,29 @@ static const struct manifest_key keys[] = {
 	  condition_fields, 0 },
 	{ "image_cond_noise_scale", MANIFEST_NUMBER, "0.15",
 	  "noise put on strength-1 condition tokens each step", NULL, 0 },
+	{ "second_stage", MANIFEST_SECOND_STAGE, NULL,
+	  "two-stage recipe: upsample stage 1's latents and refine them",
+	  second_stage_fields, 0 },
+	/* LTX2Pipeline.__call__ (pipelines/ltx2/pipeline_ltx2.py): the
+	 * audio+video guidance; LTX-Video jobs do not read these */
+	{ "stg_scale", MANIFEST_NUMBER, "1.0",
+	  "LTX-2: spatio-temporal guidance scale (0: no STG pass)", NULL, 0 },
+	{ "modality_scale", MANIFEST_NUMBER, "3.0",
+	  "LTX-2: modality-isolation guidance (1: no isolation pass)", NULL, 0 },
+	{ "audio_guidance_scale", MANIFEST_NUMBER, "7.0",
+	  "LTX-2: the audio stream's guidance_scale", NULL, 0 },
+	{ "audio_stg_scale", MANIFEST_NUMBER, "1.0",
+	  "LTX-2: the audio stream's stg_scale", NULL, 0 },
+	{ "audio_modality_scale", MANIFEST_NUMBER, "3.0",
+	  "LTX-2: the audio stream's modality_scale", NULL, 0 },
+	{ "audio_guidance_rescale", MANIFEST_NUMBER, "0.7",
+	  "LTX-2: the audio stream's guidance_rescale", NULL, 0 },
+	{ "audio_scales_literal", MANIFEST_BOOL, "false",
+	  "LTX-2: an audio scale of 0 means 0 (upstream: the video's)", NULL, 0 },
+	{ "spatio_temporal_guidance_blocks", MANIFEST_INT_LIST, "[28]",
+	  "LTX-2: transformer blocks the STG pass perturbs", NULL, 0 },
+	{ "use_cross_timestep", MANIFEST_BOOL, "true",
+	  "LTX-2: a2v/v2a modulation follows the other stream's sigma", NULL, 0 },
 	{ "model", MANIFEST_MODEL, NULL,
 	  "diffusers pipeline folder, registered model name, or URL", NULL, 0 },
 	{ "transformer", MANIFEST_PATH, NULL, "transformer folder override", NULL, 0 },
@@ -190,12 +233,16 @@ manifest_type_name(enum manifest_type type)
 		return "an unsigned 64-bit integer";
 	case MANIFEST_U64_LIST:
 		return "a list of unsigned 64-bit integers";
+	case MANIFEST_INT_LIST:
+		return "a list of integers";
 	case MANIFEST_CONDITIONS:
 		return "a list of {image, frame_index, strength} mappings";
 	case MANIFEST_LORAS:
 		return "a list of {path, scale} mappings";
 	case MANIFEST_MESH:
 		return "a mapping {devices, data, context, tensor}";
+	case MANIFEST_SECOND_STAGE:
+		return "a second_stage mapping";
 	case MANIFEST_TILING:
 		return "auto, off or a mapping of VAE tiling attributes";
 	}

@@ -25,9 +25,11 @@ enum manifest_type {
 	MANIFEST_BOOL,		/* true or false */
 	MANIFEST_U64,		/* 0 .. 2^64-1, parsed exactly; a decimal string in the config */
 	MANIFEST_U64_LIST,	/* non-empty sequence of MANIFEST_U64 */
+	MANIFEST_INT_LIST,	/* sequence (maybe empty) of MANIFEST_INT */
 	MANIFEST_LORAS,		/* sequence of mappings with the sub-keys in `fields` */
 	MANIFEST_CONDITIONS,	/* the same, each an LTXVideoCondition {image, frame_index, strength} */
 	MANIFEST_MESH,		/* mapping with the sub-keys in `fields`, merged per sub-key */
+	MANIFEST_SECOND_STAGE,	/* mapping with the sub-keys in `fields`, defaults filled */
 	MANIFEST_TILING,	/* "auto", "off", or a mapping with the sub-keys in `fields` */
 };
 

@@ -210,6 +210,19 @@ enum lq_status media_read_image(const char *path, uint8_t **rgb,
     int *height, int *width, struct lq_error *err);
 
 /*
+ * PIL's Image.resize(size, Image.LANCZOS) of an RGB24 image (Pillow's
+ * libImaging/Resample.c, what diffusers' VaeImageProcessor.resize calls
+ * with resample "lanczos"), bit for bit: Lanczos a = 3 stretched by the
+ * downscale factor, coefficients per output pixel normalised to sum 1 and
+ * rounded to 22-bit fixed point, the horizontal pass first (only over the
+ * rows the vertical pass reads) into uint8, then the vertical, each sum
+ * rounded and clipped to 0..255.  in [h, w, 3] -> out [oh, ow, 3]
+ * (caller-owned, allocated by the caller).  All sizes >= 1.
+ */
+void media_resize_lanczos(const uint8_t *in, int h, int w, uint8_t *out,
+    int oh, int ow);
+
+/*
  * `frames: DIR`: creates DIR (and missing parents) and writes each frame as
  * DIR/frame_0001.png, frame_0002.png, … (1-based, at least 4 digits).
  * On error the frames already written stay.

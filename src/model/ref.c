@@ -175,20 +175,21 @@ model_ref_reads_file(const char *relpath)
 	    ends_with(relpath, ".safetensors") || ends_with(relpath, ".model"));
 }
 
-enum lq_status
-model_ref_identity(const struct diffusers_model *dm,
+/* One named component of an identity. */
+struct part {
+	const char *name;
+	const struct diffusers_component *c;
+};
+
+/* The identity over `parts` in order (see ref.h). */
+static enum lq_status
+identity_of(const struct part *parts, size_t n,
     const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
     struct lq_error *err)
 {
-	const struct { const char *name; const struct diffusers_component *c; }
-	    parts[] = {
-		{"transformer", &dm->transformer}, {"vae", &dm->vae},
-		{"text_encoder", &dm->text_encoder},
-		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
-	};
 	struct digest_state st;
 	digest_begin(&st);
-	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (!parts[i].c->present || parts[i].c->dir == NULL)
 			continue;
 		struct model_digest d;
@@ -206,10 +207,64 @@ model_ref_identity(const struct diffusers_model *dm,
 }
 
 enum lq_status
+model_ref_identity(const struct diffusers_model *dm,
+    const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
+    struct lq_error *err)
+{
+	const struct part parts[] = {
+		{"transformer", &dm->transformer}, {"vae", &dm->vae},
+		{"text_encoder", &dm->text_encoder},
+		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
+	};
+	return identity_of(parts, LQ_ARRAY_LEN(parts), cache, out, err);
+}
+
+enum lq_status
+model_ref_identity_ltx2(const struct diffusers_ltx2_model *dm,
+    const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
+    struct lq_error *err)
+{
+	const struct part parts[] = {
+		{"transformer", &dm->transformer}, {"vae", &dm->vae},
+		{"text_encoder", &dm->text_encoder},
+		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
+		{"audio_vae", &dm->audio_vae}, {"vocoder", &dm->vocoder},
+		{"connectors", &dm->connectors},
+	};
+	return identity_of(parts, LQ_ARRAY_LEN(parts), cache, out, err);
+}
+
+int
+model_ref_is_ltx2(const struct model_ref *ref)
+{
+	char cls[64] = "";
+	struct lq_error e;
+	error_clear(&e);
+	return diffusers_pipeline_class(ref->root, cls, sizeof(cls), &e) ==
+	    LQ_OK && strcmp(cls, "LTX2Pipeline") == 0;
+}
+
+enum lq_status
+model_ref_open_ltx2(const struct model_ref *ref,
+    struct diffusers_ltx2_model **out, struct lq_error *err)
+{
+	struct diffusers_overrides ov = model_ref_overrides(ref);
+	return diffusers_open_ltx2(ref->root, &ov, out, err);
+}
+
+enum lq_status
 model_ref_digest(const struct model_ref *ref,
     const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
     struct lq_error *err)
 {
+	if (model_ref_is_ltx2(ref)) {
+		struct diffusers_ltx2_model *l2 = NULL;
+		enum lq_status s = model_ref_open_ltx2(ref, &l2, err);
+		if (s == LQ_OK)
+			s = model_ref_identity_ltx2(l2, cache, out, err);
+		diffusers_ltx2_free(l2);
+		return s;
+	}
 	struct diffusers_model *dm = NULL;
 	enum lq_status s = model_ref_open(ref, &dm, err);
 	if (s == LQ_OK)

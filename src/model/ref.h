@@ -11,7 +11,8 @@
  * `model_digest:`.
  *
  * The identity hashes only what a render reads: in each component folder
- * (transformer, vae, text_encoder, tokenizer, scheduler) its top-level
+ * (transformer, vae, text_encoder, tokenizer, scheduler; and for LTX-2
+ * audio_vae, vocoder, connectors after them) its top-level
  * *.json, *.safetensors and *.model files (configs, weights and shard
  * indexes, tokenizer files, the scheduler config).  READMEs, licences,
  * other weight formats and subfolders do not change it.
@@ -102,6 +103,21 @@ enum lq_status model_ref_open(const struct model_ref *ref,
 enum lq_status model_ref_identity(const struct diffusers_model *dm,
     const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
     struct lq_error *err);
+
+/* The same for an LTX2Pipeline folder: its components in the order
+ * transformer, vae, text_encoder, tokenizer, scheduler, audio_vae,
+ * vocoder, connectors. */
+enum lq_status model_ref_identity_ltx2(const struct diffusers_ltx2_model *dm,
+    const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
+    struct lq_error *err);
+
+/* 1 when the reference's folder is an LTX2Pipeline (its model_index.json
+ * says so); 0 otherwise, also when it cannot be read. */
+int model_ref_is_ltx2(const struct model_ref *ref);
+
+/* diffusers_open_ltx2 of the folder with the overrides. */
+enum lq_status model_ref_open_ltx2(const struct model_ref *ref,
+    struct diffusers_ltx2_model **out, struct lq_error *err);
 
 /* Opens the reference and computes its identity (both of the above). */
 enum lq_status model_ref_digest(const struct model_ref *ref,

@@ -76,6 +76,8 @@ struct ltx2_transformer {
 	struct nn_weights *w;
 	struct gpu_cmd *cmd;
 	struct gpu_pool *pool;
+	float *host;			/* the forward's host scratch (host_layout) */
+	size_t host_n;			/* its floats */
 	struct gpu_tensor proj_in_w, proj_in_b, audio_proj_in_w, audio_proj_in_b;
 	struct gpu_tensor proj_out_w, proj_out_b, audio_proj_out_w, audio_proj_out_b;
 	struct gpu_tensor scale_shift_table, audio_scale_shift_table;
@@ -303,6 +305,7 @@ ltx2_transformer_free(struct ltx2_transformer *m)
 	gpu_pool_free(m->pool);
 	nn_weights_free(m->w);
 	free(m->blocks);
+	free(m->host);
 	free(m);
 }
 
@@ -523,8 +526,7 @@ modulate(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 /* Device slots of one forward. */
 struct emb_work {
 	int64_t rows, Nt;		/* B·Nt rows, Nt tokens per sample */
-	float *t;			/* host timesteps [rows] (borrowed or owned) */
-	int owned;
+	float *t;			/* host timesteps [rows] (borrowed) */
 	struct gpu_tensor feat, t1, emb, se, temb;
 };
 
@@ -713,30 +715,89 @@ pool_bytes(const struct ltx2_transformer_config *c,
 	return gpu_pool_plan(caps, cv.bytes, cv.n);
 }
 
+/* The forward's host arrays (float32 islands), carved from one block. */
+struct host {
+	float *vco, *aco, *frac;	/* coordinates [3][N][2], [L][2]; fractions */
+	float *tab[8];			/* cos, sin of rope, audio_rope,
+					 * cross_attn_rope, cross_attn_audio_rope */
+	float *bias, *abias;		/* text mask biases [B, T], [B, Ta] */
+	float *feat;			/* sinusoids [rows, 256], one embedding at a time */
+	float *vgate, *agate;		/* the gates' scaled timesteps */
+};
+
+/* Lays the host arrays of shape s out from base (NULL: only counts);
+ * returns the floats they take. */
+static size_t
+host_layout(const struct ltx2_transformer_config *c,
+    const struct ltx2_transformer_shape *s, float *base, struct host *h)
+{
+	int64_t N = s->N, L = s->L, sp = c->rope_split ? 2 : 1;
+	const int64_t rn[4] = { N, L, N, L };
+	const int64_t rd[4] = { c->inner_dim, c->audio_inner_dim,
+	    c->audio_cross_attention_dim, c->audio_cross_attention_dim };
+	int64_t rows[E_COUNT], Nt[E_COUNT], fr = 0;
+	size_t n = 0;
+	struct host dummy;
+
+	if (h == NULL)
+		h = &dummy;
+	emb_rows(c, s, rows, Nt);
+	for (int i = 0; i < E_COUNT; i++)
+		fr = rows[i] > fr ? rows[i] : fr;
+#define H(ptr, count) do { \
+	(ptr) = base ? base + n : NULL; \
+	n += (size_t)(count); \
+} while (0)
+	H(h->vco, 3 * N * 2);
+	H(h->aco, L * 2);
+	H(h->frac, 3 * max64(N, L));
+	for (int i = 0; i < 4; i++) {
+		H(h->tab[2 * i], rn[i] * rd[i] / sp);
+		H(h->tab[2 * i + 1], rn[i] * rd[i] / sp);
+	}
+	H(h->bias, (int64_t)s->B * s->T);
+	H(h->abias, (int64_t)s->B * s->Ta);
+	H(h->feat, fr * TPROJ_DIM);
+	H(h->vgate, rows[E_V_GATE]);
+	H(h->agate, rows[E_A_GATE]);
+#undef H
+	return n;
+}
+
+enum lq_status
+ltx2_transformer_reserve(struct ltx2_transformer *m,
+    const struct ltx2_transformer_shape *s, struct lq_error *err)
+{
+	uint64_t big, need = pool_bytes(&m->cfg, s, gpu_ctx_caps(m->ctx), &big);
+	size_t hn = host_layout(&m->cfg, s, NULL, NULL);
+	enum lq_status st;
+
+	if (m->pool == NULL || gpu_pool_capacity(m->pool) < need) {
+		gpu_pool_free(m->pool);
+		m->pool = NULL;
+		if ((st = gpu_pool_create(m->ctx, (size_t)need, &m->pool, err)))
+			return st;
+	}
+	if (m->host_n < hn) {
+		free(m->host);
+		m->host = xmalloc(sizeof(float) * hn);
+		m->host_n = hn;
+	}
+	return LQ_OK;
+}
+
 void
 ltx2_transformer_plan(const struct ltx2_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
     const struct ltx2_transformer_shape *s, struct nn_plan_bytes *out)
 {
-	uint64_t big, N = (uint64_t)s->N, L = (uint64_t)s->L;
-	uint64_t D = (uint64_t)c->inner_dim, Da = (uint64_t)c->audio_inner_dim;
-	uint64_t Dc = (uint64_t)c->audio_cross_attention_dim;
-	int64_t rows[E_COUNT], Nt[E_COUNT];
-	uint64_t feat = 0;
+	uint64_t big;
 
 	memset(out, 0, sizeof(*out));
 	if (w != NULL)
 		out->weights = w->resident.device;
 	out->activations = pool_bytes(c, s, caps, &big);
-	emb_rows(c, s, rows, Nt);
-	for (int i = 0; i < E_COUNT; i++)
-		feat = (uint64_t)rows[i] > feat ? (uint64_t)rows[i] : feat;
-	/* the forward's host arrays: RoPE tables (cos + sin, interleaved
-	 * width at most), coordinates and fractions, sinusoids, biases */
-	out->host = 4 * (2 * (N * D + L * Da + (N + L) * Dc) + 6 * N + 2 * L +
-	    3 * (N > L ? N : L) + feat * TPROJ_DIM +
-	    (uint64_t)s->B * ((uint64_t)s->T + (uint64_t)s->Ta) +
-	    2 * (uint64_t)rows[E_V_SS] + 2 * (uint64_t)rows[E_A_SS]);
+	out->host = sizeof(float) * host_layout(c, s, NULL, NULL);
 	out->largest = big;
 	snprintf(out->largest_what, sizeof(out->largest_what),
 	    "the LTX-2 transformer's activations");
@@ -874,17 +935,6 @@ stg_block(const struct ltx2_transformer_args *a, int i)
 	return 0;
 }
 
-/* Host floats [rows] scaled by f in float32 (the gates' timesteps). */
-static float *
-scaled(const float *t, int64_t rows, float f)
-{
-	float *o = xmalloc(sizeof(float) * (size_t)(rows ? rows : 1));
-
-	for (int64_t i = 0; i < rows; i++)
-		o[i] = t[i] * f;
-	return o;
-}
-
 static enum lq_status
 dump_rope(const struct nn_dump *dump, const char *name, int B, int64_t N,
     int64_t W, const float *cs, const float *sn, const float *coords,
@@ -922,7 +972,7 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	struct gpu_cmd *cmd = m->cmd;
 	int64_t B = a->B, N = a->N, L = a->L, T = a->T, Ta = a->Ta;
 	int64_t D = c->inner_dim, Da = c->audio_inner_dim;
-	int64_t Dc = c->audio_cross_attention_dim, sp = c->rope_split ? 2 : 1;
+	int64_t Dc = c->audio_cross_attention_dim;
 	int64_t Ntv, Nta;	/* timestep rows per sample (emb_rows) */
 	int Hv = c->num_attention_heads, Ha = c->audio_num_attention_heads;
 	int cross_max = c->pos_embed_max_pos > c->audio_pos_embed_max_pos ?
@@ -931,8 +981,8 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	    (double)c->timestep_scale_multiplier);
 	const float *asig = a->audio_sigma ? a->audio_sigma : a->sigma;
 	const float *ats = a->audio_timestep ? a->audio_timestep : a->timestep;
-	float *vco = NULL, *aco = NULL, *frac = NULL, *tab[8] = { NULL };
-	float *bias = NULL, *abias = NULL, *feat = NULL;
+	struct host h;
+	float *vco, *aco, *frac, **tab = h.tab, *bias, *abias, *feat;
 	struct carver cv;
 	struct work w;
 	size_t mark = 0;
@@ -961,36 +1011,32 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	w.e[E_AUDIO_PROMPT].t = (float *)asig;
 	w.e[E_V_SS].t = (float *)(a->call.use_cross_timestep ? asig : a->timestep);
 	w.e[E_A_SS].t = (float *)(a->call.use_cross_timestep ? a->sigma : ats);
-	w.e[E_V_GATE].t = scaled(w.e[E_V_SS].t, rows[E_V_GATE], gate_f);
-	w.e[E_V_GATE].owned = 1;
-	w.e[E_A_GATE].t = scaled(w.e[E_A_SS].t, rows[E_A_GATE], gate_f);
-	w.e[E_A_GATE].owned = 1;
 
-	/* pool: sized for this call by the plan's function (grown, never
-	 * shrunk) */
+	/* pool and host scratch: sized by the plan's functions (reserved
+	 * once, grown, never shrunk) */
+	if ((st = ltx2_transformer_reserve(m, &shp, err)))
+		return st;
+	(void)host_layout(c, &shp, m->host, &h);
+	vco = h.vco;
+	aco = h.aco;
+	frac = h.frac;
+	bias = h.bias;
+	abias = h.abias;
+	feat = h.feat;
+	for (int64_t i = 0; i < rows[E_V_GATE]; i++)
+		h.vgate[i] = w.e[E_V_SS].t[i] * gate_f;
+	for (int64_t i = 0; i < rows[E_A_GATE]; i++)
+		h.agate[i] = w.e[E_A_SS].t[i] * gate_f;
+	w.e[E_V_GATE].t = h.vgate;
+	w.e[E_A_GATE].t = h.agate;
 	memset(&cv, 0, sizeof(cv));
 	cv.err = err;
-	{
-		uint64_t big, need = pool_bytes(c, &shp, gpu_ctx_caps(m->ctx),
-		    &big);
-
-		if (m->pool == NULL || gpu_pool_capacity(m->pool) < need) {
-			gpu_pool_free(m->pool);
-			m->pool = NULL;
-			if ((st = gpu_pool_create(m->ctx, (size_t)need, &m->pool,
-			    err)))
-				goto out;
-		}
-	}
 	mark = gpu_pool_mark(m->pool);
 	cv.pool = m->pool;
 	cv.n = 0;
 	OP(carve_all(c, &shp, &cv, &w));
 
 	/* 1. RoPE (host): coordinates, fractions, tables */
-	vco = xmalloc(sizeof(float) * (size_t)(3 * N * 2));
-	aco = xmalloc(sizeof(float) * (size_t)(L * 2));
-	frac = xmalloc(sizeof(float) * (size_t)(3 * max64(N, L)));
 	video_coords(c, a->num_frames, a->height, a->width, a->fps, vco);
 	audio_coords(c, (int)L, aco);
 	{
@@ -1008,10 +1054,6 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			const int *base = i == 0 ? vbase : i == 1 ? &abase :
 			    &cross_max;
 
-			tab[2 * i] = xmalloc(sizeof(float) * (size_t)(rn[i] *
-			    rd[i] / sp));
-			tab[2 * i + 1] = xmalloc(sizeof(float) * (size_t)(rn[i] *
-			    rd[i] / sp));
 			coords_frac(co, rn[i], nax[i], base, frac);
 			ltx2_rope_table(frac, rn[i], nax[i], (int)rd[i],
 			    c->rope_theta, c->rope_double_precision,
@@ -1027,8 +1069,6 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 		}
 	}
 	/* text mask biases (1 - mask) · -10000 */
-	bias = xmalloc(sizeof(float) * (size_t)(B * T));
-	abias = xmalloc(sizeof(float) * (size_t)(B * Ta));
 	for (int64_t i = 0; i < B * T; i++)
 		bias[i] = a->encoder_attention_mask ?
 		    (1.0f - a->encoder_attention_mask[i]) * MASK_BIAS : 0.0f;
@@ -1050,7 +1090,6 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 
 		if (ew->rows == 0)
 			continue;
-		feat = xrealloc(feat, sizeof(float) * (size_t)(ew->rows * TPROJ_DIM));
 		ltxv_timestep_features(ew->t, (int)ew->rows, TPROJ_DIM, feat);
 		OP(gpu_tensor_upload_f32(m->ctx, &ew->feat, feat, err));
 		if (i == E_TIME || i == E_AUDIO_TIME) {
@@ -1341,18 +1380,6 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 out:
 	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
 		(void)gpu_cmd_status(cmd, err);
-	if (m->pool)
-		gpu_pool_reset(m->pool, mark);
-	for (int i = 0; i < E_COUNT; i++)
-		if (w.e[i].owned)
-			free(w.e[i].t);
-	for (int i = 0; i < 8; i++)
-		free(tab[i]);
-	free(vco);
-	free(aco);
-	free(frac);
-	free(bias);
-	free(abias);
-	free(feat);
+	gpu_pool_reset(m->pool, mark);
 	return st;
 }

@@ -15,11 +15,13 @@
  *
  * Use:
  *   ltx2_transformer_load(ctx, "model/transformer", &m, &err);
+ *   [ltx2_transformer_reserve(m, &shape, &err);]   (allocates, once)
  *   ltx2_transformer_forward(m, &args, &out, NULL, &err);   (per call)
  *   ltx2_transformer_free(m);
  *
  * Ownership: the model owns its weights (uploaded once at load, as stored),
- * its activation pool (grown to the largest call so far) and its command
+ * its activation pool and host scratch (reserved, grown to the largest
+ * call so far) and its command
  * recording; args and outputs are the caller's host arrays (outputs are
  * filled, not allocated).  The gpu context must outlive the model.
  */
@@ -146,6 +148,16 @@ struct ltx2_transformer_shape {
 	int audio_timestep_per_token;	/* audio_timestep [B, L] */
 	int use_cross_timestep;
 };
+
+/*
+ * Allocates the activation pool and the host scratch for calls of shape
+ * s (the sizes ltx2_transformer_plan counts), so that forwards of that
+ * shape allocate nothing; forward reserves itself when a call needs
+ * more (grown, never shrunk).  LQ_RETRY (LQ-GPU-OOM) when the device is
+ * out of memory.
+ */
+enum lq_status ltx2_transformer_reserve(struct ltx2_transformer *m,
+    const struct ltx2_transformer_shape *s, struct lq_error *err);
 
 /*
  * The memory plan of one forward (nn/plan.h): weights as `w` lays them

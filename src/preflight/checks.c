@@ -412,13 +412,24 @@ check_image_file(struct pf_job_state *s, const char *field, const char *path,
 		return;
 	}
 	free(rgb);
-	if (s->geometry_ok && (h != s->height || w != s->width)) {
+	/* a two-stage job's conditions are stage 2's size (stage 1 resizes
+	 * them as upstream does) */
+	const struct job_second_stage *ss = &s->jc.second_stage;
+	int64_t eh = ss->present ? ss->height : s->height;
+	int64_t ew = ss->present ? ss->width : s->width;
+	if (s->geometry_ok && (h != eh || w != ew)) {
 		struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-IMG-002",
 		    "image %s is %dx%d (width x height); the job renders %" PRId64
-		    "x%" PRId64 " and latentq does not resample images", path, w,
-		    h, s->width, s->height);
-		error_set_hint(e, "resize the image to %" PRId64 "x%" PRId64 ", or "
-		    "set width: %d and height: %d", s->width, s->height, w, h);
+		    "x%" PRId64 "%s and latentq does not resample images", path, w,
+		    h, ew, eh, ss->present ? " in its second stage" : "");
+		if (ss->present)
+			error_set_hint(e, "resize the image to %" PRId64 "x%" PRId64
+			    ", or set second_stage's width: %d and height: %d",
+			    ew, eh, w, h);
+		else
+			error_set_hint(e, "resize the image to %" PRId64 "x%"
+			    PRId64 ", or set width: %d and height: %d", ew, eh,
+			    w, h);
 		return;
 	}
 	if (s->pm && s->pm->dm && s->pm->dm->transformer_config.patch_size_t != 1) {
@@ -469,7 +480,13 @@ pf_check_geometry(struct pf_job_state *s)
 		tp = s->pm->dm->vae_config.temporal_compression_ratio;
 		patch = s->pm->dm->transformer_config.patch_size;
 		patch_t = s->pm->dm->transformer_config.patch_size_t;
+	} else if (s->pm && s->pm->l2) {
+		/* LTX2Pipeline: patch 1 (the released checkpoints';
+		 * pf_check_ltx2 refuses others) */
+		sp = s->pm->l2_v.spatial_compression_ratio;
+		tp = s->pm->l2_v.temporal_compression_ratio;
 	}
+	int have_model = s->pm && (s->pm->dm || s->pm->l2);
 	/* diffusers_parse_* refuse values below 1; be safe all the same. */
 	if (sp < 1)
 		sp = 1;
@@ -477,11 +494,11 @@ pf_check_geometry(struct pf_job_state *s)
 		patch = 1;
 	if (patch_t < 1)
 		patch_t = 1;
-	if (s->pm && s->pm->dm && tp < 1)
+	if (have_model && tp < 1)
 		tp = 1;
 	int64_t model_grid = sp * patch;
 	int64_t grid = model_grid / gcd64(model_grid, 32) * 32;
-	if (s->pm && s->pm->dm) {
+	if (have_model) {
 		if (grid == model_grid)
 			snprintf(why, sizeof(why), "VAE spatial compression %"
 			    PRId64 " × patch %" PRId64, sp, patch);
@@ -523,7 +540,7 @@ pf_check_geometry(struct pf_job_state *s)
 			ok = 0;
 		}
 	}
-	if (!ok || s->pm == NULL || s->pm->dm == NULL)
+	if (!ok || !have_model)
 		return;
 	s->jc.height = s->height;
 	s->jc.width = s->width;
@@ -544,6 +561,8 @@ pf_check_geometry(struct pf_job_state *s)
 	s->lat_w = ls.width;
 	s->tokens = ls.tokens;
 	s->geometry_ok = 1;
+	if (s->pm->dm == NULL)
+		return;		/* LTX-2's RoPE range: pf_check_ltx2 */
 
 	/*
 	 * LTXVideoRotaryPosEmbed scales coordinates by rope_interpolation_scale
@@ -772,6 +791,184 @@ pf_check_condition(struct pf_job_state *s)
 		error_set_hint(e, "give `scheduler:` a folder whose "
 		    "scheduler_config.json has \"use_dynamic_shifting\": false "
 		    "(as converted for LTX-Video 0.9.5 and 0.9.7)");
+	}
+}
+
+/* ---- second_stage: the two-stage recipe ------------------------------ */
+
+/* A second_stage number outside [lo, hi] (LQ-STAGE-006). */
+static void
+stage_range(struct pf_job_state *s, const char *key, double v, double lo,
+    double hi, const char *what)
+{
+	if (v >= lo && v <= hi)
+		return;
+	char field[64];
+	snprintf(field, sizeof(field), "second_stage.%s", key);
+	struct lq_error *e = pf_job_add(s, field, LQ_FAILED, "LQ-STAGE-006",
+	    "second_stage.%s %g is outside [%g, %g] (%s)", key, v, lo, hi,
+	    what);
+	error_set_hint(e, "nearest valid: %g", v < lo ? lo : hi);
+}
+
+/*
+ * `second_stage:` (LTX-Video's two-stage recipe; pipelines/ltx/
+ * pipeline_ltx_latent_upsample.py and pipeline_ltx_condition.py): the
+ * latent upsampler is a readable LTXLatentUpsamplerModel of the
+ * transformer's channels (LQ-STAGE-001) that keeps the latent frames
+ * (spatial only, LQ-STAGE-002: the job has one num_frames); stage 2's size
+ * is a multiple of the grid times the upsampler's scale (LQ-STAGE-003:
+ * 64 for LTX-Video, the size rule of upstream's two-stage bug reports,
+ * where a stage-2 size not divisible by 64 gives a stage 1 off the VAE's
+ * grid) and exactly stage 1's times that scale (LQ-STAGE-004); its
+ * schedule runs at least one step at a denoise_strength below 1
+ * (LQ-STAGE-005; at 1 upstream ignores the upsampled latents); and its
+ * numbers are in range (LQ-STAGE-006).
+ */
+void
+pf_check_second_stage(struct pf_job_state *s)
+{
+	const struct job_second_stage *ss = &s->jc.second_stage;
+	if (!ss->present)
+		return;
+	const struct diffusers_model *dm = s->pm ? s->pm->dm : NULL;
+	int scale = 2, ok_up = 0;
+	struct ltxv_upsampler_config uc;
+	memset(&uc, 0, sizeof(uc));
+	char *cfg_path = xasprintf("%s/config.json", ss->latent_upsampler);
+	cJSON *cfg = NULL;
+	struct lq_error fe;
+	error_clear(&fe);
+	if (diffusers_load_json(cfg_path, &cfg, &fe) == LQ_OK &&
+	    diffusers_parse_latent_upsampler(cfg, cfg_path, &uc, &fe) == LQ_OK)
+		ok_up = 1;
+	cJSON_Delete(cfg);
+	if (!ok_up) {
+		struct lq_error *e = pf_job_add(s, "second_stage.latent_upsampler",
+		    LQ_FAILED, "LQ-STAGE-001", "%s is not a latent upsampler "
+		    "folder latentq can load: %s", ss->latent_upsampler,
+		    fe.message);
+		error_set_hint(e, "the latent_upsampler/ folder of an LTX-Video "
+		    "0.9.7+ pipeline (config.json of LTXLatentUpsamplerModel and "
+		    "its weights)");
+	} else if (dm != NULL && uc.in_channels !=
+	    dm->transformer_config.in_channels) {
+		struct lq_error *e = pf_job_add(s, "second_stage.latent_upsampler",
+		    LQ_FAILED, "LQ-STAGE-001", "the latent upsampler takes %d "
+		    "channels; the transformer's latents have %d",
+		    uc.in_channels, dm->transformer_config.in_channels);
+		error_set_hint(e, "the upsampler released with this model "
+		    "version (in_channels %d)", dm->transformer_config.in_channels);
+	}
+	free(cfg_path);
+	if (ok_up && uc.temporal_upsample) {
+		struct lq_error *e = pf_job_add(s, "second_stage.latent_upsampler",
+		    LQ_FAILED, "LQ-STAGE-002", "the latent upsampler is temporal "
+		    "(2F - 1 latent frames); the job's num_frames %" PRId64 " is "
+		    "both stages'", s->jc.num_frames);
+		error_set_hint(e, "a spatial upsampler (spatial_upsample true, "
+		    "temporal_upsample false), as the recipe's "
+		    "ltxv-spatial-upscaler");
+	}
+	if (ok_up && !uc.spatial_upsample)
+		scale = 1;
+	/* stage 2's size: grid × scale, and stage 1's × scale */
+	int64_t grid = 32;
+	if (dm != NULL) {
+		int64_t mg = (int64_t)dm->vae_config.spatial_compression_ratio *
+		    dm->transformer_config.patch_size;
+		grid = mg / gcd64(mg, 32) * 32;
+	}
+	const char *keys[2] = {"height", "width"};
+	int64_t v2[2] = {ss->height, ss->width}, v1[2] = {s->height, s->width};
+	int sized = 1;
+	for (int i = 0; i < 2; i++) {
+		char field[64];
+		snprintf(field, sizeof(field), "second_stage.%s", keys[i]);
+		int64_t g = grid * scale;
+		if (v2[i] < 1 || v2[i] % g != 0) {
+			int64_t lo = v2[i] / g * g, hi = lo + g;
+			struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+			    "LQ-STAGE-003", "second_stage.%s %" PRId64 " is not a "
+			    "multiple of %" PRId64 " (the grid %" PRId64 " times "
+			    "the upsampler's %dx): stage 1 would render %s %"
+			    PRId64 "/%d, off the VAE's grid", keys[i], v2[i], g,
+			    grid, scale, keys[i], v2[i], scale);
+			if (lo >= g)
+				error_set_hint(e, "nearest valid: %" PRId64 " or %"
+				    PRId64 " (stage 1 %s %" PRId64 " or %" PRId64
+				    ")", lo, hi, keys[i], lo / scale, hi / scale);
+			else
+				error_set_hint(e, "nearest valid: %" PRId64
+				    " (stage 1 %s %" PRId64 ")", hi, keys[i],
+				    hi / scale);
+			sized = 0;
+		}
+	}
+	for (int i = 0; sized && s->geometry_ok && i < 2; i++) {
+		if (v2[i] == v1[i] * scale)
+			continue;
+		char field[64];
+		snprintf(field, sizeof(field), "second_stage.%s", keys[i]);
+		struct lq_error *e = pf_job_add(s, field, LQ_FAILED,
+		    "LQ-STAGE-004", "second_stage.%s %" PRId64 " is not the "
+		    "job's %s %" PRId64 " times the upsampler's scale %d",
+		    keys[i], v2[i], keys[i], v1[i], scale);
+		error_set_hint(e, "nearest valid: second_stage.%s: %" PRId64
+		    ", or %s: %" PRId64, keys[i], v1[i] * scale, keys[i],
+		    v2[i] / scale);
+	}
+	int64_t n = ss->num_inference_steps;
+	double ds = ss->denoise_strength;
+	if (n < 1 || n > MAX_STEPS) {
+		struct lq_error *e = pf_job_add(s,
+		    "second_stage.num_inference_steps", LQ_FAILED, "LQ-STAGE-005",
+		    "second_stage.num_inference_steps %" PRId64 " is outside "
+		    "1..%d", n, MAX_STEPS);
+		error_set_hint(e, "nearest valid: %d (10, as the recipe)",
+		    n < 1 ? 1 : MAX_STEPS);
+	} else if (!(ds > 0.0 && ds < 1.0)) {
+		struct lq_error *e = pf_job_add(s, "second_stage.denoise_strength",
+		    LQ_FAILED, "LQ-STAGE-005", "second_stage.denoise_strength %g "
+		    "is outside (0, 1): stage 2 refines the upsampled latents "
+		    "(at 1 LTXConditionPipeline ignores them)", ds);
+		error_set_hint(e, "nearest valid: %g (0.4 as the recipe)",
+		    ds <= 0.0 ? 0.4 : 0.999);
+	} else if (scheduler_denoise_start((int)n, ds) >= n) {
+		double lo = 1.0 / (double)n;
+		while (scheduler_denoise_start((int)n, lo) >= n)
+			lo = nextafter(lo, 2.0);
+		struct lq_error *e = pf_job_add(s, "second_stage.denoise_strength",
+		    LQ_FAILED, "LQ-STAGE-005", "second_stage.denoise_strength %g "
+		    "of %" PRId64 " steps runs no step (int(%" PRId64 " x %g) = "
+		    "0)", ds, n, n, ds);
+		error_set_hint(e, "denoise_strength at least %.17g, or more "
+		    "num_inference_steps (%d at this strength)", lo,
+		    (int)ceil(1.0 / ds));
+	}
+	stage_range(s, "adain_factor", ss->adain_factor, 0, 1,
+	    "the lerp weight of AdaIN toward stage 1's statistics");
+	stage_range(s, "tone_map_compression_ratio",
+	    ss->tone_map_compression_ratio, 0, 1, "LTXLatentUpsamplePipeline's "
+	    "tone mapping strength");
+	stage_range(s, "guidance_scale", ss->guidance_scale, 1, 1e9,
+	    "1 disables classifier-free guidance");
+	stage_range(s, "guidance_rescale", ss->guidance_rescale, 0, 1,
+	    "rescale_noise_cfg's factor");
+	stage_range(s, "image_cond_noise_scale", ss->image_cond_noise_scale, 0,
+	    1e9, "it scales noise");
+	stage_range(s, "decode_timestep", ss->decode_timestep, 0, 1,
+	    "the VAE decoder's timestep");
+	stage_range(s, "decode_noise_scale", ss->decode_noise_scale, 0, 1,
+	    "the share of noise mixed in before decoding");
+	/* stage 2's guidance rows must be stage 1's (one text batch) */
+	if ((ss->guidance_scale > 1.0) != (s->jc.guidance_scale > 1.0)) {
+		struct lq_error *e = pf_job_add(s, "second_stage.guidance_scale",
+		    LQ_FAILED, "LQ-STAGE-006", "second_stage.guidance_scale %g "
+		    "and guidance_scale %g: one stage with classifier-free "
+		    "guidance and one without is not implemented",
+		    ss->guidance_scale, s->jc.guidance_scale);
+		error_set_hint(e, "guidance above 1 in both stages, or 1 in both");
 	}
 }
 
@@ -1483,6 +1680,139 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 			free(target);
 			free(paths[i]);
 			paths[i] = NULL;
+		}
+	}
+}
+
+/* ---- LTX-2 ------------------------------------------------------------ */
+
+/*
+ * What an LTX2Pipeline job needs beyond the shared checks: prompt_embeds
+ * of the connectors' width (latentq has no Gemma 3 text encoder), one
+ * device (LTX-2 meshes are not implemented), an audio track of at least
+ * one latent frame at a rate the MP4's AAC track carries, STG blocks the
+ * transformer has (and perturbed_attn, without which upstream silently
+ * ignores them).
+ */
+void
+pf_check_ltx2(struct pf_job_state *s)
+{
+	if (s->pm == NULL || s->pm->l2 == NULL)
+		return;
+	const struct diffusers_ltx2_model *m = s->pm->l2;
+	const struct ltx2_transformer_config *tc = &s->pm->l2_t;
+	const struct job_config *jc = &s->jc;
+	char t[64];
+	if (!present(s, "prompt_embeds")) {
+		struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
+		    "LQ-LTX2-001", "an LTX-2 job needs prompt_embeds: latentq "
+		    "does not run LTX-2's Gemma 3 text encoder");
+		error_set_hint(e, "give prompt_embeds: a safetensors of "
+		    "prompt_embeds [B, T, %d] (the encoder's stacked hidden "
+		    "states) and prompt_attention_mask [B, T], with their "
+		    "negative_ pair for guidance",
+		    m->connectors_config.caption_channels *
+		    m->connectors_config.text_proj_in_factor);
+	} else {
+		const char *path = json_get_string(s->config, "prompt_embeds",
+		    NULL);
+		struct st_file *f = NULL;
+		struct lq_error fe;
+		error_clear(&fe);
+		int want = m->connectors_config.caption_channels *
+		    m->connectors_config.text_proj_in_factor;
+		if (st_file_open(path, &f, &fe) == LQ_OK) {
+			const struct st_tensor *e = st_file_find(f, "prompt_embeds");
+			int cfg = jc->guidance_scale > 1 ||
+			    jc->audio_guidance_scale > 1;
+			if (e == NULL || e->ndim != 3 || e->shape[2] != want ||
+			    st_file_find(f, "prompt_attention_mask") == NULL ||
+			    (cfg && (st_file_find(f, "negative_prompt_embeds") ==
+			    NULL || st_file_find(f,
+			    "negative_prompt_attention_mask") == NULL))) {
+				struct lq_error *x = pf_job_add(s, "prompt_embeds",
+				    LQ_FAILED, "LQ-LTX2-001", "%s does not hold "
+				    "prompt_embeds [B, T, %d] and "
+				    "prompt_attention_mask [B, T]%s", path, want,
+				    cfg ? ", with their negative_ pair (guidance "
+				    "is on)" : "");
+				error_set_hint(x, "the connectors take caption_"
+				    "channels %d x text_proj_in_factor %d stacked "
+				    "features", m->connectors_config.caption_channels,
+				    m->connectors_config.text_proj_in_factor);
+			}
+			st_file_close(f);
+		}
+	}
+	static const char *const ltxv_only[] = { "image", "conditions",
+	    "latents", "denoise_strength", "loras", "second_stage",
+	    "vae_tiling" };
+	for (size_t i = 0; i < LQ_ARRAY_LEN(ltxv_only); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->config,
+		    ltxv_only[i]);
+		if (v == NULL || cJSON_IsNull(v) || (cJSON_IsArray(v) &&
+		    cJSON_GetArraySize(v) == 0))
+			continue;
+		struct lq_error *e = pf_job_add(s, ltxv_only[i], LQ_FAILED,
+		    "LQ-LTX2-006", "%s is an LTX-Video key; latentq's LTX-2 "
+		    "render (text-to-audio+video) does not take it yet",
+		    ltxv_only[i]);
+		error_set_hint(e, "leave %s out of LTX-2 jobs", ltxv_only[i]);
+	}
+	if (s->jc.mesh.devices > 1 || s->devices > 1) {
+		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
+		    "LQ-LTX2-002", "an LTX-2 job renders on one device: its "
+		    "sharding over both streams is not implemented yet");
+		error_set_hint(e, "mesh: {devices: 1}");
+	}
+	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
+	int64_t L = latents_audio_num_frames((int)jc->num_frames, jc->frame_rate,
+	    ac->sample_rate, ac->mel_hop_length, 4);
+	if (jc->frame_rate > 0 && L < 1) {
+		/* round(num_frames / frame_rate x sample_rate / hop / 4) */
+		double per = (double)ac->sample_rate / ac->mel_hop_length / 4.0;
+		int64_t need = (int64_t)ceil(0.5 / per * jc->frame_rate);
+		struct lq_error *e = pf_job_add(s, "num_frames", LQ_FAILED,
+		    "LQ-LTX2-003", "%s frames at %g fps are %g s of audio, less "
+		    "than half of one audio latent frame (%g per second)",
+		    pf_job_text(s, "num_frames", t, sizeof(t)), jc->frame_rate,
+		    jc->num_frames / jc->frame_rate, per);
+		error_set_hint(e, "at least %" PRId64 " frames", need);
+	}
+	int rate = m->vocoder_config.output_sampling_rate;
+	static const int aac[] = { 8000, 11025, 12000, 16000, 22050, 24000,
+	    32000, 44100, 48000, 64000, 88200, 96000 };
+	int rate_ok = 0;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(aac); i++)
+		rate_ok |= aac[i] == rate;
+	if (!rate_ok || m->vocoder_config.out_channels > 2) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-LTX2-004", "the vocoder gives %d channels at %d Hz; the "
+		    "MP4's AAC track carries 1 or 2 channels at 8000 to 96000 Hz "
+		    "(the AAC rates)", m->vocoder_config.out_channels, rate);
+		error_set_hint(e, "use an LTX-2 vocoder (24000 Hz stereo)");
+	}
+	if ((jc->stg_scale > 0 || jc->audio_stg_scale > 0) &&
+	    jc->n_stg_blocks > 0) {
+		for (size_t i = 0; i < jc->n_stg_blocks; i++) {
+			int64_t b = jc->stg_blocks[i];
+			if (b < 0 || b >= tc->num_layers) {
+				struct lq_error *e = pf_job_add(s,
+				    "spatio_temporal_guidance_blocks", LQ_FAILED,
+				    "LQ-LTX2-005", "block %" PRId64 " is not one of "
+				    "the transformer's %d (0 to %d)", b,
+				    tc->num_layers, tc->num_layers - 1);
+				error_set_hint(e, "spatio_temporal_guidance_blocks: "
+				    "[%d]", tc->num_layers - 1);
+				break;
+			}
+		}
+		if (!tc->perturbed_attn) {
+			struct lq_error *e = pf_job_add(s, "stg_scale", LQ_FAILED,
+			    "LQ-LTX2-005", "spatio-temporal guidance needs a "
+			    "transformer with perturbed_attn; this one would "
+			    "ignore the blocks (as upstream does, silently)");
+			error_set_hint(e, "stg_scale: 0 and audio_stg_scale: 0");
 		}
 	}
 }

@@ -300,6 +300,100 @@ check_extras(struct pf_model *pm)
 	free(index_path);
 }
 
+/* A problem of the model from a diffusers_* error. */
+static void
+model_problem(struct pf_model *pm, const struct lq_error *err,
+    const char *key)
+{
+	enum lq_code why = error_code(err);
+	int missing = why == LQ_CODE_MODEL_001 || why == LQ_CODE_MODEL_005 ||
+	    why == LQ_CODE_MODEL_007;
+	struct lq_error *e = pf_list_add(&pm->problems, LQ_FAILED, missing ?
+	    "LQ-MDL-003" : "LQ-MDL-002", "%s%s%s: %s (%s)", rel(pm,
+	    err->file[0] ? err->file : pm->dir), err->field[0] ? ": " : "",
+	    err->field, err->message, err->code);
+	snprintf(e->field, sizeof(e->field), "%s", key);
+	if (err->hint[0])
+		error_set_hint(e, "%s", err->hint);
+	else if (missing)
+		error_set_hint(e, "the folder is incomplete: download the "
+		    "missing component again");
+}
+
+/*
+ * An LTX2Pipeline folder: its components (diffusers_open_ltx2), the
+ * transformer's and the VAE's configs, the scheduler's, and that they
+ * agree (the VAE's latent channels are the transformer's in_channels; the
+ * audio VAE's latent channels x mel bins / 4 its audio_in_channels; the
+ * connectors' caption_channels its caption_channels).
+ */
+static void
+inspect_ltx2(struct pf_model *pm, const struct diffusers_overrides *ov)
+{
+	struct lq_error err;
+	error_clear(&err);
+	if (diffusers_open_ltx2(pm->dir, ov, &pm->l2, &err) != LQ_OK) {
+		model_problem(pm, &err, "model");
+		return;
+	}
+	cJSON *j = NULL;
+	enum lq_status s = diffusers_load_json(pm->l2->transformer.config_path,
+	    &j, &err);
+	if (s == LQ_OK)
+		s = diffusers_parse_ltx2_transformer(j,
+		    pm->l2->transformer.config_path, &pm->l2_t, &err);
+	cJSON_Delete(j);
+	j = NULL;
+	if (s == LQ_OK && (s = diffusers_load_json(pm->l2->vae.config_path, &j,
+	    &err)) == LQ_OK)
+		s = diffusers_parse_vae(j, pm->l2->vae.config_path, &pm->l2_v,
+		    &err);
+	cJSON_Delete(j);
+	if (s == LQ_OK && scheduler_config_load(pm->l2->scheduler.config_path,
+	    &pm->sched, &err) == LQ_OK)
+		pm->sched_ok = 1;
+	else if (s == LQ_OK)
+		s = LQ_FAILED;
+	if (s != LQ_OK) {
+		model_problem(pm, &err, "model");
+		diffusers_ltx2_free(pm->l2);
+		pm->l2 = NULL;
+		return;
+	}
+	const struct ltx2_transformer_config *tc = &pm->l2_t;
+	const struct ltx2_audio_vae_config *ac = &pm->l2->audio_vae_config;
+	int amel = (ac->mel_bins > 0 ? ac->mel_bins : 64) / 4;
+	const char *why = NULL;
+	char msg[256];
+	if (pm->l2_v.latent_channels != tc->in_channels) {
+		snprintf(msg, sizeof(msg), "the VAE has %d latent channels but "
+		    "the transformer takes %d", pm->l2_v.latent_channels,
+		    tc->in_channels);
+		why = msg;
+	} else if (ac->latent_channels * amel != tc->audio_in_channels) {
+		snprintf(msg, sizeof(msg), "the audio VAE's latents pack to %d "
+		    "features (latent_channels %d x mel_bins / 4 = %d) but the "
+		    "transformer's audio_in_channels is %d",
+		    ac->latent_channels * amel, ac->latent_channels, amel,
+		    tc->audio_in_channels);
+		why = msg;
+	} else if (pm->l2->connectors_config.caption_channels !=
+	    tc->caption_channels) {
+		snprintf(msg, sizeof(msg), "the connectors give %d caption "
+		    "channels but the transformer takes %d",
+		    pm->l2->connectors_config.caption_channels,
+		    tc->caption_channels);
+		why = msg;
+	}
+	if (why != NULL) {
+		struct lq_error *e = pf_list_add(&pm->problems, LQ_FAILED,
+		    "LQ-MDL-008", "%s", why);
+		snprintf(e->field, sizeof(e->field), "model");
+		error_set_hint(e, "use the components of one LTX-2 release "
+		    "together");
+	}
+}
+
 static void
 inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 {
@@ -313,6 +407,13 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 		    "model_index.json) or a name from `latentq model list`");
 		return;
 	}
+	char cls[64] = "";
+	if (diffusers_pipeline_class(pm->dir, cls, sizeof(cls), &err) ==
+	    LQ_OK && strcmp(cls, "LTX2Pipeline") == 0) {
+		inspect_ltx2(pm, ov);
+		return;
+	}
+	error_clear(&err);
 	if (diffusers_open(pm->dir, ov, &pm->dm, &err) != LQ_OK) {
 		/* a missing file or component, else a bad config */
 		enum lq_code why = error_code(&err);
@@ -425,6 +526,7 @@ pf_model_free(struct pf_model *pm)
 	st_set_close(pm->w_vae);
 	st_set_close(pm->w_text);
 	diffusers_free(pm->dm);
+	diffusers_ltx2_free(pm->l2);
 	text_tokenizer_free(pm->tok);
 	tensor_table_free(&pm->table);
 	pf_list_free(&pm->problems);
@@ -464,6 +566,9 @@ pf_model_digest(struct pf_model *pm, const struct model_hash_cache *cache,
 		pm->digest[0] = '\0';
 		if (pm->dm != NULL && model_ref_identity(pm->dm, cache, pm->digest,
 		    &pm->digest_err) != LQ_OK)
+			pm->digest[0] = '\0';
+		if (pm->l2 != NULL && model_ref_identity_ltx2(pm->l2, cache,
+		    pm->digest, &pm->digest_err) != LQ_OK)
 			pm->digest[0] = '\0';
 	}
 	if (pm->digest[0] == '\0') {

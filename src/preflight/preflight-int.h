@@ -45,6 +45,11 @@ struct pf_model {
 	char *dir;
 	struct pf_list problems;	/* field = the manifest key at fault */
 	struct diffusers_model *dm;	/* NULL when the configs are unusable */
+	/* an LTX2Pipeline folder instead (dm NULL): its components, the
+	 * transformer's and the VAE's configs (l2 NULL when unusable) */
+	struct diffusers_ltx2_model *l2;
+	struct ltx2_transformer_config l2_t;
+	struct ltxv_vae_config l2_v;
 	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
 	int has_16bit;			/* any F16/BF16 weight */
 	/* scheduler_config.json as the render's sampler parses it
@@ -138,8 +143,10 @@ void pf_check_config(struct pf_job_state *s);
 void pf_check_model(struct pf_job_state *s);
 void pf_check_geometry(struct pf_job_state *s);
 void pf_check_latents(struct pf_job_state *s);
+void pf_check_ltx2(struct pf_job_state *s);
 void pf_check_sampling(struct pf_job_state *s);
 void pf_check_condition(struct pf_job_state *s);
+void pf_check_second_stage(struct pf_job_state *s);
 void pf_check_prompt(struct pf_job_state *s);
 void pf_check_mesh(struct pf_job_state *s);
 void pf_check_lora(struct pf_job_state *s);

@@ -113,9 +113,11 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 			pf_check_geometry(&s);
 			pf_check_sampling(&s);
 			pf_check_condition(&s);
+			pf_check_second_stage(&s);
 			pf_check_prompt(&s);
 			pf_check_mesh(&s);
 			pf_check_latents(&s);
+			pf_check_ltx2(&s);
 			pf_check_lora(&s);
 			pf_check_image(&s);
 			pf_check_device(&s);

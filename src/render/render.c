@@ -46,6 +46,7 @@
 #include "model/diffusers.h"
 #include "model/safetensors.h"
 #include "nn/ltxv_transformer.h"
+#include "nn/ltxv_upsampler.h"
 #include "nn/ltxv_vae.h"
 #include "nn/ltxv_vae_encoder.h"
 #include "nn/plan.h"
@@ -57,6 +58,7 @@
 #include "nn/weights.h"
 #include "store/models.h"
 #include "render/render.h"
+#include "render/render-int.h"
 #include "sampler/latents.h"
 #include "sampler/rng.h"
 #include "sampler/scheduler.h"
@@ -101,7 +103,26 @@ struct render {
 	const struct store_job *job;
 	const char *owner;
 	const struct render_options *opt;
+	struct job_config whole;	/* the job's config (owns its arrays) */
+	/*
+	 * The stage being rendered (stage_setup): jc is the job's config for
+	 * a one-stage job (stage 0), else job_stage_config's view of stage 1
+	 * or 2 (borrowed from `whole`).  Everything below marked "the
+	 * stage's" is set up again for each stage; step_base is what its
+	 * checkpoints' steps are counted on from (stage 2: stage 1's
+	 * num_inference_steps, schema 0006).
+	 */
 	struct job_config jc;
+	int stage, n_stages, step_base;
+	/* a two-stage job's stage 2 starts from these latents [B, S, C] (the
+	 * upsampler's output, or its checkpoint); NULL before */
+	float *upsampled;
+	/* its stage 1's final latents, unpacked, for save_tensors */
+	float *stage1_out;
+	struct latents_shape shape1;
+	/* the newest checkpoint (store_load_checkpoint), once per render */
+	struct store_checkpoint resume;
+	int resume_found;
 	cJSON *config;
 	char *base_dir;			/* the manifest's folder */
 
@@ -118,6 +139,7 @@ struct render {
 	char model_digest[DIGEST_HEX_SIZE];
 	char device_fingerprint[DIGEST_HEX_SIZE];
 
+	/* the stage's: */
 	struct latents_shape shape;	/* unpacked latent geometry */
 	int B, S, C, T, Cc;		/* batch, tokens, channels, text len, caption ch */
 	int cfg;			/* classifier-free guidance on */
@@ -201,9 +223,12 @@ render_free(struct render *r)
 	free(r->mask);
 	free(r->timesteps);
 	free(r->trajectory);
+	free(r->upsampled);
+	free(r->stage1_out);
+	store_checkpoint_clear(&r->resume);
 	free(r->name_shown);
 	free(r->base_dir);
-	job_config_free(&r->jc);
+	job_config_free(&r->whole);
 	cJSON_Delete(r->config);
 }
 
@@ -329,6 +354,9 @@ open_model(struct render *r, struct lq_error *err)
 	return s;
 }
 
+static enum lq_status stage_setup(struct render *r, int stage,
+    struct lq_error *err);
+
 static enum lq_status
 phase_load(struct render *r, struct lq_error *err)
 {
@@ -384,7 +412,45 @@ phase_load(struct render *r, struct lq_error *err)
 	if ((s = scheduler_config_load(r->dm->scheduler.config_path,
 	    &r->sched_cfg, err)) != LQ_OK)
 		return s;
+	if (jc->noise != NULL) {
+		char *p = job_path(r, jc->noise);
+		s = st_file_open(p, &r->noise, err);
+		free(p);
+		if (s != LQ_OK)
+			return s;
+	}
+	return stage_setup(r, r->n_stages == 2 ? 1 : 0, err);
+}
 
+/*
+ * The stage's geometry, schedule and condition arrays (the fields of
+ * struct render marked "the stage's"), for stage 0 (a one-stage job), 1
+ * or 2; what an earlier stage held is released.  The buffers the
+ * transformer loop uses are load_networks'.
+ */
+static enum lq_status
+stage_setup(struct render *r, int stage, struct lq_error *err)
+{
+	enum lq_status s;
+	struct job_config *jc = &r->jc;
+
+	r->stage = stage;
+	if (stage == 0) {
+		r->jc = r->whole;
+		r->step_base = 0;
+	} else {
+		job_stage_config(&r->whole, stage, &r->jc);
+		r->step_base = stage == 2 ?
+		    (int)r->whole.num_inference_steps : 0;
+	}
+	scheduler_schedule_free(&r->sched);
+	free(r->video_coords);
+	free(r->cond_mask);
+	free(r->init_latents);
+	free(r->icn);
+	r->video_coords = r->cond_mask = r->init_latents = r->icn = NULL;
+	r->cond_tokens = 0;
+	r->first_step = 0;
 	const struct ltxv_transformer_config *tc = &r->dm->transformer_config;
 	const struct ltxv_vae_config *vc = &r->dm->vae_config;
 	struct job_latent_shape ls;
@@ -434,13 +500,6 @@ phase_load(struct render *r, struct lq_error *err)
 	}
 	r->S = (int)latents_seq_len(&r->shape);
 	r->C = (int)latents_token_dim(&r->shape);
-	if (jc->noise != NULL) {
-		char *p = job_path(r, jc->noise);
-		s = st_file_open(p, &r->noise, err);
-		free(p);
-		if (s != LQ_OK)
-			return s;
-	}
 	if (jc->image != NULL || jc->n_conditions > 0) {
 		/* the conditioning mask is 1 (a condition's strength) on
 		 * latent frame 0; packed, that is the first (H/p)(W/p) tokens
@@ -851,6 +910,16 @@ load_networks(struct render *r, struct lq_error *err)
 	if ((s = mesh_reserve(r, rows, err)) != LQ_OK)
 		return s;
 	size_t n = (size_t)r->B * r->S * r->C;
+	/* the stage's (stage 1's go when stage 2 loads) */
+	free(r->latents);
+	free(r->guided);
+	free(r->model_in);
+	free(r->velocity);
+	free(r->timesteps);
+	free(r->timestep_tokens);
+	free(r->trajectory);
+	r->timestep_tokens = NULL;
+	r->trajectory = NULL;
 	r->latents = xcalloc(n, sizeof(float));
 	r->guided = xcalloc(n, sizeof(float));
 	r->model_in = xcalloc((size_t)rows * r->S * r->C, sizeof(float));
@@ -858,7 +927,7 @@ load_networks(struct render *r, struct lq_error *err)
 	r->timesteps = xcalloc((size_t)rows, sizeof(float));
 	if (r->cond_tokens > 0)
 		r->timestep_tokens = xcalloc((size_t)rows * r->S, sizeof(float));
-	if (r->jc.save_tensors != NULL)
+	if (r->jc.save_tensors != NULL && r->stage != 1)	/* the last stage's */
 		r->trajectory = xcalloc((size_t)(r->jc.num_inference_steps -
 		    r->first_step) * n, sizeof(float));
 	if (log_get_level() >= LOG_LEVEL_INFO && r->opt->progress_tty == 0) {
@@ -912,9 +981,14 @@ make_plan(struct render *r, struct lq_error *err)
 		.guidance = r->cfg,
 		.data = r->data,
 		.context = r->context,
+		/* a two-stage job's transformer and decoder run at stage 2's
+		 * size, the larger (the upsampler and encoder are not in the
+		 * plan yet) */
 		.num_frames = r->jc.num_frames,
-		.height = r->jc.height,
-		.width = r->jc.width,
+		.height = r->n_stages == 2 ? r->whole.second_stage.height :
+		    r->jc.height,
+		.width = r->n_stages == 2 ? r->whole.second_stage.width :
+		    r->jc.width,
 		.max_sequence_length = r->T,
 		.caps = caps,
 	};
@@ -955,15 +1029,34 @@ record_peak(struct render *r, struct lq_error *err)
 }
 
 /*
+ * The name of the stage's draw `base` in a noise: file: as is in a one-stage
+ * job, "stage1.<base>" / "stage2.<base>" in a two-stage one (issue 14 item 3).
+ */
+static void
+stage_noise_name(const struct render *r, const char *base, char *out,
+    size_t size)
+{
+	if (r->stage == 0)
+		snprintf(out, size, "%s", base);
+	else
+		snprintf(out, size, "stage%d.%s", r->stage, base);
+}
+
+/*
  * A random draw of `n` floats named `name` (upstream's name, see
  * latentq-manifest(5) `noise`): the noise file's tensor when it holds one
  * (of exactly `ndim` / `shape`, else LQ-RUN-NOISE naming both shapes), else
- * latentq's normal(seed, purpose, i).
+ * latentq's normal(seed, purpose, i).  In a two-stage job the name carries
+ * the stage's prefix (stage_noise_name) and stage 2 draws from its own
+ * purposes (RNG_PURPOSE_OF_STAGE).
  */
 static enum lq_status
-draw(const struct render *r, const char *name, int ndim, const int64_t *shape,
+draw(const struct render *r, const char *base, int ndim, const int64_t *shape,
     uint32_t purpose, float *out, struct lq_error *err)
 {
+	char name[256];
+	stage_noise_name(r, base, name, sizeof(name));
+	purpose = RNG_PURPOSE_OF_STAGE(r->stage, purpose);
 	const struct st_tensor *t = r->noise ? st_file_find(r->noise, name) :
 	    NULL;
 	size_t n = 1;
@@ -1011,7 +1104,9 @@ draw(const struct render *r, const char *name, int ndim, const int64_t *shape,
  * [batch, C, 1, h, w] (retrieve_latents), then _normalize_latents with the
  * VAE's latents_mean / latents_std and upstream's default scaling factor
  * 1.0.  Writes out [batch, C, 1, h, w].  The image must already have the
- * job's size (latentq does not resample; see latentq-manifest(5) `image`)
+ * job's size (latentq does not resample; see latentq-manifest(5) `image`),
+ * except in stage 1 of a two-stage job, which resizes it as upstream does
+ * (media_resize_lanczos)
  * and the digest preflight recorded (`want`, may be NULL); `field` names
  * the key in errors.
  */
@@ -1044,6 +1139,19 @@ image_latents(struct render *r, const char *image, const char *want,
 	}
 	if (s == LQ_OK)
 		s = media_read_image(path, &rgb, &h, &w, err);
+	if (s == LQ_OK && r->stage == 1 && (h != r->jc.height ||
+	    w != r->jc.width)) {
+		/* the recipe gives stage 1 the full-size condition and
+		 * VideoProcessor.preprocess resizes it (PIL LANCZOS) */
+		uint8_t *small = xmalloc((size_t)(r->jc.height * r->jc.width *
+		    3));
+		media_resize_lanczos(rgb, h, w, small, (int)r->jc.height,
+		    (int)r->jc.width);
+		free(rgb);
+		rgb = small;
+		h = (int)r->jc.height;
+		w = (int)r->jc.width;
+	}
 	if (s == LQ_OK && (h != r->jc.height || w != r->jc.width)) {
 		error_set(err, LQ_FAILED, "LQ-RUN-IMAGE", "image %s is %dx%d "
 		    "(width x height); the job renders %" PRId64 "x%" PRId64,
@@ -1196,7 +1304,8 @@ supplied_latents(struct render *r, float *out, struct lq_error *err)
  * and denoise_strength < 1 the supplied (normalised) latents are noised
  * to latent_sigma = sigmas[first_step]: sigma * noise + (1 - sigma) *
  * latents; else the noise is the latents (upstream ignores latents= at
- * denoise_strength 1; preflight refuses that job).  Then the condition
+ * denoise_strength 1; preflight refuses that job); stage 2 of a two-stage
+ * job refines r->upsampled instead of a file.  Then the condition
  * (one image at frame_index 0): its latent (image_latents, batch 1, the
  * draw condition_posterior_noise) is lerped into latent frame 0 of every
  * video with its strength (torch.lerp).
@@ -1208,10 +1317,14 @@ condition_latents(struct render *r, float *out, struct lq_error *err)
 	size_t n = latents_numel(sh);
 	float *z = xmalloc(n * sizeof(float));
 	enum lq_status s = draw_initial_noise(r, z, err);
-	if (s == LQ_OK && r->jc.latents != NULL && r->jc.denoise_strength < 1) {
+	if (s == LQ_OK && (r->jc.latents != NULL || r->upsampled != NULL) &&
+	    r->jc.denoise_strength < 1) {
 		/* noised as unpacked [B, C, F, h, w], elementwise */
 		float *given = xmalloc(n * sizeof(float));
-		if ((s = supplied_latents(r, out, err)) == LQ_OK) {
+		if (r->upsampled != NULL)	/* a two-stage job's stage 2 */
+			memcpy(out, r->upsampled, n * sizeof(float));
+		if ((s = r->upsampled != NULL ? LQ_OK :
+		    supplied_latents(r, out, err)) == LQ_OK) {
 			latents_unpack(sh, out, given);
 			latents_noise_to_sigma(given, z, n,
 			    r->sched.sigmas[r->first_step]);
@@ -1246,57 +1359,116 @@ condition_latents(struct render *r, float *out, struct lq_error *err)
 	return s;
 }
 
-/* Initial latents: a checkpoint, a supplied file, or latentq's noise. */
+/*
+ * The job's newest intact checkpoint, once per render (store_load_checkpoint
+ * against this render's config, model and device), into r->resume.
+ */
 static enum lq_status
-initial_latents(struct render *r, int *start_step, struct lq_error *err)
+load_resume(struct render *r, struct lq_error *err)
 {
-	size_t n = (size_t)r->B * r->S * r->C;
 	struct store_resume_key key = {
 		.config_digest = r->job->config_digest,
 		.model_digest = r->model_digest,
 		.device_fingerprint = r->device_fingerprint,
 		.resume_anywhere = r->opt->resume_anywhere,
 	};
-	struct store_checkpoint cp;
-	int found = 0, skipped = 0;
-	enum lq_status s = store_load_checkpoint(r->st, r->job->id, &key, &cp,
-	    &found, &skipped, err);
+	int skipped = 0;
+	enum lq_status s = store_load_checkpoint(r->st, r->job->id, &key,
+	    &r->resume, &r->resume_found, &skipped, err);
 	if (s != LQ_OK)
 		return s;
 	if (skipped > 0)
 		log_warn("job %lld: skipped %d checkpoint(s) that did not verify",
 		    (long long)r->job->id, skipped);
-	if (found) {
-		if (cp.size != n * sizeof(float) || strcmp(cp.dtype, "F32") != 0 ||
-		    cp.step > r->jc.num_inference_steps ||
-		    cp.step <= r->first_step) {
-			s = error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "checkpoint of "
-			    "step %d has %zu bytes of %s, expected %zu of F32",
-			    cp.step, cp.size, cp.dtype, n * sizeof(float));
-			store_checkpoint_clear(&cp);
-			return s;
-		}
-		memcpy(r->latents, cp.latent, cp.size);
-		*start_step = cp.step;
+	if (r->resume_found && r->n_stages == 1 && r->resume.stage != 0)
+		return error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "checkpoint of "
+		    "step %d is of stage %d; the job has one stage",
+		    r->resume.step, r->resume.stage);
+	if (r->resume_found && r->n_stages == 2 && r->resume.stage != 1 &&
+	    r->resume.stage != 2)
+		return error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "checkpoint of "
+		    "step %d has stage %d; a two-stage job's are of stage 1 or 2",
+		    r->resume.step, r->resume.stage);
+	return LQ_OK;
+}
+
+/*
+ * A two-stage job's upsampled latents (stage 2's start) from the checkpoint
+ * phase_upsample recorded, at stage 2's first_step.
+ */
+static enum lq_status
+upsampled_from_store(struct render *r, struct lq_error *err)
+{
+	size_t n = (size_t)r->B * r->S * r->C;
+	int at = r->step_base + r->first_step;
+	free(r->upsampled);
+	r->upsampled = xmalloc(n * sizeof(float));
+	return store_fill_trajectory(r->st, r->job->id, r->upsampled,
+	    n * sizeof(float), at - 1, at, err);
+}
+
+/*
+ * The stage's initial latents: its checkpoint (r->resume, when of this
+ * stage), else a supplied file, the upsampled latents (stage 2) or
+ * latentq's noise.
+ */
+static enum lq_status
+initial_latents(struct render *r, int *start_step, struct lq_error *err)
+{
+	size_t n = (size_t)r->B * r->S * r->C;
+	enum lq_status s;
+	const struct store_checkpoint *cp = &r->resume;
+	int here = r->resume_found && cp->stage == r->stage;
+	int local = here ? cp->step - r->step_base : 0;
+	if (here && (cp->size != n * sizeof(float) ||
+	    strcmp(cp->dtype, "F32") != 0 ||
+	    local > r->jc.num_inference_steps || local < r->first_step ||
+	    (local == r->first_step && r->stage != 2)))
+		return error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "checkpoint of "
+		    "step %d (stage %d) has %zu bytes of %s, expected %zu of F32 "
+		    "after one of steps %d..%d", cp->step, cp->stage, cp->size,
+		    cp->dtype, n * sizeof(float), r->step_base + r->first_step +
+		    1, r->step_base + (int)r->jc.num_inference_steps);
+	if (here && local == r->first_step) {
+		/* stage 2 killed before its first step: from the upsampled
+		 * latents phase_upsample recorded */
+		free(r->upsampled);
+		r->upsampled = xmalloc(n * sizeof(float));
+		memcpy(r->upsampled, cp->latent, n * sizeof(float));
+		here = 0;
+		char detail[64];
+		snprintf(detail, sizeof(detail), "{\"stage\":2,\"step\":%d}", local);
+		store_add_event(r->st, r->job->id, "resumed", detail, err);
+	}
+	if (here) {
+		memcpy(r->latents, cp->latent, cp->size);
+		*start_step = local;
 		/* image_cond_noise puts noise on init_latents every step: the
 		 * prepared latents again (the same draws, so the same bits) */
-		if (r->init_latents != NULL &&
-		    (s = condition_latents(r, r->init_latents, err)) != LQ_OK) {
-			store_checkpoint_clear(&cp);
-			return s;
+		if (r->init_latents != NULL) {
+			if (r->stage == 2 && r->upsampled == NULL &&
+			    (s = upsampled_from_store(r, err)) != LQ_OK)
+				return s;
+			if ((s = condition_latents(r, r->init_latents, err)) !=
+			    LQ_OK)
+				return s;
 		}
 		char detail[64];
-		snprintf(detail, sizeof(detail), "{\"step\":%d}", cp.step);
+		if (r->stage == 0)
+			snprintf(detail, sizeof(detail), "{\"step\":%d}", local);
+		else
+			snprintf(detail, sizeof(detail), "{\"stage\":%d,"
+			    "\"step\":%d}", r->stage, local);
 		store_add_event(r->st, r->job->id, "resumed", detail, err);
-		log_info("job %lld %s: resuming after step %d/%d",
-		    (long long)r->job->id, r->job->name, cp.step,
-		    (int)r->jc.num_inference_steps);
-		int step = cp.step;
-		store_checkpoint_clear(&cp);
+		log_info("job %lld %s: resuming after step %d/%d%s",
+		    (long long)r->job->id, r->job->name, local,
+		    (int)r->jc.num_inference_steps, r->stage == 2 ?
+		    " of stage 2" : r->stage == 1 ? " of stage 1" : "");
 		if (r->trajectory == NULL)
 			return LQ_OK;
 		return store_fill_trajectory(r->st, r->job->id, r->trajectory,
-		    n * sizeof(float), r->first_step, step, err);
+		    n * sizeof(float), r->step_base + r->first_step, cp->step,
+		    err);
 	}
 	*start_step = r->first_step;
 	if (job_condition_pipeline(&r->jc)) {
@@ -1472,6 +1644,8 @@ phase_denoise(struct render *r, struct lq_error *err)
 	int keep = r->opt->keep_checkpoints;
 	if (r->jc.save_tensors != NULL)
 		keep = 0;	/* every step's latent is an output */
+	if (r->n_stages == 2)
+		keep = 0;	/* stage 1's final and the upsampled latents stay */
 	if (r->icn != NULL) {
 		/* image_cond_noise: one [B, S, C] draw per step run */
 		int64_t ishape[4] = {N - r->first_step, r->B, r->S, r->C};
@@ -1542,8 +1716,10 @@ phase_denoise(struct render *r, struct lq_error *err)
 				    v + b * per + skip, per - skip,
 				    r->sched.sigmas[k], r->sched.sigmas[k + 1]);
 		}
-		fault_slow(r->job->name, k + 1, r->opt->attempt);
-		if (fault_nan(r->job->name, k + 1, r->opt->attempt))
+		/* fault injection and checkpoints count steps across stages */
+		int step = r->step_base + k + 1;
+		fault_slow(r->job->name, step, r->opt->attempt);
+		if (fault_nan(r->job->name, step, r->opt->attempt))
 			r->latents[n / 2] = NAN;
 		int64_t bad = latents_find_nonfinite(r->latents, n);
 		if (bad >= 0) {
@@ -1558,7 +1734,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 			memcpy(r->trajectory + (size_t)(k - r->first_step) * n,
 			    r->latents, n * sizeof(float));
 		struct store_checkpoint_new cp = {
-			.job_id = r->job->id, .step = k + 1,
+			.job_id = r->job->id, .step = step, .stage = r->stage,
 			.sigma = r->sched.sigmas[k + 1], .dtype = "F32", .ndim = 3,
 			.shape = cp_shape, .latent = r->latents,
 			.size = n * sizeof(float),
@@ -1574,20 +1750,186 @@ phase_denoise(struct render *r, struct lq_error *err)
 		double c1 = util_monotonic();
 		/* tests/bench/bench-render.sh reads these lines */
 		log_debug("job %lld step %d: compute %.2f ms, checkpoint %.2f ms",
-		    (long long)r->job->id, k + 1, (c0 - step_t0) * 1e3,
+		    (long long)r->job->id, step, (c0 - step_t0) * 1e3,
 		    (c1 - c0) * 1e3);
 		if ((s = store_set_progress(r->st, r->job->id, "denoise", k + 1, N,
 		    err)) != LQ_OK)
 			return s;
 		show_progress(r, k + 1, t0, start);
-		if (fault_point(r->job->name, "denoise", k + 1, r->opt->attempt))
+		if (fault_point(r->job->name, "denoise", step, r->opt->attempt))
 			return error_set(err, LQ_RETRY, "LQ-GPU-OOM", "out of device "
-			    "memory (injected) after step %d", k + 1);
-		if (render_interrupted && k + 1 < N)
+			    "memory (injected) after step %d", step);
+		if (render_interrupted && (k + 1 < N || r->stage == 1))
 			return error_set(err, LQ_RETRY, "LQ-RUN-INT", "interrupted "
 			    "after step %d/%d (checkpoint committed)", k + 1, N);
 	}
 	return LQ_OK;
+}
+
+/*
+ * Between the stages of a two-stage job: LTXLatentUpsamplePipeline
+ * (pipelines/ltx/pipeline_ltx_latent_upsample.py, output_type "latent") on
+ * stage 1's final latents.  Denormalised (latents_std / scaling_factor,
+ * latents_mean: the VAE's buffers), through LTXLatentUpsamplerModel
+ * (second_stage.latent_upsampler), AdaIN toward the denormalised input with
+ * adain_factor and tone mapping with tone_map_compression_ratio (each only
+ * when > 0, as upstream), normalised again; then stage 2 is set up
+ * (stage_setup) and the result, packed to its shape, is r->upsampled,
+ * checkpointed as stage 2's step first_step (schema 0006) so a kill after
+ * this never runs stage 1 or the upsampler again.  The transformer is
+ * released first: the upsampler has the device alone.  Stage 1's latents
+ * (unpacked) are kept in r->stage1_out for save_tensors.
+ */
+static enum lq_status
+phase_upsample(struct render *r, struct lq_error *err)
+{
+	enum lq_status s;
+	if ((s = enter_phase(r, "upsample", r->jc.num_inference_steps, err)) !=
+	    LQ_OK)
+		return s;
+	ranks_free_networks(r);
+	const struct latents_shape sh1 = r->shape;
+	const struct ltxv_vae_config *vc = &r->dm->vae_config;
+	size_t n1 = latents_numel(&sh1);
+	float *x = xmalloc(n1 * sizeof(float));
+	latents_unpack(&sh1, r->latents, x);
+	r->shape1 = sh1;
+	free(r->stage1_out);
+	r->stage1_out = xmalloc(n1 * sizeof(float));
+	memcpy(r->stage1_out, x, n1 * sizeof(float));
+
+	/* latents_mean / latents_std: buffers of the VAE's weights */
+	struct st_set *vs = NULL;
+	float *mean = NULL, *std = NULL;
+	if ((s = st_set_open(r->dm->vae.dir, &vs, err)) != LQ_OK) {
+		free(x);
+		return s;
+	}
+	const struct st_tensor *tm = st_set_find(vs, "latents_mean");
+	const struct st_tensor *ts = st_set_find(vs, "latents_std");
+	if (tm == NULL || ts == NULL || (int64_t)(tm->nbytes /
+	    st_dtype_size(tm->dtype)) != sh1.channels || (int64_t)(ts->nbytes /
+	    st_dtype_size(ts->dtype)) != sh1.channels) {
+		st_set_close(vs);
+		free(x);
+		return error_set(err, LQ_FAILED, "LQ-RUN-MODEL", "the VAE %s has "
+		    "no latents_mean / latents_std of %lld channels (the latent "
+		    "upsampler pipeline denormalises with them)", r->dm->vae.dir,
+		    (long long)sh1.channels);
+	}
+	mean = st_tensor_to_f32(tm);
+	std = st_tensor_to_f32(ts);
+	st_set_close(vs);
+	latents_denormalize(&sh1, x, mean, std, vc->scaling_factor);
+
+	struct ltxv_upsampler *u = NULL;
+	struct gpu_buffer *bx = NULL, *by = NULL;
+	int64_t in[5] = {sh1.batch, sh1.channels, sh1.frames, sh1.height,
+	    sh1.width}, out[5];
+	float *y = NULL;
+	char *dir = job_path(r, r->whole.second_stage.latent_upsampler);
+	s = ltxv_upsampler_load(r->gpu, dir, &u, err);
+	free(dir);
+	if (s == LQ_OK) {
+		ltxv_upsampler_output_shape(u, in, out);
+		size_t n2 = (size_t)(out[0] * out[1] * out[2] * out[3] * out[4]);
+		y = xmalloc(n2 * sizeof(float));
+		if ((s = gpu_buffer_create(r->gpu, n1 * sizeof(float), &bx,
+		    err)) == LQ_OK && (s = gpu_buffer_create(r->gpu, n2 *
+		    sizeof(float), &by, err)) == LQ_OK) {
+			struct gpu_tensor tx = gpu_tensor_make(bx, 0, GPU_F32, 5,
+			    in);
+			struct gpu_tensor ty = gpu_tensor_make(by, 0, GPU_F32, 5,
+			    out);
+			if ((s = gpu_tensor_upload_f32(r->gpu, &tx, x, err)) ==
+			    LQ_OK && (s = ltxv_upsampler_forward(u, &tx, &ty, NULL,
+			    err)) == LQ_OK)
+				s = gpu_tensor_download_f32(r->gpu, &ty, y, err);
+		}
+	}
+	gpu_buffer_free(bx);
+	gpu_buffer_free(by);
+	ltxv_upsampler_free(u);
+	if (s == LQ_OK)
+		s = stage_setup(r, 2, err);
+	if (s == LQ_OK && (out[0] != r->shape.batch || out[1] !=
+	    r->shape.channels || out[2] != r->shape.frames || out[3] !=
+	    r->shape.height || out[4] != r->shape.width))
+		s = error_set(err, LQ_FAILED, "LQ-RUN-GEOM", "the latent upsampler "
+		    "gives [%lld, %lld, %lld, %lld, %lld]; stage 2 (%" PRId64 "x%"
+		    PRId64 ", %" PRId64 " frames) refines [%lld, %lld, %lld, %lld, "
+		    "%lld]", (long long)out[0], (long long)out[1],
+		    (long long)out[2], (long long)out[3], (long long)out[4],
+		    r->jc.width, r->jc.height, r->jc.num_frames,
+		    (long long)r->shape.batch, (long long)r->shape.channels,
+		    (long long)r->shape.frames, (long long)r->shape.height,
+		    (long long)r->shape.width);
+	if (s == LQ_OK) {
+		const struct job_second_stage *t = &r->whole.second_stage;
+		int64_t bc = out[0] * out[1];
+		int64_t per2 = out[2] * out[3] * out[4];
+		int64_t per1 = (int64_t)n1 / (sh1.batch * sh1.channels);
+		size_t n2 = (size_t)(bc * per2);
+		if (t->adain_factor > 0)
+			latents_adain_filter(y, x, out[0], out[1], per2, per1,
+			    t->adain_factor);
+		if (t->tone_map_compression_ratio > 0)
+			latents_tone_map(y, n2, t->tone_map_compression_ratio);
+		latents_normalize(&r->shape, y, mean, std, vc->scaling_factor);
+		free(r->upsampled);
+		r->upsampled = xmalloc(n2 * sizeof(float));
+		latents_pack(&r->shape, y, r->upsampled);
+		int64_t cp_shape[3] = {r->B, r->S, r->C};
+		struct store_checkpoint_new cp = {
+			.job_id = r->job->id,
+			.step = r->step_base + r->first_step, .stage = 2,
+			.sigma = r->sched.sigmas[r->first_step], .dtype = "F32",
+			.ndim = 3, .shape = cp_shape, .latent = r->upsampled,
+			.size = n2 * sizeof(float),
+			.config_digest = r->job->config_digest,
+			.model_digest = r->model_digest,
+			.device_fingerprint = r->device_fingerprint,
+		};
+		s = store_save_checkpoint(r->st, &cp, 0, NULL, err);
+	}
+	if (s == LQ_OK && fault_point(r->job->name, "upsample",
+	    r->step_base + r->first_step, r->opt->attempt))
+		s = error_set(err, LQ_RETRY, "LQ-GPU-OOM", "out of device memory "
+		    "(injected) after upsampling");
+	free(x);
+	free(y);
+	free(mean);
+	free(std);
+	return s;
+}
+
+/*
+ * A two-stage job resumed in stage 2: stage 1 and the upsampler do not run
+ * again.  Stage 1's final latents (for save_tensors) and the upsampled ones
+ * come from their checkpoints (steps num_inference_steps and, counted on,
+ * stage 2's first_step), then stage 2 is set up.
+ */
+static enum lq_status
+resume_stage2(struct render *r, struct lq_error *err)
+{
+	enum lq_status s = LQ_OK;
+	r->shape1 = r->shape;
+	if (r->jc.save_tensors != NULL) {
+		size_t n1 = latents_numel(&r->shape1);
+		int at = (int)r->jc.num_inference_steps;
+		float *packed = xmalloc(n1 * sizeof(float));
+		s = store_fill_trajectory(r->st, r->job->id, packed,
+		    n1 * sizeof(float), at - 1, at, err);
+		free(r->stage1_out);
+		r->stage1_out = xmalloc(n1 * sizeof(float));
+		latents_unpack(&r->shape1, packed, r->stage1_out);
+		free(packed);
+	}
+	if (s == LQ_OK)
+		s = stage_setup(r, 2, err);
+	if (s == LQ_OK)
+		s = upsampled_from_store(r, err);
+	return s;
 }
 
 /* The decoder's injected noise: from decode_noise: FILE (every field
@@ -1606,8 +1948,12 @@ fill_noise(void *ud, const char *module, int k, int height, int width,
 {
 	struct noise_source *ns = ud;
 	int draw = ns->draws++;
-	char name[256];
-	snprintf(name, sizeof(name), "%s#%d", module, k);
+	char base[240], name[256];
+	snprintf(base, sizeof(base), "%s#%d", module, k);
+	if (ns->partial)	/* noise: names carry the stage */
+		stage_noise_name(ns->r, base, name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "%s", base);
 	if (ns->file != NULL && (!ns->partial || st_file_find(ns->file, name))) {
 		const struct st_tensor *t = st_file_find(ns->file, name);
 		if (t == NULL || t->ndim != 2 || t->shape[0] != height ||
@@ -1621,8 +1967,8 @@ fill_noise(void *ud, const char *module, int k, int height, int width,
 		free(f);
 		return LQ_OK;
 	}
-	rng_fill_normal(ns->r->jc.seed, RNG_PURPOSE_INJECTED_NOISE(draw), 0, out,
-	    (size_t)height * width);
+	rng_fill_normal(ns->r->jc.seed, RNG_PURPOSE_OF_STAGE(ns->r->stage,
+	    RNG_PURPOSE_INJECTED_NOISE(draw)), 0, out, (size_t)height * width);
 	return LQ_OK;
 }
 
@@ -1885,14 +2231,17 @@ phase_decode(struct render *r, struct video_out *vo, int64_t out_shape[5],
 		float *noise = xmalloc(n * sizeof(float));
 		const struct st_tensor *t = noise_file ?
 		    st_file_find(noise_file, "decode_noise") : NULL;
+		char dn[64];
+		stage_noise_name(r, "decode_noise", dn, sizeof(dn));
 		if (t == NULL && r->noise != NULL)
-			t = st_file_find(r->noise, "decode_noise");
+			t = st_file_find(r->noise, dn);
 		if (t != NULL && (size_t)(t->nbytes / st_dtype_size(t->dtype)) == n) {
 			float *f = st_tensor_to_f32(t);
 			memcpy(noise, f, n * sizeof(float));
 			free(f);
 		} else {
-			rng_fill_normal(r->jc.seed, RNG_PURPOSE_DECODE_NOISE, 0, noise, n);
+			rng_fill_normal(r->jc.seed, RNG_PURPOSE_OF_STAGE(r->stage,
+			    RNG_PURPOSE_DECODE_NOISE), 0, noise, n);
 		}
 		float *scales = xmalloc((size_t)r->B * sizeof(float));
 		for (int b = 0; b < r->B; b++) {
@@ -2025,12 +2374,55 @@ phase_encode_video(struct render *r, struct video_out *vo,
 	int64_t vs[5] = {out_shape[0], F, H, W, 3};
 	st_writer_add(w, "video_np", ST_F32, 5, vs, vo->all_np);
 	st_writer_add(w, "video_uint8", ST_U8, 5, vs, vo->all_u8);
+	float *up = NULL;
+	if (r->n_stages == 2) {
+		/* the stages' hand-over, named as the two-stage golden's */
+		const struct latents_shape *a = &r->shape1, *b = &r->shape;
+		int64_t s1[5] = {a->batch, a->channels, a->frames, a->height,
+		    a->width};
+		int64_t s2[5] = {b->batch, b->channels, b->frames, b->height,
+		    b->width};
+		up = xmalloc(latents_numel(b) * sizeof(float));
+		latents_unpack(b, r->upsampled, up);
+		st_writer_add(w, "stage1.latents_out", ST_F32, 5, s1,
+		    r->stage1_out);
+		st_writer_add(w, "upsample.latents_out", ST_F32, 5, s2, up);
+	}
 	struct artifact_commit tensors_c = {r, "tensors"};
 	struct file_commit tensors_hook = {commit_artifact, &tensors_c};
 	if ((s = make_parent_dirs(path, err)) == LQ_OK)
 		s = st_writer_write_commit(w, path, &tensors_hook, err);
 	st_writer_free(w);
+	free(up);
 	free(path);
+	return s;
+}
+
+/*
+ * A job whose model is an LTX2Pipeline renders through render_ltx2
+ * (ltx2.c); *handled says whether it did (then its status is returned).
+ */
+static enum lq_status
+render_if_ltx2(struct render *r, int *handled, struct lq_error *err)
+{
+	*handled = 0;
+	enum lq_status s = fetch_model_urls(r, err);
+	if (s != LQ_OK)
+		return s;
+	const struct job_config *jc = &r->jc;
+	struct model_ref_resolver res = {r->st, store_model_path_resolve};
+	struct model_ref ref;
+	if ((s = model_ref_resolve(jc->model, jc->transformer, jc->vae,
+	    jc->text_encoder, jc->scheduler, r->base_dir, &res, &ref, err)) !=
+	    LQ_OK)
+		return s;
+	if (model_ref_is_ltx2(&ref)) {
+		*handled = 1;
+		struct render_job_ctx c = {r->st, r->job, r->owner, r->opt,
+		    &r->jc, r->config, r->base_dir, &ref};
+		s = render_ltx2(&c, err);
+	}
+	model_ref_clear(&ref);
 	return s;
 }
 
@@ -2051,7 +2443,9 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	char *mp = xstrdup(job->manifest_path ? job->manifest_path : ".");
 	r.base_dir = xstrdup(dirname(mp));
 	free(mp);
-	enum lq_status s = job_config_from_json(r.config, &r.jc, err);
+	enum lq_status s = job_config_from_json(r.config, &r.whole, err);
+	r.jc = r.whole;		/* stage_setup narrows it to the stage */
+	r.n_stages = job_two_stage(&r.whole) ? 2 : 1;
 	if (s == LQ_OK && r.jc.model == NULL)
 		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has no "
 		    "model", (long long)job->id);
@@ -2061,6 +2455,14 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	if (s == LQ_OK && r.jc.prompt == NULL && r.jc.prompt_embeds == NULL)
 		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has "
 		    "neither prompt nor prompt_embeds", (long long)job->id);
+	if (s == LQ_OK) {
+		int handled = 0;
+		s = render_if_ltx2(&r, &handled, err);
+		if (handled || s != LQ_OK) {
+			render_free(&r);
+			return s;
+		}
+	}
 	struct video_out vo;
 	int64_t out_shape[5];
 	memset(&vo, 0, sizeof(vo));
@@ -2074,8 +2476,16 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	if (s == LQ_OK)
 		s = phase_encode_text(&r, err);
 	if (s == LQ_OK)
-		s = load_networks(&r, err);
-	if (s == LQ_OK)
+		s = load_resume(&r, err);
+	/* a two-stage job: stage 1, the upsampler, stage 2 (from its
+	 * checkpoints when stage 2 had begun) */
+	int from2 = r.n_stages == 2 && r.resume_found && r.resume.stage == 2;
+	if (s == LQ_OK && !from2 && (s = load_networks(&r, err)) == LQ_OK)
+		s = phase_denoise(&r, err);
+	if (s == LQ_OK && r.n_stages == 2)
+		s = from2 ? resume_stage2(&r, err) : phase_upsample(&r, err);
+	if (s == LQ_OK && r.n_stages == 2 &&
+	    (s = load_networks(&r, err)) == LQ_OK)
 		s = phase_denoise(&r, err);
 	if (s == LQ_OK)
 		s = phase_decode(&r, &vo, out_shape, err);

@@ -39,8 +39,12 @@
  *                encoded once for the batch): [1, C, 1, H, W]
  *     5          LTXConditionPipeline's image-condition noise, one packed
  *                [B, S, D] draw per step run: [steps run, B, S, D]
+ *     6          LTX2Pipeline's initial audio latents, unpacked
+ *                [B, C, L, M] (then packed to [B, L, C*M])
  *     0x100 + k  the decoder's k-th injected-noise draw, [H, W] (k = 0, 1,
  *                ... in the decoder's call order)
+ *   Stage 2 of a two-stage job (`second_stage:`) draws each of these with
+ *   0x10000 added (RNG_PURPOSE_OF_STAGE); stage 1 draws as a one-stage job.
  *
  * No state, no allocation; all functions are thread-safe.
  */
@@ -56,8 +60,13 @@ enum {
 	RNG_PURPOSE_POSTERIOR_NOISE = 3,
 	RNG_PURPOSE_CONDITION_POSTERIOR = 4,
 	RNG_PURPOSE_IMAGE_COND_NOISE = 5,
+	RNG_PURPOSE_AUDIO_LATENTS = 6,
 	RNG_PURPOSE_INJECTED_NOISE_BASE = 0x100,
 };
+/* Purpose `p` as stage `stage` (0 or 1: p; 2: p + 0x10000) draws it. */
+#define RNG_PURPOSE_STAGE2_BASE 0x10000u
+#define RNG_PURPOSE_OF_STAGE(stage, p) \
+	((uint32_t)(p) + ((stage) == 2 ? RNG_PURPOSE_STAGE2_BASE : 0u))
 /* Purpose of the decoder's k-th injected-noise draw. */
 #define RNG_PURPOSE_INJECTED_NOISE(k) \
 	((uint32_t)RNG_PURPOSE_INJECTED_NOISE_BASE + (uint32_t)(k))

@@ -140,15 +140,15 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 	s = store_prepare(st,
 	    "INSERT INTO checkpoints(job_id, step, sigma, dtype, "
 	    "shape, latent, digest, config_digest, model_digest, "
-	    "device_fingerprint, created_at) "
-	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+	    "device_fingerprint, created_at, stage) "
+	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
 	    "ON CONFLICT(job_id, step) DO UPDATE SET sigma = excluded.sigma, "
 	    "dtype = excluded.dtype, shape = excluded.shape, "
 	    "latent = excluded.latent, digest = excluded.digest, "
 	    "config_digest = excluded.config_digest, "
 	    "model_digest = excluded.model_digest, "
 	    "device_fingerprint = excluded.device_fingerprint, "
-	    "created_at = excluded.created_at", err);
+	    "created_at = excluded.created_at, stage = excluded.stage", err);
 	if (s == NULL)
 		goto fail;
 	store_bind_int64(s, 1, cp->job_id);
@@ -162,6 +162,7 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 	store_bind_text(s, 9, cp->model_digest);
 	store_bind_text(s, 10, cp->device_fingerprint);
 	store_bind_double(s, 11, util_now());
+	store_bind_int(s, 12, cp->stage);
 	if ((r = step_done(st, s, "INSERT checkpoints", err)) != LQ_OK)
 		goto fail;
 
@@ -225,12 +226,13 @@ row_to_checkpoint(struct store_stmt *s, int64_t job_id, struct store_checkpoint 
 	cp->device_fingerprint = store_column_text(s, 7);
 	cp->created_at = store_column_double(s, 8);
 	cp->size = (size_t)store_column_int64(s, 9);
+	cp->stage = store_column_int(s, 10);
 	return bad ? -1 : 0;
 }
 
 #define CHECKPOINT_COLUMNS "step, sigma, dtype, shape, digest, " \
 	"config_digest, model_digest, device_fingerprint, created_at, " \
-	"length(latent)"
+	"length(latent), stage"
 
 struct skipped_ckpt {
 	int step;
@@ -315,8 +317,8 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 	int rc;
 	while ((rc = store_step(s)) == STORE_ROW) {
 		int unreadable = row_to_checkpoint(s, job_id, out) != 0;
-		const void *blob = store_column_blob(s, 10);
-		size_t size = store_column_bytes(s, 10);
+		const void *blob = store_column_blob(s, 11);
+		size_t size = store_column_bytes(s, 11);
 		char actual[DIGEST_HEX_SIZE];
 		digest_hex(blob, size, actual);
 		if (!unreadable && strcmp(actual, out->digest) == 0) {

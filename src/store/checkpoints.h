@@ -46,6 +46,9 @@ struct store_checkpoint_new {
 	const char *config_digest;	/* the job's config digest */
 	const char *model_digest;	/* digest over the model's files */
 	const char *device_fingerprint;	/* which device kind computed it */
+	int stage;			/* 0: one-stage job; 1, 2: that stage
+					 * of a two-stage job (step counts on
+					 * across stages: schema 0006) */
 };
 
 /*
@@ -73,6 +76,7 @@ struct store_checkpoint {
 	char digest[DIGEST_HEX_SIZE];	/* as recorded */
 	char *config_digest, *model_digest, *device_fingerprint;
 	double created_at;		/* Unix seconds */
+	int stage;			/* as saved (store_checkpoint_new) */
 };
 void store_checkpoint_clear(struct store_checkpoint *cp);
 

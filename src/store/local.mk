@@ -1,10 +1,11 @@
 # The queue database.  Migrations are embedded from schema/ in order.
 SCHEMA_FILES = schema/0001_init.sql schema/0002_model_identity.sql \
 	schema/0003_lease_token.sql schema/0004_failures.sql \
-	schema/0005_webhooks.sql
+	schema/0005_webhooks.sql schema/0006_checkpoint_stage.sql
 # Files of schema/ that PostgreSQL cannot share: its own version, same name.
 SCHEMA_PG_FILES = schema/postgresql/0001_init.sql \
-	schema/postgresql/0004_failures.sql schema/postgresql/0005_webhooks.sql
+	schema/postgresql/0004_failures.sql schema/postgresql/0005_webhooks.sql \
+	schema/postgresql/0006_checkpoint_stage.sql
 EXTRA_DIST += $(SCHEMA_FILES) $(SCHEMA_PG_FILES)
 libstore_a_SOURCES += \
 	src/store/store.c src/store/store.h src/store/store-int.h \

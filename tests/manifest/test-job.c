@@ -226,6 +226,72 @@ test_manifest(void)
 	manifest_free(m);
 }
 
+/*
+ * LTX-2's audio scales: upstream's `audio_x or x` (0 is the video's
+ * value), audio_scales_literal keeping a 0, and the STG blocks, from a
+ * manifest (the table's defaults) and from a config.
+ */
+static void
+test_ltx2_guidance(void)
+{
+	static const char text[] =
+	    "defaults: {model: /m, prompt: p, guidance_scale: 4, stg_scale: 2,"
+	    " guidance_rescale: 0.3}\n"
+	    "jobs:\n"
+	    "  - name: a\n"
+	    "  - name: b\n    audio_guidance_scale: 0\n    audio_stg_scale: 0\n"
+	    "    audio_guidance_rescale: 0\n"
+	    "    spatio_temporal_guidance_blocks: [1, 3]\n"
+	    "  - name: c\n    audio_guidance_scale: 0\n    audio_stg_scale: 0\n"
+	    "    audio_scales_literal: true\n"
+	    "    spatio_temporal_guidance_blocks: []\n";
+	struct manifest *m = NULL;
+	struct lq_error err;
+	error_clear(&err);
+	CHECK_INT(manifest_load_buffer("/tmp/x.yaml", text, sizeof(text) - 1,
+	    &m, &err), LQ_OK);
+	if (m == NULL)
+		return;
+	CHECK_INT(m->n_jobs, 3);
+	struct job_config a, b, c;
+	CHECK_INT(job_config_from_json(m->jobs[0].config, &a, &err), LQ_OK);
+	CHECK_INT(job_config_from_json(m->jobs[1].config, &b, &err), LQ_OK);
+	CHECK_INT(job_config_from_json(m->jobs[2].config, &c, &err), LQ_OK);
+	/* a: the table's LTX2Pipeline defaults */
+	CHECK_NEAR(a.audio_guidance_scale, strtod(manifest_key_find(
+	    "audio_guidance_scale")->def, NULL), 0);
+	CHECK_NEAR(a.modality_scale, 3.0, 0);
+	CHECK_INT(a.n_stg_blocks, 1);
+	CHECK_INT(a.n_stg_blocks ? a.stg_blocks[0] : -1, 28);
+	CHECK_INT(a.use_cross_timestep, 1);
+	/* b: 0 falls back to the video's value, as upstream */
+	CHECK_NEAR(b.audio_guidance_scale, 4.0, 0);
+	CHECK_NEAR(b.audio_stg_scale, 2.0, 0);
+	CHECK_NEAR(b.audio_guidance_rescale, 0.3, 0);
+	CHECK_INT(b.n_stg_blocks, 2);
+	CHECK_INT(b.n_stg_blocks == 2 ? b.stg_blocks[1] : -1, 3);
+	/* c: literally 0 */
+	CHECK_NEAR(c.audio_guidance_scale, 0.0, 0);
+	CHECK_NEAR(c.audio_stg_scale, 0.0, 0);
+	CHECK_INT(c.n_stg_blocks, 0);
+	job_config_free(&a);
+	job_config_free(&b);
+	job_config_free(&c);
+	manifest_free(m);
+	/* not a list of integers */
+	static const char bad[] = "defaults: {model: /m, prompt: p}\n"
+	    "jobs:\n  - spatio_temporal_guidance_blocks: [1.5]\n";
+	error_clear(&err);
+	m = NULL;
+	(void)manifest_load_buffer("/tmp/x.yaml", bad, sizeof(bad) - 1, &m,
+	    &err);
+	CHECK(m != NULL && m->n_jobs == 1 && m->jobs[0].error != NULL);
+	if (m != NULL && m->n_jobs == 1 && m->jobs[0].error != NULL)
+		CHECK_STR(m->jobs[0].error->code, "LQ-MAN-005");
+	manifest_free(m);
+	(void)parse("{\"spatio_temporal_guidance_blocks\": 3}", LQ_FAILED);
+}
+
 int
 main(void)
 {
@@ -236,5 +302,6 @@ main(void)
 	test_shape();
 	test_paths();
 	test_manifest();
+	test_ltx2_guidance();
 	return test_summary();
 }

@@ -87,6 +87,21 @@ expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
 "$ST" diff "$T/splitb.st" "$X/gridB.output.safetensors" output 100 \
     >"$T/d.txt" || fail "split RoPE on gridB: output not finite"
 
+# split with 2 audio heads of 16 (no gates, whose weights are per head):
+# the a2v / v2a video-side table is reshaped with the 4 video heads,
+# the audio side with the 2 audio heads (rope_q_heads / rope_k_heads)
+m=$T/split2
+mkdir -p "$m"
+ln -s "$(cd "$M" && pwd)/diffusion_pytorch_model.safetensors" "$m/"
+sed 's/"rope_type": "interleaved"/"rope_type": "split"/; s/"gated_attn": true/"gated_attn": false/; s/"audio_gated_attn": true/"audio_gated_attn": false/; s/"audio_num_attention_heads": 4/"audio_num_attention_heads": 2/; s/"audio_attention_head_dim": 8/"audio_attention_head_dim": 16/' \
+    "$M/config.json" >"$m/config.json"
+expect_status 0 "$LATENTQ" forward --model "$m" --component transformer \
+    --inputs "$X/gridA.inputs.safetensors" --set use_cross_timestep=true \
+    --out "$T/split2.st"
+"$ST" diff "$T/split2.st" "$X/gridA.output.safetensors" audio_output 100 \
+    >"$T/d.txt" || fail "split RoPE, 2 audio heads: audio_output not finite"
+differs transformer/gridA.output.safetensors "$T/split2.st" audio_output
+
 # -v reports the device memory and the memory plan
 # (ltx2_transformer_plan, the function the forward sizes its pool with):
 # the plan is the measured device peak but for the context's few KiB

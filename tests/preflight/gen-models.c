@@ -29,7 +29,7 @@ struct gen {
 	int no_vae_weights;
 	int bad_config;		/* num_attention_heads -2 */
 	int missing, extra, misshape;	/* transformer tensor mutations */
-	int upsampler;		/* 1 matching, 2 mis-configured */
+	int upsampler;		/* 1 matching, 2 mis-configured, 3 temporal */
 };
 
 static void
@@ -248,15 +248,18 @@ gen_model(const char *name, const struct gen *g)
 		mkdirs(p);
 		free(p);
 		p = xasprintf("%s/latent_upsampler/config.json", root);
+		/* mid_channels a multiple of GroupNorm's 32 groups;
+		 * 3: a temporal upsampler (second_stage refuses it) */
 		cfg = xasprintf("{\"_class_name\": \"LTXLatentUpsamplerModel\", "
-		    "\"in_channels\": %d, \"mid_channels\": 16, \"dims\": 3}",
-		    g->latent);
+		    "\"in_channels\": %d, \"mid_channels\": 32, \"dims\": 3%s}",
+		    g->latent, g->upsampler == 3 ? ", \"temporal_upsample\": true"
+		    : "");
 		write_text(p, cfg);
 		free(cfg);
 		free(p);
 		struct st_writer *w = st_writer_new();
-		static float z[16 * 16 * 27];
-		int64_t mid = g->upsampler == 2 ? 12 : 16;
+		static float z[32 * 16 * 27];
+		int64_t mid = g->upsampler == 2 ? 24 : 32;
 		st_writer_add(w, "initial_conv.weight", ST_F32, 5,
 		    (int64_t[]){mid, g->latent, 3, 3, 3}, z);
 		st_writer_add(w, "final_conv.weight", ST_F32, 5,
@@ -362,6 +365,63 @@ gen_scheduler_static(const char *name)
 	free(p);
 }
 
+/* A symlink at tmp/`name` to the absolute path of `target`. */
+static void
+link_abs(const char *target, const char *name)
+{
+	char *abs = realpath(target, NULL);
+	char *p = xasprintf("%s/%s", tmp, name);
+	LQ_ASSERT(abs != NULL && symlink(abs, p) == 0);
+	free(abs);
+	free(p);
+}
+
+/*
+ * LTX-2: models/ltx2, the pipeline golden's LTX2Pipeline folder
+ * (tests/data/ltx2/pipeline/pipe/model), its embeddings as
+ * ltx2-embeds.safetensors, and models/ltx2-voc22k, the same with a
+ * vocoder at 22000 Hz (a rate AAC does not have).
+ */
+static void
+gen_ltx2(void)
+{
+	char *m = xasprintf("%s/tests/data/ltx2/pipeline/pipe/model", srcdir);
+	char *e = xasprintf("%s/tests/data/ltx2/pipeline/pipe/inputs.safetensors",
+	    srcdir);
+	char *v = xasprintf("%s/models/ltx2-voc22k/vocoder", tmp);
+	mkdirs(v);
+	link_abs(m, "models/ltx2");
+	link_abs(e, "ltx2-embeds.safetensors");
+	static const char *const parts[] = { "model_index.json", "transformer",
+	    "vae", "audio_vae", "connectors", "scheduler" };
+	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
+		char *from = xasprintf("%s/%s", m, parts[i]);
+		char *to = xasprintf("models/ltx2-voc22k/%s", parts[i]);
+		link_abs(from, to);
+		free(from);
+		free(to);
+	}
+	char *cfg = xasprintf("%s/vocoder/config.json", m);
+	char *text = util_read_file(cfg, NULL);
+	LQ_ASSERT(text != NULL);
+	const char *key = "\"output_sampling_rate\": ";
+	char *r = strstr(text, key);
+	LQ_ASSERT(r != NULL && strncmp(r + strlen(key), "24000", 5) == 0);
+	memcpy(r + strlen(key), "22000", 5);
+	char *out = xasprintf("%s/config.json", v);
+	write_text(out, text);
+	char *w = xasprintf("%s/vocoder/diffusion_pytorch_model.safetensors", m);
+	link_abs(w, "models/ltx2-voc22k/vocoder/"
+	    "diffusion_pytorch_model.safetensors");
+	free(w);
+	free(out);
+	free(text);
+	free(cfg);
+	free(v);
+	free(e);
+	free(m);
+}
+
 void
 pfgen_generate(const char *dir, const char *top_srcdir)
 {
@@ -381,6 +441,8 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	g = good; g.te_dmodel = 32; gen_model("te-mismatch", &g);
 	g = good; g.upsampler = 1; gen_model("upsampler-good", &g);
 	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
+	g = good; g.upsampler = 3; gen_model("upsampler-temporal", &g);
+	gen_ltx2();
 	gen_scheduler_static("sched-static");
 	gen_scheduler("sched-karras", "\"use_karras_sigmas\": true");
 	gen_scheduler("sched-exponential", "\"use_exponential_sigmas\": true");

@@ -18,6 +18,12 @@
  *                                     from the names that start with it
  *                                     (the goldens' "vae.decoder..." ->
  *                                     the decoder's "decoder...")
+ *   st-tool prefix OUT IN PREFIX      every tensor of IN renamed
+ *                                     PREFIX<name> (a two-stage job's
+ *                                     "stage1." / "stage2." draws)
+ *   st-tool resize OUT IMAGE KEY H W  IMAGE resized as PIL's LANCZOS
+ *                                     (media_resize_lanczos) to H x W, as
+ *                                     U8 tensor KEY [H, W, 3]
  *   st-tool png OUT IN KEY            U8 tensor KEY [H, W, 3] of IN as an
  *                                     RGB PNG
  *   st-tool png-chw OUT IN KEY        F32 tensor KEY [1, 3, H, W] of IN in
@@ -165,6 +171,54 @@ do_unprefix(const char *out, const char *in, const char *prefix)
 	}
 	int rc = write_out(w, out);
 	st_file_close(f);
+	return rc;
+}
+
+/* prefix: every tensor of IN renamed PREFIX<name>. */
+static int
+do_prefix(const char *out, const char *in, const char *prefix)
+{
+	struct st_file *f = open_or_die(in);
+	struct st_writer *w = st_writer_new();
+	size_t n = st_file_count(f);
+	char **names = xcalloc(n + 1, sizeof(*names));
+	for (size_t k = 0; k < n; k++) {
+		const struct st_tensor *t = st_file_tensor(f, k);
+		names[k] = xasprintf("%s%s", prefix, t->name);
+		st_writer_add(w, names[k], t->dtype, t->ndim, t->shape, t->data);
+	}
+	int rc = write_out(w, out);
+	for (size_t k = 0; k < n; k++)
+		free(names[k]);
+	free(names);
+	st_file_close(f);
+	return rc;
+}
+
+/* resize: an image resized with media_resize_lanczos (PIL LANCZOS) to
+ * H x W, as U8 tensor KEY [H, W, 3]. */
+static int
+do_resize(const char *out, const char *in, const char *key, int oh, int ow)
+{
+	uint8_t *rgb = NULL;
+	int h = 0, w = 0;
+	struct lq_error err;
+
+	error_clear(&err);
+	if (oh < 1 || ow < 1)
+		return 2;
+	if (media_read_image(in, &rgb, &h, &w, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		return 1;
+	}
+	uint8_t *small = xmalloc((size_t)oh * ow * 3);
+	media_resize_lanczos(rgb, h, w, small, oh, ow);
+	struct st_writer *wr = st_writer_new();
+	int64_t shape[3] = {oh, ow, 3};
+	st_writer_add(wr, key, ST_U8, 3, shape, small);
+	int rc = write_out(wr, out);
+	free(small);
+	free(rgb);
 	return rc;
 }
 
@@ -412,6 +466,11 @@ main(int argc, char **argv)
 		return do_png_chw(argv[2], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[1], "png") == 0)
 		return do_png(argv[2], argv[3], argv[4]);
+	if (argc == 5 && strcmp(argv[1], "prefix") == 0)
+		return do_prefix(argv[2], argv[3], argv[4]);
+	if (argc == 7 && strcmp(argv[1], "resize") == 0)
+		return do_resize(argv[2], argv[3], argv[4], atoi(argv[5]),
+		    atoi(argv[6]));
 	if (argc == 5 && strcmp(argv[1], "unprefix") == 0)
 		return do_unprefix(argv[2], argv[3], argv[4]);
 	if (argc >= 5 && strcmp(argv[1], "pick") == 0)
@@ -420,6 +479,7 @@ main(int argc, char **argv)
 	    "fill OUT NAME D0 [D1...] | zeros OUT NAME D0 [D1...] | "
 	    "crop OUT IN KEY DIM START LEN | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
 	    "png-chw OUT IN KEY | image OUT IMAGE KEY | unprefix OUT IN PREFIX | "
+	    "prefix OUT IN PREFIX | resize OUT IMAGE KEY H W | "
 	    "lora OUT MODULE OUT IN RANK\n");
 	return 2;
 }
