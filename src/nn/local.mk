@@ -24,7 +24,7 @@ liblatentq_a_SOURCES += \
 check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/st-compare \
-	tests/nn/test-ltx2-rope
+	tests/nn/test-ltx2-rope tests/nn/test-ltx2-pipe-passes
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/forward-goldens.sh \
@@ -34,10 +34,12 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/norm-out-linear.sh tests/nn/ltx2-vocoder.sh \
 	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
 	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh \
-	tests/nn/ltx2-vae.sh
+	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltx2_rope_SOURCES = tests/nn/test-ltx2-rope.c
 tests_nn_test_ltx2_rope_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_ltx2_pipe_passes_SOURCES = tests/nn/test-ltx2-pipe-passes.c
+tests_nn_test_ltx2_pipe_passes_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_embed_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_predecode_SOURCES = tests/nn/test-ltxv-predecode.c
 tests_nn_test_ltxv_predecode_LDADD = $(LQ_TEST_LDADD)
