@@ -8,7 +8,8 @@ TESTS += $(CLI_TESTS)
 # server (tests/cli/pg-server.sh), and the fleet tests of issue 17.
 PG_TESTS = tests/pg/store.sh tests/pg/queue.sh tests/pg/worker.sh \
 	tests/pg/resume.sh tests/pg/fleet.sh tests/pg/takeover.sh \
-	tests/pg/outage.sh
+	tests/pg/outage.sh tests/pg/twostage.sh tests/pg/model.sh \
+	tests/pg/fence.sh
 TESTS += $(PG_TESTS)
 EXTRA_DIST += $(PG_TESTS) tests/cli/pg-server.sh
 EXTRA_DIST += tests/bench/bench-queue.sh
@@ -22,6 +23,10 @@ bench_SCRIPTS_LIST += tests/bench/bench-store.sh
 EXTRA_DIST += tests/bench/bench-mesh.sh
 bench_SCRIPTS_LIST += tests/bench/bench-mesh.sh
 
+# The two-stage example points at the goldens' random-weight latent
+# upsampler under tests/data (the demo model has none): shipped in the
+# tarball, not installed.
+EXTRA_DIST += jobs/two-stage.yaml
 # The demo manifests (text-to-video, image-to-video, an image condition) and their model, installed under $(pkgdatadir)/jobs/.
 nobase_dist_pkgdata_DATA = jobs/demo.yaml jobs/i2v.yaml jobs/condition.yaml \
 	jobs/images/red-circle.png \

@@ -1,9 +1,11 @@
 /*
  * check.c — `latentq check [--repair [NEW.db]]`: PRAGMA integrity_check of
- * the queue database; with --repair, what is readable is copied into a new
- * database (store_repair) and the damaged one is left as it was.  On
- * PostgreSQL the server checks and recovers its own pages (store_check is
- * then the connection and the schema version), so --repair is refused.
+ * the queue database and the record check of both backends (store_check);
+ * with --repair, what is readable is copied into a new database
+ * (store_repair) and the damaged one is left as it was.  On PostgreSQL the
+ * server checks and recovers its own pages (store_check is then the
+ * connection, the schema version and the records), so --repair is
+ * refused.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -94,7 +96,8 @@ cmd_check_exec(const struct cmd_globals *g, int argc, char **argv)
 	if (s == LQ_OK) {
 		printf("%s: ok%s\n", cmd_esc(g->db_path),
 		    store_is_postgresql(g->db_path) ? " (reachable, schema "
-		    "current; the server checks its own pages)" : "");
+		    "current, checkpoints verified; the server checks its own "
+		    "pages)" : "");
 		return 0;
 	}
 	error_print(&err, stderr);

@@ -127,17 +127,18 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 		return r;
 	}
 	/* Whatever lies beyond this step belongs to an abandoned attempt. */
-	struct store_stmt *s = store_prepare(st,
+	/* the statements of every step: kept (store_prepare_cached) */
+	struct store_stmt *s = store_prepare_cached(st,
 	    "DELETE FROM checkpoints WHERE job_id = ? AND step > ?", err);
 	if (s == NULL)
 		goto fail;
 	store_bind_int64(s, 1, cp->job_id);
 	store_bind_int(s, 2, cp->step);
-	if ((r = step_done(st, s, "DELETE checkpoints (later steps)", err)) !=
-	    LQ_OK)
+	if ((r = store_step_done(st, s, "DELETE checkpoints (later steps)",
+	    err)) != LQ_OK)
 		goto fail;
 
-	s = store_prepare(st,
+	s = store_prepare_cached(st,
 	    "INSERT INTO checkpoints(job_id, step, sigma, dtype, "
 	    "shape, latent, digest, config_digest, model_digest, "
 	    "device_fingerprint, created_at, stage) "
@@ -163,12 +164,12 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 	store_bind_text(s, 10, cp->device_fingerprint);
 	store_bind_double(s, 11, util_now());
 	store_bind_int(s, 12, cp->stage);
-	if ((r = step_done(st, s, "INSERT checkpoints", err)) != LQ_OK)
+	if ((r = store_step_done(st, s, "INSERT checkpoints", err)) != LQ_OK)
 		goto fail;
 
 	if (keep > 0) {
 		/* Drop every step at or below the (keep+1)-th newest. */
-		s = store_prepare(st,
+		s = store_prepare_cached(st,
 		    "DELETE FROM checkpoints WHERE job_id = ?1 AND step <= "
 		    "(SELECT step FROM checkpoints WHERE job_id = ?1 "
 		    "ORDER BY step DESC LIMIT 1 OFFSET ?2)", err);
@@ -176,8 +177,8 @@ store_save_checkpoint(struct store *st, const struct store_checkpoint_new *cp,
 			goto fail;
 		store_bind_int64(s, 1, cp->job_id);
 		store_bind_int(s, 2, keep);
-		if ((r = step_done(st, s, "DELETE checkpoints (prune)", err)) !=
-		    LQ_OK)
+		if ((r = store_step_done(st, s, "DELETE checkpoints (prune)",
+		    err)) != LQ_OK)
 			goto fail;
 	}
 	if ((r = store_commit(st, err)) != LQ_OK) {
@@ -233,6 +234,8 @@ row_to_checkpoint(struct store_stmt *s, int64_t job_id, struct store_checkpoint 
 #define CHECKPOINT_COLUMNS "step, sigma, dtype, shape, digest, " \
 	"config_digest, model_digest, device_fingerprint, created_at, " \
 	"length(latent), stage"
+/* the latent's column when ", latent" follows CHECKPOINT_COLUMNS */
+#define CHECKPOINT_LATENT 11
 
 struct skipped_ckpt {
 	int step;
@@ -247,6 +250,86 @@ add_event_json(struct store *st, int64_t job_id, const char *kind,
 	cJSON_Delete(detail);
 	enum lq_status r = store_add_event(st, job_id, kind, text, err);
 	cJSON_free(text);
+	return r;
+}
+
+/*
+ * The check a checkpoint passes before a job resumes from it, for a row
+ * of CHECKPOINT_COLUMNS followed by the latent (CHECKPOINT_LATENT): fills cp as
+ * row_to_checkpoint and actual with the latent's digest.  0: intact; -1:
+ * unreadable shape or dtype; 1: the latent's digest differs from the
+ * recorded one.
+ */
+static int
+verify_row(struct store_stmt *s, int64_t job_id, struct store_checkpoint *cp,
+    char actual[DIGEST_HEX_SIZE])
+{
+	int unreadable = row_to_checkpoint(s, job_id, cp) != 0;
+	digest_hex(store_column_blob(s, CHECKPOINT_LATENT),
+	    store_column_bytes(s, CHECKPOINT_LATENT), actual);
+	if (unreadable)
+		return -1;
+	return strcmp(actual, cp->digest) == 0 ? 0 : 1;
+}
+
+/* What a verify_row result other than 0 means, in words. */
+static const char *
+verify_problem(int v)
+{
+	return v < 0 ? "unreadable shape or dtype" :
+	    "blob digest differs from the recorded one";
+}
+
+enum lq_status
+store_verify_checkpoints(struct store *st,
+    void (*fn)(int64_t job_id, int step, const char *problem, void *ud),
+    void *ud, int *bad, struct lq_error *err)
+{
+	*bad = 0;
+	/* the keys first, then one latent at a time: PostgreSQL's driver
+	 * holds a whole result in memory */
+	struct store_stmt *s = store_prepare(st, "SELECT job_id, step FROM "
+	    "checkpoints ORDER BY job_id, step", err);
+	if (s == NULL)
+		return err->status;
+	struct { int64_t job_id; int step; } *keys = NULL;
+	size_t n = 0;
+	int rc;
+	while ((rc = store_step(s)) == STORE_ROW) {
+		keys = xrealloc(keys, (n + 1) * sizeof(*keys));
+		keys[n].job_id = store_column_int64(s, 0);
+		keys[n].step = store_column_int(s, 1);
+		n++;
+	}
+	enum lq_status r = rc == STORE_DONE ? LQ_OK :
+	    store_sql_error(st, "SELECT checkpoints", err);
+	store_finalize(s);
+	s = r == LQ_OK ? store_prepare(st, "SELECT " CHECKPOINT_COLUMNS
+	    ", latent FROM checkpoints WHERE job_id = ? AND step = ?", err) :
+	    NULL;
+	if (s == NULL && r == LQ_OK)
+		r = err->status;
+	for (size_t i = 0; r == LQ_OK && i < n; i++) {
+		store_bind_int64(s, 1, keys[i].job_id);
+		store_bind_int(s, 2, keys[i].step);
+		if ((rc = store_step(s)) == STORE_ROW) {
+			struct store_checkpoint cp;
+			char actual[DIGEST_HEX_SIZE];
+			int v = verify_row(s, keys[i].job_id, &cp, actual);
+			store_checkpoint_clear(&cp);
+			if (v != 0) {
+				(*bad)++;
+				if (fn != NULL)
+					fn(keys[i].job_id, keys[i].step,
+					    verify_problem(v), ud);
+			}
+		} else if (rc != STORE_DONE) {	/* DONE: pruned meanwhile */
+			r = store_sql_error(st, "SELECT checkpoints", err);
+		}
+		store_done(s);
+	}
+	store_finalize(s);
+	free(keys);
 	return r;
 }
 
@@ -316,12 +399,12 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 	size_t n_bad = 0;
 	int rc;
 	while ((rc = store_step(s)) == STORE_ROW) {
-		int unreadable = row_to_checkpoint(s, job_id, out) != 0;
-		const void *blob = store_column_blob(s, 11);
-		size_t size = store_column_bytes(s, 11);
 		char actual[DIGEST_HEX_SIZE];
-		digest_hex(blob, size, actual);
-		if (!unreadable && strcmp(actual, out->digest) == 0) {
+		int v = verify_row(s, job_id, out, actual);
+		if (v == 0) {
+			const void *blob = store_column_blob(s,
+			    CHECKPOINT_LATENT);
+			size_t size = store_column_bytes(s, CHECKPOINT_LATENT);
 			out->latent = xmalloc(size ? size : 1);
 			memcpy(out->latent, blob, size);
 			out->size = size;
@@ -332,12 +415,11 @@ store_load_checkpoint(struct store *st, int64_t job_id,
 		bad[n_bad].step = out->step;
 		memcpy(bad[n_bad].recorded, out->digest, DIGEST_HEX_SIZE);
 		snprintf(bad[n_bad].actual, sizeof(bad[n_bad].actual), "%s",
-		    unreadable ? "unreadable shape or dtype" : actual);
+		    v < 0 ? "unreadable shape or dtype" : actual);
 		n_bad++;
 		log_warn("checkpoint at step %d of job %" PRId64 " is corrupted "
 		    "(%s); trying the previous one", out->step, job_id,
-		    unreadable ? "unreadable shape or dtype" :
-		    "blob digest differs from the recorded one");
+		    verify_problem(v));
 		store_checkpoint_clear(out);
 	}
 	enum lq_status r = LQ_OK;

@@ -115,6 +115,18 @@ enum lq_status store_load_checkpoint(struct store *st, int64_t job_id,
     int *found, int *skipped, struct lq_error *err);
 
 /*
+ * `latentq check`'s record check: verifies every checkpoint of the queue
+ * as store_load_checkpoint does before resuming from it (readable dtype
+ * and shape, latent digest equal to the recorded one), one latent in
+ * memory at a time.  fn (may be NULL) is called for each that fails, with
+ * its job, step and the problem in words (borrowed for the call); *bad
+ * gets their count.  Writes nothing.
+ */
+enum lq_status store_verify_checkpoints(struct store *st,
+    void (*fn)(int64_t job_id, int step, const char *problem, void *ud),
+    void *ud, int *bad, struct lq_error *err);
+
+/*
  * Calls fn for each checkpoint of the job, newest step first, without the
  * blob (latent NULL, size its length; digests not verified).  fn returns
  * nonzero to stop.

@@ -1,7 +1,8 @@
 /*
  * integrity.c — noticing and surviving a damaged queue database: PRAGMA
- * quick_check / integrity_check, and a repair that copies what is readable
- * into a new database.
+ * quick_check / integrity_check (SQLite's pages), the record check of both
+ * backends (every checkpoint verified as a resume verifies it), and a
+ * repair that copies what is readable into a new database.
  *
  * Debian 12's libsqlite3 (3.40) does not export the sqlite3_recover API
  * (it lives in ext/recover/, compiled into the sqlite3 shell's .recover
@@ -16,17 +17,15 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "store/checkpoints.h"
 #include "store/store-int.h"
 
 #define CHECK_MAX_LINES 100
 
-enum lq_status
-store_check(struct store *st, int quick, char **problems, struct lq_error *err)
+/* SQLite's page check: PRAGMA quick_check or integrity_check. */
+static enum lq_status
+check_pages(struct store *st, int quick, char **problems, struct lq_error *err)
 {
-	if (problems)
-		*problems = NULL;
-	if (st->db == NULL)
-		return LQ_OK;	/* PostgreSQL: the server checks its own pages */
 	char sql[48];
 	snprintf(sql, sizeof(sql), "PRAGMA %s(%d)", quick ? "quick_check" :
 	    "integrity_check", CHECK_MAX_LINES);
@@ -75,6 +74,65 @@ store_check(struct store *st, int quick, char **problems, struct lq_error *err)
 	else
 		free(text);
 	return LQ_FAILED;
+}
+
+struct record_problems {
+	struct strbuf text;
+	int lines;
+};
+
+static void
+note_checkpoint(int64_t job_id, int step, const char *problem, void *ud)
+{
+	struct record_problems *p = ud;
+	if (p->lines++ < CHECK_MAX_LINES)
+		strbuf_printf(&p->text, "%scheckpoint at step %d of job %lld: "
+		    "%s", p->lines > 1 ? "\n" : "", step, (long long)job_id,
+		    problem);
+}
+
+/*
+ * The record check, the same on both backends: what a worker verifies
+ * before it resumes from a checkpoint, for every checkpoint.
+ */
+static enum lq_status
+check_records(struct store *st, char **problems, struct lq_error *err)
+{
+	struct record_problems p = {{0}, 0};
+	int bad = 0;
+	enum lq_status r = store_verify_checkpoints(st, note_checkpoint, &p,
+	    &bad, err);
+	if (r != LQ_OK || bad == 0) {
+		free(p.text.buf);
+		return r;
+	}
+	char *text = strbuf_release(&p.text);
+	size_t first = strcspn(text, "\n");
+	error_set(err, LQ_FAILED, "LQ-DB-004", "queue database %s fails its "
+	    "record check: %d checkpoint%s corrupted: %.*s%s", st->path, bad,
+	    bad == 1 ? " is" : "s are", (int)first, text,
+	    text[first] ? " ..." : "");
+	error_set_hint(err, "a worker resumes such a job from its newest "
+	    "intact checkpoint (or step 0) and records a checkpoint_corrupt "
+	    "event; the storage under the database may be failing");
+	if (problems)
+		*problems = text;
+	else
+		free(text);
+	return LQ_FAILED;
+}
+
+enum lq_status
+store_check(struct store *st, int quick, char **problems, struct lq_error *err)
+{
+	if (problems)
+		*problems = NULL;
+	/* PostgreSQL checks its own pages (data checksums, WAL replay) */
+	enum lq_status r = st->db != NULL ? check_pages(st, quick, problems,
+	    err) : LQ_OK;
+	if (r != LQ_OK || quick)
+		return r;
+	return check_records(st, problems, err);
 }
 
 /* ---- repair ---------------------------------------------------------- */

@@ -550,22 +550,27 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 		store_rollback(st);
 		return r;
 	}
-	struct strbuf sql = {0};
-	strbuf_printf(&sql, "SELECT id FROM jobs WHERE state = 'queued' AND "
-	    "(not_before IS NULL OR not_before <= ?)");
-	if (ids != NULL) {
-		strbuf_printf(&sql, " AND id IN (");
+#define CLAIM_SELECT "SELECT id FROM jobs WHERE state = 'queued' AND " \
+	"(not_before IS NULL OR not_before <= ?)"
+	/* another host's claim in flight holds its row: take the next */
+#define CLAIM_ORDER " ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+	struct store_stmt *s;
+	if (ids == NULL) {
+		/* the whole queue: every claim's statement, kept */
+		s = store_prepare_cached(st, CLAIM_SELECT CLAIM_ORDER, err);
+	} else {
+		struct strbuf sql = {0};
+		strbuf_printf(&sql, CLAIM_SELECT " AND id IN (");
 		for (size_t i = 0; i < n; i++)
 			strbuf_printf(&sql, "%s%lld", i ? "," : "",
 			    (long long)ids[i]);
 		/* PostgreSQL has no empty list; (NULL) matches nothing */
-		strbuf_printf(&sql, "%s)", n == 0 ? "NULL" : "");
+		strbuf_printf(&sql, "%s)" CLAIM_ORDER, n == 0 ? "NULL" : "");
+		s = store_prepare(st, sql.buf, err);
+		free(sql.buf);
 	}
-	/* another host's claim in flight holds its row: take the next */
-	strbuf_printf(&sql, " ORDER BY priority DESC, id LIMIT 1 "
-	    "FOR UPDATE SKIP LOCKED");
-	struct store_stmt *s = store_prepare(st, sql.buf, err);
-	free(sql.buf);
+#undef CLAIM_SELECT
+#undef CLAIM_ORDER
 	if (s == NULL) {
 		store_rollback(st);
 		return err->status;
@@ -574,7 +579,10 @@ store_claim_job(struct store *st, const char *owner, double lease_seconds,
 	store_bind_double(s, 1, now);
 	int rc = store_step(s);
 	int64_t id = rc == STORE_ROW ? store_column_int64(s, 0) : 0;
-	store_finalize(s);
+	if (ids == NULL)
+		store_done(s);
+	else
+		store_finalize(s);
 	if (rc != STORE_ROW && rc != STORE_DONE) {
 		r = store_sql_error(st, "SELECT jobs", err);
 		store_rollback(st);

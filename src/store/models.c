@@ -185,7 +185,7 @@ store_put_model(struct store *st, const struct store_model *m, int64_t *id,
 	    "INSERT INTO models(name, path, family, config_json, digest, added_at) "
 	    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
 	    /* re-adding without --name keeps the name it had */
-	    "name = coalesce(excluded.name, name), "
+	    "name = coalesce(excluded.name, models.name), "
 	    "family = excluded.family, config_json = excluded.config_json, "
 	    "digest = excluded.digest, added_at = excluded.added_at", err);
 	if (s == NULL)

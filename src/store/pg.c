@@ -5,9 +5,15 @@
  * SQL arrives in the store's shared dialect and is rewritten here only
  * where PostgreSQL spells it otherwise: `?` and `?N` placeholders become
  * `$N` (outside quoted literals and identifiers).  Statements run with
- * PQexecParams, one round trip per step-to-result; parameters are typed
- * by their binding (int8, float8, text; bytea in binary; a bare NULL left
- * for the server to infer), results come back as text: numbers parse with
+ * PQexecParams, one round trip per step-to-result; the store's cached
+ * statements (the hot path: claim, lease renewal, checkpoint writes) are
+ * server-side prepared statements instead, PQprepare'd on a connection's
+ * first use with the types of that use's bindings and then run with
+ * PQexecPrepared (parsed and planned once per connection, not per call).
+ * Parameters are typed by their binding (int8, float8, text; bytea in
+ * binary; a bare NULL left for the server to infer); a use whose types
+ * differ from the prepared ones runs unprepared, as PQexecParams.
+ * Results come back as text: numbers parse with
  * strtoll/strtod (PostgreSQL 12+ prints float8 in its shortest exact
  * form, so a double survives the trip bit for bit) and bytea is decoded
  * from its hex form on first read.
@@ -16,7 +22,9 @@
  * shutting down, 57P01..57P03) is LQ_RETRY; the next call outside a
  * transaction resets it (PQreset), so a worker that backs off and tries
  * again reconnects by itself.  A transaction open when it was lost is
- * gone with it; store_rollback then just forgets it.
+ * gone with it; store_rollback then just forgets it.  A new connection
+ * has no prepared statements: each reset starts a new generation, and a
+ * statement prepared in an older one is prepared again on its next use.
  *
  * Schema versions are rows of latentq_migrations(version, applied_at),
  * written in each migration's transaction; migrations are serialised
@@ -48,6 +56,8 @@ extern const struct embed_file store_migrations_pg[];
 
 struct store_pg {
 	PGconn *conn;
+	unsigned generation;	/* of the connection: + 1 per PQreset */
+	unsigned statements;	/* prepared statements named so far */
 	int64_t changes;
 	char sqlstate[6];
 	char *message;		/* the last error's text */
@@ -65,6 +75,15 @@ struct pg_stmt {
 	char *sql;		/* with $N placeholders */
 	int nparams;
 	struct pg_param *params;
+	/*
+	 * A persistent statement's server-side name ("" until it is first
+	 * prepared) and the connection generation and parameter types it
+	 * was prepared with (prepared_types[nparams]).
+	 */
+	int persistent;
+	char name[16];
+	unsigned prepared_in;
+	Oid *prepared_types;
 	PGresult *res;
 	int executed, row, nrows;
 	unsigned char **blobs;	/* decoded bytea per column, or NULL */
@@ -122,6 +141,7 @@ pg_ready(struct store *st, int opening)
 		return -1;
 	}
 	PQreset(pg->conn);
+	pg->generation++;	/* none of the old prepared statements is here */
 	if (PQstatus(pg->conn) != CONNECTION_OK) {
 		pg_set_error(st, "08006", PQerrorMessage(pg->conn));
 		return -1;
@@ -177,13 +197,16 @@ static struct store_stmt *
 pg_prepare(struct store *st, const char *sql, int persistent,
     struct lq_error *err)
 {
-	(void)persistent;	/* statements are client-side: nothing to keep */
-	(void)err;
+	(void)err;	/* prepared on the server at the first step */
 	struct pg_stmt *ps = xcalloc(1, sizeof(*ps));
 	ps->base.st = st;
 	ps->sql = pg_rewrite(sql, &ps->nparams);
-	if (ps->nparams > 0)
+	ps->persistent = persistent;
+	if (ps->nparams > 0) {
 		ps->params = xcalloc((size_t)ps->nparams, sizeof(*ps->params));
+		ps->prepared_types = xcalloc((size_t)ps->nparams,
+		    sizeof(*ps->prepared_types));
+	}
 	return &ps->base;
 }
 
@@ -217,8 +240,11 @@ static void
 pg_finalize(struct store_stmt *s)
 {
 	struct pg_stmt *ps = PGS(s);
+	/* a server-side statement goes with its connection (store_close
+	 * finalizes cached statements only before closing it) */
 	pg_reset(s);
 	free(ps->params);
+	free(ps->prepared_types);
 	free(ps->sql);
 	free(ps);
 }
@@ -280,6 +306,45 @@ pg_bind_null(struct store_stmt *s, int i)
 	(void)pg_param(s, i);
 }
 
+/*
+ * Runs the statement once with these parameters: prepared on the server
+ * (a persistent statement, prepared first if this connection has not got
+ * it with these types), else unprepared.  The result is the caller's;
+ * NULL or an error result when it failed.
+ */
+static PGresult *
+pg_execute(struct store *st, struct pg_stmt *ps, const Oid *types,
+    const char *const *values, const int *lengths, const int *formats)
+{
+	struct store_pg *pg = st->pg;
+	int n = ps->nparams;
+	if (!ps->persistent)
+		return PQexecParams(pg->conn, ps->sql, n, types, values,
+		    lengths, formats, 0);
+	int here = ps->name[0] != '\0' && ps->prepared_in == pg->generation;
+	if (here && n > 0 && memcmp(types, ps->prepared_types, (size_t)n *
+	    sizeof(*types)) != 0)
+		/* bound otherwise than when prepared (a NULL for a typed
+		 * value): this use only, unprepared */
+		return PQexecParams(pg->conn, ps->sql, n, types, values,
+		    lengths, formats, 0);
+	if (!here) {
+		if (ps->name[0] == '\0')
+			snprintf(ps->name, sizeof(ps->name), "lq%u",
+			    ++pg->statements);
+		PGresult *res = PQprepare(pg->conn, ps->name, ps->sql, n, types);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			return res;
+		PQclear(res);
+		ps->prepared_in = pg->generation;
+		if (n > 0)
+			memcpy(ps->prepared_types, types, (size_t)n *
+			    sizeof(*types));
+	}
+	return PQexecPrepared(pg->conn, ps->name, n, values, lengths, formats,
+	    0);
+}
+
 static int
 pg_step(struct store_stmt *s)
 {
@@ -301,8 +366,7 @@ pg_step(struct store_stmt *s)
 			formats[i] = p->format;
 			types[i] = p->type;
 		}
-		ps->res = PQexecParams(st->pg->conn, ps->sql, n, types, values,
-		    lengths, formats, 0);
+		ps->res = pg_execute(st, ps, types, values, lengths, formats);
 		free(values);
 		free(lengths);
 		free(formats);

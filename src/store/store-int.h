@@ -10,7 +10,7 @@
 #include "core/embed.h"
 #include "store/store.h"
 
-#define STORE_STMT_CACHE 48
+#define STORE_STMT_CACHE 64
 
 /*
  * The driver seam.  Every file of src/store/ speaks SQL through these

@@ -73,11 +73,14 @@ enum lq_status store_open_mode(const char *path, enum store_mode mode,
 
 /*
  * Runs PRAGMA quick_check (quick = 1: O(N), skips index/table agreement)
- * or PRAGMA integrity_check (quick = 0) on an open store.  LQ_OK when the
- * database is sound; LQ_FAILED with code LQ-DB-004 and the first problems
- * SQLite reports in err otherwise.  *problems (may be NULL) gets a
- * caller-owned text of every line reported (at most 100), or NULL when
- * sound.  On PostgreSQL it is LQ_OK: the server checks its own pages.
+ * or PRAGMA integrity_check (quick = 0) on an open store; with quick = 0,
+ * then the record check on both backends: every checkpoint verified as a
+ * resume verifies it (store_verify_checkpoints: dtype, shape, latent
+ * digest).  LQ_OK when the database is sound; LQ_FAILED with code
+ * LQ-DB-004 and the first problem in err otherwise.  *problems (may be
+ * NULL) gets a caller-owned text of every line reported (at most 100), or
+ * NULL when sound.  PostgreSQL has no page check here: the server checks
+ * its own pages.
  */
 enum lq_status store_check(struct store *st, int quick, char **problems,
     struct lq_error *err);

@@ -59,7 +59,7 @@ for phase in decode encode-video; do
 	expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'phase' AND detail = '{\"phase\":\"$phase\"}'")" 1 "$phase entered once"
 done
 expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'finished'")" 1 "finished once"
-expect_eq "$(q "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM events WHERE id > (SELECT id FROM events WHERE kind = 'lease_lost') ORDER BY id)")" \
+expect_eq "$(q "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM events WHERE id > (SELECT id FROM events WHERE kind = 'lease_lost') ORDER BY id) AS e")" \
     "requeued claimed phase phase devices_used plan phase text_encoded weight_streaming phase resumed phase vae_tiling peak_device_bytes phase finished" \
     "after the takeover only the new worker's events (the reaper's requeue, then its claim)"
 expect_eq "$(b2 "$T/videos/k.mp4")" "$ref_mp4" "MP4 identical to the uninterrupted render"
@@ -74,14 +74,17 @@ k.sheet.png" "no temporaries left"
 
 # 2. A worker whose lease is taken over mid-render writes nothing more:
 # no checkpoint, no event, no output, no done; it exits 77.
-rm -rf "$LATENTQ_DB"* "$T/videos"
+fresh_queue
+rm -rf "$T/videos"
 "$LATENTQ" -q submit "$T/m.yaml" > /dev/null
 q "UPDATE jobs SET state = 'running', attempts = 1, lease_owner = 'test:1:1', lease_token = 7, lease_expires = 1e12"
 "$LATENTQ" -q exec-job --owner test:1:1 --lease-token 7 --attempt 1 1 > /dev/null 2> "$T/lost.err" &
 worker=$!
 wait_step 2 || fail "job never reached step 2"
 # Take the lease away and note what was recorded, in one transaction.
-stolen=$(q "BEGIN IMMEDIATE; UPDATE jobs SET lease_owner = 'thief:2:2', lease_token = 8; SELECT (SELECT count(*) FROM events) || '/' || (SELECT max(step) FROM checkpoints) || '/' || (SELECT count(*) FROM checkpoints); COMMIT;")
+# (SQLite: the write lock at once, so the worker's next write waits)
+begin=BEGIN; [ "$LATENTQ_TEST_DB" = postgresql ] || begin="BEGIN IMMEDIATE"
+stolen=$(q "$begin; UPDATE jobs SET lease_owner = 'thief:2:2', lease_token = 8; SELECT (SELECT count(*) FROM events) || '/' || (SELECT max(step) FROM checkpoints) || '/' || (SELECT count(*) FROM checkpoints); COMMIT;")
 wait $worker
 expect_eq $? 77 "the worker that lost its lease exits 77"
 expect_grep 'LQ-JOB-005' "$T/lost.err"

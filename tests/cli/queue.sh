@@ -152,6 +152,9 @@ if [ "$LATENTQ_TEST_DB" = postgresql ]; then
 	expect_grep 'the server checks its own pages' "$T/out"
 	expect_status 64 "$LATENTQ" check --repair
 	expect_grep 'check --repair copies an SQLite file.*LQ-DB-011' "$T/err"
+	# a libpq keyword/value string names the same queue as the URL
+	expect_status 0 "$LATENTQ" -d "host=$PG_DIR user=$PG_USER dbname=queue" status
+	expect_grep '^1 +a +queued' "$T/out"
 fi
 
 # Six hosts submitting one manifest at once queue each of its jobs once,

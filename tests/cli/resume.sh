@@ -84,10 +84,19 @@ if [ "$LATENTQ_TEST_DB" = postgresql ]; then
 else
 	zeros="zeroblob(length(latent))"
 fi
+# `latentq check` verifies each checkpoint as a resume does, on both
+# backends: sound before, the corrupted record named after.
+expect_status 0 "$LATENTQ" -d "$db" check
+expect_grep ': ok' "$T/out"
 db_sql "$db" "UPDATE checkpoints SET latent = $zeros WHERE step = 3"
+expect_status 74 "$LATENTQ" -d "$db" check
+expect_grep 'fails its record check: 1 checkpoint is corrupted: checkpoint at step 3 of job [0-9]+: blob digest differs from the recorded one.*\[LQ-DB-004\]' "$T/err"
+expect_grep '^checkpoint at step 3 of job [0-9]+: blob digest' "$T/out"
 db_sql "$db" "UPDATE jobs SET not_before = NULL"
 expect_status 0 "$LATENTQ" -d "$db" run --once
 expect_eq "$(db_sql "$db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"step":2}' "corrupt: resumed from step 2"
+# the resumed render wrote step 3 anew
+expect_status 0 "$LATENTQ" -d "$db" check
 expect_eq "$(digest "$T/corrupt/videos/ref.mp4")" "$ref_mp4" "corrupt: MP4 identical"
 
 # Model files changed between the kill and the resume: the job is this

@@ -18,6 +18,11 @@ Y=$D/twostage
 CMP=${top_builddir:-.}/tests/nn/st-compare
 ST=${top_builddir:-.}/tests/render/st-tool
 digest() { sha256sum "$1" | cut -d' ' -f1; }
+# one queue database per run, SQLite or PostgreSQL (tests/pg/twostage.sh)
+for n in g ref k1 ku k2 pf example; do
+	eval "DB_$n=\$(new_db $n)"
+done
+dbof() { eval "echo \"\$DB_$1\""; }
 
 # manifest DIR [EXTRA LINES] : the recipe as one job
 manifest() {
@@ -85,7 +90,7 @@ mkdir -p "$T/g"
 "$ST" prefix "$T/s2p.st" "$T/s2all.st" stage2. || fail "st-tool prefix"
 "$ST" merge "$T/g/noise.st" "$T/s1p.st" "$T/s2p.st" || fail "st-tool merge"
 manifest "$T/g" "    noise: noise.st"
-expect_status 0 "$LATENTQ" -d "$T/g.db" render "$T/g/m.yaml"
+expect_status 0 "$LATENTQ" -d "$DB_g" render "$T/g/m.yaml"
 # the compared tensors under the golden's names
 "$ST" pick "$T/g/stage1.st" "$T/g/tensors.safetensors" \
     stage1.latents_out:latents_out || fail "st-tool pick"
@@ -106,7 +111,7 @@ checks=$((checks + 4))
     fail "stage 2 video beyond suggested_atol"
 # stage 1's steps 1..4, the upsampled latents as stage 2's step 6 (its
 # first_step, counted on from 4: 10), stage 2's steps 7..10 as 11..14
-expect_eq "$(sqlite3 "$T/g.db" "SELECT group_concat(stage || ':' || step) FROM (SELECT stage, step FROM checkpoints ORDER BY step)")" \
+expect_eq "$(db_sql "$DB_g" "SELECT group_concat(stage || ':' || step) FROM (SELECT stage, step FROM checkpoints ORDER BY step) AS c")" \
     "1:1,1:2,1:3,1:4,2:10,2:11,2:12,2:13,2:14" "golden: checkpoints of both stages"
 
 # ---- latentq's draws: kills mid stage 1, after upsampling, mid stage 2 ---
@@ -114,42 +119,42 @@ for run in ref k1 ku k2; do
 	mkdir -p "$T/$run"
 	manifest "$T/$run"
 done
-expect_status 0 "$LATENTQ" -d "$T/ref.db" render "$T/ref/m.yaml"
+expect_status 0 "$LATENTQ" -d "$DB_ref" render "$T/ref/m.yaml"
 checks=$((checks + 1))
 cmp -s "$T/ref/videos/two.mp4" "$T/g/videos/two.mp4" &&
     fail "seed 7 rendered upstream's draws"
 LATENTQ_FAULT="kill@denoise:2#1" expect_status 0 "$LATENTQ" \
-    -d "$T/k1.db" render "$T/k1/m.yaml"
+    -d "$DB_k1" render "$T/k1/m.yaml"
 LATENTQ_FAULT="kill@upsample:10#1" expect_status 0 "$LATENTQ" \
-    -d "$T/ku.db" render "$T/ku/m.yaml"
+    -d "$DB_ku" render "$T/ku/m.yaml"
 LATENTQ_FAULT="kill@denoise:12#1" expect_status 0 "$LATENTQ" \
-    -d "$T/k2.db" render "$T/k2/m.yaml"
+    -d "$DB_k2" render "$T/k2/m.yaml"
 for run in k1 ku k2; do
-	expect_eq "$(sqlite3 "$T/$run.db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "$run: one crash"
+	expect_eq "$(db_sql "$(dbof $run)" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "$run: one crash"
 	expect_eq "$(digest "$T/$run/videos/two.mp4")" "$(digest "$T/ref/videos/two.mp4")" "$run: MP4 identical"
 	expect_eq "$(digest "$T/$run/tensors.safetensors")" "$(digest "$T/ref/tensors.safetensors")" "$run: save_tensors identical"
 done
-expect_eq "$(sqlite3 "$T/k1.db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"stage":1,"step":2}' "k1: resumed after stage 1's step 2"
-expect_eq "$(sqlite3 "$T/ku.db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"stage":2,"step":6}' "ku: resumed from the upsampled latents"
-expect_eq "$(sqlite3 "$T/k2.db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"stage":2,"step":8}' "k2: resumed after stage 2's step 8"
+expect_eq "$(db_sql "$DB_k1" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"stage":1,"step":2}' "k1: resumed after stage 1's step 2"
+expect_eq "$(db_sql "$DB_ku" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"stage":2,"step":6}' "ku: resumed from the upsampled latents"
+expect_eq "$(db_sql "$DB_k2" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"stage":2,"step":8}' "k2: resumed after stage 2's step 8"
 # a kill in stage 2 never runs stage 1 (nor the upsampler) again
 for run in ku k2; do
-	expect_eq "$(sqlite3 "$T/$run.db" "SELECT count(*) FROM events WHERE kind = 'phase' AND detail = '{\"phase\":\"upsample\"}'")" 1 "$run: upsampled once"
+	expect_eq "$(db_sql "$(dbof $run)" "SELECT count(*) FROM events WHERE kind = 'phase' AND detail = '{\"phase\":\"upsample\"}'")" 1 "$run: upsampled once"
 done
 
 # ---- preflight refusals with the golden's models --------------------------
 mkdir -p "$T/pf"
 manifest "$T/pf"
 sed -e "s|upsampler_spatial3d|upsampler_temporal3d|" "$T/pf/m.yaml" > "$T/pf/t.yaml"
-expect_status 65 "$LATENTQ" -d "$T/pf.db" preflight "$T/pf/t.yaml"
+expect_status 65 "$LATENTQ" -d "$DB_pf" preflight "$T/pf/t.yaml"
 checks=$((checks + 1))
-"$LATENTQ" -d "$T/pf.db" preflight "$T/pf/t.yaml" 2>&1 |
+"$LATENTQ" -d "$DB_pf" preflight "$T/pf/t.yaml" 2>&1 |
     grep -q "LQ-STAGE-002" || fail "temporal upsampler: no LQ-STAGE-002"
 # stage 2 at 96 x 128: 96 is not a multiple of 64 (stage 1 would be 48)
 sed -e "s|      height: 64|      height: 96|" "$T/pf/m.yaml" > "$T/pf/g.yaml"
-expect_status 65 "$LATENTQ" -d "$T/pf.db" preflight "$T/pf/g.yaml"
+expect_status 65 "$LATENTQ" -d "$DB_pf" preflight "$T/pf/g.yaml"
 checks=$((checks + 1))
-"$LATENTQ" -d "$T/pf.db" preflight "$T/pf/g.yaml" 2>&1 |
+"$LATENTQ" -d "$DB_pf" preflight "$T/pf/g.yaml" 2>&1 |
     grep -q "LQ-STAGE-003.*nearest valid: 64 or 128" ||
     fail "stage 2 height 96: no LQ-STAGE-003 with the nearest valid values"
 
@@ -162,7 +167,7 @@ sed -e 's|model: models/ltxv-demo|model: '"$top_srcdir"'/jobs/models/ltxv-demo|'
     -e 's/num_inference_steps: 10/num_inference_steps: 5/' \
     "$top_srcdir/jobs/two-stage.yaml" > "$T/example/two-stage.yaml"
 cp "$top_srcdir/jobs/images/red-circle.png" "$T/example/images/"
-expect_status 0 "$LATENTQ" -d "$T/example.db" render "$T/example/two-stage.yaml"
+expect_status 0 "$LATENTQ" -d "$DB_example" render "$T/example/two-stage.yaml"
 checks=$((checks + 1))
 [ -s "$T/example/out/red-circle-two-stage.mp4" ] ||
     fail "example: no red-circle-two-stage.mp4"

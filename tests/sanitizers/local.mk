@@ -58,8 +58,10 @@ check-sanitizers:
 # The part of the sanitizer suite `.ci/run` runs (`make check-sanitizers-ci`):
 # every unit test of the modules, the CLI exit statuses, a render, a crash and
 # resume, image-to-video, the terminal, the plan, Mesa's leak, the LTX-2
-# components (vocoder, audio VAE, connectors, transformer), device slots and a context-
-# parallel mesh render with its threads; shown to pass
+# components (vocoder, audio VAE, connectors, transformer), device slots, a
+# context-parallel mesh render with its threads, and the PostgreSQL queue
+# through libpq (the store's tests with a dropped connection, the CLI round
+# trip with concurrent submits, a render across a server outage); shown to pass
 # whole with no report (215 s at load 5 on 2 cores, after a 4-minute build).
 # `make check-sanitizers` runs all of the suite.
 SAN_CI_TESTS = tests/core/test-codes tests/store/test-store tests/store/test-checkpoints \
@@ -73,8 +75,10 @@ SAN_CI_TESTS = tests/core/test-codes tests/store/test-store tests/store/test-che
 	tests/cli/exit.sh tests/cli/worker.sh tests/cli/tty.sh \
 	tests/render/parity.sh tests/render/i2v.sh tests/preflight/plan.sh \
 	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
-	tests/nn/ltx2-transformer.sh tests/nn/test-ltx2-rope \
-	tests/gpu/test-runtime tests/mesh/context3.sh
+	tests/nn/ltx2-transformer.sh tests/nn/test-ltx2-rope tests/nn/test-ltx2-pipe-passes \
+	tests/nn/ltx2-vae.sh \
+	tests/gpu/test-runtime tests/mesh/context3.sh \
+	tests/pg/store.sh tests/pg/queue.sh tests/pg/outage.sh
 check-sanitizers-ci:
 	$(MAKE) $(AM_MAKEFLAGS) check-sanitizers TESTS='$(SAN_CI_TESTS)'
 .PHONY: check-sanitizers-ci

@@ -391,6 +391,48 @@ test_lease_expiry(void)
 	store_close(st);
 }
 
+/*
+ * PostgreSQL only: the server drops the connection (pg_terminate_backend,
+ * from psql) after the claim and lease statements were prepared on it.
+ * The next call is LQ_RETRY; the one after reconnects and prepares them
+ * again on the new connection (a statement of the old one would be
+ * "prepared statement does not exist", LQ_FAILED).
+ */
+static void
+test_reconnect(void)
+{
+	struct store *st = open_db("reconnect.db");
+	struct lq_error err;
+	error_clear(&err);
+	int64_t a = add_job(st, "a", "ra", 3);
+	int64_t b = add_job(st, "b", "rb", 3);
+	struct store_job j;
+	int claimed;
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err),
+	    LQ_OK);
+	CHECK_INT(claimed, 1);
+	CHECK_INT(j.id, a);
+	store_job_clear(&j);
+	CHECK_INT(store_renew_lease(st, a, "me", 60, &err), LQ_OK);
+	char *url = xasprintf(pg_url, "reconnect");
+	char *cmd = xasprintf("psql -X -q -At -d '%s' -c \"SELECT count("
+	    "pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+	    "current_database() AND pid <> pg_backend_pid()\" > /dev/null", url);
+	CHECK_INT(system(cmd), 0);
+	free(cmd);
+	free(url);
+	usleep(100 * 1000);
+	CHECK_INT(store_renew_lease(st, a, "me", 60, &err), LQ_RETRY);
+	error_clear(&err);
+	CHECK_INT(store_renew_lease(st, a, "me", 60, &err), LQ_OK);
+	CHECK_INT(store_claim_job(st, "me", 60, NULL, 0, &j, &claimed, &err),
+	    LQ_OK);
+	CHECK_INT(claimed, 1);
+	CHECK_INT(j.id, b);
+	store_job_clear(&j);
+	store_close(st);
+}
+
 /* Two processes claim from 40 jobs at once: each job is claimed once. */
 static void
 test_claim_race(void)
@@ -572,6 +614,8 @@ main(void)
 	test_lease_expiry();
 	test_claim_race();
 	test_drain();
+	if (pg_url != NULL)
+		test_reconnect();
 	char *cmd = xasprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", dir);
