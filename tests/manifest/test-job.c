@@ -60,9 +60,11 @@ test_defaults(void)
 	/* a template's default is the manifest's to expand, per job */
 	CHECK(jc.output == NULL);
 	/* decode_noise_scale null: decode_timestep */
+	job_config_free(&jc);
 	jc = parse("{\"decode_timestep\": 0.05, \"decode_noise_scale\": null}",
 	    LQ_OK);
 	CHECK_NEAR(jc.decode_noise_scale, 0.05, 0);
+	job_config_free(&jc);
 	jc = parse("{\"seed\": \"18446744073709551615\", \"height\": 96, "
 	    "\"loras\": [{\"path\": \"/l.safetensors\"}]}", LQ_OK);
 	CHECK(jc.seed == UINT64_MAX);
@@ -176,6 +178,7 @@ test_shape(void)
 	jc.num_frames = 160;
 	CHECK_INT(job_latent_shape(&jc, 32, 8, 1, 1, &ls), -1);
 	CHECK_INT(ls.tokens, 0);
+	job_config_free(&jc);
 }
 
 static void
@@ -193,6 +196,7 @@ test_paths(void)
 	CHECK_STR(p, "/m/f/a/1");
 	free(p);
 	/* expanded once by the manifest: braces left in a name stay */
+	job_config_free(&jc);
 	jc = parse("{\"output\": \"/abs/{x}.mp4\"}", LQ_OK);
 	p = job_output_path(&jc, "/m", 0, 1);
 	CHECK_STR(p, "/abs/{x}.mp4");
@@ -201,6 +205,7 @@ test_paths(void)
 	p = job_path_sibling("d.x/name", ".sheet.png");
 	CHECK_STR(p, "d.x/name.sheet.png");
 	free(p);
+	job_config_free(&jc);
 }
 
 /* A loaded manifest's config reads back with the values written. */
