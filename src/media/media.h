@@ -96,6 +96,10 @@ enum lq_status media_rate_from_double(double fps, int *num, int *den,
  * 44100, 48000, 64000, 88200, 96000) and channels 1 or 2; anything else
  * fails with LQ-MEDIA-009 before a byte is written.
  */
+/* 1 when `rate` (Hz) is one AAC carries (the list above): the rule
+ * media_mp4_open applies and preflight checks a vocoder against. */
+int media_audio_rate_ok(int rate);
+
 struct media_audio {
 	int sample_rate;	/* Hz */
 	int channels;		/* 1 (mono) or 2 (stereo: left, right) */

@@ -182,8 +182,8 @@ drain(struct mp4_writer *w, struct lq_error *err)
 }
 
 /* AAC's sampling frequencies (ISO/IEC 14496-3, Table 1.18). */
-static int
-aac_rate_ok(int rate)
+int
+media_audio_rate_ok(int rate)
 {
 	static const int rates[] = { 96000, 88200, 64000, 48000, 44100,
 	    32000, 24000, 22050, 16000, 12000, 11025, 8000 };
@@ -210,7 +210,7 @@ audio_check(const char *path, const struct media_audio *a,
 		error_set_hint(err, "mix the waveform down to stereo");
 		return LQ_FAILED;
 	}
-	if (!aac_rate_ok(a->sample_rate)) {
+	if (!media_audio_rate_ok(a->sample_rate)) {
 		error_set(err, LQ_FAILED, "LQ-MEDIA-009",
 		    "cannot write %s: audio at %d Hz; AAC carries 8000, 11025, "
 		    "12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, "

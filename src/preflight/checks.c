@@ -1780,12 +1780,7 @@ pf_check_ltx2(struct pf_job_state *s)
 		error_set_hint(e, "at least %" PRId64 " frames", need);
 	}
 	int rate = m->vocoder_config.output_sampling_rate;
-	static const int aac[] = { 8000, 11025, 12000, 16000, 22050, 24000,
-	    32000, 44100, 48000, 64000, 88200, 96000 };
-	int rate_ok = 0;
-	for (size_t i = 0; i < LQ_ARRAY_LEN(aac); i++)
-		rate_ok |= aac[i] == rate;
-	if (!rate_ok || m->vocoder_config.out_channels > 2) {
+	if (!media_audio_rate_ok(rate) || m->vocoder_config.out_channels > 2) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
 		    "LQ-LTX2-004", "the vocoder gives %d channels at %d Hz; the "
 		    "MP4's AAC track carries 1 or 2 channels at 8000 to 96000 Hz "

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h"
+#include "core/digest.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -140,4 +142,14 @@ render_pin_model(struct store *st, const struct store_job *job,
 		return LQ_FATAL;
 	}
 	return store_pin_model_digest(st, job->id, digest, err);
+}
+
+void
+render_device_fingerprint(const struct device_caps *caps,
+    char out[DIGEST_HEX_SIZE])
+{
+	char fp[512];
+	snprintf(fp, sizeof(fp), "%s|%s|%u|%s", caps->name, caps->uuid,
+	    caps->driver_version, PACKAGE_VERSION);
+	digest_hex(fp, strlen(fp), out);
 }

@@ -10,8 +10,10 @@
 
 #include <stdint.h>
 
+#include "core/digest.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "gpu/caps.h"
 #include "manifest/job.h"
 #include "model/ref.h"
 #include "model/safetensors.h"
@@ -74,6 +76,14 @@ enum lq_status render_commit_artifact(void *ud, struct file_temp *t,
  */
 enum lq_status render_pin_model(struct store *st, const struct store_job *job,
     const char *root, const char *digest, struct lq_error *err);
+
+/*
+ * The device fingerprint a checkpoint records and a resume must match
+ * (unless --resume-anywhere): BLAKE2b-256 of the device's name, UUID,
+ * driver version and latentq's version.
+ */
+void render_device_fingerprint(const struct device_caps *caps,
+    char out[DIGEST_HEX_SIZE]);
 
 /* mkdir -p of the folder `path` is in (LQ-IO-004 naming the folder). */
 enum lq_status render_make_parent_dirs(const char *path, struct lq_error *err);
