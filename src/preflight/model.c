@@ -300,7 +300,8 @@ check_extras(struct pf_model *pm)
 	free(index_path);
 }
 
-/* A problem of the model from a diffusers_* error. */
+/* A problem of the model from a diffusers_* error: a missing file or
+ * component is LQ-MDL-003, a bad config LQ-MDL-002. */
 static void
 model_problem(struct pf_model *pm, const struct lq_error *err,
     const char *key)
@@ -415,11 +416,7 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 	}
 	error_clear(&err);
 	if (diffusers_open(pm->dir, ov, &pm->dm, &err) != LQ_OK) {
-		/* a missing file or component, else a bad config */
-		enum lq_code why = error_code(&err);
-		int missing = why == LQ_CODE_MODEL_001 ||
-		    why == LQ_CODE_MODEL_005 || why == LQ_CODE_MODEL_007;
-		const char *code = missing ? "LQ-MDL-003" : "LQ-MDL-002";
+		/* the key at fault: an override's when its folder failed */
 		const char *key = "model";
 		static const char *const comps[] = { "transformer", "vae",
 		    "text_encoder", "scheduler" };
@@ -429,15 +426,7 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 			if (o && strncmp(err.file, o, strlen(o)) == 0)
 				key = comps[i];
 		}
-		struct lq_error *e = pf_list_add(&pm->problems, LQ_FAILED, code,
-		    "%s%s%s: %s (%s)", rel(pm, err.file[0] ? err.file : pm->dir),
-		    err.field[0] ? ": " : "", err.field, err.message, err.code);
-		snprintf(e->field, sizeof(e->field), "%s", key);
-		if (err.hint[0])
-			error_set_hint(e, "%s", err.hint);
-		else if (missing)
-			error_set_hint(e, "the folder is incomplete: download the "
-			    "missing component again");
+		model_problem(pm, &err, key);
 		pm->dm = NULL;
 		check_extras(pm);
 		return;
