@@ -13,6 +13,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "gpu/gpu.h"
 #include "render/render-int.h"
 #include "sampler/rng.h"
 #include "store/checkpoints.h"
@@ -145,11 +146,13 @@ render_pin_model(struct store *st, const struct store_job *job,
 }
 
 void
-render_device_fingerprint(const struct device_caps *caps,
+render_device_fingerprint(const struct gpu_ctx *gpu, const char *resolved,
     char out[DIGEST_HEX_SIZE])
 {
-	char fp[512];
-	snprintf(fp, sizeof(fp), "%s|%s|%u|%s", caps->name, caps->uuid,
-	    caps->driver_version, PACKAGE_VERSION);
+	const struct device_caps *caps = gpu_ctx_caps(gpu);
+	char *fp = xasprintf("%s|%s|%u|%s|%s|%s", caps->name, caps->uuid,
+	    caps->driver_version, PACKAGE_VERSION, gpu_ctx_variant(gpu),
+	    resolved != NULL ? resolved : "");
 	digest_hex(fp, strlen(fp), out);
+	free(fp);
 }

@@ -80,10 +80,16 @@ enum lq_status render_pin_model(struct store *st, const struct store_job *job,
 /*
  * The device fingerprint a checkpoint records and a resume must match
  * (unless --resume-anywhere): BLAKE2b-256 of the device's name, UUID,
- * driver version and latentq's version.
+ * driver version, latentq's version, the kernel variants the gpu ctx
+ * resolved to (gpu_ctx_variant) and `resolved` (may be NULL): the
+ * pipeline's resolved options that change what runs and are in neither
+ * the job's config digest nor the model's (the Wan render: the UniPC
+ * config as unipc_config_describe gives it, after the job's flow_shift).
+ * One option flipped, one fingerprint changed: the checkpoint is refused.
  */
-void render_device_fingerprint(const struct device_caps *caps,
-    char out[DIGEST_HEX_SIZE]);
+struct gpu_ctx;
+void render_device_fingerprint(const struct gpu_ctx *gpu,
+    const char *resolved, char out[DIGEST_HEX_SIZE]);
 
 /* mkdir -p of the folder `path` is in (LQ-IO-004 naming the folder). */
 enum lq_status render_make_parent_dirs(const char *path, struct lq_error *err);
