@@ -308,6 +308,22 @@ unipc_config_load(const char *path, struct unipc_config *cfg,
 	return st;
 }
 
+enum lq_status
+unipc_config_set_flow_shift(struct unipc_config *cfg, double flow_shift,
+    struct lq_error *err)
+{
+	if (!(flow_shift > 0.0) || !isfinite(flow_shift)) {
+		error_set(err, LQ_FAILED, "LQ-WAN-006", "flow_shift is %g; it "
+		    "must be a number greater than 0", flow_shift);
+		error_set_field(err, "flow_shift");
+		error_set_hint(err, "Wan 2.1 uses 3.0 (480p) or 5.0 (720p); "
+		    "leave it out for the scheduler config's");
+		return LQ_FAILED;
+	}
+	cfg->flow_shift = flow_shift;
+	return LQ_OK;
+}
+
 void
 unipc_schedule_free(struct unipc_schedule *s)
 {

@@ -93,6 +93,15 @@ enum lq_status unipc_config_from_json(const cJSON *json, const char *path,
 enum lq_status unipc_config_load(const char *path, struct unipc_config *cfg,
     struct lq_error *err);
 
+/*
+ * The job's flow_shift in place of the config's, as
+ * UniPCMultistepScheduler.from_config(config, flow_shift=x) makes it (the
+ * manifest key flow_shift).  Not above 0: LQ_FAILED LQ-WAN-006, field
+ * flow_shift, *cfg unchanged.
+ */
+enum lq_status unipc_config_set_flow_shift(struct unipc_config *cfg,
+    double flow_shift, struct lq_error *err);
+
 /* The schedule of set_timesteps(N): sigmas[N + 1], timesteps[N]. */
 struct unipc_schedule {
 	int num_steps;
