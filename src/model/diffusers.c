@@ -953,6 +953,83 @@ diffusers_parse_wan_vae(const cJSON *j, const char *path,
 	return LQ_OK;
 }
 
+/* ---- Wan transformer ---- */
+
+int
+diffusers_is_wan_transformer(const cJSON *j)
+{
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "_class_name");
+
+	if (cJSON_IsString(cls))
+		return strcmp(cls->valuestring, "WanTransformer3DModel") == 0;
+	return cJSON_GetObjectItemCaseSensitive(j, "freq_dim") != NULL &&
+	    (cJSON_GetObjectItemCaseSensitive(j, "ffn_dim") != NULL ||
+	    cJSON_GetObjectItemCaseSensitive(j, "text_dim") != NULL);
+}
+
+enum lq_status
+diffusers_parse_wan_transformer(const cJSON *j, const char *path,
+    struct wan_transformer_config *o, struct lq_error *err)
+{
+	static const int def_patch[3] = {1, 2, 2};
+	static const char *const i2v[] = { "image_dim", "added_kv_proj_dim",
+	    "pos_embed_seq_len" };
+	struct cfg c = {j, path, err, 0};
+	char qk[32];
+	int n, d;
+
+	if (check_class(&c, "WanTransformer3DModel") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	n = cfg_list(&c, "patch_size", 'i', 1, o->patch_size, 0, 3, def_patch, 3);
+	if (n != 3 && !c.failed)
+		cfg_bad(&c, "patch_size", "a list of 3 integers >= 1 (t, h, w)");
+	o->num_attention_heads = cfg_int(&c, "num_attention_heads", 40, 1);
+	o->attention_head_dim = cfg_int(&c, "attention_head_dim", 128, 1);
+	o->in_channels = cfg_int(&c, "in_channels", 16, 1);
+	o->out_channels = cfg_int(&c, "out_channels", 16, 0);
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "out_channels")) ||
+	    o->out_channels == 0)
+		o->out_channels = o->in_channels;	/* out_channels or in_channels */
+	o->text_dim = cfg_int(&c, "text_dim", 4096, 1);
+	o->freq_dim = cfg_int(&c, "freq_dim", 256, 1);
+	o->ffn_dim = cfg_int(&c, "ffn_dim", 13824, 1);
+	o->num_layers = cfg_int(&c, "num_layers", 40, 0);
+	o->cross_attn_norm = cfg_bool(&c, "cross_attn_norm", 1);
+	cfg_str(&c, "qk_norm", "rms_norm_across_heads", qk, sizeof(qk));
+	o->eps = cfg_num(&c, "eps", 1e-6, 1);
+	o->rope_max_seq_len = cfg_int(&c, "rope_max_seq_len", 1024, 1);
+	if (c.failed)
+		return LQ_FAILED;
+	for (int i = 0; i < 3; i++)
+		if (cfg_item(&c, i2v[i]) != NULL)
+			return cfg_fail(err, path, i2v[i], "LQ-MODEL-006",
+			    "%s is set: Wan image-to-video (the image embedder "
+			    "and the added key / value projections) is not "
+			    "implemented; text-to-video checkpoints have null",
+			    i2v[i]);
+	d = o->attention_head_dim;
+	if (d % 2 != 0)
+		return cfg_fail(err, path, "attention_head_dim", "LQ-MODEL-003",
+		    "attention_head_dim %d is odd; WanRotaryPosEmbed rotates "
+		    "channel pairs (upstream asserts an even size)", d);
+	if (d > 256)
+		return cfg_fail(err, path, "attention_head_dim", "LQ-MODEL-006",
+		    "an attention_head_dim of %d is over latentq's attention "
+		    "kernel limit 256", d);
+	if (o->freq_dim % 2 != 0)
+		return cfg_fail(err, path, "freq_dim", "LQ-MODEL-006",
+		    "freq_dim %d is odd (upstream zero-pads the timestep "
+		    "sinusoids); not implemented, Wan uses 256", o->freq_dim);
+	o->inner_dim = o->num_attention_heads * d;
+	/* WanRotaryPosEmbed: h_dim = w_dim = 2 * (d // 6), t_dim the rest */
+	o->rope_dim[1] = o->rope_dim[2] = 2 * (d / 6);
+	o->rope_dim[0] = d - o->rope_dim[1] - o->rope_dim[2];
+	o->patch_volume = o->patch_size[0] * o->patch_size[1] *
+	    o->patch_size[2];
+	return LQ_OK;
+}
+
 /* ---- transformer ---- */
 
 enum lq_status

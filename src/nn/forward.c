@@ -22,6 +22,7 @@
 #include "nn/ltx2_connectors.h"
 #include "nn/ltx2_transformer.h"
 #include "nn/ltx2_vocoder.h"
+#include "nn/wan_transformer.h"
 #include "nn/weights.h"
 
 /* The components, in enum nn_component order: the --component name and
@@ -513,6 +514,116 @@ is_ltx2_transformer(const char *dir)
 	cJSON_Delete(j);
 	free(path);
 	return yes;
+}
+
+/* 1 when `dir`/config.json is a Wan transformer's (an unreadable one is
+ * left to the LTX-Video loader to report). */
+static int
+is_wan_transformer(const char *dir)
+{
+	char *path = xasprintf("%s/config.json", dir);
+	cJSON *j = NULL;
+	int yes = 0;
+
+	if (diffusers_load_json(path, &j, NULL) == LQ_OK)
+		yes = diffusers_is_wan_transformer(j);
+	cJSON_Delete(j);
+	free(path);
+	return yes;
+}
+
+/* WanTransformer3DModel (see forward.h for the inputs). */
+static enum lq_status
+run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
+    const struct inputs *in, struct st_writer *w, const struct nn_dump *dump,
+    FILE *report, struct lq_error *err)
+{
+	struct wan_transformer *m = NULL;
+	const struct wan_transformer_config *c;
+	const struct st_tensor *ths, *tehs;
+	float *hs = NULL, *ehs = NULL, *ts = NULL, *out = NULL;
+	struct gpu_buffer *b_hs = NULL, *b_ehs = NULL, *b_out = NULL;
+	struct gpu_tensor g_hs, g_ehs, g_out;
+	struct wan_transformer_args a;
+	int per_token = 0;
+	int64_t B, oshape[5];
+	enum lq_status st;
+
+	if ((st = input_f32(in, "hidden_states", 5, "[B, in_channels, F, H, W]",
+	    &ths, &hs, err)) ||
+	    (st = input_f32(in, "encoder_hidden_states", 3,
+	    "[B, T, text_dim]", &tehs, &ehs, err)) ||
+	    (st = wan_transformer_load(ctx, dir, &m, err)))
+		goto out;
+	c = wan_transformer_config(m);
+	B = ths->shape[0];
+	if (ths->shape[1] != c->in_channels || tehs->shape[0] != B ||
+	    tehs->shape[2] != c->text_dim) {
+		int bad = ths->shape[1] != c->in_channels;
+		const struct st_tensor *t = bad ? ths : tehs;
+
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input %s is "
+		    "[%lld, %lld, ...]; expected %s", t->name,
+		    (long long)t->shape[0], (long long)t->shape[1], bad ?
+		    "[B, in_channels, F, H, W] with the config's in_channels" :
+		    "[B, T, text_dim] with hidden_states' B and the config's "
+		    "text_dim");
+		error_set_field(err, "%s", t->name);
+		goto out;
+	}
+	if ((st = input_timestep(in, "timestep", B, 1, &ts, &per_token, err)))
+		goto out;
+	if (ts == NULL) {
+		st = input_missing("timestep", "[B] on the 0..1000 scale", err);
+		goto out;
+	}
+	if ((st = wan_transformer_check_grid(c, (int)ths->shape[2],
+	    (int)ths->shape[3], (int)ths->shape[4], err)))
+		goto out;
+	memcpy(oshape, ths->shape, sizeof(oshape));
+	oshape[1] = c->out_channels;
+	if ((st = upload(ctx, 5, ths->shape, hs, &b_hs, &g_hs, err)) ||
+	    (st = upload(ctx, 3, tehs->shape, ehs, &b_ehs, &g_ehs, err)) ||
+	    (st = upload(ctx, 5, oshape, NULL, &b_out, &g_out, err)))
+		goto out;
+	a.hidden_states = &g_hs;
+	a.encoder_hidden_states = &g_ehs;
+	a.timestep = ts;
+	if ((st = wan_transformer_forward(m, &a, &g_out, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_out));
+	if ((st = gpu_tensor_download_f32(ctx, &g_out, out, err)))
+		goto out;
+	st_writer_add(w, "output", ST_F32, 5, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		wan_transformer_memory(m, &wb, &cap, &peak);
+		report_memory(report, "wan transformer", wb, cap, peak,
+		    gpu_buffer_size(b_hs) + gpu_buffer_size(b_ehs) +
+		    gpu_buffer_size(b_out));
+	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+		struct wan_transformer_shape shp = { (int)B, (int)ths->shape[2],
+		    (int)ths->shape[3], (int)ths->shape[4], (int)tehs->shape[1] };
+
+		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
+			goto out;
+		wan_transformer_plan(c, &lay, gpu_ctx_caps(ctx), &shp, &plan);
+		report_plan(report, ctx, "wan transformer", &plan);
+	}
+out:
+	gpu_buffer_free(b_hs);
+	gpu_buffer_free(b_ehs);
+	gpu_buffer_free(b_out);
+	wan_transformer_free(m);
+	free(hs);
+	free(ehs);
+	free(ts);
+	free(out);
+	return st;
 }
 
 static enum lq_status
@@ -1408,12 +1519,18 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 			    o->ltx2_call, err);
 			break;
 		}
+		if (is_wan_transformer(dir) && o->ltx2_call == NULL) {
+			st = run_wan_transformer(ctx, dir, &in, w,
+			    o->dump_intermediates ? &dump : NULL, o->report, err);
+			break;
+		}
 		if (o->ltx2_call != NULL) {
 			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "--set %s: "
-			    "LTX-Video's transformer takes no call arguments "
+			    "%s's transformer takes no call arguments "
 			    "(use_cross_timestep, isolate_modalities and "
 			    "spatio_temporal_guidance_blocks are LTX-2's)",
-			    o->ltx2_call_first);
+			    o->ltx2_call_first, is_wan_transformer(dir) ? "Wan" :
+			    "LTX-Video");
 			error_set_field(err, "%s", o->ltx2_call_first);
 			break;
 		}

@@ -44,6 +44,11 @@
  *     value, default 24.0); --set use_cross_timestep, isolate_modalities,
  *     spatio_temporal_guidance_blocks -> output [B,N,Co], audio_output
  *     [B,L,Cao]
+ *   transformer (WanTransformer3DModel, told apart by its config's
+ *     _class_name or its freq_dim / ffn_dim keys): hidden_states
+ *     [B,C,F,H,W] (latent frames, unpacked), timestep [B] (or [1]),
+ *     encoder_hidden_states [B,T,text_dim] (no mask: upstream attends
+ *     every row) -> output [B,Co,F,H,W]
  *   connectors (LTX2TextConnectors): text_encoder_hidden_states
  *     [B,T,C*L], attention_mask [B,T] -> video_text_embedding,
  *     audio_text_embedding [B,T,C], attention_mask_out [B,T] (I64)
