@@ -1019,13 +1019,18 @@ run_wan_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		goto out;
 	}
 	wan_vae_output_shape(wan_vae_config(v), tz->shape, oshape);
-	if ((st = upload(ctx, 5, tz->shape, z, &b_z, &g_z, err)) ||
+	out = xmalloc(sizeof(float) * (size_t)(oshape[0] * oshape[1] *
+	    oshape[2] * oshape[3] * oshape[4]));
+	if (dump == NULL) {
+		/* the render's way in (wan_vae_decode_host) */
+		if ((st = wan_vae_decode_host(v, z, tz->shape, out, err)))
+			goto out;
+	} else if ((st = upload(ctx, 5, tz->shape, z, &b_z, &g_z, err)) ||
 	    (st = upload(ctx, 5, oshape, NULL, &b_out, &g_out, err)) ||
-	    (st = wan_vae_decode(v, &g_z, &g_out, dump, err)))
+	    (st = wan_vae_decode(v, &g_z, &g_out, dump, err)) ||
+	    (st = gpu_tensor_download_f32(ctx, &g_out, out, err))) {
 		goto out;
-	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_out));
-	if ((st = gpu_tensor_download_f32(ctx, &g_out, out, err)))
-		goto out;
+	}
 	st_writer_add(w, "sample", ST_F32, 5, oshape, out);
 	if (report != NULL) {
 		size_t wb, cap, peak;
@@ -1034,7 +1039,9 @@ run_wan_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 
 		wan_vae_memory(v, &wb, &cap, &peak);
 		report_memory(report, "vae decoder", wb, cap, peak,
-		    gpu_buffer_size(b_z) + gpu_buffer_size(b_out));
+		    (size_t)(gpu_buffer_plan_size((uint64_t)st_tensor_numel(tz) *
+		    4) + gpu_buffer_plan_size((uint64_t)(oshape[0] * oshape[1] *
+		    oshape[2] * oshape[3] * oshape[4]) * 4)));
 		if ((st = plan_weights(ctx, dir, 0, "decoder.", &lay, err)) ||
 		    (st = plan_weights(ctx, dir, 0, "post_quant_conv.", &lq, err)))
 			goto out;

@@ -31,13 +31,16 @@
 
 #include "core/util.h"
 #include "gpu/ops.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/plan.h"
 #include "nn/wan_vae.h"
 #include "nn/weights.h"
 
 #define CACHE_T 2		/* upstream's CACHE_T */
 #define ENC_CHUNK 4		/* _encode's input frames per chunk after the first */
-#define ATTN_MAX_DIM 256	/* ops_attention's head-dim limit */
+#define ATTN_MAX_DIM 256	/* ops_attention's head-dim limit; above it (or
+				   with LATENTQ_NN_UNFUSED_ATTENTION=1) the
+				   mid block's attention is matrix products */
 
 enum { S_A, S_B, S_SC, S_TMP, S_WND, NSLOTS };
 
@@ -229,6 +232,7 @@ build(struct wan_half *h)
 struct walk {
 	int64_t B, T, H, W;
 	int first;
+	int fused;		/* ltxv_attention_opts' fused */
 	int64_t slot;		/* largest tensor a slot holds (elements) */
 	int64_t *cache;		/* [ncache] elements, or NULL */
 	int64_t scores;		/* attention scores when C > ATTN_MAX_DIM */
@@ -290,8 +294,9 @@ walk_chunk(const struct wan_half *h, struct walk *k, struct lq_error *err)
 		case WAN_ATTN:
 			/* q in one slot; k, v and the output in the window */
 			see(k, 3 * (int64_t)l->cin, k->T, k->H, k->W);
-			if (l->cin > ATTN_MAX_DIM) {
-				int64_t s = k->B * k->T * k->H * k->W * k->H * k->W;
+			if (l->cin > ATTN_MAX_DIM || !k->fused) {
+				/* one frame's scores at a time */
+				int64_t s = k->H * k->W * k->H * k->W;
 
 				if (s > k->scores)
 					k->scores = s;
@@ -366,11 +371,13 @@ carves(const struct wan_half *h, const int64_t shape[5], uint64_t **out,
 	int64_t *cache = xcalloc((size_t)h->ncache, sizeof(*cache));
 	int64_t chunks, Tn = h->decoder ? 1 : ENC_CHUNK, scores = 0, mx = 0;
 	int64_t of = 0, oh = 0, ow = 0;
+	struct ltxv_attention_opts att;
 	uint64_t *b;
 	int k = 0;
 	enum lq_status st = LQ_OK;
 
 	chunks = h->decoder ? F : 1 + (F - 1) / ENC_CHUNK;
+	ltxv_attention_opts_from_env(&att);
 	for (int pass = 0; pass < 2 && st == LQ_OK; pass++) {
 		struct walk wk;
 
@@ -382,6 +389,7 @@ carves(const struct wan_half *h, const int64_t shape[5], uint64_t **out,
 		wk.H = H;
 		wk.W = W;
 		wk.first = pass == 0;
+		wk.fused = att.fused;
 		wk.cache = cache;
 		st = walk_chunk(h, &wk, err);
 		if (wk.slot > mx)
@@ -730,6 +738,7 @@ struct run {
 	struct gpu_tensor scores;
 	int64_t B;
 	int first;
+	int fused;		/* ops_attention (ltxv_attention_opts) */
 };
 
 static struct gpu_tensor
@@ -870,7 +879,7 @@ attn_forward(struct run *r, const struct wan_layer *l, int xs, int ys,
 	    (st = ops_linear(cmd, &k, &tok, &wk, &bk, OPS_ACT_NONE)) ||
 	    (st = ops_linear(cmd, &v, &tok, &wv, &bv, OPS_ACT_NONE)))
 		return st;
-	if (C <= ATTN_MAX_DIM) {
+	if (C <= ATTN_MAX_DIM && r->fused) {
 		struct ops_attention_args a;
 
 		memset(&a, 0, sizeof(a));
@@ -878,11 +887,19 @@ attn_forward(struct run *r, const struct wan_layer *l, int xs, int ys,
 		a.scale = scale;
 		st = ops_attention(cmd, &o, &q, &k, &v, &a);
 	} else {
-		struct gpu_tensor s = viewn(&r->scores, 0, 3, SHAPE(BT, N, N));
+		/* frame by frame: scores [N, N], softmax, scores . v */
+		struct gpu_tensor s = viewn(&r->scores, 0, 2, SHAPE(N, N));
 
-		if ((st = ops_matmul(cmd, &s, &q, &k, 1, scale)) == LQ_OK &&
-		    (st = ops_softmax(cmd, &s, &s)) == LQ_OK)
-			st = ops_matmul(cmd, &o, &s, &v, 0, 1.0f);
+		for (int64_t f = 0; f < BT && st == LQ_OK; f++) {
+			struct gpu_tensor qf = viewn(&q, f * N * C, 2, SHAPE(N, C));
+			struct gpu_tensor kf = viewn(&k, f * N * C, 2, SHAPE(N, C));
+			struct gpu_tensor vf = viewn(&v, f * N * C, 2, SHAPE(N, C));
+			struct gpu_tensor of = viewn(&o, f * N * C, 2, SHAPE(N, C));
+
+			if ((st = ops_matmul(cmd, &s, &qf, &kf, 1, scale)) ==
+			    LQ_OK && (st = ops_softmax(cmd, &s, &s)) == LQ_OK)
+				st = ops_matmul(cmd, &of, &s, &vf, 0, 1.0f);
+		}
 	}
 	if (st != LQ_OK ||
 	    (st = ops_linear(cmd, &pr, &o, &l->proj_w, &l->proj_b, OPS_ACT_NONE)))
@@ -1063,6 +1080,12 @@ prepare(struct wan_half *h, const int64_t shape[5], struct run *r,
 	r->h = h;
 	r->cmd = h->cmd;
 	r->B = shape[0];
+	{
+		struct ltxv_attention_opts att;
+
+		ltxv_attention_opts_from_env(&att);
+		r->fused = att.fused;
+	}
 	r->cache = xcalloc((size_t)h->ncache, sizeof(*r->cache));
 	*mark = gpu_pool_mark(h->pool);
 	for (int i = 0; i < nbig && st == LQ_OK; i++, k++)
@@ -1172,6 +1195,35 @@ wan_vae_decode(struct wan_vae *v, const struct gpu_tensor *z,
 	OP(gpu_cmd_submit(cmd, err));
 out:
 	finish(h, &r, mark, st, err);
+	return st;
+}
+
+enum lq_status
+wan_vae_decode_host(struct wan_vae *v, const float *z, const int64_t zs[5],
+    float *sample, struct lq_error *err)
+{
+	struct gpu_buffer *bz = NULL, *bo = NULL;
+	struct gpu_tensor tz, to;
+	int64_t os[5];
+	enum lq_status st;
+
+	wan_vae_output_shape(&v->h.cfg, zs, os);
+	st = gpu_buffer_create(v->h.ctx, sizeof(float) * (size_t)(zs[0] * zs[1] *
+	    zs[2] * zs[3] * zs[4]), &bz, err);
+	if (st == LQ_OK)
+		st = gpu_buffer_create(v->h.ctx, sizeof(float) * (size_t)(os[0] *
+		    os[1] * os[2] * os[3] * os[4]), &bo, err);
+	if (st == LQ_OK) {
+		tz = gpu_tensor_make(bz, 0, GPU_F32, 5, zs);
+		to = gpu_tensor_make(bo, 0, GPU_F32, 5, os);
+		st = gpu_tensor_upload_f32(v->h.ctx, &tz, z, err);
+	}
+	if (st == LQ_OK)
+		st = wan_vae_decode(v, &tz, &to, NULL, err);
+	if (st == LQ_OK)
+		st = gpu_tensor_download_f32(v->h.ctx, &to, sample, err);
+	gpu_buffer_free(bz);
+	gpu_buffer_free(bo);
 	return st;
 }
 

@@ -15,12 +15,16 @@
  * temporal upsamplers skip chunk 0 (frame 0 is never time-upsampled), the
  * temporal downsamplers keep one frame.  Activations are a chunk's only,
  * so a long video needs no more device memory than a 1 + temporal_ratio
- * frame one (the caches excepted, two frames per convolution).
+ * frame one (the caches excepted, two frames per convolution).  The mid
+ * block's attention is ops_attention up to 256 channels, else (or with
+ * LATENTQ_NN_UNFUSED_ATTENTION=1, ltxv_attention_opts) matrix products
+ * and a softmax, one frame's [H*W, H*W] scores at a time.
  *
  * Use (the Wan render, wan-pipe):
  *   wan_vae_load(ctx, "model/vae", &vae, &err);
  *   wan_vae_output_shape(wan_vae_config(vae), z_shape, out_shape);
  *   wan_vae_decode(vae, &z, &sample, NULL, &err);     (device tensors)
+ *   or wan_vae_decode_host(vae, z, z_shape, sample, &err);   (host arrays)
  *   wan_vae_free(vae);
  * z is what upstream passes to vae.decode: the pipeline's latents already
  * de-normalised (latents / (1 / latents_std) + latents_mean, per channel,
@@ -90,6 +94,16 @@ void wan_vae_output_shape(const struct wan_vae_config *c, const int64_t z[5],
 enum lq_status wan_vae_decode(struct wan_vae *vae, const struct gpu_tensor *z,
     const struct gpu_tensor *sample, const struct nn_dump *dump,
     struct lq_error *err);
+
+/*
+ * wan_vae_decode on host arrays: z [B, z_dim, F, H, W] row-major f32 (the
+ * de-normalised latents) into `sample` (caller-allocated, the
+ * wan_vae_output_shape's elements, [-1, 1]).  Creates the z and sample
+ * device buffers for the call (wan_vae_plan's io), frees them after.
+ * Errors as wan_vae_decode.
+ */
+enum lq_status wan_vae_decode_host(struct wan_vae *vae, const float *z,
+    const int64_t z_shape[5], float *sample, struct lq_error *err);
 
 /*
  * The memory plan (nn/plan.h) of one decode of z [B, z_dim, F, H, W]:
