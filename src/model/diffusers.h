@@ -272,6 +272,39 @@ struct ltx2_transformer_config {
 	int prompt_modulation;			/* cross_attn_mod or audio_cross_attn_mod */
 };
 
+/* AutoencoderKLWan (diffusers models/autoencoders/autoencoder_kl_wan.py),
+ * the `vae/` of a WanPipeline folder (Wan 2.1).  Defaults are upstream's
+ * __init__'s; lists as in config.json (encoder order; the decoder's
+ * temperal_upsample is temperal_downsample reversed). */
+#define DIFFUSERS_MAX_WAN_Z 64
+struct wan_vae_config {
+	int base_dim;			/* 96 */
+	int decoder_base_dim;		/* null: base_dim */
+	int z_dim;			/* 16 */
+	int n_dim_mult;
+	int dim_mult[DIFFUSERS_MAX_BLOCKS];	/* 1, 2, 4, 4 */
+	int num_res_blocks;		/* 2 */
+	/* the encoder's WanAttentionBlock scales (1.0, 0.5, ... per down
+	 * level); the decoder never builds them.  Default [] */
+	int n_attn_scales;
+	double attn_scales[DIFFUSERS_MAX_BLOCKS];
+	int n_temperal_downsample;
+	int temperal_downsample[DIFFUSERS_MAX_BLOCKS];	/* F, T, T */
+	/* the pipeline's latents / (1 / std) + mean before decode; n_latents
+	 * entries (upstream's 16 Wan 2.1 defaults when absent), which the
+	 * pipeline needs equal to z_dim */
+	int n_latents;
+	double latents_mean[DIFFUSERS_MAX_WAN_Z];
+	double latents_std[DIFFUSERS_MAX_WAN_Z];
+	int in_channels;		/* 3 */
+	int out_channels;		/* 3 */
+	int scale_factor_temporal;	/* 4 (the pipeline's vae_scale_factor_temporal) */
+	int scale_factor_spatial;	/* 8 */
+	/* derived from the blocks: 2^(len(dim_mult) - 1) and 2^(true
+	 * entries of temperal_downsample[0 .. len(dim_mult) - 2]) */
+	int spatial_ratio, temporal_ratio;
+};
+
 /* WanTransformer3DModel (diffusers models/transformers/transformer_wan.py),
  * the `transformer/` of a WanPipeline folder (Wan 2.1 / 2.2 text-to-video).
  * Defaults are upstream's __init__'s. */
@@ -542,6 +575,15 @@ enum lq_status diffusers_parse_ltx2_connectors(const cJSON *cfg,
 enum lq_status diffusers_parse_ltx2_transformer(const cJSON *cfg,
     const char *path, struct ltx2_transformer_config *out,
     struct lq_error *err);
+/* AutoencoderKLWan's config: what upstream's __init__ or forward cannot
+ * run (LQ-MODEL-003 / -004 naming the key: a temperal_downsample shorter
+ * than len(dim_mult) - 1, over DIFFUSERS_MAX_WAN_Z latent channels,
+ * latents_std with a zero) and what latentq does not implement, named
+ * (LQ-MODEL-006: is_residual true and patch_size other than null / 1, the
+ * Wan 2.2 TI2V VAE).  attn_scales are kept for the encoder, which refuses
+ * the ones upstream's encode cannot call. */
+enum lq_status diffusers_parse_wan_vae(const cJSON *cfg, const char *path,
+    struct wan_vae_config *out, struct lq_error *err);
 /* 1 when `cfg` is an LTX-2 transformer's config: _class_name
  * LTX2VideoTransformer3DModel, or no class and LTX-2-only keys
  * (audio_in_channels, audio_num_attention_heads). */
