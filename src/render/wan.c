@@ -193,8 +193,8 @@ phase_load(struct wan *r, struct lq_error *err)
 		return error_set(err, LQ_FAILED, "LQ-RUN-GEOM", "%" PRId64 "x%"
 		    PRId64 " with %" PRId64 " frames does not fit the model "
 		    "(frames %" PRId64 "k + 1, sizes multiples of %" PRId64 " x "
-		    "%d)", jc->height, jc->width, jc->num_frames, tr,
-		    jc->num_frames, sr, r->tcfg.patch_size[1]);
+		    "%d)", jc->height, jc->width, jc->num_frames, tr, sr,
+		    r->tcfg.patch_size[1]);
 	r->ls = (struct latents_shape){
 		.batch = r->B, .channels = r->tcfg.in_channels,
 		.frames = (jc->num_frames - 1) / tr + 1,
@@ -484,15 +484,8 @@ decode_video(struct wan *r, float **np, uint8_t **u8, int64_t os[5],
 	size_t no = (size_t)(os[0] * os[1] * os[2] * os[3] * os[4]);
 	float *raw = xmalloc(no * sizeof(float));
 	struct wan_vae *vae = NULL;
-	struct gpu_buffer *bz = NULL, *bo = NULL;
-	struct gpu_tensor tz, to;
-	if ((s = wan_vae_load(r->gpu, r->dm->vae.dir, &vae, err)) == LQ_OK &&
-	    (s = render_upload(r->gpu, 5, zs, z, &bz, &tz, err)) == LQ_OK &&
-	    (s = render_upload(r->gpu, 5, os, NULL, &bo, &to, err)) == LQ_OK &&
-	    (s = wan_vae_decode(vae, &tz, &to, NULL, err)) == LQ_OK)
-		s = gpu_tensor_download_f32(r->gpu, &to, raw, err);
-	gpu_buffer_free(bz);
-	gpu_buffer_free(bo);
+	if ((s = wan_vae_load(r->gpu, r->dm->vae.dir, &vae, err)) == LQ_OK)
+		s = wan_vae_decode_host(vae, z, zs, raw, err);
 	wan_vae_free(vae);
 	free(z);
 	if (s == LQ_OK) {

@@ -313,7 +313,7 @@ unipc_config_set_flow_shift(struct unipc_config *cfg, double flow_shift,
     struct lq_error *err)
 {
 	if (!(flow_shift > 0.0) || !isfinite(flow_shift)) {
-		error_set(err, LQ_FAILED, "LQ-WAN-006", "flow_shift is %g; it "
+		error_set(err, LQ_FAILED, "LQ-WAN-005", "flow_shift is %g; it "
 		    "must be a number greater than 0", flow_shift);
 		error_set_field(err, "flow_shift");
 		error_set_hint(err, "Wan 2.1 uses 3.0 (480p) or 5.0 (720p); "

@@ -96,7 +96,7 @@ enum lq_status unipc_config_load(const char *path, struct unipc_config *cfg,
 /*
  * The job's flow_shift in place of the config's, as
  * UniPCMultistepScheduler.from_config(config, flow_shift=x) makes it (the
- * manifest key flow_shift).  Not above 0: LQ_FAILED LQ-WAN-006, field
+ * manifest key flow_shift).  Not above 0: LQ_FAILED LQ-WAN-005, field
  * flow_shift, *cfg unchanged.
  */
 enum lq_status unipc_config_set_flow_shift(struct unipc_config *cfg,
