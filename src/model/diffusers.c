@@ -519,7 +519,7 @@ diffusers_parse_ltx2_audio_vae(const cJSON *j, const char *path,
 	    cJSON_GetObjectItemCaseSensitive(j, "mel_bins") != NULL ? 0 :
 	    cfg_int(&c, "mel_bins", 64, 1);
 	(void)cfg_num(&c, "dropout", 0.0, 0);	/* eval: no effect */
-	(void)cfg_bool(&c, "double_z", 1);	/* the encoder's */
+	o->double_z = cfg_bool(&c, "double_z", 1);	/* the encoder's */
 	(void)cfg_bool(&c, "is_causal", 1);	/* the patchifier's */
 	if (c.failed)
 		return LQ_FAILED;

@@ -209,6 +209,8 @@ struct ltx2_audio_vae_config {
 	int sample_rate;		/* 16000 (Hz) */
 	int mel_hop_length;		/* 160 */
 	int mel_bins;			/* 64; 0 when null (the input's) */
+	int double_z;			/* true: the encoder's conv_out gives
+					   2 x latent_channels (mean, logvar) */
 };
 
 /* One LTX2ConnectorTransformer1d of LTX2TextConnectors. */
