@@ -1779,12 +1779,12 @@ pf_check_ltx2(struct pf_job_state *s)
 		    jc->num_frames / jc->frame_rate, per);
 		error_set_hint(e, "at least %" PRId64 " frames", need);
 	}
-	int rate = m->vocoder_config.output_sampling_rate;
-	if (!media_audio_rate_ok(rate) || m->vocoder_config.out_channels > 2) {
+	int rate = m->audio_sample_rate;
+	if (!media_audio_rate_ok(rate) || m->audio_channels > 2) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
 		    "LQ-LTX2-004", "the vocoder gives %d channels at %d Hz; the "
 		    "MP4's AAC track carries 1 or 2 channels at 8000 to 96000 Hz "
-		    "(the AAC rates)", m->vocoder_config.out_channels, rate);
+		    "(the AAC rates)", m->audio_channels, rate);
 		error_set_hint(e, "use an LTX-2 vocoder (24000 Hz stereo)");
 	}
 	if ((jc->stg_scale > 0 || jc->audio_stg_scale > 0) &&
