@@ -15,6 +15,8 @@ liblatentq_a_SOURCES += \
 	src/nn/ltx2_attn.c src/nn/ltx2_attn.h \
 	src/nn/ltx2_connectors.c src/nn/ltx2_connectors.h \
 	src/nn/ltx2_transformer.c src/nn/ltx2_transformer.h \
+	src/nn/wan_vae.c src/nn/wan_vae.h \
+	src/nn/wan_transformer.c src/nn/wan_transformer.h \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5.c \
 	src/cmd/forward.c
@@ -34,7 +36,8 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/norm-out-linear.sh tests/nn/ltx2-vocoder.sh \
 	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
 	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh \
-	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes
+	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes \
+	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltx2_rope_SOURCES = tests/nn/test-ltx2-rope.c
 tests_nn_test_ltx2_rope_LDADD = $(LQ_TEST_LDADD)
@@ -60,4 +63,5 @@ EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh \
 	tests/nn/ltx2-connectors.sh tests/nn/ltx2-common.sh \
 	tests/nn/ltx2-transformer.sh tests/nn/ltx2-vae.sh \
-	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2
+	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh \
+	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2 tests/data/wan

@@ -40,6 +40,7 @@ ltx2_attn_load(const struct nn_weights *w, const char *prefix, int query_dim,
 	a->has_out_bias = out_bias;
 	a->gated = gated;
 	a->rope_split = 0;
+	a->norm_eps = LTX2_ATTN_NORM_EPS;
 	a->rope_q_heads = a->rope_k_heads = 0;
 	if ((st = get(w, prefix, "to_q.weight", 2, SHAPE(inner, query_dim),
 	    &a->to_q_w, err)) ||
@@ -139,9 +140,9 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ops_linear(cmd, &s->v, kv, &a->to_v_w,
 	    a->has_bias ? &a->to_v_b : NULL, OPS_ACT_NONE)) ||
 	    (st = ops_rms_norm(cmd, &s->q, &s->q, &a->norm_q_w,
-	    LTX2_ATTN_NORM_EPS)) ||
+	    a->norm_eps)) ||
 	    (st = ops_rms_norm(cmd, &s->k, &s->k, &a->norm_k_w,
-	    LTX2_ATTN_NORM_EPS)))
+	    a->norm_eps)))
 		return st;
 	if (q_cos != NULL && a->rope_split &&
 	    ((st = ops_rope_split(cmd, &s->q, &s->q, q_cos, q_sin,
