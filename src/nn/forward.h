@@ -18,6 +18,13 @@
  *     posterior_noise [B,C,F',H',W'] (optional) -> parameters, mean,
  *     logvar, std, mode, and sample = mean + std * posterior_noise when
  *     the noise was given
+ *   vae-decoder (AutoencoderKLWan, by its config's _class_name):
+ *     z [B,z_dim,F,H,W] -> sample (clamped); intermediates post_quant_conv,
+ *     decoder_chunk<i>_preclamp
+ *   vae-encoder (AutoencoderKLWan): x (or sample) [B,3,T,H,W],
+ *     posterior_noise (optional) -> the LTX encoder's outputs (parameters
+ *     = quant_conv's [mean | logvar]); intermediates encoder_chunk<i>,
+ *     quant_conv
  *   latent-upsampler: hidden_states [B,C,F,H,W] -> output
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
