@@ -112,9 +112,11 @@ enum lq_status wan_transformer_check_grid(const struct wan_transformer_config *c
     int num_frames, int height, int width, struct lq_error *err);
 
 /* What one call's memory depends on: batch rows, the latent grid (F, H,
- * W before patching) and the text length. */
+ * W before patching), the text length, and the context degree of the
+ * model's group (wan_transformer_set_context; 0 or 1: one device). */
 struct wan_transformer_shape {
 	int B, F, H, W, T;
+	int context;
 };
 
 /*
@@ -200,7 +202,8 @@ void wan_rope_freqs(const struct wan_transformer_config *c, float *cos_out,
  * The memory plan of one forward (nn/plan.h): weights as `w` lays them
  * out (all of them, or with NN_WEIGHTS_STREAMED the non-block tensors
  * plus two block slots; NULL: 0), the activation pool exactly as
- * wan_transformer_reserve sizes it on `caps`, the caller's f32
+ * wan_transformer_reserve sizes it on `caps` (on one rank of a context
+ * group of s->context: its tokens' tensors and the gathered output),  the caller's f32
  * hidden_states / encoder_hidden_states / output buffers (io), and the
  * host scratch (RoPE tables, sinusoids).  Pure: reads no file and no
  * device.
