@@ -569,18 +569,19 @@ run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
 	shp.W = (int)ths->shape[4];
 	shp.T = (int)tehs->shape[1];
 	shp.context = 1;
+	shp.streaming = NN_WEIGHTS_RESIDENT;
 	memset(&lay, 0, sizeof(lay));
 	if ((st = st_set_open(dir, &set, err)) ||
 	    (st = wan_transformer_weights_layout(set, gpu_ctx_caps(ctx), &lay,
 	    err)))
 		goto out;
-	wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp,
-	    NN_WEIGHTS_RESIDENT, &plan);
+	wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp, &plan);
 	streaming = nn_plan_choose_streaming(mode, nn_plan_bytes_device(&plan),
 	    device_caps_memory_budget(gpu_ctx_caps(ctx), 0));
-	if (streaming == NN_WEIGHTS_STREAMED)
-		wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp,
-		    streaming, &plan);
+	if (streaming == NN_WEIGHTS_STREAMED) {
+		shp.streaming = streaming;
+		wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp, &plan);
+	}
 	topts.streaming = streaming == NN_WEIGHTS_STREAMED;
 	if ((st = wan_transformer_load_opts(ctx, dir, &topts, &m, err)))
 		goto out;

@@ -464,8 +464,7 @@ host_floats(const struct wan_transformer_config *c,
 void
 wan_transformer_plan(const struct wan_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
-    const struct wan_transformer_shape *s, enum nn_weight_streaming streaming,
-    struct nn_plan_bytes *out)
+    const struct wan_transformer_shape *s, struct nn_plan_bytes *out)
 {
 	const uint64_t B = (uint64_t)s->B;
 	const uint64_t grid = (uint64_t)s->F * (uint64_t)s->H * (uint64_t)s->W;
@@ -474,7 +473,7 @@ wan_transformer_plan(const struct wan_transformer_config *c,
 
 	memset(out, 0, sizeof(*out));
 	if (w != NULL)
-		out->weights = streaming == NN_WEIGHTS_STREAMED ?
+		out->weights = s->streaming == NN_WEIGHTS_STREAMED ?
 		    w->streamed.device : w->resident.device;
 	out->activations = pool_bytes(c, s, Pc, caps, &big);
 	/* hidden_states, encoder_hidden_states and the output, f32, as the
