@@ -410,10 +410,9 @@ diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
 
 	if (cJSON_IsString(cls) && strcmp(cls->valuestring,
 	    "LTX2VocoderWithBWE") == 0)
-		return cfg_fail(err, path, "_class_name", "LQ-MODEL-006",
-		    "LTX2VocoderWithBWE (the LTX-2.3 vocoder with bandwidth "
-		    "extension) runs only as `forward --component vocoder`; "
-		    "the LTX-2 render takes an LTX2Vocoder");
+		return cfg_fail(err, path, "_class_name", "LQ-MODEL-002",
+		    "LTX2VocoderWithBWE is not an LTX2Vocoder: its config has "
+		    "the bwe_* keys (diffusers_parse_ltx2_vocoder_bwe reads it)");
 	if (check_class(&c, "LTX2Vocoder") != LQ_OK)
 		return LQ_FAILED;
 	return parse_vocoder_keys(j, path, "", "output_sampling_rate", &voc_ltx2,
@@ -519,7 +518,7 @@ diffusers_parse_ltx2_audio_vae(const cJSON *j, const char *path,
 	    cJSON_GetObjectItemCaseSensitive(j, "mel_bins") != NULL ? 0 :
 	    cfg_int(&c, "mel_bins", 64, 1);
 	(void)cfg_num(&c, "dropout", 0.0, 0);	/* eval: no effect */
-	(void)cfg_bool(&c, "double_z", 1);	/* the encoder's */
+	o->double_z = cfg_bool(&c, "double_z", 1);	/* the encoder's */
 	(void)cfg_bool(&c, "is_causal", 1);	/* the patchifier's */
 	if (c.failed)
 		return LQ_FAILED;
@@ -1938,10 +1937,24 @@ diffusers_open_ltx2(const char *dir, const struct diffusers_overrides *ov,
 		goto fail;
 	cJSON_Delete(j);
 	j = NULL;
-	if (load_component_json(&m->vocoder, cf, &j, err) != LQ_OK ||
-	    diffusers_parse_ltx2_vocoder(j, m->vocoder.config_path,
-	    &m->vocoder_config, err) != LQ_OK)
+	if (load_component_json(&m->vocoder, cf, &j, err) != LQ_OK)
 		goto fail;
+	if (diffusers_ltx2_vocoder_is_bwe(j)) {
+		/* LTX-2.3's: stage 1, then bandwidth extension */
+		m->vocoder_bwe = 1;
+		if (diffusers_parse_ltx2_vocoder_bwe(j, m->vocoder.config_path,
+		    &m->vocoder_bwe_config, err) != LQ_OK)
+			goto fail;
+		m->vocoder_config = m->vocoder_bwe_config.vocoder;
+		m->audio_sample_rate = m->vocoder_bwe_config.output_sampling_rate;
+		m->audio_channels = m->vocoder_bwe_config.vocoder.out_channels;
+	} else {
+		if (diffusers_parse_ltx2_vocoder(j, m->vocoder.config_path,
+		    &m->vocoder_config, err) != LQ_OK)
+			goto fail;
+		m->audio_sample_rate = m->vocoder_config.output_sampling_rate;
+		m->audio_channels = m->vocoder_config.out_channels;
+	}
 	cJSON_Delete(j);
 	j = NULL;
 	if (load_component_json(&m->connectors, cf, &j, err) != LQ_OK ||

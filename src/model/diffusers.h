@@ -209,6 +209,8 @@ struct ltx2_audio_vae_config {
 	int sample_rate;		/* 16000 (Hz) */
 	int mel_hop_length;		/* 160 */
 	int mel_bins;			/* 64; 0 when null (the input's) */
+	int double_z;			/* true: the encoder's conv_out gives
+					   2 x latent_channels (mean, logvar) */
 };
 
 /* One LTX2ConnectorTransformer1d of LTX2TextConnectors. */
@@ -431,7 +433,14 @@ struct diffusers_ltx2_model {
 	struct diffusers_component transformer, vae, audio_vae, vocoder,
 	    connectors, text_encoder, tokenizer, scheduler;
 	struct ltx2_audio_vae_config audio_vae_config;
+	/* an LTX2Vocoder's config, or an LTX2VocoderWithBWE's stage-1
+	 * vocoder's (vocoder_bwe set, its whole config beside) */
 	struct ltx2_vocoder_config vocoder_config;
+	int vocoder_bwe;
+	struct ltx2_vocoder_bwe_config vocoder_bwe_config;
+	/* the waveform the vocoder gives: its output_sampling_rate (the
+	 * BWE's) and out_channels (Hz, channels) */
+	int audio_sample_rate, audio_channels;
 	struct ltx2_connectors_config connectors_config;
 };
 
@@ -449,8 +458,9 @@ enum lq_status diffusers_pipeline_class(const char *dir, char *out, size_t n,
  * (LTX2VideoTransformer3DModel), vae (AutoencoderKLLTX2Video), audio_vae,
  * vocoder, connectors and scheduler are required (LQ-MODEL-005), each of
  * the class upstream's pipeline takes (LQ-MODEL-002); the audio VAE,
- * vocoder and connectors configs are parsed (their diffusers_parse_*
- * errors) and the scheduler's class checked.  Overrides as for
+ * vocoder (LTX2Vocoder or LTX2VocoderWithBWE) and connectors configs
+ * are parsed (their diffusers_parse_* errors) and the scheduler's class
+ * checked.  Overrides as for
  * diffusers_open (transformer, vae, text_encoder, tokenizer, scheduler).
  * On failure *out is NULL.
  */
@@ -528,9 +538,9 @@ enum lq_status diffusers_parse_latent_upsampler(const cJSON *cfg,
 /* LTX2Vocoder's config: what upstream's __init__ refuses (list lengths
  * LQ-MODEL-004, act_fn, final_act_fn, too few channels for the stages
  * LQ-MODEL-003) and what latentq does not implement, named (LQ-MODEL-006:
- * antialias with leaky_relu, whose wrappers upstream nests; the LTX-2.3
- * LTX2VocoderWithBWE class, which diffusers_parse_ltx2_vocoder_bwe
- * reads). */
+ * antialias with leaky_relu, whose wrappers upstream nests).  The LTX-2.3
+ * LTX2VocoderWithBWE class is refused (LQ-MODEL-002): its config is
+ * diffusers_parse_ltx2_vocoder_bwe's. */
 enum lq_status diffusers_parse_ltx2_vocoder(const cJSON *cfg,
     const char *path, struct ltx2_vocoder_config *out,
     struct lq_error *err);

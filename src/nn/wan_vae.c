@@ -313,7 +313,7 @@ walk_chunk(const struct wan_half *h, struct walk *k, struct lq_error *err)
 			see(k, l->cin, k->T, k->H, k->W);
 			k->H *= 2;
 			k->W *= 2;
-			see(k, l->cin, k->T, k->H, k->W);
+			see(k, l->cin, 1, k->H, k->W);	/* one frame at a time */
 			see(k, l->cout, k->T, k->H, k->W);
 			break;
 		case WAN_DOWN2D:
@@ -907,24 +907,26 @@ attn_forward(struct run *r, const struct wan_layer *l, int xs, int ys,
 	return ops_add(cmd, &y, &x, &pp);
 }
 
-/* nearest-exact x2 (for an exact factor 2: source row / column d / 2):
- * x [B, C, T, H, W] -> y [B, C, T, 2H, 2W] as one broadcast copy over
- * [B*C*T*H, 2, W, 2]. */
+/* nearest-exact x2 (for an exact factor 2: source row / column d / 2) of
+ * one frame: x [B, C, 1, H, W], a frame of a contiguous [B, C, T, H, W]
+ * (x->stride[1] = T*H*W), -> y [B, C, 1, 2H, 2W] contiguous, as one
+ * broadcast copy over [B*C, H, 2, W, 2]. */
 static enum lq_status
 upsample_nearest2(struct run *r, const struct gpu_tensor *y,
     const struct gpu_tensor *x)
 {
-	int64_t R = x->shape[0] * x->shape[1] * x->shape[2] * x->shape[3];
-	int64_t W = x->shape[4];
-	struct gpu_tensor d = gpu_tensor_make(y->buf, y->offset, GPU_F32, 4,
-	    SHAPE(R, 2, W, 2));
-	struct gpu_tensor s = gpu_tensor_make(x->buf, x->offset, GPU_F32, 4,
-	    SHAPE(R, 2, W, 2));
+	int64_t BC = x->shape[0] * x->shape[1], H = x->shape[3], W = x->shape[4];
+	struct gpu_tensor d = gpu_tensor_make(y->buf, y->offset, GPU_F32, 5,
+	    SHAPE(BC, H, 2, W, 2));
+	struct gpu_tensor s = gpu_tensor_make(x->buf, x->offset, GPU_F32, 5,
+	    SHAPE(BC, H, 2, W, 2));
 
-	s.stride[0] = W;
-	s.stride[1] = 0;
-	s.stride[2] = 1;
-	s.stride[3] = 0;
+	LQ_ASSERT(x->shape[0] == 1 || x->stride[0] == x->shape[1] * x->stride[1]);
+	s.stride[0] = x->stride[1];
+	s.stride[1] = W;
+	s.stride[2] = 0;
+	s.stride[3] = 1;
+	s.stride[4] = 0;
 	return ops_copy(r->cmd, &d, &s);
 }
 
@@ -973,14 +975,27 @@ resample_forward(struct run *r, const struct wan_layer *l, int xs, int ys,
 			x = xi;
 			*T *= 2;
 		}
-		up = view5(&r->slot[S_WND], B, C, *T, 2 * *H, 2 * *W);
+		/* frame by frame (upstream's Conv2d over b*t frames): the
+		 * upsampled frame at C channels is the decoder's largest
+		 * tensor otherwise */
+		up = view5(&r->slot[S_WND], B, C, 1, 2 * *H, 2 * *W);
 		y = view5(&r->slot[ys], B, l->cout, *T, 2 * *H, 2 * *W);
 		p.pad_h[0] = p.pad_h[1] = p.pad_w[0] = p.pad_w[1] = 1;
+		for (int64_t t = 0; t < *T; t++) {
+			struct gpu_tensor xf = gpu_tensor_slice(&x, 2, t, 1);
+			struct gpu_tensor yt = view5(&r->slot[S_TMP], B, l->cout,
+			    1, 2 * *H, 2 * *W);
+			struct gpu_tensor yf = gpu_tensor_slice(&y, 2, t, 1);
+
+			if ((st = upsample_nearest2(r, &up, &xf)) ||
+			    (st = ops_conv3d(cmd, &yt, &up, &l->conv1.w,
+			    &l->conv1.b, &p)) ||
+			    (st = ops_copy(cmd, &yf, &yt)))
+				return st;
+		}
 		*H *= 2;
 		*W *= 2;
-		if ((st = upsample_nearest2(r, &up, &x)))
-			return st;
-		return ops_conv3d(cmd, &y, &up, &l->conv1.w, &l->conv1.b, &p);
+		return LQ_OK;
 	} else {
 		/* ZeroPad2d((0, 1, 0, 1)) + Conv2d(3, stride 2), per frame */
 		int64_t Ho = (*H - 2) / 2 + 1, Wo = (*W - 2) / 2 + 1;
@@ -1304,6 +1319,36 @@ wan_vae_encode(struct wan_vae_encoder *e, const struct gpu_tensor *x,
 out:
 	finish(h, &r, mark, st, err);
 	return st;
+}
+
+enum lq_status
+wan_latents_denormalize(const struct wan_vae_config *c, const float *x,
+    int64_t B, int64_t S, float *out, struct lq_error *err)
+{
+	int64_t C = c->z_dim;
+
+	if (c->n_latents != c->z_dim) {
+		error_set(err, LQ_FAILED, "LQ-MODEL-004", "latents_mean and "
+		    "latents_std have %d entries but z_dim is %d: WanPipeline "
+		    "views them as (1, z_dim, 1, 1, 1)", c->n_latents, c->z_dim);
+		error_set_field(err, "latents_mean");
+		return LQ_FAILED;
+	}
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t ch = 0; ch < C; ch++) {
+			/* torch.tensor(list) is float32; 1.0 / it stays float32 */
+			float inv = 1.0f / (float)c->latents_std[ch];
+			float mean = (float)c->latents_mean[ch];
+			const float *xi = x + (b * C + ch) * S;
+			float *o = out + (b * C + ch) * S;
+
+			for (int64_t i = 0; i < S; i++) {
+				float t = xi[i] / inv;
+
+				o[i] = t + mean;
+			}
+		}
+	return LQ_OK;
 }
 
 /* ---- the memory plan ---- */

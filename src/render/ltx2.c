@@ -512,7 +512,7 @@ phase_denoise(struct l2 *r, struct lq_error *err)
 		    r->iso ? r->aiso : NULL, &ga);
 		scheduler_step_euler(r->video, r->vg, r->nv, sg, sn);
 		scheduler_step_euler(r->audio, r->ag, r->na, sg, sn);
-		fault_slow(c->job->name, k + 1, c->opt->attempt);
+		fault_slow(c->job->name, "denoise", k + 1, c->opt->attempt);
 		int64_t bad = latents_find_nonfinite(r->video, r->nv);
 		if (bad < 0 && (bad = latents_find_nonfinite(r->audio, r->na)) >= 0)
 			bad += (int64_t)r->nv;
@@ -585,7 +585,8 @@ component_tensor(const char *dir, const char *name, int64_t want,
 /*
  * The audio: denormalised packed with the audio VAE's buffers, unpacked,
  * decoded to a mel spectrogram, then the vocoder.  *wave is [B, ch,
- * samples] (caller frees) at the vocoder's output_sampling_rate.
+ * samples] (caller frees) at the vocoder's output_sampling_rate (an
+ * LTX2VocoderWithBWE's: after its bandwidth extension).
  */
 static enum lq_status
 decode_audio(struct l2 *r, float **wave, int64_t wshape[3],
@@ -760,7 +761,7 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 	int F = (int)os[2], H = (int)os[3], W = (int)os[4];
 	/* the audio's provenance beside the rest */
 	char rate[16], chans[16], samples[24];
-	int sample_rate = r->dm->vocoder_config.output_sampling_rate;
+	int sample_rate = r->dm->audio_sample_rate;
 	snprintf(rate, sizeof(rate), "%d", sample_rate);
 	snprintf(chans, sizeof(chans), "%d", (int)ws[1]);
 	snprintf(samples, sizeof(samples), "%" PRId64, ws[2]);
