@@ -2072,8 +2072,11 @@ pf_check_wan(struct pf_job_state *s)
 	if (s->pm->w_vae)
 		(void)nn_weights_plan(s->pm->w_vae, "decoder.", NULL, caps,
 		    &wv.resident, &werr);
-	struct wan_transformer_shape shp = {(int)s->embeds_B, (int)s->lat_f,
-	    (int)s->lat_h, (int)s->lat_w, (int)s->embeds_T};
+	struct wan_transformer_shape shp = {
+		.B = (int)s->embeds_B, .F = (int)s->lat_f, .H = (int)s->lat_h,
+		.W = (int)s->lat_w, .T = (int)s->embeds_T, .context = 1,
+		.streaming = NN_WEIGHTS_RESIDENT,
+	};
 	struct nn_plan_bytes pt, pv;
 	memset(&pt, 0, sizeof(pt));
 	memset(&pv, 0, sizeof(pv));

@@ -367,8 +367,11 @@ phase_denoise(struct wan *r, struct lq_error *err)
 	int64_t xs[5] = {r->ls.batch, r->ls.channels, r->ls.frames,
 	    r->ls.height, r->ls.width};
 	int64_t ts[3] = {r->B, r->T, r->D}, ns[3] = {r->B, r->Tn, r->D};
-	struct wan_transformer_shape shp = {r->B, (int)r->ls.frames,
-	    (int)r->ls.height, (int)r->ls.width, r->T > r->Tn ? r->T : r->Tn};
+	struct wan_transformer_shape shp = {
+		.B = r->B, .F = (int)r->ls.frames, .H = (int)r->ls.height,
+		.W = (int)r->ls.width, .T = r->T > r->Tn ? r->T : r->Tn,
+		.context = 1, .streaming = NN_WEIGHTS_RESIDENT,
+	};
 	if (start < r->N &&
 	    ((s = wan_transformer_load(r->gpu, r->dm->transformer.dir, &m,
 	    err)) != LQ_OK ||
@@ -406,7 +409,7 @@ phase_denoise(struct wan *r, struct lq_error *err)
 			v = r->guided;
 		}
 		unipc_step(&r->sched_cfg, &r->sched, &r->state, v, r->latents);
-		fault_slow(c->job->name, k + 1, c->opt->attempt);
+		fault_slow(c->job->name, "denoise", k + 1, c->opt->attempt);
 		int64_t bad = latents_find_nonfinite(r->latents, r->nv);
 		if (fault_nan(c->job->name, k + 1, c->opt->attempt))
 			bad = 0;
