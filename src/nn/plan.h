@@ -10,13 +10,16 @@
  *   ltxv_transformer_plan  nn/ltxv_transformer.c  (pool of _reserve)
  *   ltxv_vae_plan          nn/ltxv_vae.c    (pool of _reserve, tiles)
  *   t5_encoder_plan        nn/t5.c          (per-tensor buffers, pool)
- *   ltx2_transformer_plan  nn/ltx2_transformer.c  (pool of _forward;
- *                          `forward -v` only so far: no LTX-2 render yet)
+ *   ltx2_transformer_plan  nn/ltx2_transformer.c  (pool of _forward)
+ *   ltx2_connectors_plan   nn/ltx2_connectors.c   (pool of _forward)
+ *   ltx2_audio_vae_plan    nn/ltx2_audio_vae.c    (pool of _decode)
+ *   ltx2_vocoder_plan      nn/ltx2_vocoder.c      (pool of _forward)
  *   wan_vae_plan           nn/wan_vae.c     (pool of the chunked decode:
  *                          post_quant_conv, feature caches, one chunk)
  * nn_plan_render (plan.c) puts them together in the order render.c loads
  * and frees them, chooses VAE tiling and weight streaming, and names the
- * smallest change that makes a job fit.
+ * smallest change that makes a job fit; nn_plan_ltx2 does the same for
+ * render/ltx2.c (no tiling or streaming choices there yet).
  *
  * Bytes are what latentq asks Vulkan for (buffer sizes rounded as
  * gpu_buffer_create rounds them); a driver's own rounding and the few KiB
