@@ -536,9 +536,16 @@ is_wan_transformer(const char *dir)
 static enum lq_status
 run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
     const struct inputs *in, struct st_writer *w, const struct nn_dump *dump,
-    FILE *report, struct lq_error *err)
+    FILE *report, enum nn_plan_choice mode, struct lq_error *err)
 {
 	struct wan_transformer *m = NULL;
+	struct wan_transformer_config cfg;
+	struct wan_transformer_opts topts = {0};
+	struct wan_transformer_shape shp;
+	struct nn_weights_layout lay;
+	struct nn_plan_bytes plan;
+	enum nn_weight_streaming streaming;
+	struct st_set *set = NULL;
 	const struct wan_transformer_config *c;
 	const struct st_tensor *ths, *tehs;
 	float *hs = NULL, *ehs = NULL, *ts = NULL, *out = NULL;
@@ -553,7 +560,28 @@ run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
 	    &ths, &hs, err)) ||
 	    (st = input_f32(in, "encoder_hidden_states", 3,
 	    "[B, T, text_dim]", &tehs, &ehs, err)) ||
-	    (st = wan_transformer_load(ctx, dir, &m, err)))
+	    (st = wan_transformer_read_config(dir, &cfg, err)))
+		goto out;
+	/* the plan (nn/plan.h) decides streaming, as for a render */
+	shp.B = (int)ths->shape[0];
+	shp.F = (int)ths->shape[2];
+	shp.H = (int)ths->shape[3];
+	shp.W = (int)ths->shape[4];
+	shp.T = (int)tehs->shape[1];
+	memset(&lay, 0, sizeof(lay));
+	if ((st = st_set_open(dir, &set, err)) ||
+	    (st = wan_transformer_weights_layout(set, gpu_ctx_caps(ctx), &lay,
+	    err)))
+		goto out;
+	wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp,
+	    NN_WEIGHTS_RESIDENT, &plan);
+	streaming = nn_plan_choose_streaming(mode, nn_plan_bytes_device(&plan),
+	    device_caps_memory_budget(gpu_ctx_caps(ctx), 0));
+	if (streaming == NN_WEIGHTS_STREAMED)
+		wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp,
+		    streaming, &plan);
+	topts.streaming = streaming == NN_WEIGHTS_STREAMED;
+	if ((st = wan_transformer_load_opts(ctx, dir, &topts, &m, err)))
 		goto out;
 	c = wan_transformer_config(m);
 	B = ths->shape[0];
@@ -598,23 +626,27 @@ run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
 	{
 		size_t wb, cap, peak;
 
+		size_t slot;
+		unsigned uploads;
+
 		wan_transformer_memory(m, &wb, &cap, &peak);
 		report_memory(report, "wan transformer", wb, cap, peak,
 		    gpu_buffer_size(b_hs) + gpu_buffer_size(b_ehs) +
 		    gpu_buffer_size(b_out));
+		if (report != NULL && wan_transformer_streaming(m, &slot,
+		    &uploads))
+			fprintf(report, "latentq: wan transformer weights "
+			    "streamed (weight_streaming %s): blocks' %.2f MiB in "
+			    "host memory; on the device %.2f MiB resident + two "
+			    "block slots of %.2f MiB (all resident: %.2f MiB); "
+			    "%u block uploads\n", nn_plan_choice_name(mode),
+			    lay.streamed.streamed_host / 1048576.0,
+			    lay.streamed.resident / 1048576.0, slot / 1048576.0,
+			    lay.resident.device / 1048576.0, uploads);
 	}
-	if (report != NULL) {
-		struct nn_weights_layout lay;
-		struct nn_plan_bytes plan;
-		struct wan_transformer_shape shp = { (int)B, (int)ths->shape[2],
-		    (int)ths->shape[3], (int)ths->shape[4], (int)tehs->shape[1] };
-
-		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
-			goto out;
-		wan_transformer_plan(c, &lay, gpu_ctx_caps(ctx), &shp, &plan);
-		report_plan(report, ctx, "wan transformer", &plan);
-	}
+	report_plan(report, ctx, "wan transformer", &plan);
 out:
+	st_set_close(set);
 	gpu_buffer_free(b_hs);
 	gpu_buffer_free(b_ehs);
 	gpu_buffer_free(b_out);
@@ -1528,7 +1560,8 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		}
 		if (is_wan_transformer(dir) && o->ltx2_call == NULL) {
 			st = run_wan_transformer(ctx, dir, &in, w,
-			    o->dump_intermediates ? &dump : NULL, o->report, err);
+			    o->dump_intermediates ? &dump : NULL, o->report,
+			    o->weight_streaming, err);
 			break;
 		}
 		if (o->ltx2_call != NULL) {

@@ -27,7 +27,8 @@ check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/st-compare \
 	tests/nn/test-ltx2-rope tests/nn/test-ltx2-pipe-passes \
-	tests/nn/test-wan-vae-plan
+	tests/nn/test-wan-vae-plan tests/nn/test-wan-vae-decode \
+	tests/nn/test-wan-cp
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/forward-goldens.sh \
@@ -38,7 +39,10 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
 	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh \
 	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes \
-	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh tests/nn/test-wan-vae-plan
+	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh tests/nn/test-wan-vae-plan \
+	tests/nn/test-wan-vae-decode tests/nn/test-wan-cp
+tests_nn_test_wan_cp_SOURCES = tests/nn/test-wan-cp.c
+tests_nn_test_wan_cp_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltx2_rope_SOURCES = tests/nn/test-ltx2-rope.c
 tests_nn_test_ltx2_rope_LDADD = $(LQ_TEST_LDADD)
@@ -57,6 +61,8 @@ tests_nn_test_ltxv_tiling_SOURCES = tests/nn/test-ltxv-tiling.c
 tests_nn_test_ltxv_tiling_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_wan_vae_plan_SOURCES = tests/nn/test-wan-vae-plan.c
 tests_nn_test_wan_vae_plan_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_wan_vae_decode_SOURCES = tests/nn/test-wan-vae-decode.c
+tests_nn_test_wan_vae_decode_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \

@@ -76,6 +76,21 @@ enum lq_status ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *key_bias);
 
 /*
+ * ltx2_attn_forward in two halves, for a caller that runs the attention
+ * itself (context parallelism's exchange): _project records the gates,
+ * to_q / to_k / to_v, norm_q / norm_k and RoPE into s->q, s->k, s->v (and
+ * s->gates), arguments as ltx2_attn_forward; _out records out =
+ * to_out(gates · s->o) once s->o holds the attention's output.
+ */
+enum lq_status ltx2_attn_project(struct gpu_cmd *cmd,
+    const struct ltx2_attn *a, const struct gpu_tensor *x,
+    const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
+    const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
+    const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin);
+enum lq_status ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s);
+
+/*
  * LTX2PerturbedAttnProcessor with every sample perturbed (spatio-temporal
  * guidance): out [B, N, query_dim] = to_out(gates · to_v(x)), no query,
  * key or softmax (self-attention only: the values are x's).  Scratch as

@@ -33,6 +33,7 @@
 #include "gpu/ops.h"
 #include "nn/ltx2_attn.h"
 #include "nn/ltxv_embed.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/wan_transformer.h"
 #include "nn/weights.h"
 
@@ -58,19 +59,25 @@ struct wan_transformer {
 	struct gpu_tensor scale_shift_table;	/* [2, D] */
 	struct wan_block *blocks;
 	struct gpu_cmd *cmd;
+	int streaming;				/* blocks' weights streamed */
 	struct gpu_pool *pool;
 	struct wan_transformer_shape rs;	/* reserved (0: none) */
 	float *freqs_cos, *freqs_sin;		/* [L, d], at load */
 	float *h_cos, *h_sin;			/* [N, d] of the grid below */
 	float *h_tfeat;				/* [B, freq_dim] */
 	int rope_F, rope_H, rope_W;		/* post-patch grid of h_cos; 0 none */
+	/* context parallelism (wan_transformer_set_context): NULL, or rank
+	 * cp_rank of cp; h_cp stages one exchange, [B, N/P, D] */
+	struct ltxv_cp_group *cp;
+	int cp_rank, cp_P;
+	float *h_cp;
 };
 
 /* The tensors one forward carves from the pool, in order. */
 struct work {
 	struct gpu_tensor cos_h, sin_h, cos, sin, tfeat;
 	struct gpu_tensor patch, ptok, x, t1, temb, se, tproj, cap1, ctx;
-	struct gpu_tensor ada, nrm, att, q, k, v, o, ffh, fin, proj, unp;
+	struct gpu_tensor ada, nrm, att, q, k, v, o, ffh, fin, proj, projw, unp;
 };
 
 /* Carves t from the pool, or (pool NULL) records its bytes. */
@@ -100,16 +107,19 @@ carve(struct carver *cv, struct gpu_tensor *t, int ndim, const int64_t *shape)
 	return gpu_pool_tensor(cv->pool, GPU_F32, ndim, shape, t, cv->err);
 }
 
-/* Every pool tensor of a forward of shape s, in forward's order (the pool
- * is sized from this same list). */
+/* Every pool tensor of a forward of shape s on a rank of a context group
+ * of Pc (1: one device), in forward's order (the pool is sized from this
+ * same list).  Token tensors hold the rank's N/Pc tokens. */
 static enum lq_status
 carve_all(const struct wan_transformer_config *c,
-    const struct wan_transformer_shape *s, struct carver *cv, struct work *w)
+    const struct wan_transformer_shape *s, int Pc, struct carver *cv,
+    struct work *w)
 {
 	const int64_t B = s->B, T = s->T, D = c->inner_dim;
 	const int64_t d = c->attention_head_dim, P = c->patch_volume;
-	const int64_t N = (int64_t)(s->F / c->patch_size[0]) *
+	const int64_t Nw = (int64_t)(s->F / c->patch_size[0]) *
 	    (s->H / c->patch_size[1]) * (s->W / c->patch_size[2]);
+	const int64_t N = Nw / Pc;
 	const int64_t NK = N > T ? N : T;
 	enum lq_status st;
 
@@ -121,7 +131,7 @@ carve_all(const struct wan_transformer_config *c,
 	C_(cos, 1, N, D);
 	C_(sin, 1, N, D);
 	C_(tfeat, B, c->freq_dim);
-	C_(patch, B, c->in_channels * P, N);
+	C_(patch, B, c->in_channels * P, Nw);
 	C_(ptok, B, N, c->in_channels * P);
 	C_(x, B, N, D);
 	C_(t1, B, D);
@@ -140,7 +150,9 @@ carve_all(const struct wan_transformer_config *c,
 	C_(ffh, B, N, c->ffn_dim);
 	C_(fin, B, 2, D);
 	C_(proj, B, N, P * c->out_channels);
-	C_(unp, B, N, P * c->out_channels);
+	if (Pc > 1)
+		C_(projw, B, Nw, P * c->out_channels);	/* gathered */
+	C_(unp, B, Nw, P * c->out_channels);
 #undef C_
 	return LQ_OK;
 }
@@ -312,12 +324,49 @@ wan_transformer_free(struct wan_transformer *m)
 	free(m->h_cos);
 	free(m->h_sin);
 	free(m->h_tfeat);
+	free(m->h_cp);
 	free(m);
+}
+
+/* Streaming groups: one per WanTransformerBlock, two slots (block i + 1
+ * uploads while block i computes). */
+static const struct nn_weights_stream block_stream = {
+	.group_prefix = "blocks.", .nslots = 2,
+};
+
+enum lq_status
+wan_transformer_weights_layout(const struct st_set *set,
+    const struct device_caps *caps, struct nn_weights_layout *out,
+    struct lq_error *err)
+{
+	enum lq_status st = nn_weights_plan(set, NULL, NULL, caps,
+	    &out->resident, err);
+
+	if (st == LQ_OK)
+		st = nn_weights_plan(set, NULL, &block_stream, caps,
+		    &out->streamed, err);
+	return st;
+}
+
+int
+wan_transformer_streaming(const struct wan_transformer *m,
+    size_t *slot_bytes, unsigned *uploads)
+{
+	nn_weights_stream_stats(m->w, slot_bytes, NULL, uploads);
+	return m->streaming;
 }
 
 enum lq_status
 wan_transformer_load(struct gpu_ctx *ctx, const char *dir,
     struct wan_transformer **out, struct lq_error *err)
+{
+	return wan_transformer_load_opts(ctx, dir, NULL, out, err);
+}
+
+enum lq_status
+wan_transformer_load_opts(struct gpu_ctx *ctx, const char *dir,
+    const struct wan_transformer_opts *opts, struct wan_transformer **out,
+    struct lq_error *err)
 {
 	struct wan_transformer *m = xcalloc(1, sizeof(*m));
 	size_t nf;
@@ -325,11 +374,14 @@ wan_transformer_load(struct gpu_ctx *ctx, const char *dir,
 
 	*out = NULL;
 	m->ctx = ctx;
+	m->cp_P = 1;
 	if ((st = wan_transformer_read_config(dir, &m->cfg, err)) ||
-	    (st = nn_weights_load(ctx, dir, NULL, &m->w, err)) ||
+	    (st = nn_weights_load_streamed(ctx, dir, NULL, NULL,
+	    opts && opts->streaming ? &block_stream : NULL, &m->w, err)) ||
 	    (st = load_weights(m, err)) ||
 	    (st = gpu_cmd_create(ctx, &m->cmd, err)))
 		goto fail;
+	m->streaming = nn_weights_groups(m->w) > 0;
 	nf = (size_t)m->cfg.rope_max_seq_len * (size_t)m->cfg.attention_head_dim;
 	m->freqs_cos = xmalloc(sizeof(float) * nf);
 	m->freqs_sin = xmalloc(sizeof(float) * nf);
@@ -381,13 +433,13 @@ wan_transformer_check_grid(const struct wan_transformer_config *c,
 
 static uint64_t
 pool_bytes(const struct wan_transformer_config *c,
-    const struct wan_transformer_shape *s, const struct device_caps *caps,
-    uint64_t *largest)
+    const struct wan_transformer_shape *s, int Pc,
+    const struct device_caps *caps, uint64_t *largest)
 {
 	struct carver cv = { 0 };
 	struct work w;
 
-	(void)carve_all(c, s, &cv, &w);
+	(void)carve_all(c, s, Pc, &cv, &w);
 	if (largest)
 		*largest = cv.largest;
 	return gpu_pool_plan(caps, cv.bytes, cv.n);
@@ -410,7 +462,8 @@ host_floats(const struct wan_transformer_config *c,
 void
 wan_transformer_plan(const struct wan_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
-    const struct wan_transformer_shape *s, struct nn_plan_bytes *out)
+    const struct wan_transformer_shape *s, enum nn_weight_streaming streaming,
+    struct nn_plan_bytes *out)
 {
 	const uint64_t B = (uint64_t)s->B;
 	const uint64_t grid = (uint64_t)s->F * (uint64_t)s->H * (uint64_t)s->W;
@@ -418,8 +471,9 @@ wan_transformer_plan(const struct wan_transformer_config *c,
 
 	memset(out, 0, sizeof(*out));
 	if (w != NULL)
-		out->weights = w->resident.device;
-	out->activations = pool_bytes(c, s, caps, &big);
+		out->weights = streaming == NN_WEIGHTS_STREAMED ?
+		    w->streamed.device : w->resident.device;
+	out->activations = pool_bytes(c, s, 1, caps, &big);
 	/* hidden_states, encoder_hidden_states and the output, f32, as the
 	 * caller (nn/forward.c, the render) creates them */
 	out->io = gpu_buffer_plan_size(B * grid * (uint64_t)c->in_channels * 4) +
@@ -466,6 +520,16 @@ wan_transformer_reserve(struct wan_transformer *m,
 		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "wan transformer: "
 		    "a batch of %d with %d text tokens; both must be >= 1",
 		    s->B, s->T);
+	if (m->cp != NULL) {
+		int64_t N = (int64_t)(s->F / m->cfg.patch_size[0]) *
+		    (s->H / m->cfg.patch_size[1]) * (s->W / m->cfg.patch_size[2]);
+
+		if (N % m->cp_P != 0)
+			return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+			    "wan transformer: context degree %d does not divide "
+			    "the %lld tokens of the patched grid", m->cp_P,
+			    (long long)N);
+	}
 	if (m->pool != NULL && s->B <= m->rs.B && s->F <= m->rs.F &&
 	    s->H <= m->rs.H && s->W <= m->rs.W && s->T <= m->rs.T)
 		return LQ_OK;
@@ -479,7 +543,7 @@ wan_transformer_reserve(struct wan_transformer *m,
 	gpu_pool_free(m->pool);
 	m->pool = NULL;
 	memset(&m->rs, 0, sizeof(m->rs));
-	if ((st = gpu_pool_create(m->ctx, pool_bytes(&m->cfg, &r,
+	if ((st = gpu_pool_create(m->ctx, pool_bytes(&m->cfg, &r, m->cp_P,
 	    gpu_ctx_caps(m->ctx), NULL), &m->pool, err)))
 		return st;
 	m->rs = r;
@@ -492,6 +556,9 @@ wan_transformer_reserve(struct wan_transformer *m,
 		free(m->h_cos);
 		free(m->h_sin);
 		free(m->h_tfeat);
+		free(m->h_cp);
+		m->h_cp = m->cp ? xmalloc(sizeof(float) * (size_t)r.B *
+		    (N / (size_t)m->cp_P) * (size_t)m->cfg.inner_dim) : NULL;
 		m->h_cos = xmalloc(sizeof(float) * N * d);
 		m->h_sin = xmalloc(sizeof(float) * N * d);
 		m->h_tfeat = xmalloc(sizeof(float) * (size_t)r.B *
@@ -499,6 +566,48 @@ wan_transformer_reserve(struct wan_transformer *m,
 		m->rope_F = m->rope_H = m->rope_W = 0;
 	}
 	return LQ_OK;
+}
+
+enum lq_status
+wan_transformer_set_context(struct wan_transformer *m,
+    struct ltxv_cp_group *g, int rank, struct lq_error *err)
+{
+	int P = 1, D = m->cfg.inner_dim;
+
+	if (g != NULL) {
+		P = ltxv_cp_group_degree(g, &D);
+		if (m->cfg.num_attention_heads % P != 0 || rank < 0 ||
+		    rank >= P || D != m->cfg.inner_dim)
+			return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+			    "wan transformer: context degree %d does not divide "
+			    "the %d attention heads (or rank %d / inner_dim %d "
+			    "does not fit the group)", P,
+			    m->cfg.num_attention_heads, rank, m->cfg.inner_dim);
+	}
+	m->cp = g;
+	m->cp_rank = g ? rank : 0;
+	m->cp_P = P;
+	/* the pool and the staging follow the group: reserve again */
+	gpu_pool_free(m->pool);
+	m->pool = NULL;
+	memset(&m->rs, 0, sizeof(m->rs));
+	return LQ_OK;
+}
+
+/* ltxv_cp_attention's attend: the fused SDPA over the rank's heads. */
+static enum lq_status
+cp_attend(void *ud, struct gpu_cmd *cmd, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, struct lq_error *err)
+{
+	const struct ltx2_attn *a = ud;
+	struct ops_attention_args args = {
+		.heads = (int)(q->shape[2] / a->head_dim),
+		.scale = (float)(1.0 / sqrt((double)a->head_dim)),
+	};
+
+	(void)err;
+	return ops_attention(cmd, o, q, k, v, &args);
 }
 
 /* ---- forward ---- */
@@ -606,8 +715,11 @@ wan_transformer_forward(struct wan_transformer *m,
 	struct wan_transformer_shape s;
 	struct carver cv = { 0 };
 	struct work w;
-	int64_t B, T, N, Fp, Hp, Wp;
+	const int Pc = m->cp_P;
+	const int64_t rank = m->cp_rank;
+	int64_t B, T, N, Nw, Fp, Hp, Wp;
 	size_t mark = 0;
+	int pooled = 0;
 	char name[96];
 	enum lq_status st;
 
@@ -628,29 +740,40 @@ wan_transformer_forward(struct wan_transformer *m,
 	if (a->timestep == NULL)
 		return error_set(err, LQ_FAILED, "LQ-NN-INPUT",
 		    "wan transformer: no timestep");
+	if (dump != NULL && m->cp != NULL) {
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+		    "wan transformer: intermediates are dumped on one device "
+		    "only, not on a rank of a context group");
+		goto out;
+	}
 	s.B = (int)B;
 	s.F = (int)hs->shape[2];
 	s.H = (int)hs->shape[3];
 	s.W = (int)hs->shape[4];
 	s.T = (int)T;
 	if ((st = wan_transformer_reserve(m, &s, err)))
-		return st;
+		goto out;
 	Fp = s.F / pt;
 	Hp = s.H / ph;
 	Wp = s.W / pw;
-	N = Fp * Hp * Wp;
+	Nw = Fp * Hp * Wp;
+	N = Nw / Pc;		/* this rank's tokens */
 
 	/* host float32 islands */
 	rope_tables(m, (int)Fp, (int)Hp, (int)Wp);
 	ltxv_timestep_features(a->timestep, (int)B, c->freq_dim, m->h_tfeat);
 
 	mark = gpu_pool_mark(m->pool);
+	pooled = 1;
 	cv.pool = m->pool;
 	cv.err = err;
 	gpu_cmd_begin(cmd);
-	OP(carve_all(c, &s, &cv, &w));
-	OP(gpu_tensor_upload(m->ctx, &w.cos_h, m->h_cos, err));
-	OP(gpu_tensor_upload(m->ctx, &w.sin_h, m->h_sin, err));
+	OP(carve_all(c, &s, Pc, &cv, &w));
+	/* RoPE is per token: a context rank's rows of the grid's tables */
+	OP(gpu_tensor_upload(m->ctx, &w.cos_h, m->h_cos + (size_t)(rank * N *
+	    d), err));
+	OP(gpu_tensor_upload(m->ctx, &w.sin_h, m->h_sin + (size_t)(rank * N *
+	    d), err));
 	OP(gpu_tensor_upload(m->ctx, &w.tfeat, m->h_tfeat, err));
 	{
 		/* each head's channels rotate by the same [N, d] table */
@@ -683,16 +806,18 @@ wan_transformer_forward(struct wan_transformer *m,
 
 	/* patch_embedding: Conv3d(kernel = stride = patch) as space-to-depth
 	 * (channel c·P + (dt·p_h + dh)·p_w + dw, the weight's flattening)
-	 * and a linear layer; tokens (f, h, w) row-major */
+	 * and a linear layer; tokens (f, h, w) row-major, a context rank's
+	 * of them */
 	{
 		struct gpu_tensor p5 = sub(&w.patch, 5, SHAPE(B, c->in_channels *
 		    P, Fp, Hp, Wp));
 		struct gpu_tensor p3 = sub(&w.patch, 3, SHAPE(B, c->in_channels *
-		    P, N));
+		    P, Nw));
 		struct gpu_tensor pp = gpu_tensor_permute(&p3, (int[]){ 0, 2, 1 });
+		struct gpu_tensor ps = gpu_tensor_slice(&pp, 1, rank * N, N);
 
 		OP(ops_space_to_depth(cmd, &p5, hs, pt, ph, pw, 0));
-		OP(ops_copy(cmd, &w.ptok, &pp));
+		OP(ops_copy(cmd, &w.ptok, &ps));
 		OP(ops_linear(cmd, &w.x, &w.ptok, &m->patch_w, &m->patch_b,
 		    OPS_ACT_NONE));
 		if (dump) {
@@ -721,6 +846,8 @@ wan_transformer_forward(struct wan_transformer *m,
 	    OPS_ACT_GELU_TANH));
 	OP(ops_linear(cmd, &w.ctx, &w.cap1, &m->tx_l2_w, &m->tx_l2_b,
 	    OPS_ACT_NONE));
+	if (m->streaming && c->num_layers > 0)
+		OP(nn_weights_upload_group(m->w, 0, err));
 	DUMP("condition_embedder.time_embedder", w.temb);
 	DUMP("condition_embedder.time_proj", w.tproj);
 	DUMP("condition_embedder.text_embedder", w.ctx);
@@ -769,8 +896,18 @@ wan_transformer_forward(struct wan_transformer *m,
 			    b->attn1.norm_eps));
 			BDUMP("attn1.norm_k", w.att);
 		}
-		OP(ltx2_attn_forward(cmd, &b->attn1, &w.att, &w.nrm, NULL, &sa,
-		    &w.cos, &w.sin, NULL, NULL, NULL));
+		if (m->cp != NULL && !ltxv_cp_no_gather()) {
+			/* Ulysses: this rank's heads of every token */
+			OP(ltx2_attn_project(cmd, &b->attn1, &w.nrm, NULL, &sa,
+			    &w.cos, &w.sin, NULL, NULL));
+			OP(ltxv_cp_attention(m->cp, m->cp_rank, m->ctx, cmd,
+			    m->h_cp, &sa.o, &sa.q, &sa.k, &sa.v, cp_attend,
+			    (void *)&b->attn1, err));
+			OP(ltx2_attn_out(cmd, &b->attn1, &w.att, &sa));
+		} else {
+			OP(ltx2_attn_forward(cmd, &b->attn1, &w.att, &w.nrm, NULL,
+			    &sa, &w.cos, &w.sin, NULL, NULL, NULL));
+		}
 		BDUMP("attn1", w.att);
 		OP(ops_gated_add(cmd, &w.x, &w.x, &gate_msa, &w.att));
 
@@ -801,6 +938,20 @@ wan_transformer_forward(struct wan_transformer *m,
 		OP(ops_gated_add(cmd, &w.x, &w.x, &c_gate_msa, &w.att));
 		snprintf(name, sizeof(name), "blocks.%d", i);
 		DUMP(name, w.x);
+		if (m->streaming && i + 1 < c->num_layers) {
+			/* block i runs while block i + 1's weights go into the
+			 * other slot (block i - 1's, finished at the last wait):
+			 * the same ops on the same views, so the same bits */
+			OP(gpu_cmd_submit_async(cmd, err));
+			st = nn_weights_upload_group(m->w, i + 1, err);
+			enum lq_status ws = gpu_cmd_wait(cmd, st == LQ_OK ? err :
+			    NULL);
+			if (st == LQ_OK)
+				st = ws;
+			if (st != LQ_OK)
+				goto out;
+			gpu_cmd_begin(cmd);
+		}
 	}
 
 	/* output head: shift (row 0), scale (row 1) = scale_shift_table +
@@ -822,16 +973,19 @@ wan_transformer_forward(struct wan_transformer *m,
 	OP(ops_linear(cmd, &w.proj, &w.nrm, &m->proj_out_w, &m->proj_out_b,
 	    OPS_ACT_NONE));
 	DUMP("proj_out", w.proj);
+	if (m->cp != NULL)	/* every rank unpatchifies the whole grid */
+		OP(ltxv_cp_gather(m->cp, m->cp_rank, m->ctx, cmd, m->h_cp,
+		    &w.proj, &w.projw, err));
 
 	/* unpatchify: proj_out's (p_t, p_h, p_w, C) per token to channel
 	 * c·P + p of [B, C·P, F', H', W'], then depth-to-space */
 	{
 		const int64_t Co = c->out_channels;
-		struct gpu_tensor p4 = gpu_tensor_reshape(&w.proj, 4,
-		    SHAPE(B, N, P, Co));
+		struct gpu_tensor p4 = gpu_tensor_reshape(m->cp ? &w.projw :
+		    &w.proj, 4, SHAPE(B, Nw, P, Co));
 		struct gpu_tensor pp = gpu_tensor_permute(&p4,
 		    (int[]){ 0, 3, 2, 1 });
-		struct gpu_tensor u4 = sub(&w.unp, 4, SHAPE(B, Co, P, N));
+		struct gpu_tensor u4 = sub(&w.unp, 4, SHAPE(B, Co, P, Nw));
 		struct gpu_tensor u5 = sub(&w.unp, 5, SHAPE(B, Co * P, Fp, Hp,
 		    Wp));
 
@@ -841,9 +995,12 @@ wan_transformer_forward(struct wan_transformer *m,
 	st = gpu_cmd_submit(cmd, err);
 out:
 	/* an op's failure is the command's sticky error: report it */
-	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
+	if (st != LQ_OK && pooled && err != NULL && err->status == LQ_OK)
 		(void)gpu_cmd_status(cmd, err);
-	if (m->pool != NULL)
+	/* the other ranks of a context group must not wait for this one */
+	if (st != LQ_OK && m->cp != NULL)
+		ltxv_cp_group_abort(m->cp);
+	if (pooled)
 		gpu_pool_reset(m->pool, mark);
 	return st;
 }

@@ -61,6 +61,38 @@ enum lq_status wan_transformer_read_config(const char *dir,
 enum lq_status wan_transformer_load(struct gpu_ctx *ctx, const char *dir,
     struct wan_transformer **out, struct lq_error *err);
 
+/*
+ * Weight streaming (nn/weights.h): with `streaming`, the weights of each
+ * blocks.<i> stay in host memory (the mapped safetensors, F16/BF16 as
+ * stored) and go block by block into two device slots, block i + 1 while
+ * block i computes; everything else is resident.  The output is
+ * bit-identical to a resident run.  The memory plan decides
+ * (nn_plan_choose_streaming on wan_transformer_plan's resident bytes).
+ */
+struct wan_transformer_opts {
+	int streaming;		/* 1: stream the blocks' weights */
+};
+
+/* wan_transformer_load with options (opts NULL: all resident). */
+enum lq_status wan_transformer_load_opts(struct gpu_ctx *ctx,
+    const char *dir, const struct wan_transformer_opts *opts,
+    struct wan_transformer **out, struct lq_error *err);
+
+/* 1 when the blocks' weights stream; one slot's bytes and the uploads so
+ * far (either pointer may be NULL). */
+int wan_transformer_streaming(const struct wan_transformer *m,
+    size_t *slot_bytes, unsigned *uploads);
+
+/*
+ * The transformer's weights in `set` (its safetensors headers) as the
+ * loader lays them on a device with `caps` (NULL: see nn_weights_plan):
+ * all resident, and with the blocks streamed (two slots).  Errors as
+ * nn_weights_plan (LQ-GPU-RANGE).
+ */
+enum lq_status wan_transformer_weights_layout(const struct st_set *set,
+    const struct device_caps *caps, struct nn_weights_layout *out,
+    struct lq_error *err);
+
 void wan_transformer_free(struct wan_transformer *m);
 
 /* The parsed config (borrowed). */
@@ -131,6 +163,29 @@ enum lq_status wan_transformer_forward(struct wan_transformer *m,
     const struct nn_dump *dump, struct lq_error *err);
 
 /*
+ * Context parallelism, Ulysses style, with nn/ltxv_transformer.h's group
+ * and exchange (doc/mesh.md has the roles): the P ranks of g are P models
+ * (one per device) given the same weights and the same whole inputs; rank
+ * r computes tokens [r N/P, (r+1) N/P) of the patched grid (N = F'·H'·W',
+ * token (f·H' + h)·W' + w): its rows of the patch embedding, the RoPE
+ * tables, the blocks and proj_out; the time and text embeddings are
+ * replicated, and so are cross-attention's keys and values (every rank's
+ * queries see every text row).  Self-attention's SDPA runs on heads [r
+ * H/P, (r+1) H/P) of all N tokens (ltxv_cp_attention), and proj_out's rows
+ * are gathered (ltxv_cp_gather) so that every rank unpatchifies the whole
+ * output: `output` is whole on every rank, bit-identical to one device.
+ * The group is created for (P, B, N, inner_dim); N must divide by P
+ * (LQ-NN-SHAPE, preflight's LQ-MESH-004) and the heads by P (else this
+ * call fails with LQ-NN-SHAPE, preflight's LQ-MESH-005).  Call before
+ * reserve; g NULL returns to one device.  Intermediates are not dumped
+ * under a group (LQ-NN-INPUT).  LATENTQ_MESH_NO_KV_GATHER=1 skips the
+ * exchange (the negative control: each rank attends over its own tokens).
+ */
+struct ltxv_cp_group;
+enum lq_status wan_transformer_set_context(struct wan_transformer *m,
+    struct ltxv_cp_group *g, int rank, struct lq_error *err);
+
+/*
  * WanRotaryPosEmbed's tables: cos, sin [rope_max_seq_len, d] (d =
  * attention_head_dim), column blocks [t | h | w] of widths rope_dim, each
  * get_1d_rotary_pos_embed(axis_dim, rope_max_seq_len, 10000,
@@ -143,7 +198,8 @@ void wan_rope_freqs(const struct wan_transformer_config *c, float *cos_out,
 
 /*
  * The memory plan of one forward (nn/plan.h): weights as `w` lays them
- * out (all resident; NULL: 0), the activation pool exactly as
+ * out (all of them, or with NN_WEIGHTS_STREAMED the non-block tensors
+ * plus two block slots; NULL: 0), the activation pool exactly as
  * wan_transformer_reserve sizes it on `caps`, the caller's f32
  * hidden_states / encoder_hidden_states / output buffers (io), and the
  * host scratch (RoPE tables, sinusoids).  Pure: reads no file and no
@@ -151,7 +207,8 @@ void wan_rope_freqs(const struct wan_transformer_config *c, float *cos_out,
  */
 void wan_transformer_plan(const struct wan_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
-    const struct wan_transformer_shape *s, struct nn_plan_bytes *out);
+    const struct wan_transformer_shape *s, enum nn_weight_streaming streaming,
+    struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void wan_transformer_memory(const struct wan_transformer *m, size_t *weights,

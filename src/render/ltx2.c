@@ -579,7 +579,7 @@ phase_denoise(struct l2 *r, struct lq_error *err)
 		    r->iso ? r->aiso : NULL, &ga);
 		scheduler_step_euler(r->video, r->vg, r->nv, sg, sn);
 		scheduler_step_euler(r->audio, r->ag, r->na, sg, sn);
-		fault_slow(c->job->name, k + 1, c->opt->attempt);
+		fault_slow(c->job->name, "denoise", k + 1, c->opt->attempt);
 		int64_t bad = latents_find_nonfinite(r->video, r->nv);
 		if (bad < 0 && (bad = latents_find_nonfinite(r->audio, r->na)) >= 0)
 			bad += (int64_t)r->nv;

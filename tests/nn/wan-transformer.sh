@@ -86,10 +86,7 @@ expect_status 0 "$LATENTQ" forward --model "$M" --component transformer \
 # -v reports the device memory and the memory plan
 # (wan_transformer_plan, the function reserve sizes its pool with): the
 # plan is the measured device peak but for the context's few KiB
-for g in grid_a grid_odd; do
-	expect_status 0 "$LATENTQ" -v forward --model "$M" --component \
-	    transformer --inputs "$T/$g.in" --out "$T/v.st"
-	expect_grep 'wan transformer device memory: weights 0\.09 MiB' "$T/err"
+plan_check() {	# plan_check WHAT : the last run's plan vs its measured peak
 	line=$(grep "memory plan" "$T/err")
 	planned=$(echo "$line" | sed -n 's/.*memory plan: device \([0-9]*\) bytes.*/\1/p')
 	measured=$(echo "$line" | sed -n 's/.*measured peak_device_bytes \([0-9]*\).*/\1/p')
@@ -97,9 +94,25 @@ for g in grid_a grid_odd; do
 	if [ -z "$planned" ] || [ -z "$measured" ] ||
 	    [ "$planned" -gt "$measured" ] ||
 	    [ $((measured - planned)) -gt 65536 ]; then
-		fail "$g: plan and measurement apart: $line"
+		fail "$1: plan and measurement apart: $line"
 	fi
+}
+for g in grid_a grid_odd; do
+	expect_status 0 "$LATENTQ" -v forward --model "$M" --component \
+	    transformer --inputs "$T/$g.in" --out "$T/v.st"
+	expect_grep 'wan transformer device memory: weights 0\.09 MiB' "$T/err"
+	plan_check "$g"
 done
+
+# weight streaming: the blocks' weights through two device slots give the
+# same bits as resident, and -v says so
+expect_status 0 "$LATENTQ" -v forward --model "$M" --component transformer \
+    --inputs "$T/grid_odd.in" --weight-streaming on --out "$T/ws.st"
+expect_grep 'wan transformer weights streamed \(weight_streaming on\).*; 2 block uploads' \
+    "$T/err"
+plan_check "streamed"
+"$ST" diff "$T/ws.st" "$T/grid_odd.st" output 0 >"$T/d.txt" ||
+    fail "streamed output differs from resident: $(cat "$T/d.txt")"
 
 # Bad inputs and grids name the rule.
 expect_status 65 "$LATENTQ" forward --model "$M" --component transformer \
