@@ -3,6 +3,7 @@
 liblatentq_a_SOURCES += \
 	src/nn/dump.c src/nn/dump.h \
 	src/nn/plan.c src/nn/plan.h \
+	src/nn/cp.c src/nn/cp.h \
 	src/nn/weights.c src/nn/weights.h \
 	src/nn/ltxv_embed.c src/nn/ltxv_embed.h \
 	src/nn/ltxv_transformer.c src/nn/ltxv_transformer.h \

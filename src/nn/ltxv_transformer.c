@@ -22,13 +22,13 @@
  * and bias table.flatten().
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
 #include "gpu/ops.h"
+#include "nn/cp.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/weights.h"
@@ -82,16 +82,14 @@ struct ltxv_transformer {
 	float *h_cp;
 };
 
-/* A context-parallel group (ltxv_transformer.h): its barrier and the
- * host copies of one self-attention's q, k, v and o, [B, N, D] (whole N). */
+/* A context-parallel group (ltxv_transformer.h): nn/cp.h's barrier and
+ * host buffers, holding one self-attention's q, k, v and o, [B, N, D]
+ * (whole N). */
 struct ltxv_cp_group {
 	int P, B, D;
 	int64_t N;
-	float *q, *k, *v, *o;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int waiting, aborted;
-	unsigned generation;
+	struct nn_cp_group *g;
+	float *q, *k, *v, *o;		/* its buffers */
 };
 
 /* Scratch of the unfused attention path (see sdpa()). */
@@ -353,16 +351,19 @@ ltxv_cp_group_create(int P, int B, int64_t N, int D,
 		    "%d", P, (long long)N, D);
 	struct ltxv_cp_group *g = xcalloc(1, sizeof(*g));
 	size_t n = (size_t)B * (size_t)N * (size_t)D;
+	enum lq_status st = nn_cp_group_create(P, n, &g->g, err);
+	if (st != LQ_OK) {
+		free(g);
+		return st;
+	}
 	g->P = P;
 	g->B = B;
 	g->N = N;
 	g->D = D;
-	g->q = xmalloc(n * sizeof(float));
-	g->k = xmalloc(n * sizeof(float));
-	g->v = xmalloc(n * sizeof(float));
-	g->o = xmalloc(n * sizeof(float));
-	pthread_mutex_init(&g->mu, NULL);
-	pthread_cond_init(&g->cv, NULL);
+	g->q = nn_cp_group_buf(g->g, 0);
+	g->k = nn_cp_group_buf(g->g, 1);
+	g->v = nn_cp_group_buf(g->g, 2);
+	g->o = nn_cp_group_buf(g->g, 3);
 	*out = g;
 	return LQ_OK;
 }
@@ -372,46 +373,22 @@ ltxv_cp_group_free(struct ltxv_cp_group *g)
 {
 	if (g == NULL)
 		return;
-	pthread_cond_destroy(&g->cv);
-	pthread_mutex_destroy(&g->mu);
-	free(g->q);
-	free(g->k);
-	free(g->v);
-	free(g->o);
+	nn_cp_group_free(g->g);
 	free(g);
 }
 
 void
 ltxv_cp_group_abort(struct ltxv_cp_group *g)
 {
-	if (g == NULL)
-		return;
-	pthread_mutex_lock(&g->mu);
-	g->aborted = 1;
-	pthread_cond_broadcast(&g->cv);
-	pthread_mutex_unlock(&g->mu);
+	if (g != NULL)
+		nn_cp_group_abort(g->g);
 }
 
 /* Waits until all P ranks arrive; LQ-NN-MESH when the group aborted. */
 static enum lq_status
 cp_barrier(struct ltxv_cp_group *g, struct lq_error *err)
 {
-	pthread_mutex_lock(&g->mu);
-	unsigned gen = g->generation;
-	if (!g->aborted && ++g->waiting == g->P) {
-		g->waiting = 0;
-		g->generation++;
-		pthread_cond_broadcast(&g->cv);
-	} else {
-		while (!g->aborted && g->generation == gen)
-			pthread_cond_wait(&g->cv, &g->mu);
-	}
-	int aborted = g->aborted && g->generation == gen;
-	pthread_mutex_unlock(&g->mu);
-	if (aborted)
-		return error_set(err, LQ_FAILED, "LQ-NN-MESH", "ltxv transformer: "
-		    "another device of the context group failed");
-	return LQ_OK;
+	return nn_cp_barrier(g->g, "ltxv transformer", err);
 }
 
 enum lq_status
@@ -893,48 +870,6 @@ sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o
 	return ops_copy(cmd, &o4, &op);
 }
 
-/* LATENTQ_MESH_NO_KV_GATHER=1: the negative control (ltxv_transformer.h). */
-static int
-cp_no_gather(void)
-{
-	const char *v = getenv("LATENTQ_MESH_NO_KV_GATHER");
-	return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
-}
-
-/* Rows [r0, r0 + n) of each of B samples of a [B, N, D] host array into
- * (to_group 0) or out of (1) the [B, n, D] staging array. */
-static void
-cp_rows(float *all, int64_t N, float *part, int64_t B, int64_t r0, int64_t n,
-    int64_t D, int to_group)
-{
-	for (int64_t b = 0; b < B; b++) {
-		float *g = all + ((size_t)(b * N + r0) * (size_t)D);
-		float *p = part + (size_t)(b * n) * (size_t)D;
-
-		if (to_group)
-			memcpy(g, p, sizeof(float) * (size_t)(n * D));
-		else
-			memcpy(p, g, sizeof(float) * (size_t)(n * D));
-	}
-}
-
-/* Columns [c0, c0 + w) of every row of a [R, D] host array out of
- * (to_group 0) or into (1) the [R, w] staging array. */
-static void
-cp_cols(float *all, int64_t D, float *part, int64_t R, int64_t c0, int64_t w,
-    int to_group)
-{
-	for (int64_t i = 0; i < R; i++) {
-		float *g = all + (size_t)i * (size_t)D + (size_t)c0;
-		float *p = part + (size_t)i * (size_t)w;
-
-		if (to_group)
-			memcpy(g, p, sizeof(float) * (size_t)w);
-		else
-			memcpy(p, g, sizeof(float) * (size_t)w);
-	}
-}
-
 /*
  * Ulysses self-attention of rank r (ltxv_transformer.h): q, k, v are this
  * rank's tokens [B, N/P, D] (recorded, not yet run); o gets its tokens'
@@ -968,14 +903,14 @@ cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 	for (int i = 0; i < 3; i++) {
 		if ((st = gpu_tensor_download_f32(m->ctx, qkv[i], m->h_cp, err)))
 			return st;
-		cp_rows(all[i], N, m->h_cp, B, r * Nl, Nl, D, 1);
+		nn_cp_rows(all[i], N, m->h_cp, B, r * Nl, Nl, D, 1);
 	}
 	if ((st = cp_barrier(g, err)) != LQ_OK)
 		return st;
 	for (int i = 0; i < 3; i++) {
 		heads[i] = gpu_tensor_make(qkv[i]->buf, qkv[i]->offset, GPU_F32, 3,
 		    (int64_t[]){ B, N, Dp });
-		cp_cols(all[i], D, m->h_cp, B * N, r * Dp, Dp, 0);
+		nn_cp_cols(all[i], D, m->h_cp, B * N, r * Dp, Dp, 0);
 		if ((st = gpu_tensor_upload_f32(m->ctx, &heads[i], m->h_cp, err)))
 			return st;
 	}
@@ -1006,10 +941,10 @@ cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 		return st;
 	if ((st = gpu_tensor_download_f32(m->ctx, &oh, m->h_cp, err)))
 		return st;
-	cp_cols(g->o, D, m->h_cp, B * N, r * Dp, Dp, 1);
+	nn_cp_cols(g->o, D, m->h_cp, B * N, r * Dp, Dp, 1);
 	if ((st = cp_barrier(g, err)) != LQ_OK)
 		return st;
-	cp_rows(g->o, N, m->h_cp, B, r * Nl, Nl, D, 0);
+	nn_cp_rows(g->o, N, m->h_cp, B, r * Nl, Nl, D, 0);
 	if ((st = gpu_tensor_upload_f32(m->ctx, o, m->h_cp, err)))
 		return st;
 	gpu_cmd_begin(cmd);
@@ -1045,7 +980,7 @@ attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 		if ((st = ops_rope(cmd, k, k, cos, sin)))
 			return st;
 	}
-	if (self && m->cp != NULL && !cp_no_gather())
+	if (self && m->cp != NULL && !nn_cp_no_gather())
 		st = cp_sdpa(m, cmd, o, q, k, v, sc, err);
 	else
 		st = sdpa(m, cmd, o, q, k, v, key_bias, sc);
