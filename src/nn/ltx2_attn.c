@@ -109,18 +109,12 @@ gate_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 }
 
 enum lq_status
-ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *x,
-    const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
-    const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
-    const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
-    const struct gpu_tensor *key_bias)
+ltx2_attn_project(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *x, const struct gpu_tensor *kv,
+    const struct ltx2_attn_scratch *s, const struct gpu_tensor *q_cos,
+    const struct gpu_tensor *q_sin, const struct gpu_tensor *k_cos,
+    const struct gpu_tensor *k_sin)
 {
-	struct ops_attention_args args = {
-		.heads = a->heads,
-		.scale = (float)(1.0 / sqrt((double)a->head_dim)),
-		.key_bias = key_bias,
-	};
 	enum lq_status st;
 
 	if (kv == NULL)
@@ -153,9 +147,47 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    ((st = ops_rope(cmd, &s->q, &s->q, q_cos, q_sin)) ||
 	    (st = ops_rope(cmd, &s->k, &s->k, k_cos, k_sin))))
 		return st;
-	if ((st = ops_attention(cmd, &s->o, &s->q, &s->k, &s->v, &args)))
-		return st;
+	return LQ_OK;
+}
+
+enum lq_status
+ltx2_attn_sdpa(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v, int heads,
+    const struct gpu_tensor *key_bias)
+{
+	struct ops_attention_args args = {
+		.heads = heads,
+		.scale = (float)(1.0 / sqrt((double)a->head_dim)),
+		.key_bias = key_bias,
+	};
+
+	return ops_attention(cmd, o, q, k, v, &args);
+}
+
+enum lq_status
+ltx2_attn_output(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s)
+{
 	return gate_out(cmd, a, out, &s->o, s);
+}
+
+enum lq_status
+ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
+    const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
+    const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
+    const struct gpu_tensor *key_bias)
+{
+	enum lq_status st;
+
+	if ((st = ltx2_attn_project(cmd, a, x, kv, s, q_cos, q_sin, k_cos,
+	    k_sin)) ||
+	    (st = ltx2_attn_sdpa(cmd, a, &s->o, &s->q, &s->k, &s->v, a->heads,
+	    key_bias)))
+		return st;
+	return ltx2_attn_output(cmd, a, out, s);
 }
 
 enum lq_status

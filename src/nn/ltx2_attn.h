@@ -70,6 +70,27 @@ enum lq_status ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *key_bias);
 
 /*
+ * ltx2_attn_forward in its three steps, for a caller that exchanges
+ * between them (context parallelism, ltx2_transformer_set_context):
+ * _project records the gates, q, k, v with their norms and RoPE into s
+ * (arguments as ltx2_attn_forward's); _sdpa records o = SDPA(q, k, v) over
+ * `heads` heads of head_dim (the scale 1/sqrt(head_dim); q, k, v, o [B,
+ * N, heads·head_dim], which may be fewer than a->heads: one rank's); and
+ * _output records out = to_out(s->o · gates).
+ */
+enum lq_status ltx2_attn_project(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *x, const struct gpu_tensor *kv,
+    const struct ltx2_attn_scratch *s, const struct gpu_tensor *q_cos,
+    const struct gpu_tensor *q_sin, const struct gpu_tensor *k_cos,
+    const struct gpu_tensor *k_sin);
+enum lq_status ltx2_attn_sdpa(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v, int heads,
+    const struct gpu_tensor *key_bias);
+enum lq_status ltx2_attn_output(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s);
+
+/*
  * LTX2PerturbedAttnProcessor with every sample perturbed (spatio-temporal
  * guidance): out [B, N, query_dim] = to_out(gates · to_v(x)), no query,
  * key or softmax (self-attention only: the values are x's).  Scratch as

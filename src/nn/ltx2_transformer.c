@@ -20,6 +20,7 @@
 
 #include "core/util.h"
 #include "gpu/ops.h"
+#include "nn/cp.h"
 #include "nn/ltx2_attn.h"
 #include "nn/ltx2_transformer.h"
 #include "nn/ltxv_embed.h"
@@ -84,6 +85,10 @@ struct ltx2_transformer {
 	struct txt_proj caption_projection, audio_caption_projection;
 	struct adaln emb[E_COUNT];
 	struct block *blocks;
+	/* context parallelism (ltx2_transformer_set_context): NULL, or rank
+	 * cp_rank of cp */
+	struct nn_cp_group *cp;
+	int cp_rank;
 };
 
 /* ---- call arguments ---- */
@@ -393,6 +398,34 @@ ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,
 	*pool_peak = m->pool ? gpu_pool_peak(m->pool) : 0;
 }
 
+enum lq_status
+ltx2_transformer_set_context(struct ltx2_transformer *m, struct nn_cp_group *g,
+    int rank, struct lq_error *err)
+{
+	const struct ltx2_transformer_config *c = &m->cfg;
+	int P = g != NULL ? nn_cp_group_size(g) : 1;
+
+	if (g != NULL && (c->num_attention_heads % P != 0 ||
+	    c->audio_num_attention_heads % P != 0 || rank < 0 || rank >= P))
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltx2 transformer: "
+		    "context degree %d does not divide the video's %d and the "
+		    "audio's %d attention heads (or rank %d is not one of the "
+		    "group's)", P, c->num_attention_heads,
+		    c->audio_num_attention_heads, rank);
+	m->cp = g;
+	m->cp_rank = rank;
+	return LQ_OK;
+}
+
+size_t
+ltx2_transformer_cp_floats(const struct ltx2_transformer_config *c, int B,
+    int64_t N, int64_t L)
+{
+	int64_t v = N * c->inner_dim, a = L * c->audio_inner_dim;
+
+	return (size_t)B * (size_t)(v > a ? v : a);
+}
+
 /* ---- host float32 islands ---- */
 
 /*
@@ -532,7 +565,11 @@ struct emb_work {
 
 struct work {
 	struct gpu_tensor hs, ahs, ehs, aehs;
-	struct gpu_tensor cos[4], sin[4];	/* rope, audio, ca video, ca audio */
+	struct gpu_tensor cos[4], sin[4];	/* rope, audio, ca video, ca audio:
+						 * the rank's tokens */
+	/* context parallel: the cross-modal tables of every token (video,
+	 * audio side), the keys' of a2v / v2a, and the gathered K/V input */
+	struct gpu_tensor cosf[2], sinf[2], gkv;
 	struct gpu_tensor kb, akb;
 	struct gpu_tensor x, nrm, mod, att, ax, anrm, amod, aatt;
 	struct gpu_tensor ctx, cap1, ctxm, actx, acap1, actxm;
@@ -619,8 +656,10 @@ carve_all(const struct ltx2_transformer_config *c,
 	int eD[E_COUNT], eP[E_COUNT];
 	int64_t D = c->inner_dim, Da = c->audio_inner_dim;
 	int64_t Dc = c->audio_cross_attention_dim, sp = c->rope_split ? 2 : 1;
+	int64_t P = a->context > 1 ? a->context : 1;
 	int64_t NL = max64(N, L), DD = max64(D, Da);
-	int64_t NK = max64(NL, max64(T, Ta));
+	/* keys: text, or (context parallel) the other stream's every token */
+	int64_t NK = max64(NL * P, max64(T, Ta));
 	int64_t rw[4] = { D / sp, Da / sp, Dc / sp, Dc / sp };
 	int64_t rn[4] = { N, L, N, L };
 	enum lq_status st;
@@ -638,6 +677,13 @@ carve_all(const struct ltx2_transformer_config *c,
 	for (int i = 0; i < 4; i++) {
 		C(w->cos[i], 1, rn[i], rw[i]);
 		C(w->sin[i], 1, rn[i], rw[i]);
+	}
+	if (P > 1) {
+		C(w->cosf[0], 1, N * P, Dc / sp);
+		C(w->sinf[0], 1, N * P, Dc / sp);
+		C(w->cosf[1], 1, L * P, Dc / sp);
+		C(w->sinf[1], 1, L * P, Dc / sp);
+		C(w->gkv, B * max64(N * D, L * Da) * P);
 	}
 	C(w->kb, B, T);
 	C(w->akb, B, Ta);
@@ -723,6 +769,8 @@ struct host {
 	float *bias, *abias;		/* text mask biases [B, T], [B, Ta] */
 	float *feat;			/* sinusoids [rows, 256], one embedding at a time */
 	float *vgate, *agate;		/* the gates' scaled timesteps */
+	float *cp;			/* context parallel: one exchange's
+					 * staging [B, tokens, D] (the rank's) */
 };
 
 /* Lays the host arrays of shape s out from base (NULL: only counts);
@@ -731,7 +779,9 @@ static size_t
 host_layout(const struct ltx2_transformer_config *c,
     const struct ltx2_transformer_shape *s, float *base, struct host *h)
 {
-	int64_t N = s->N, L = s->L, sp = c->rope_split ? 2 : 1;
+	/* RoPE: the tables of every token (a context rank uploads its rows) */
+	int64_t P = s->context > 1 ? s->context : 1;
+	int64_t N = s->N * P, L = s->L * P, sp = c->rope_split ? 2 : 1;
 	const int64_t rn[4] = { N, L, N, L };
 	const int64_t rd[4] = { c->inner_dim, c->audio_inner_dim,
 	    c->audio_cross_attention_dim, c->audio_cross_attention_dim };
@@ -760,6 +810,8 @@ host_layout(const struct ltx2_transformer_config *c,
 	H(h->feat, fr * TPROJ_DIM);
 	H(h->vgate, rows[E_V_GATE]);
 	H(h->agate, rows[E_A_GATE]);
+	H(h->cp, P > 1 ? (int64_t)s->B * max64(s->N * c->inner_dim,
+	    s->L * c->audio_inner_dim) : 0);
 #undef H
 	return n;
 }
@@ -892,17 +944,21 @@ check_args(const struct ltx2_transformer *m, const struct ltx2_transformer_args 
     struct lq_error *err)
 {
 	const struct ltx2_transformer_config *c = &m->cfg;
+	/* a context rank holds N of the grid's P·N tokens, L of P·L */
+	int64_t P = m->cp != NULL ? nn_cp_group_size(m->cp) : 1;
 
-	if ((int64_t)a->num_frames * a->height * a->width != a->N ||
+	if ((int64_t)a->num_frames * a->height * a->width != a->N * P ||
 	    a->num_frames < 1 || a->height < 1 || a->width < 1)
 		return input_error(err, "num_frames", "num_frames x height x width "
 		    "must be hidden_states' token count", "the grid %d x %d x %d "
-		    "does not hold the %d tokens of hidden_states", a->num_frames,
-		    a->height, a->width, a->N);
-	if (a->audio_num_frames != a->L)
+		    "does not hold the %lld tokens of hidden_states%s",
+		    a->num_frames, a->height, a->width, (long long)(a->N * P),
+		    P > 1 ? " (over the context group)" : "");
+	if ((int64_t)a->audio_num_frames != a->L * P)
 		return input_error(err, "audio_num_frames", NULL, "audio_num_frames "
-		    "%d is not audio_hidden_states' %d tokens",
-		    a->audio_num_frames, a->L);
+		    "%d is not audio_hidden_states' %lld tokens%s",
+		    a->audio_num_frames, (long long)(a->L * P),
+		    P > 1 ? " (over the context group)" : "");
 	if (!(a->fps > 0) || !isfinite(a->fps))
 		return input_error(err, "fps", "upstream's default is 24.0",
 		    "fps %g is not a positive frame rate", a->fps);
@@ -963,6 +1019,124 @@ dump_rope(const struct nn_dump *dump, const char *name, int B, int64_t N,
 	return st;
 }
 
+/*
+ * Ulysses self-attention of this context rank (ltx2_transformer.h): s's
+ * q, k, v are its tokens [B, n, inner] (recorded, not yet run); s->o gets
+ * its tokens' attention output.  All-to-all through the group: every
+ * rank's tokens into the group's whole q, k, v [B, P·n, inner], then this
+ * rank's inner/P columns (heads/P whole heads) of every token into s's
+ * own buffers viewed [B, P·n, inner/P] (the same element count), SDPA
+ * over those heads, its columns of the whole o, and back this rank's
+ * tokens of every head.  Leaves cmd begun.
+ */
+static enum lq_status
+cp_self_attention(struct ltx2_transformer *m, struct gpu_cmd *cmd,
+    const struct ltx2_attn *a, const struct ltx2_attn_scratch *s, float *stage,
+    struct lq_error *err)
+{
+	struct nn_cp_group *g = m->cp;
+	const int64_t P = nn_cp_group_size(g), B = s->q.shape[0];
+	const int64_t n = s->q.shape[1], D = a->inner, N = n * P, Dp = D / P;
+	const int64_t r = m->cp_rank;
+	const struct gpu_tensor *qkv[3] = { &s->q, &s->k, &s->v };
+	struct gpu_tensor heads[3], oh;
+	float *o_all = nn_cp_group_buf(g, 3);
+	enum lq_status st;
+
+	if ((size_t)(B * N * D) > nn_cp_group_floats(g))
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltx2 transformer: "
+		    "the context group holds %zu floats per exchange, not [%lld, "
+		    "%lld, %lld]", nn_cp_group_floats(g), (long long)B,
+		    (long long)N, (long long)D);
+	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
+		return st;
+	for (int i = 0; i < 3; i++) {
+		if ((st = gpu_tensor_download_f32(m->ctx, qkv[i], stage, err)))
+			return st;
+		nn_cp_rows(nn_cp_group_buf(g, i), N, stage, B, r * n, n, D, 1);
+	}
+	if ((st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK)
+		return st;
+	for (int i = 0; i < 3; i++) {
+		heads[i] = gpu_tensor_make(qkv[i]->buf, qkv[i]->offset, GPU_F32, 3,
+		    SHAPE(B, N, Dp));
+		nn_cp_cols(nn_cp_group_buf(g, i), D, stage, B * N, r * Dp, Dp, 0);
+		if ((st = gpu_tensor_upload_f32(m->ctx, &heads[i], stage, err)))
+			return st;
+	}
+	oh = gpu_tensor_make(s->o.buf, s->o.offset, GPU_F32, 3, SHAPE(B, N, Dp));
+	gpu_cmd_begin(cmd);
+	if ((st = ltx2_attn_sdpa(cmd, a, &oh, &heads[0], &heads[1], &heads[2],
+	    (int)(a->heads / P), NULL)) != LQ_OK ||
+	    (st = gpu_cmd_submit(cmd, err)) != LQ_OK)
+		return st;
+	if ((st = gpu_tensor_download_f32(m->ctx, &oh, stage, err)))
+		return st;
+	nn_cp_cols(o_all, D, stage, B * N, r * Dp, Dp, 1);
+	if ((st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK)
+		return st;
+	nn_cp_rows(o_all, N, stage, B, r * n, n, D, 0);
+	if ((st = gpu_tensor_upload_f32(m->ctx, &s->o, stage, err)))
+		return st;
+	gpu_cmd_begin(cmd);
+	return LQ_OK;
+}
+
+/*
+ * All-gather of this context rank's tokens x [B, n, C] (recorded, not yet
+ * run) into all [B, P·n, C]: every token of the group, in order, on every
+ * rank (the cross-modal attention's K/V input).  The second barrier keeps
+ * the group's buffer until every rank has read it.  Leaves cmd begun.
+ */
+static enum lq_status
+cp_gather(struct ltx2_transformer *m, struct gpu_cmd *cmd,
+    const struct gpu_tensor *x, const struct gpu_tensor *all, float *stage,
+    struct lq_error *err)
+{
+	struct nn_cp_group *g = m->cp;
+	const int64_t P = nn_cp_group_size(g), B = x->shape[0], n = x->shape[1];
+	const int64_t C = x->shape[2];
+	float *buf = nn_cp_group_buf(g, 0);
+	enum lq_status st;
+
+	if ((size_t)(B * n * P * C) > nn_cp_group_floats(g))
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltx2 transformer: "
+		    "the context group holds %zu floats per exchange, not [%lld, "
+		    "%lld, %lld]", nn_cp_group_floats(g), (long long)B,
+		    (long long)(n * P), (long long)C);
+	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK ||
+	    (st = gpu_tensor_download_f32(m->ctx, x, stage, err)) != LQ_OK)
+		return st;
+	nn_cp_rows(buf, n * P, stage, B, m->cp_rank * n, n, C, 1);
+	if ((st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK ||
+	    (st = gpu_tensor_upload_f32(m->ctx, all, buf, err)) != LQ_OK ||
+	    (st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK)
+		return st;
+	gpu_cmd_begin(cmd);
+	return LQ_OK;
+}
+
+/* Self-attention of one stream: Ulysses on a context rank (unless the
+ * negative control asks not), else ltx2_attn_forward. */
+static enum lq_status
+self_attention(struct ltx2_transformer *m, struct gpu_cmd *cmd,
+    const struct ltx2_attn *a, const struct gpu_tensor *out,
+    const struct gpu_tensor *x, const struct ltx2_attn_scratch *s,
+    const struct gpu_tensor *cos, const struct gpu_tensor *sin, float *stage,
+    struct lq_error *err)
+{
+	enum lq_status st;
+
+	if (m->cp == NULL || nn_cp_no_gather())
+		return ltx2_attn_forward(cmd, a, out, x, NULL, s, cos, sin, NULL,
+		    NULL, NULL);
+	if ((st = ltx2_attn_project(cmd, a, x, NULL, s, cos, sin, NULL,
+	    NULL)) != LQ_OK ||
+	    (st = cp_self_attention(m, cmd, a, s, stage, err)) != LQ_OK)
+		return st;
+	return ltx2_attn_output(cmd, a, out, s);
+}
+
 enum lq_status
 ltx2_transformer_forward(struct ltx2_transformer *m,
     const struct ltx2_transformer_args *a, const struct ltx2_transformer_out *o,
@@ -989,9 +1163,12 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	char name[160];
 	enum lq_status st;
 
+	const int64_t P = m->cp != NULL ? nn_cp_group_size(m->cp) : 1;
+	const int64_t rk = m->cp != NULL ? m->cp_rank : 0;
+	int cross_gather = P > 1 && !nn_cp_no_gather() && !nn_cp_no_cross_gather();
 	struct ltx2_transformer_shape shp = { a->B, a->N, a->L, a->T, a->Ta,
 	    a->timestep_per_token, a->audio_timestep != NULL &&
-	    a->audio_timestep_per_token, a->call.use_cross_timestep };
+	    a->audio_timestep_per_token, a->call.use_cross_timestep, (int)P };
 	int64_t rows[E_COUNT], Nts[E_COUNT];
 
 	if ((st = check_args(m, a, err)))
@@ -1036,15 +1213,18 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	cv.n = 0;
 	OP(carve_all(c, &shp, &cv, &w));
 
-	/* 1. RoPE (host): coordinates, fractions, tables */
+	/* 1. RoPE (host): coordinates, fractions, tables of every token; a
+	 * context rank uploads its tokens' rows (and the cross-modal
+	 * tables whole, for the keys it gathers) */
 	video_coords(c, a->num_frames, a->height, a->width, a->fps, vco);
-	audio_coords(c, (int)L, aco);
+	audio_coords(c, (int)(L * P), aco);
 	{
 		int vbase[3] = { c->pos_embed_max_pos, c->base_height,
 		    c->base_width };
 		int abase = c->audio_pos_embed_max_pos;
-		const int64_t rn[4] = { N, L, N, L };
+		const int64_t rn[4] = { N * P, L * P, N * P, L * P };
 		const int64_t rd[4] = { D, Da, Dc, Dc };
+		const int64_t sp = c->rope_split ? 2 : 1;
 		const int nax[4] = { 3, 1, 1, 1 };
 		static const char *const rname[4] = { "rope", "audio_rope",
 		    "cross_attn_rope", "cross_attn_audio_rope" };
@@ -1058,10 +1238,18 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			ltx2_rope_table(frac, rn[i], nax[i], (int)rd[i],
 			    c->rope_theta, c->rope_double_precision,
 			    c->rope_split, tab[2 * i], tab[2 * i + 1]);
-			OP(gpu_tensor_upload_f32(m->ctx, &w.cos[i], tab[2 * i],
-			    err));
+			size_t own = (size_t)(rk * (rn[i] / P) * (rd[i] / sp));
+
+			OP(gpu_tensor_upload_f32(m->ctx, &w.cos[i], tab[2 * i] +
+			    own, err));
 			OP(gpu_tensor_upload_f32(m->ctx, &w.sin[i],
-			    tab[2 * i + 1], err));
+			    tab[2 * i + 1] + own, err));
+			if (P > 1 && i >= 2) {
+				OP(gpu_tensor_upload_f32(m->ctx, &w.cosf[i - 2],
+				    tab[2 * i], err));
+				OP(gpu_tensor_upload_f32(m->ctx, &w.sinf[i - 2],
+				    tab[2 * i + 1], err));
+			}
 			if (dump)
 				OP(dump_rope(dump, rname[i], (int)B, rn[i],
 				    c->rope_split ? 0 : rd[i], tab[2 * i],
@@ -1216,8 +1404,8 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 		if (stg)
 			OP(ltx2_attn_values(cmd, &b->attn1, &w.att, &w.mod, &s));
 		else
-			OP(ltx2_attn_forward(cmd, &b->attn1, &w.att, &w.mod, NULL,
-			    &s, &w.cos[0], &w.sin[0], NULL, NULL, NULL));
+			OP(self_attention(m, cmd, &b->attn1, &w.att, &w.mod, &s,
+			    &w.cos[0], &w.sin[0], h.cp, err));
 		BDUMP("attn1", w.att);
 		OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &vrow[2]));
 		/* 1.2 audio self-attention */
@@ -1228,8 +1416,8 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			OP(ltx2_attn_values(cmd, &b->audio_attn1, &w.aatt, &w.amod,
 			    &s));
 		else
-			OP(ltx2_attn_forward(cmd, &b->audio_attn1, &w.aatt, &w.amod,
-			    NULL, &s, &w.cos[1], &w.sin[1], NULL, NULL, NULL));
+			OP(self_attention(m, cmd, &b->audio_attn1, &w.aatt,
+			    &w.amod, &s, &w.cos[1], &w.sin[1], h.cp, err));
 		BDUMP("audio_attn1", w.aatt);
 		OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &arow[2]));
 
@@ -1300,20 +1488,40 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			BDUMP("audio_to_video_norm", w.nrm);
 			OP(ops_rms_norm(cmd, &w.anrm, &w.ax, NULL,
 			    (float)c->norm_eps));
+			/* context parallel: K/V of every token of the other
+			 * stream (cp_gather), with its whole table */
+			const struct gpu_tensor *kv_a = &w.amod, *kv_v = &w.mod;
+			const struct gpu_tensor *kc_a = &w.cos[3], *ks_a = &w.sin[3];
+			const struct gpu_tensor *kc_v = &w.cos[2], *ks_v = &w.sin[2];
+			struct gpu_tensor ga = sub(&w.gkv, 3, SHAPE(B, L * P, Da));
+			struct gpu_tensor gv = sub(&w.gkv, 3, SHAPE(B, N * P, D));
+
 			OP(modulate(cmd, &w.mod, &w.nrm, &v_a2v_sc, &v_a2v_sh));
 			OP(modulate(cmd, &w.amod, &w.anrm, &a_a2v_sc, &a_a2v_sh));
-			s = scratch(&w, B, N, L, Da, Ha);
+			if (cross_gather) {
+				OP(cp_gather(m, cmd, &w.amod, &ga, h.cp, err));
+				kv_a = &ga;
+				kc_a = &w.cosf[1];
+				ks_a = &w.sinf[1];
+			}
+			s = scratch(&w, B, N, kv_a->shape[1], Da, Ha);
 			OP(ltx2_attn_forward(cmd, &b->audio_to_video_attn, &w.att,
-			    &w.mod, &w.amod, &s, &w.cos[2], &w.sin[2], &w.cos[3],
-			    &w.sin[3], NULL));
+			    &w.mod, kv_a, &s, &w.cos[2], &w.sin[2], kc_a, ks_a,
+			    NULL));
 			BDUMP("audio_to_video_attn", w.att);
 			OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &a2v_gate));
 			OP(modulate(cmd, &w.mod, &w.nrm, &v_v2a_sc, &v_v2a_sh));
 			OP(modulate(cmd, &w.amod, &w.anrm, &a_v2a_sc, &a_v2a_sh));
-			s = scratch(&w, B, L, N, Da, Ha);
+			if (cross_gather) {
+				OP(cp_gather(m, cmd, &w.mod, &gv, h.cp, err));
+				kv_v = &gv;
+				kc_v = &w.cosf[0];
+				ks_v = &w.sinf[0];
+			}
+			s = scratch(&w, B, L, kv_v->shape[1], Da, Ha);
 			OP(ltx2_attn_forward(cmd, &b->video_to_audio_attn, &w.aatt,
-			    &w.amod, &w.mod, &s, &w.cos[3], &w.sin[3], &w.cos[2],
-			    &w.sin[2], NULL));
+			    &w.amod, kv_v, &s, &w.cos[3], &w.sin[3], kc_v, ks_v,
+			    NULL));
 			BDUMP("video_to_audio_attn", w.aatt);
 			OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &v2a_gate));
 		}
@@ -1380,6 +1588,9 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 out:
 	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
 		(void)gpu_cmd_status(cmd, err);
+	/* the other ranks of a context group must not wait for this one */
+	if (st != LQ_OK && m->cp != NULL)
+		nn_cp_group_abort(m->cp);
 	gpu_pool_reset(m->pool, mark);
 	return st;
 }

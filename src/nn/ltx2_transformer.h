@@ -34,6 +34,7 @@
 #include "core/error.h"
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
+#include "nn/cp.h"
 #include "nn/dump.h"
 #include "nn/plan.h"
 
@@ -147,6 +148,8 @@ struct ltx2_transformer_shape {
 	int timestep_per_token;		/* timestep [B, N] */
 	int audio_timestep_per_token;	/* audio_timestep [B, L] */
 	int use_cross_timestep;
+	int context;			/* the context group's P (0 or 1: none);
+					 * N and L are then one rank's */
 };
 
 /*
@@ -170,6 +173,44 @@ enum lq_status ltx2_transformer_reserve(struct ltx2_transformer *m,
 void ltx2_transformer_plan(const struct ltx2_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
     const struct ltx2_transformer_shape *s, struct nn_plan_bytes *out);
+
+/*
+ * Context parallelism for both streams (issue 15 item 6, doc/mesh.md's
+ * LTX-2 table), Ulysses style as ltxv_transformer_set_context: the P
+ * ranks of group g are P models (one per device, the same weights), each
+ * given the same call but only its contiguous shard of each stream:
+ * hidden_states [B, N/P, ..] and audio_hidden_states [B, L/P, ..] (rank r
+ * the tokens [r N/P, (r+1) N/P) of the grid num_frames × height × width
+ * and [r L/P, (r+1) L/P) of audio_num_frames), per-token timesteps alike,
+ * and its outputs the same shards; args.N and args.L are the rank's
+ * counts.  Text, masks and per-sample timesteps are whole on every rank.
+ * Every op is per token but attention:
+ * - video and audio self-attention: after to_q/k/v, norm_q/k and RoPE on
+ *   its tokens, all-to-all tokens -> heads (each rank computes H/P heads
+ *   whole over every token), and back before to_out;
+ * - a2v (Q video, K/V audio) and v2a (Q audio, K/V video): the K/V input
+ *   (the other stream's modulated tokens) is all-gathered, with the
+ *   cross-modal RoPE table of every token, so each query attends over
+ *   every key, as on one device;
+ * - text cross-attention: K/V replicated, nothing to exchange.
+ * So each output value is computed by the same kernel on the same data as
+ * on one device: bit-identical.  Forwards of one group run at once, one
+ * thread each, and must be the same calls (rows, STG blocks, isolation);
+ * a rank that fails aborts the group (the others return LQ-NN-MESH).
+ * LATENTQ_MESH_NO_KV_GATHER=1 skips every exchange and
+ * LATENTQ_MESH_NO_CROSS_KV_GATHER=1 only the cross-modal gathers (nn/cp.h:
+ * the negative controls).
+ *
+ * set_context makes m rank `rank` of g (NULL: the whole sequences, the
+ * default); both streams' heads must divide by P (preflight's
+ * LQ-MESH-005), else LQ_FAILED LQ-NN-SHAPE.  g's buffers must hold
+ * ltx2_transformer_cp_floats(c, B, N, L) floats for B rows and N, L
+ * whole-sequence tokens.
+ */
+enum lq_status ltx2_transformer_set_context(struct ltx2_transformer *m,
+    struct nn_cp_group *g, int rank, struct lq_error *err);
+size_t ltx2_transformer_cp_floats(const struct ltx2_transformer_config *c,
+    int B, int64_t N, int64_t L);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,
