@@ -40,6 +40,7 @@ ltx2_attn_load(const struct nn_weights *w, const char *prefix, int query_dim,
 	a->has_out_bias = out_bias;
 	a->gated = gated;
 	a->rope_split = 0;
+	a->norm_eps = LTX2_ATTN_NORM_EPS;
 	a->rope_q_heads = a->rope_k_heads = 0;
 	if ((st = get(w, prefix, "to_q.weight", 2, SHAPE(inner, query_dim),
 	    &a->to_q_w, err)) ||
@@ -133,9 +134,9 @@ ltx2_attn_project(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ops_linear(cmd, &s->v, kv, &a->to_v_w,
 	    a->has_bias ? &a->to_v_b : NULL, OPS_ACT_NONE)) ||
 	    (st = ops_rms_norm(cmd, &s->q, &s->q, &a->norm_q_w,
-	    LTX2_ATTN_NORM_EPS)) ||
+	    a->norm_eps)) ||
 	    (st = ops_rms_norm(cmd, &s->k, &s->k, &a->norm_k_w,
-	    LTX2_ATTN_NORM_EPS)))
+	    a->norm_eps)))
 		return st;
 	if (q_cos != NULL && a->rope_split &&
 	    ((st = ops_rope_split(cmd, &s->q, &s->q, q_cos, q_sin,
@@ -148,6 +149,13 @@ ltx2_attn_project(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ops_rope(cmd, &s->k, &s->k, k_cos, k_sin))))
 		return st;
 	return LQ_OK;
+}
+
+enum lq_status
+ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s)
+{
+	return gate_out(cmd, a, out, &s->o, s);
 }
 
 enum lq_status
@@ -166,13 +174,6 @@ ltx2_attn_sdpa(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 }
 
 enum lq_status
-ltx2_attn_output(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s)
-{
-	return gate_out(cmd, a, out, &s->o, s);
-}
-
-enum lq_status
 ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *out, const struct gpu_tensor *x,
     const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
@@ -187,7 +188,7 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ltx2_attn_sdpa(cmd, a, &s->o, &s->q, &s->k, &s->v, a->heads,
 	    key_bias)))
 		return st;
-	return ltx2_attn_output(cmd, a, out, s);
+	return ltx2_attn_out(cmd, a, out, s);
 }
 
 enum lq_status

@@ -20,10 +20,10 @@
 
 #include "core/util.h"
 #include "gpu/ops.h"
-#include "nn/cp.h"
 #include "nn/ltx2_attn.h"
 #include "nn/ltx2_transformer.h"
 #include "nn/ltxv_embed.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/weights.h"
 
 #define TPROJ_DIM 256		/* Timesteps(num_channels=256) of the embeddings */
@@ -86,8 +86,8 @@ struct ltx2_transformer {
 	struct adaln emb[E_COUNT];
 	struct block *blocks;
 	/* context parallelism (ltx2_transformer_set_context): NULL, or rank
-	 * cp_rank of cp */
-	struct nn_cp_group *cp;
+	 * cp_rank of the video stream's group cp and the audio's acp */
+	struct ltxv_cp_group *cp, *acp;
 	int cp_rank;
 };
 
@@ -399,31 +399,30 @@ ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,
 }
 
 enum lq_status
-ltx2_transformer_set_context(struct ltx2_transformer *m, struct nn_cp_group *g,
-    int rank, struct lq_error *err)
+ltx2_transformer_set_context(struct ltx2_transformer *m,
+    struct ltxv_cp_group *video, struct ltxv_cp_group *audio, int rank,
+    struct lq_error *err)
 {
 	const struct ltx2_transformer_config *c = &m->cfg;
-	int P = g != NULL ? nn_cp_group_size(g) : 1;
+	int Dv = 0, Da = 0;
+	int P = video != NULL ? ltxv_cp_group_degree(video, &Dv) : 1;
+	int Pa = audio != NULL ? ltxv_cp_group_degree(audio, &Da) : 1;
 
-	if (g != NULL && (c->num_attention_heads % P != 0 ||
-	    c->audio_num_attention_heads % P != 0 || rank < 0 || rank >= P))
+	if ((video == NULL) != (audio == NULL) || P != Pa ||
+	    (video != NULL && (Dv != c->inner_dim || Da != c->audio_inner_dim ||
+	    c->num_attention_heads % P != 0 ||
+	    c->audio_num_attention_heads % P != 0 || rank < 0 || rank >= P)))
 		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltx2 transformer: "
 		    "context degree %d does not divide the video's %d and the "
-		    "audio's %d attention heads (or rank %d is not one of the "
-		    "group's)", P, c->num_attention_heads,
-		    c->audio_num_attention_heads, rank);
-	m->cp = g;
+		    "audio's %d attention heads (or the groups' degrees %d, %d "
+		    "and widths %d, %d, rank %d do not fit inner_dim %d, "
+		    "audio_inner_dim %d)", P, c->num_attention_heads,
+		    c->audio_num_attention_heads, P, Pa, Dv, Da, rank,
+		    c->inner_dim, c->audio_inner_dim);
+	m->cp = video;
+	m->acp = audio;
 	m->cp_rank = rank;
 	return LQ_OK;
-}
-
-size_t
-ltx2_transformer_cp_floats(const struct ltx2_transformer_config *c, int B,
-    int64_t N, int64_t L)
-{
-	int64_t v = N * c->inner_dim, a = L * c->audio_inner_dim;
-
-	return (size_t)B * (size_t)(v > a ? v : a);
 }
 
 /* ---- host float32 islands ---- */
@@ -945,7 +944,7 @@ check_args(const struct ltx2_transformer *m, const struct ltx2_transformer_args 
 {
 	const struct ltx2_transformer_config *c = &m->cfg;
 	/* a context rank holds N of the grid's P·N tokens, L of P·L */
-	int64_t P = m->cp != NULL ? nn_cp_group_size(m->cp) : 1;
+	int64_t P = m->cp != NULL ? ltxv_cp_group_degree(m->cp, NULL) : 1;
 
 	if ((int64_t)a->num_frames * a->height * a->width != a->N * P ||
 	    a->num_frames < 1 || a->height < 1 || a->width < 1)
@@ -1019,122 +1018,59 @@ dump_rope(const struct nn_dump *dump, const char *name, int B, int64_t N,
 	return st;
 }
 
-/*
- * Ulysses self-attention of this context rank (ltx2_transformer.h): s's
- * q, k, v are its tokens [B, n, inner] (recorded, not yet run); s->o gets
- * its tokens' attention output.  All-to-all through the group: every
- * rank's tokens into the group's whole q, k, v [B, P·n, inner], then this
- * rank's inner/P columns (heads/P whole heads) of every token into s's
- * own buffers viewed [B, P·n, inner/P] (the same element count), SDPA
- * over those heads, its columns of the whole o, and back this rank's
- * tokens of every head.  Leaves cmd begun.
- */
-static enum lq_status
-cp_self_attention(struct ltx2_transformer *m, struct gpu_cmd *cmd,
-    const struct ltx2_attn *a, const struct ltx2_attn_scratch *s, float *stage,
-    struct lq_error *err)
+/* LATENTQ_MESH_NO_CROSS_KV_GATHER=1: the cross-modal negative control
+ * (ltx2_transformer.h). */
+static int
+cp_no_cross_gather(void)
 {
-	struct nn_cp_group *g = m->cp;
-	const int64_t P = nn_cp_group_size(g), B = s->q.shape[0];
-	const int64_t n = s->q.shape[1], D = a->inner, N = n * P, Dp = D / P;
-	const int64_t r = m->cp_rank;
-	const struct gpu_tensor *qkv[3] = { &s->q, &s->k, &s->v };
-	struct gpu_tensor heads[3], oh;
-	float *o_all = nn_cp_group_buf(g, 3);
-	enum lq_status st;
+	const char *v = getenv("LATENTQ_MESH_NO_CROSS_KV_GATHER");
 
-	if ((size_t)(B * N * D) > nn_cp_group_floats(g))
-		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltx2 transformer: "
-		    "the context group holds %zu floats per exchange, not [%lld, "
-		    "%lld, %lld]", nn_cp_group_floats(g), (long long)B,
-		    (long long)N, (long long)D);
-	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
-		return st;
-	for (int i = 0; i < 3; i++) {
-		if ((st = gpu_tensor_download_f32(m->ctx, qkv[i], stage, err)))
-			return st;
-		nn_cp_rows(nn_cp_group_buf(g, i), N, stage, B, r * n, n, D, 1);
-	}
-	if ((st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK)
-		return st;
-	for (int i = 0; i < 3; i++) {
-		heads[i] = gpu_tensor_make(qkv[i]->buf, qkv[i]->offset, GPU_F32, 3,
-		    SHAPE(B, N, Dp));
-		nn_cp_cols(nn_cp_group_buf(g, i), D, stage, B * N, r * Dp, Dp, 0);
-		if ((st = gpu_tensor_upload_f32(m->ctx, &heads[i], stage, err)))
-			return st;
-	}
-	oh = gpu_tensor_make(s->o.buf, s->o.offset, GPU_F32, 3, SHAPE(B, N, Dp));
-	gpu_cmd_begin(cmd);
-	if ((st = ltx2_attn_sdpa(cmd, a, &oh, &heads[0], &heads[1], &heads[2],
-	    (int)(a->heads / P), NULL)) != LQ_OK ||
-	    (st = gpu_cmd_submit(cmd, err)) != LQ_OK)
-		return st;
-	if ((st = gpu_tensor_download_f32(m->ctx, &oh, stage, err)))
-		return st;
-	nn_cp_cols(o_all, D, stage, B * N, r * Dp, Dp, 1);
-	if ((st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK)
-		return st;
-	nn_cp_rows(o_all, N, stage, B, r * n, n, D, 0);
-	if ((st = gpu_tensor_upload_f32(m->ctx, &s->o, stage, err)))
-		return st;
-	gpu_cmd_begin(cmd);
-	return LQ_OK;
+	return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+/* ltxv_cp_attention's attend: SDPA over the rank's heads/P heads. */
+struct cp_attend {
+	const struct ltx2_attn *a;
+	int heads;
+};
+
+static enum lq_status
+cp_attend(void *ud, struct gpu_cmd *cmd, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, struct lq_error *err)
+{
+	const struct cp_attend *c = ud;
+
+	(void)err;
+	return ltx2_attn_sdpa(cmd, c->a, o, q, k, v, c->heads, NULL);
 }
 
 /*
- * All-gather of this context rank's tokens x [B, n, C] (recorded, not yet
- * run) into all [B, P·n, C]: every token of the group, in order, on every
- * rank (the cross-modal attention's K/V input).  The second barrier keeps
- * the group's buffer until every rank has read it.  Leaves cmd begun.
+ * Self-attention of one stream: on a context rank (unless the negative
+ * control asks not), Ulysses through the stream's group g
+ * (ltxv_cp_attention: its tokens of q, k, v to heads/P heads of every
+ * token and back), else ltx2_attn_forward.
  */
 static enum lq_status
-cp_gather(struct ltx2_transformer *m, struct gpu_cmd *cmd,
-    const struct gpu_tensor *x, const struct gpu_tensor *all, float *stage,
-    struct lq_error *err)
+self_attention(struct ltx2_transformer *m, struct ltxv_cp_group *g,
+    struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct ltx2_attn_scratch *s, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin, float *stage, struct lq_error *err)
 {
-	struct nn_cp_group *g = m->cp;
-	const int64_t P = nn_cp_group_size(g), B = x->shape[0], n = x->shape[1];
-	const int64_t C = x->shape[2];
-	float *buf = nn_cp_group_buf(g, 0);
+	struct cp_attend ca = { a, 0 };
 	enum lq_status st;
 
-	if ((size_t)(B * n * P * C) > nn_cp_group_floats(g))
-		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltx2 transformer: "
-		    "the context group holds %zu floats per exchange, not [%lld, "
-		    "%lld, %lld]", nn_cp_group_floats(g), (long long)B,
-		    (long long)(n * P), (long long)C);
-	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK ||
-	    (st = gpu_tensor_download_f32(m->ctx, x, stage, err)) != LQ_OK)
-		return st;
-	nn_cp_rows(buf, n * P, stage, B, m->cp_rank * n, n, C, 1);
-	if ((st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK ||
-	    (st = gpu_tensor_upload_f32(m->ctx, all, buf, err)) != LQ_OK ||
-	    (st = nn_cp_barrier(g, "ltx2 transformer", err)) != LQ_OK)
-		return st;
-	gpu_cmd_begin(cmd);
-	return LQ_OK;
-}
-
-/* Self-attention of one stream: Ulysses on a context rank (unless the
- * negative control asks not), else ltx2_attn_forward. */
-static enum lq_status
-self_attention(struct ltx2_transformer *m, struct gpu_cmd *cmd,
-    const struct ltx2_attn *a, const struct gpu_tensor *out,
-    const struct gpu_tensor *x, const struct ltx2_attn_scratch *s,
-    const struct gpu_tensor *cos, const struct gpu_tensor *sin, float *stage,
-    struct lq_error *err)
-{
-	enum lq_status st;
-
-	if (m->cp == NULL || nn_cp_no_gather())
+	if (g == NULL || ltxv_cp_no_gather())
 		return ltx2_attn_forward(cmd, a, out, x, NULL, s, cos, sin, NULL,
 		    NULL, NULL);
+	ca.heads = a->heads / ltxv_cp_group_degree(g, NULL);
 	if ((st = ltx2_attn_project(cmd, a, x, NULL, s, cos, sin, NULL,
 	    NULL)) != LQ_OK ||
-	    (st = cp_self_attention(m, cmd, a, s, stage, err)) != LQ_OK)
+	    (st = ltxv_cp_attention(g, m->cp_rank, m->ctx, cmd, stage, &s->o,
+	    &s->q, &s->k, &s->v, cp_attend, &ca, err)) != LQ_OK)
 		return st;
-	return ltx2_attn_output(cmd, a, out, s);
+	return ltx2_attn_out(cmd, a, out, s);
 }
 
 enum lq_status
@@ -1163,9 +1099,9 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	char name[160];
 	enum lq_status st;
 
-	const int64_t P = m->cp != NULL ? nn_cp_group_size(m->cp) : 1;
+	const int64_t P = m->cp != NULL ? ltxv_cp_group_degree(m->cp, NULL) : 1;
 	const int64_t rk = m->cp != NULL ? m->cp_rank : 0;
-	int cross_gather = P > 1 && !nn_cp_no_gather() && !nn_cp_no_cross_gather();
+	int cross_gather = P > 1 && !ltxv_cp_no_gather() && !cp_no_cross_gather();
 	struct ltx2_transformer_shape shp = { a->B, a->N, a->L, a->T, a->Ta,
 	    a->timestep_per_token, a->audio_timestep != NULL &&
 	    a->audio_timestep_per_token, a->call.use_cross_timestep, (int)P };
@@ -1404,8 +1340,8 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 		if (stg)
 			OP(ltx2_attn_values(cmd, &b->attn1, &w.att, &w.mod, &s));
 		else
-			OP(self_attention(m, cmd, &b->attn1, &w.att, &w.mod, &s,
-			    &w.cos[0], &w.sin[0], h.cp, err));
+			OP(self_attention(m, m->cp, cmd, &b->attn1, &w.att,
+			    &w.mod, &s, &w.cos[0], &w.sin[0], h.cp, err));
 		BDUMP("attn1", w.att);
 		OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &vrow[2]));
 		/* 1.2 audio self-attention */
@@ -1416,8 +1352,9 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			OP(ltx2_attn_values(cmd, &b->audio_attn1, &w.aatt, &w.amod,
 			    &s));
 		else
-			OP(self_attention(m, cmd, &b->audio_attn1, &w.aatt,
-			    &w.amod, &s, &w.cos[1], &w.sin[1], h.cp, err));
+			OP(self_attention(m, m->acp, cmd, &b->audio_attn1,
+			    &w.aatt, &w.amod, &s, &w.cos[1], &w.sin[1], h.cp,
+			    err));
 		BDUMP("audio_attn1", w.aatt);
 		OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &arow[2]));
 
@@ -1499,7 +1436,8 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			OP(modulate(cmd, &w.mod, &w.nrm, &v_a2v_sc, &v_a2v_sh));
 			OP(modulate(cmd, &w.amod, &w.anrm, &a_a2v_sc, &a_a2v_sh));
 			if (cross_gather) {
-				OP(cp_gather(m, cmd, &w.amod, &ga, h.cp, err));
+				OP(ltxv_cp_gather(m->acp, m->cp_rank, m->ctx, cmd,
+				    h.cp, &w.amod, &ga, err));
 				kv_a = &ga;
 				kc_a = &w.cosf[1];
 				ks_a = &w.sinf[1];
@@ -1513,7 +1451,8 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			OP(modulate(cmd, &w.mod, &w.nrm, &v_v2a_sc, &v_v2a_sh));
 			OP(modulate(cmd, &w.amod, &w.anrm, &a_v2a_sc, &a_v2a_sh));
 			if (cross_gather) {
-				OP(cp_gather(m, cmd, &w.mod, &gv, h.cp, err));
+				OP(ltxv_cp_gather(m->cp, m->cp_rank, m->ctx, cmd,
+				    h.cp, &w.mod, &gv, err));
 				kv_v = &gv;
 				kc_v = &w.cosf[0];
 				ks_v = &w.sinf[0];
@@ -1589,8 +1528,10 @@ out:
 	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
 		(void)gpu_cmd_status(cmd, err);
 	/* the other ranks of a context group must not wait for this one */
-	if (st != LQ_OK && m->cp != NULL)
-		nn_cp_group_abort(m->cp);
+	if (st != LQ_OK && m->cp != NULL) {
+		ltxv_cp_group_abort(m->cp);
+		ltxv_cp_group_abort(m->acp);
+	}
 	gpu_pool_reset(m->pool, mark);
 	return st;
 }

@@ -34,8 +34,8 @@
 #include "core/error.h"
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
-#include "nn/cp.h"
 #include "nn/dump.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/plan.h"
 
 struct ltx2_transformer;
@@ -197,20 +197,23 @@ void ltx2_transformer_plan(const struct ltx2_transformer_config *c,
  * on one device: bit-identical.  Forwards of one group run at once, one
  * thread each, and must be the same calls (rows, STG blocks, isolation);
  * a rank that fails aborts the group (the others return LQ-NN-MESH).
- * LATENTQ_MESH_NO_KV_GATHER=1 skips every exchange and
- * LATENTQ_MESH_NO_CROSS_KV_GATHER=1 only the cross-modal gathers (nn/cp.h:
- * the negative controls).
+ * The exchanges are ltxv_transformer.h's (ltxv_cp_attention,
+ * ltxv_cp_gather), through one group per stream.  The negative controls:
+ * LATENTQ_MESH_NO_KV_GATHER=1 skips every exchange (ltxv_cp_no_gather),
+ * LATENTQ_MESH_NO_CROSS_KV_GATHER=1 only the cross-modal gathers (so Q =
+ * audio attends over 1/P of the video's keys and back, the upstream bug
+ * of issue 15); outputs then differ from one device.
  *
- * set_context makes m rank `rank` of g (NULL: the whole sequences, the
- * default); both streams' heads must divide by P (preflight's
- * LQ-MESH-005), else LQ_FAILED LQ-NN-SHAPE.  g's buffers must hold
- * ltx2_transformer_cp_floats(c, B, N, L) floats for B rows and N, L
- * whole-sequence tokens.
+ * set_context makes m rank `rank` of the video stream's group `video`
+ * (ltxv_cp_group_create(P, B, N, inner_dim): B rows at most, N the
+ * grid's every token) and the audio's `audio` (P, B, L,
+ * audio_inner_dim); both NULL: the whole sequences, the default.  Both
+ * streams' heads must divide by P (preflight's LQ-MESH-005), else
+ * LQ_FAILED LQ-NN-SHAPE, as for groups of other degrees or widths.
  */
 enum lq_status ltx2_transformer_set_context(struct ltx2_transformer *m,
-    struct nn_cp_group *g, int rank, struct lq_error *err);
-size_t ltx2_transformer_cp_floats(const struct ltx2_transformer_config *c,
-    int B, int64_t N, int64_t L);
+    struct ltxv_cp_group *video, struct ltxv_cp_group *audio, int rank,
+    struct lq_error *err);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,

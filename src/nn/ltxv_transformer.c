@@ -22,13 +22,13 @@
  * and bias table.flatten().
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
 #include "gpu/ops.h"
-#include "nn/cp.h"
 #include "nn/ltxv_embed.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/weights.h"
@@ -82,14 +82,16 @@ struct ltxv_transformer {
 	float *h_cp;
 };
 
-/* A context-parallel group (ltxv_transformer.h): nn/cp.h's barrier and
- * host buffers, holding one self-attention's q, k, v and o, [B, N, D]
- * (whole N). */
+/* A context-parallel group (ltxv_transformer.h): its barrier and the
+ * host copies of one self-attention's q, k, v and o, [B, N, D] (whole N). */
 struct ltxv_cp_group {
 	int P, B, D;
 	int64_t N;
-	struct nn_cp_group *g;
-	float *q, *k, *v, *o;		/* its buffers */
+	float *q, *k, *v, *o;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int waiting, aborted;
+	unsigned generation;
 };
 
 /* Scratch of the unfused attention path (see sdpa()). */
@@ -351,19 +353,16 @@ ltxv_cp_group_create(int P, int B, int64_t N, int D,
 		    "%d", P, (long long)N, D);
 	struct ltxv_cp_group *g = xcalloc(1, sizeof(*g));
 	size_t n = (size_t)B * (size_t)N * (size_t)D;
-	enum lq_status st = nn_cp_group_create(P, n, &g->g, err);
-	if (st != LQ_OK) {
-		free(g);
-		return st;
-	}
 	g->P = P;
 	g->B = B;
 	g->N = N;
 	g->D = D;
-	g->q = nn_cp_group_buf(g->g, 0);
-	g->k = nn_cp_group_buf(g->g, 1);
-	g->v = nn_cp_group_buf(g->g, 2);
-	g->o = nn_cp_group_buf(g->g, 3);
+	g->q = xmalloc(n * sizeof(float));
+	g->k = xmalloc(n * sizeof(float));
+	g->v = xmalloc(n * sizeof(float));
+	g->o = xmalloc(n * sizeof(float));
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
 	*out = g;
 	return LQ_OK;
 }
@@ -373,22 +372,54 @@ ltxv_cp_group_free(struct ltxv_cp_group *g)
 {
 	if (g == NULL)
 		return;
-	nn_cp_group_free(g->g);
+	pthread_cond_destroy(&g->cv);
+	pthread_mutex_destroy(&g->mu);
+	free(g->q);
+	free(g->k);
+	free(g->v);
+	free(g->o);
 	free(g);
+}
+
+int
+ltxv_cp_group_degree(const struct ltxv_cp_group *g, int *D)
+{
+	if (D != NULL)
+		*D = g->D;
+	return g->P;
 }
 
 void
 ltxv_cp_group_abort(struct ltxv_cp_group *g)
 {
-	if (g != NULL)
-		nn_cp_group_abort(g->g);
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->aborted = 1;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
 }
 
 /* Waits until all P ranks arrive; LQ-NN-MESH when the group aborted. */
 static enum lq_status
 cp_barrier(struct ltxv_cp_group *g, struct lq_error *err)
 {
-	return nn_cp_barrier(g->g, "ltxv transformer", err);
+	pthread_mutex_lock(&g->mu);
+	unsigned gen = g->generation;
+	if (!g->aborted && ++g->waiting == g->P) {
+		g->waiting = 0;
+		g->generation++;
+		pthread_cond_broadcast(&g->cv);
+	} else {
+		while (!g->aborted && g->generation == gen)
+			pthread_cond_wait(&g->cv, &g->mu);
+	}
+	int aborted = g->aborted && g->generation == gen;
+	pthread_mutex_unlock(&g->mu);
+	if (aborted)
+		return error_set(err, LQ_FAILED, "LQ-NN-MESH", "ltxv transformer: "
+		    "another device of the context group failed");
+	return LQ_OK;
 }
 
 enum lq_status
@@ -870,85 +901,188 @@ sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o
 	return ops_copy(cmd, &o4, &op);
 }
 
+/* LATENTQ_MESH_NO_KV_GATHER=1: the negative control (ltxv_transformer.h). */
+static int
+cp_no_gather(void)
+{
+	const char *v = getenv("LATENTQ_MESH_NO_KV_GATHER");
+	return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+/* Rows [r0, r0 + n) of each of B samples of a [B, N, D] host array into
+ * (to_group 0) or out of (1) the [B, n, D] staging array. */
+static void
+cp_rows(float *all, int64_t N, float *part, int64_t B, int64_t r0, int64_t n,
+    int64_t D, int to_group)
+{
+	for (int64_t b = 0; b < B; b++) {
+		float *g = all + ((size_t)(b * N + r0) * (size_t)D);
+		float *p = part + (size_t)(b * n) * (size_t)D;
+
+		if (to_group)
+			memcpy(g, p, sizeof(float) * (size_t)(n * D));
+		else
+			memcpy(p, g, sizeof(float) * (size_t)(n * D));
+	}
+}
+
+/* Columns [c0, c0 + w) of every row of a [R, D] host array out of
+ * (to_group 0) or into (1) the [R, w] staging array. */
+static void
+cp_cols(float *all, int64_t D, float *part, int64_t R, int64_t c0, int64_t w,
+    int to_group)
+{
+	for (int64_t i = 0; i < R; i++) {
+		float *g = all + (size_t)i * (size_t)D + (size_t)c0;
+		float *p = part + (size_t)i * (size_t)w;
+
+		if (to_group)
+			memcpy(g, p, sizeof(float) * (size_t)w);
+		else
+			memcpy(p, g, sizeof(float) * (size_t)w);
+	}
+}
+
+int
+ltxv_cp_no_gather(void)
+{
+	return cp_no_gather();
+}
+
 /*
  * Ulysses self-attention of rank r (ltxv_transformer.h): q, k, v are this
  * rank's tokens [B, N/P, D] (recorded, not yet run); o gets its tokens'
  * attention output [B, N/P, D].  All-to-all: every rank's tokens into the
  * group's whole q/k/v, then this rank's D/P columns (H/P whole heads) of
  * all N tokens into q/k/v's own buffers viewed [B, N, D/P] (the same
- * element count), sdpa over those heads, its columns of the whole o, and
- * back this rank's tokens of every head.  Leaves cmd begun.
+ * element count), `attend` over those heads, its columns of the whole o,
+ * and back this rank's tokens of every head.  Leaves cmd begun.
  */
-static enum lq_status
-cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
-    const struct gpu_tensor *o, const struct gpu_tensor *q,
-    const struct gpu_tensor *k, const struct gpu_tensor *v,
-    const struct attn_scratch *sc, struct lq_error *err)
+enum lq_status
+ltxv_cp_attention(struct ltxv_cp_group *g, int rank, struct gpu_ctx *ctx,
+    struct gpu_cmd *cmd, float *staging, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, ltxv_cp_attend_fn attend, void *ud,
+    struct lq_error *err)
 {
-	struct ltxv_cp_group *g = m->cp;
 	const int64_t P = g->P, B = q->shape[0], Nl = q->shape[1], D = q->shape[2];
-	const int64_t N = Nl * P, Dp = D / P, r = m->cp_rank;
+	const int64_t N = Nl * P, Dp = D / P, r = rank;
 	const struct gpu_tensor *qkv[3] = { q, k, v };
 	float *all[3] = { g->q, g->k, g->v };
 	struct gpu_tensor heads[3], oh;
 	enum lq_status st;
 
 	if (N != g->N || B > g->B || D != g->D)
-		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltxv transformer: "
-		    "context rank %lld has [%lld, %lld, %lld] tokens; the group "
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "context "
+		    "rank %lld has [%lld, %lld, %lld] tokens; the group "
 		    "holds [%d, %lld, %d]", (long long)r, (long long)B,
 		    (long long)Nl, (long long)D, g->B, (long long)g->N, g->D);
 	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
 		return st;
 	for (int i = 0; i < 3; i++) {
-		if ((st = gpu_tensor_download_f32(m->ctx, qkv[i], m->h_cp, err)))
+		if ((st = gpu_tensor_download_f32(ctx, qkv[i], staging, err)))
 			return st;
-		nn_cp_rows(all[i], N, m->h_cp, B, r * Nl, Nl, D, 1);
+		cp_rows(all[i], N, staging, B, r * Nl, Nl, D, 1);
 	}
 	if ((st = cp_barrier(g, err)) != LQ_OK)
 		return st;
 	for (int i = 0; i < 3; i++) {
 		heads[i] = gpu_tensor_make(qkv[i]->buf, qkv[i]->offset, GPU_F32, 3,
 		    (int64_t[]){ B, N, Dp });
-		nn_cp_cols(all[i], D, m->h_cp, B * N, r * Dp, Dp, 0);
-		if ((st = gpu_tensor_upload_f32(m->ctx, &heads[i], m->h_cp, err)))
+		cp_cols(all[i], D, staging, B * N, r * Dp, Dp, 0);
+		if ((st = gpu_tensor_upload_f32(ctx, &heads[i], staging, err)))
 			return st;
 	}
 	oh = gpu_tensor_make(o->buf, o->offset, GPU_F32, 3,
 	    (int64_t[]){ B, N, Dp });
 	gpu_cmd_begin(cmd);
-	{
-		/* the unfused path's scratch holds [B, N/P, D]-sized copies
-		 * (the same count as [B, N, D/P]); its scores N × N per head */
-		struct attn_scratch s2 = *sc;
-
-		if (!m->fused_attention) {
-			int64_t cap = gpu_tensor_numel(&sc->scores);
-
-			s2.hc = cap / (N * N);
-			if (s2.hc < 1)
-				return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
-				    "ltxv transformer: the unfused attention's "
-				    "scores budget holds no head of %lld × %lld "
-				    "under context parallelism", (long long)N,
-				    (long long)N);
-		}
-		if ((st = sdpa(m, cmd, &oh, &heads[0], &heads[1], &heads[2], NULL,
-		    &s2)) != LQ_OK)
-			return st;
-	}
+	if ((st = attend(ud, cmd, &oh, &heads[0], &heads[1], &heads[2], err)))
+		return st;
 	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
 		return st;
-	if ((st = gpu_tensor_download_f32(m->ctx, &oh, m->h_cp, err)))
+	if ((st = gpu_tensor_download_f32(ctx, &oh, staging, err)))
 		return st;
-	nn_cp_cols(g->o, D, m->h_cp, B * N, r * Dp, Dp, 1);
+	cp_cols(g->o, D, staging, B * N, r * Dp, Dp, 1);
 	if ((st = cp_barrier(g, err)) != LQ_OK)
 		return st;
-	nn_cp_rows(g->o, N, m->h_cp, B, r * Nl, Nl, D, 0);
-	if ((st = gpu_tensor_upload_f32(m->ctx, o, m->h_cp, err)))
+	cp_rows(g->o, N, staging, B, r * Nl, Nl, D, 0);
+	if ((st = gpu_tensor_upload_f32(ctx, o, staging, err)))
 		return st;
 	gpu_cmd_begin(cmd);
 	return LQ_OK;
+}
+
+enum lq_status
+ltxv_cp_gather(struct ltxv_cp_group *g, int rank, struct gpu_ctx *ctx,
+    struct gpu_cmd *cmd, float *staging, const struct gpu_tensor *part,
+    const struct gpu_tensor *whole, struct lq_error *err)
+{
+	const int64_t P = g->P, B = part->shape[0], Nl = part->shape[1];
+	const int64_t K = part->shape[2], N = Nl * P;
+	enum lq_status st;
+
+	if (N != g->N || B > g->B || K > g->D || whole->shape[0] != B ||
+	    whole->shape[1] != N || whole->shape[2] != K)
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "context "
+		    "rank %d gathers [%lld, %lld, %lld] tokens; the group "
+		    "holds [%d, %lld, %d]", rank, (long long)B, (long long)Nl,
+		    (long long)K, g->B, (long long)g->N, g->D);
+	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK ||
+	    (st = gpu_tensor_download_f32(ctx, part, staging, err)))
+		return st;
+	cp_rows(g->o, N, staging, B, (int64_t)rank * Nl, Nl, K, 1);
+	if ((st = cp_barrier(g, err)) != LQ_OK ||
+	    (st = gpu_tensor_upload_f32(ctx, whole, g->o, err)))
+		return st;
+	/* the group's o is read by every rank before any reuses it */
+	if ((st = cp_barrier(g, err)) != LQ_OK)
+		return st;
+	gpu_cmd_begin(cmd);
+	return LQ_OK;
+}
+
+/* ltxv's attend (ltxv_cp_attention): sdpa over the rank's heads, the
+ * unfused path's scores N x N per head. */
+struct cp_attend {
+	struct ltxv_transformer *m;
+	const struct attn_scratch *sc;
+};
+
+static enum lq_status
+cp_attend(void *ud, struct gpu_cmd *cmd, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, struct lq_error *err)
+{
+	const struct cp_attend *a = ud;
+	/* the unfused path's scratch holds [B, N/P, D]-sized copies (the
+	 * same count as [B, N, D/P]); its scores N × N per head */
+	struct attn_scratch s2 = *a->sc;
+	const int64_t N = q->shape[1];
+
+	if (!a->m->fused_attention) {
+		int64_t cap = gpu_tensor_numel(&a->sc->scores);
+
+		s2.hc = cap / (N * N);
+		if (s2.hc < 1)
+			return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+			    "ltxv transformer: the unfused attention's "
+			    "scores budget holds no head of %lld × %lld "
+			    "under context parallelism", (long long)N,
+			    (long long)N);
+	}
+	return sdpa(a->m, cmd, o, q, k, v, NULL, &s2);
+}
+
+static enum lq_status
+cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v,
+    const struct attn_scratch *sc, struct lq_error *err)
+{
+	struct cp_attend a = { m, sc };
+
+	return ltxv_cp_attention(m->cp, m->cp_rank, m->ctx, cmd, m->h_cp, o, q,
+	    k, v, cp_attend, &a, err);
 }
 
 static enum lq_status
@@ -980,7 +1114,7 @@ attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 		if ((st = ops_rope(cmd, k, k, cos, sin)))
 			return st;
 	}
-	if (self && m->cp != NULL && !nn_cp_no_gather())
+	if (self && m->cp != NULL && !cp_no_gather())
 		st = cp_sdpa(m, cmd, o, q, k, v, sc, err);
 	else
 		st = sdpa(m, cmd, o, q, k, v, key_bias, sc);

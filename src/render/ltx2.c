@@ -46,7 +46,6 @@
 #include "model/diffusers.h"
 #include "model/hash.h"
 #include "model/safetensors.h"
-#include "nn/cp.h"
 #include "nn/ltx2_audio_vae.h"
 #include "nn/ltx2_connectors.h"
 #include "nn/ltx2_transformer.h"
@@ -83,7 +82,8 @@ struct l2 {
 	struct ltxv_vae_config vcfg;
 	struct render_mesh mesh;	/* the job's devices */
 	struct l2_rank *ranks;		/* one per mesh rank, while denoising */
-	struct nn_cp_group **cp;	/* one per data coordinate, context > 1 */
+	/* context > 1: each data coordinate's groups, video and audio */
+	struct ltxv_cp_group **cp, **acp;
 	struct gpu_ctx *gpu;		/* mesh rank 0's (borrowed) */
 	struct st_file *noise;		/* noise: FILE, or NULL */
 	struct scheduler_config sched_cfg;
@@ -130,10 +130,13 @@ ranks_free(struct l2 *r)
 	}
 	free(r->ranks);
 	r->ranks = NULL;
-	for (int d = 0; r->cp != NULL && d < r->mesh.data; d++)
-		nn_cp_group_free(r->cp[d]);
+	for (int d = 0; r->cp != NULL && d < r->mesh.data; d++) {
+		ltxv_cp_group_free(r->cp[d]);
+		ltxv_cp_group_free(r->acp[d]);
+	}
 	free(r->cp);
-	r->cp = NULL;
+	free(r->acp);
+	r->cp = r->acp = NULL;
 }
 
 static void
@@ -538,9 +541,12 @@ ranks_load(struct l2 *r, struct lq_error *err)
 	int rpd = r->R / mh->data, tpc = r->S / P, apc = (int)r->L / P;
 	if (P > 1) {
 		r->cp = xcalloc((size_t)mh->data, sizeof(*r->cp));
+		r->acp = xcalloc((size_t)mh->data, sizeof(*r->acp));
 		for (int d = 0; d < mh->data; d++)
-			if ((s = nn_cp_group_create(P, ltx2_transformer_cp_floats(
-			    &r->tcfg, rpd, r->S, r->L), &r->cp[d], err)) != LQ_OK)
+			if ((s = ltxv_cp_group_create(P, rpd, r->S,
+			    r->tcfg.inner_dim, &r->cp[d], err)) != LQ_OK ||
+			    (s = ltxv_cp_group_create(P, rpd, r->L,
+			    r->tcfg.audio_inner_dim, &r->acp[d], err)) != LQ_OK)
 				return s;
 	}
 	r->ranks = xcalloc((size_t)mh->n_ranks, sizeof(*r->ranks));
@@ -558,7 +564,7 @@ ranks_load(struct l2 *r, struct lq_error *err)
 		    &k->m, err)) != LQ_OK)
 			return s;
 		if (r->cp != NULL && (s = ltx2_transformer_set_context(k->m,
-		    r->cp[k->data], mr->context, err)) != LQ_OK)
+		    r->cp[k->data], r->acp[k->data], mr->context, err)) != LQ_OK)
 			return s;
 		k->vin = xcalloc((size_t)rpd * tpc * r->C, sizeof(float));
 		k->vout = xcalloc((size_t)rpd * tpc * r->C, sizeof(float));
@@ -614,13 +620,15 @@ rank_step(void *ud, int rank, struct lq_error *err)
 	return s;
 }
 
-/* A failed rank's context group must not wait for it. */
+/* A failed rank's context groups must not wait for it. */
 static void
 rank_abort(void *ud, int rank)
 {
 	struct l2 *r = ud;
-	if (r->cp != NULL)
-		nn_cp_group_abort(r->cp[r->ranks[rank].data]);
+	if (r->cp != NULL) {
+		ltxv_cp_group_abort(r->cp[r->ranks[rank].data]);
+		ltxv_cp_group_abort(r->acp[r->ranks[rank].data]);
+	}
 }
 
 static enum lq_status
@@ -663,7 +671,7 @@ phase_denoise(struct l2 *r, struct lq_error *err)
 		    r->iso ? r->aiso : NULL, &ga);
 		scheduler_step_euler(r->video, r->vg, r->nv, sg, sn);
 		scheduler_step_euler(r->audio, r->ag, r->na, sg, sn);
-		fault_slow(c->job->name, k + 1, c->opt->attempt);
+		fault_slow(c->job->name, "denoise", k + 1, c->opt->attempt);
 		int64_t bad = latents_find_nonfinite(r->video, r->nv);
 		if (bad < 0 && (bad = latents_find_nonfinite(r->audio, r->na)) >= 0)
 			bad += (int64_t)r->nv;
@@ -751,7 +759,8 @@ upload(struct gpu_ctx *ctx, int ndim, const int64_t *shape, const float *x,
 /*
  * The audio: denormalised packed with the audio VAE's buffers, unpacked,
  * decoded to a mel spectrogram, then the vocoder.  *wave is [B, ch,
- * samples] (caller frees) at the vocoder's output_sampling_rate.
+ * samples] (caller frees) at the vocoder's output_sampling_rate (an
+ * LTX2VocoderWithBWE's: after its bandwidth extension).
  */
 static enum lq_status
 decode_audio(struct l2 *r, float **wave, int64_t wshape[3],
@@ -938,7 +947,7 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 	for (int b = 0; b < r->B && s == LQ_OK; b++) {
 		char *mp4 = job_output_path(jc, c->base_dir, b, r->B);
 		struct media_audio au = {
-			.sample_rate = r->dm->vocoder_config.output_sampling_rate,
+			.sample_rate = r->dm->audio_sample_rate,
 			.channels = (int)ws[1], .samples = ws[2],
 			.pcm = wave + (size_t)b * ws[1] * ws[2],
 		};
