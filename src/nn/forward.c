@@ -568,18 +568,20 @@ run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
 	shp.H = (int)ths->shape[3];
 	shp.W = (int)ths->shape[4];
 	shp.T = (int)tehs->shape[1];
+	shp.context = 1;
+	shp.streaming = NN_WEIGHTS_RESIDENT;
 	memset(&lay, 0, sizeof(lay));
 	if ((st = st_set_open(dir, &set, err)) ||
 	    (st = wan_transformer_weights_layout(set, gpu_ctx_caps(ctx), &lay,
 	    err)))
 		goto out;
-	wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp,
-	    NN_WEIGHTS_RESIDENT, &plan);
+	wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp, &plan);
 	streaming = nn_plan_choose_streaming(mode, nn_plan_bytes_device(&plan),
 	    device_caps_memory_budget(gpu_ctx_caps(ctx), 0));
-	if (streaming == NN_WEIGHTS_STREAMED)
-		wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp,
-		    streaming, &plan);
+	if (streaming == NN_WEIGHTS_STREAMED) {
+		shp.streaming = streaming;
+		wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp, &plan);
+	}
 	topts.streaming = streaming == NN_WEIGHTS_STREAMED;
 	if ((st = wan_transformer_load_opts(ctx, dir, &topts, &m, err)))
 		goto out;
@@ -599,12 +601,26 @@ run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
 		error_set_field(err, "%s", t->name);
 		goto out;
 	}
+	{
+		const struct st_tensor *tt = input_find(in, "timestep");
+
+		if (tt == NULL) {
+			st = input_missing("timestep", "[B] on the 0..1000 scale",
+			    err);
+			goto out;
+		}
+		if (st_tensor_numel(tt) != 1 && st_tensor_numel(tt) != B) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input "
+			    "timestep has %lld values; expected [B] = %lld or one "
+			    "(per-token timesteps, Wan 2.2 TI2V's, are not "
+			    "implemented)", (long long)st_tensor_numel(tt),
+			    (long long)B);
+			error_set_field(err, "timestep");
+			goto out;
+		}
+	}
 	if ((st = input_timestep(in, "timestep", B, 1, &ts, &per_token, err)))
 		goto out;
-	if (ts == NULL) {
-		st = input_missing("timestep", "[B] on the 0..1000 scale", err);
-		goto out;
-	}
 	if ((st = wan_transformer_check_grid(c, (int)ths->shape[2],
 	    (int)ths->shape[3], (int)ths->shape[4], err)))
 		goto out;

@@ -446,44 +446,47 @@ pool_bytes(const struct wan_transformer_config *c,
 }
 
 /* Host floats of reserve's scratch: the [L, d] tables, the grid's [N, d]
- * tables and the [B, freq_dim] sinusoids. */
+ * tables, the [B, freq_dim] sinusoids and a context rank's staging [B,
+ * N/P, inner_dim]. */
 static uint64_t
 host_floats(const struct wan_transformer_config *c,
-    const struct wan_transformer_shape *s)
+    const struct wan_transformer_shape *s, int Pc)
 {
 	const uint64_t d = (uint64_t)c->attention_head_dim;
 	const uint64_t N = (uint64_t)(s->F / c->patch_size[0]) *
 	    (uint64_t)(s->H / c->patch_size[1]) * (uint64_t)(s->W / c->patch_size[2]);
 
 	return 2 * (uint64_t)c->rope_max_seq_len * d + 2 * N * d +
-	    (uint64_t)s->B * (uint64_t)c->freq_dim;
+	    (uint64_t)s->B * (uint64_t)c->freq_dim + (Pc > 1 ?
+	    (uint64_t)s->B * (N / (uint64_t)Pc) * (uint64_t)c->inner_dim : 0);
 }
 
 void
 wan_transformer_plan(const struct wan_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
-    const struct wan_transformer_shape *s, enum nn_weight_streaming streaming,
-    struct nn_plan_bytes *out)
+    const struct wan_transformer_shape *s, struct nn_plan_bytes *out)
 {
 	const uint64_t B = (uint64_t)s->B;
 	const uint64_t grid = (uint64_t)s->F * (uint64_t)s->H * (uint64_t)s->W;
+	const int Pc = s->context > 1 ? s->context : 1;
 	uint64_t big = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (w != NULL)
-		out->weights = streaming == NN_WEIGHTS_STREAMED ?
+		out->weights = s->streaming == NN_WEIGHTS_STREAMED ?
 		    w->streamed.device : w->resident.device;
-	out->activations = pool_bytes(c, s, 1, caps, &big);
+	out->activations = pool_bytes(c, s, Pc, caps, &big);
 	/* hidden_states, encoder_hidden_states and the output, f32, as the
 	 * caller (nn/forward.c, the render) creates them */
 	out->io = gpu_buffer_plan_size(B * grid * (uint64_t)c->in_channels * 4) +
 	    gpu_buffer_plan_size(B * (uint64_t)s->T * (uint64_t)c->text_dim * 4) +
 	    gpu_buffer_plan_size(B * grid * (uint64_t)c->out_channels * 4);
-	out->host = sizeof(float) * host_floats(c, s);
+	out->host = sizeof(float) * host_floats(c, s, Pc);
 	out->largest = big;
 	snprintf(out->largest_what, sizeof(out->largest_what),
 	    "the Wan transformer's %s activations", big == B *
-	    (grid / (uint64_t)c->patch_volume) * (uint64_t)c->ffn_dim * 4 ?
+	    (grid / (uint64_t)c->patch_volume / (uint64_t)Pc) *
+	    (uint64_t)c->ffn_dim * 4 ?
 	    "feed-forward" : "attention");
 	if (w != NULL && w->resident.largest > out->largest) {
 		out->largest = w->resident.largest;
@@ -514,6 +517,7 @@ wan_transformer_reserve(struct wan_transformer *m,
 	struct wan_transformer_shape r = *s;
 	enum lq_status st;
 
+	r.context = m->cp_P;	/* the model's group decides */
 	if ((st = wan_transformer_check_grid(&m->cfg, s->F, s->H, s->W, err)))
 		return st;
 	if (s->B < 1 || s->T < 1)
@@ -751,6 +755,7 @@ wan_transformer_forward(struct wan_transformer *m,
 	s.H = (int)hs->shape[3];
 	s.W = (int)hs->shape[4];
 	s.T = (int)T;
+	s.context = Pc;
 	if ((st = wan_transformer_reserve(m, &s, err)))
 		goto out;
 	Fp = s.F / pt;

@@ -112,9 +112,13 @@ enum lq_status wan_transformer_check_grid(const struct wan_transformer_config *c
     int num_frames, int height, int width, struct lq_error *err);
 
 /* What one call's memory depends on: batch rows, the latent grid (F, H,
- * W before patching) and the text length. */
+ * W before patching), the text length, the context degree of the model's
+ * group (wan_transformer_set_context; 0 or 1: one device) and, for the
+ * plan, how the weights are held (0: NN_WEIGHTS_RESIDENT). */
 struct wan_transformer_shape {
 	int B, F, H, W, T;
+	int context;
+	enum nn_weight_streaming streaming;
 };
 
 /*
@@ -198,17 +202,17 @@ void wan_rope_freqs(const struct wan_transformer_config *c, float *cos_out,
 
 /*
  * The memory plan of one forward (nn/plan.h): weights as `w` lays them
- * out (all of them, or with NN_WEIGHTS_STREAMED the non-block tensors
- * plus two block slots; NULL: 0), the activation pool exactly as
- * wan_transformer_reserve sizes it on `caps`, the caller's f32
+ * out (all of them, or with s->streaming NN_WEIGHTS_STREAMED the
+ * non-block tensors plus two block slots; NULL: 0), the activation pool exactly as
+ * wan_transformer_reserve sizes it on `caps` (on one rank of a context
+ * group of s->context: its tokens' tensors and the gathered output),  the caller's f32
  * hidden_states / encoder_hidden_states / output buffers (io), and the
  * host scratch (RoPE tables, sinusoids).  Pure: reads no file and no
  * device.
  */
 void wan_transformer_plan(const struct wan_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
-    const struct wan_transformer_shape *s, enum nn_weight_streaming streaming,
-    struct nn_plan_bytes *out);
+    const struct wan_transformer_shape *s, struct nn_plan_bytes *out);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void wan_transformer_memory(const struct wan_transformer *m, size_t *weights,

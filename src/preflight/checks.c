@@ -1377,6 +1377,121 @@ size_text(double b)
 }
 
 /*
+ * The LTX-2 job's memory plan (nn_plan_ltx2: connectors, the dual-stream
+ * transformer, the audio VAE, the vocoder and the video VAE, each alone,
+ * weights from the headers preflight opened) and, with a device, the
+ * refusal of a job that does not fit (LQ-DEV-001, naming the phase, the
+ * component and the plan's change), a tensor larger than one buffer
+ * (LQ-DEV-002) and 16-bit weights without 16-bit storage (LQ-DEV-003).
+ */
+static void
+check_device_ltx2(struct pf_job_state *s)
+{
+	const struct device_caps *caps = s->ctx->opt->caps;
+	const struct pf_model *pm = s->pm;
+	const struct job_config *jc = &s->jc;
+	if (!s->geometry_ok || jc->frame_rate <= 0)
+		return;
+	struct nn_weights_layout w[5];
+	static const char *const prefix[5] = {
+		[PF_L2_TRANSFORMER] = NULL, [PF_L2_VAE] = "decoder.",
+		[PF_L2_AUDIO_VAE] = "decoder.", [PF_L2_VOCODER] = NULL,
+		[PF_L2_CONNECTORS] = NULL,
+	};
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 5; i++) {
+		struct lq_error werr;
+		error_clear(&werr);
+		/* a tensor larger than a buffer is the LQ-DEV-002 check */
+		if (pm->l2_w[i] != NULL)
+			(void)nn_weights_plan(pm->l2_w[i], prefix[i], NULL, caps,
+			    &w[i].resident, &werr);
+	}
+	int embeds = present(s, "prompt_embeds");
+	struct job_ltx2_passes ps;
+	(void)job_ltx2_passes(jc, &ps);
+	struct nn_plan_ltx2_request rq = {
+		.model = pm->l2, .transformer = &pm->l2_t, .vae = &pm->l2_v,
+		.w_transformer = pm->l2_w[PF_L2_TRANSFORMER] ?
+		    &w[PF_L2_TRANSFORMER] : NULL,
+		.w_vae = pm->l2_w[PF_L2_VAE] ? &w[PF_L2_VAE] : NULL,
+		.w_audio_vae = pm->l2_w[PF_L2_AUDIO_VAE] ? &w[PF_L2_AUDIO_VAE] :
+		    NULL,
+		.w_vocoder = pm->l2_w[PF_L2_VOCODER] ? &w[PF_L2_VOCODER] : NULL,
+		.w_connectors = pm->l2_w[PF_L2_CONNECTORS] ?
+		    &w[PF_L2_CONNECTORS] : NULL,
+		.batch = (int)render_batch(s),
+		/* the render's CFG pass (job_ltx2_passes: either stream's
+		 * scale > 1); on a mesh a rank runs at most that */
+		.guidance = ps.cfg,
+		.use_cross_timestep = jc->use_cross_timestep,
+		.num_frames = (int)s->num_frames,
+		.height = (int)s->height,
+		.width = (int)s->width,
+		.frame_rate = jc->frame_rate,
+		.max_sequence_length = embeds && s->embeds_T > 0 ?
+		    (int)s->embeds_T : (int)jc->max_sequence_length,
+		.caps = caps,
+		.memory_margin = s->ctx->opt->memory_margin,
+	};
+	nn_plan_ltx2(&rq, &s->plan);
+	s->has_plan = 1;
+	if (caps == NULL)
+		return;
+	const struct nn_plan *p = &s->plan;
+	const struct {
+		const struct nn_plan_bytes *b;
+		const char *name;
+		enum nn_plan_phase phase;
+	} parts[] = {
+		{&p->connectors, "connectors", NN_PHASE_ENCODE_TEXT},
+		{&p->transformer, "transformer", NN_PHASE_DENOISE},
+		{&p->audio_vae, "audio VAE decoder", NN_PHASE_DECODE},
+		{&p->vocoder, "vocoder", NN_PHASE_DECODE},
+		{&p->vae, "VAE decoder", NN_PHASE_DECODE},
+	};
+	if (!p->fits) {
+		const char *what = "transformer";
+		for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++)
+			if (parts[i].phase == p->peak_phase &&
+			    nn_plan_bytes_device(parts[i].b) == p->peak_device_bytes)
+				what = parts[i].name;
+		const char *key = p->change_key[0] ? p->change_key : "model";
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+		    "LQ-DEV-001", "planned peak device memory %s while %s "
+		    "(%s) exceeds %s: the %s heap less a %.0f%% margin",
+		    size_text((double)p->peak_device_bytes),
+		    nn_plan_phase_name(p->peak_phase), what,
+		    size_text((double)p->budget), caps->name,
+		    (s->ctx->opt->memory_margin > 0 && s->ctx->opt->memory_margin
+		    < 1 ? s->ctx->opt->memory_margin : DEVICE_CAPS_MEMORY_MARGIN) *
+		    100);
+		if (p->change[0])
+			error_set_hint(e, "%s", p->change);
+		else
+			error_set_hint(e, "a device with more memory");
+	}
+	const struct nn_plan_bytes *big = parts[0].b;
+	for (size_t i = 1; i < LQ_ARRAY_LEN(parts); i++)
+		if (parts[i].b->largest > big->largest)
+			big = parts[i].b;
+	struct lq_error terr;
+	error_clear(&terr);
+	if (device_caps_check_tensor(caps, big->largest_what, big->largest,
+	    &terr) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-DEV-002", "%s", terr.message);
+		error_set_hint(e, "a smaller size or fewer frames");
+	}
+	if (pm->has_16bit && !caps->storage_16bit) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-DEV-003", "the model has F16/BF16 weights but %s lacks "
+		    "storageBuffer16BitAccess", caps->name);
+		error_set_hint(e, "F32 weights, or another device");
+	}
+}
+
+/*
  * The device check asks the memory plan (nn/plan.h: the functions render
  * sizes its allocations with) for this job's bytes, from the configs and
  * the safetensors headers, and refuses a job whose plan does not fit the
@@ -1386,6 +1501,10 @@ void
 pf_check_device(struct pf_job_state *s)
 {
 	const struct device_caps *caps = s->ctx->opt->caps;
+	if (s->pm != NULL && s->pm->l2 != NULL) {
+		check_device_ltx2(s);
+		return;
+	}
 	if (s->pm == NULL || s->pm->dm == NULL)
 		return;
 	const struct diffusers_model *dm = s->pm->dm;
@@ -1835,6 +1954,11 @@ pf_check_ltx2(struct pf_job_state *s)
 			struct job_ltx2_passes ps;
 			(void)job_ltx2_passes(jc, &ps);
 			int cfg = ps.cfg;
+			/* the render's batch and text length (the plan's) */
+			if (e != NULL && e->ndim == 3) {
+				s->embeds_B = e->shape[0];
+				s->embeds_T = e->shape[1];
+			}
 			if (e == NULL || e->ndim != 3 || e->shape[2] != want ||
 			    st_file_find(f, "prompt_attention_mask") == NULL ||
 			    (cfg && (st_file_find(f, "negative_prompt_embeds") ==

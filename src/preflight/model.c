@@ -393,6 +393,29 @@ inspect_ltx2(struct pf_model *pm, const struct diffusers_overrides *ov)
 		error_set_hint(e, "use the components of one LTX-2 release "
 		    "together");
 	}
+	/* each component's weights against its config's table (seed bug
+	 * 1b: one release's config with another's weights) */
+	struct diffusers_ltx2_model *m = pm->l2;
+	struct tensor_table t = {0};
+	expected_ltx2_transformer(tc, &t);
+	pm->l2_w[PF_L2_TRANSFORMER] = open_weights(pm, ov->transformer ?
+	    "transformer" : "model", "transformer", m->transformer.dir, &t);
+	expected_ltxv_vae(&pm->l2_v, &t);
+	pm->l2_w[PF_L2_VAE] = open_weights(pm, ov->vae ? "vae" : "model", "vae",
+	    m->vae.dir, &t);
+	expected_ltx2_audio_vae(ac, &t);
+	pm->l2_w[PF_L2_AUDIO_VAE] = open_weights(pm, "model", "audio_vae",
+	    m->audio_vae.dir, &t);
+	if (m->vocoder_bwe)
+		expected_ltx2_vocoder_bwe(&m->vocoder_bwe_config, &t);
+	else
+		expected_ltx2_vocoder(&m->vocoder_config, &t);
+	pm->l2_w[PF_L2_VOCODER] = open_weights(pm, "model", "vocoder",
+	    m->vocoder.dir, &t);
+	expected_ltx2_connectors(&m->connectors_config, &t);
+	pm->l2_w[PF_L2_CONNECTORS] = open_weights(pm, "model", "connectors",
+	    m->connectors.dir, &t);
+	tensor_table_free(&t);
 }
 
 static void
@@ -514,6 +537,8 @@ pf_model_free(struct pf_model *pm)
 	st_set_close(pm->w_transformer);
 	st_set_close(pm->w_vae);
 	st_set_close(pm->w_text);
+	for (size_t i = 0; i < LQ_ARRAY_LEN(pm->l2_w); i++)
+		st_set_close(pm->l2_w[i]);
 	diffusers_free(pm->dm);
 	diffusers_ltx2_free(pm->l2);
 	text_tokenizer_free(pm->tok);

@@ -39,6 +39,10 @@ struct pf_extra {
 	char name[64], class_name[64];
 };
 
+/* pf_model.l2_w's components */
+enum pf_l2_weights { PF_L2_TRANSFORMER, PF_L2_VAE, PF_L2_AUDIO_VAE,
+	PF_L2_VOCODER, PF_L2_CONNECTORS };
+
 /* One inspected model folder (with a set of overrides). */
 struct pf_model {
 	char *key;			/* folder + overrides, the cache key */
@@ -51,6 +55,9 @@ struct pf_model {
 	struct ltx2_transformer_config l2_t;
 	struct ltxv_vae_config l2_v;
 	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
+	/* an LTX2Pipeline's weights, checked against their tables
+	 * (model/expected.h), in enum pf_l2_weights order; NULL: broken */
+	struct st_set *l2_w[5];
 	int has_16bit;			/* any F16/BF16 weight */
 	/* scheduler_config.json as the render's sampler parses it
 	 * (sampler/scheduler.h); sched_ok 0 when absent or refused (the

@@ -51,6 +51,8 @@
 #include "nn/ltx2_transformer.h"
 #include "nn/ltx2_vocoder.h"
 #include "nn/ltxv_vae.h"
+#include "nn/plan.h"
+#include "nn/weights.h"
 #include "render/render-int.h"
 #include "sampler/latents.h"
 #include "sampler/rng.h"
@@ -114,6 +116,7 @@ struct l2 {
 	float *vg, *ag;			/* guided velocities [B, ...] */
 	float *ts;			/* [R] timesteps (= sigma) */
 	float *traj;			/* [N, nv + na] with save_tensors */
+	struct nn_plan plan;		/* the memory plan (nn_plan_ltx2) */
 };
 
 /* Frees the ranks' transformers and staging, and the context groups. */
@@ -321,6 +324,70 @@ phase_compile(struct l2 *r, struct lq_error *err)
 	r->gpu = r->mesh.ranks[0].gpu;
 	render_device_fingerprint(gpu_ctx_caps(r->gpu), r->device_fingerprint);
 	return render_mesh_warmup(&r->mesh, err);
+}
+
+/*
+ * The memory plan for this job on this device (nn_plan_ltx2, what
+ * preflight asked), recorded as a "plan" event before anything large is
+ * allocated; the phases load each component alone, as it counts them.
+ */
+static enum lq_status
+make_plan(struct l2 *r, struct lq_error *err)
+{
+	const struct device_caps *caps = gpu_ctx_caps(r->gpu);
+	const struct diffusers_component *comp[5] = {&r->dm->transformer,
+	    &r->dm->vae, &r->dm->audio_vae, &r->dm->vocoder,
+	    &r->dm->connectors};
+	/* the loaders' prefixes: the VAEs upload decoder.* only */
+	static const char *const prefix[5] = {NULL, "decoder.", "decoder.",
+	    NULL, NULL};
+	struct nn_weights_layout w[5];
+	enum lq_status s = LQ_OK;
+
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 5 && s == LQ_OK; i++) {
+		struct st_set *set = NULL;
+		if ((s = st_set_open(comp[i]->dir, &set, err)) == LQ_OK)
+			s = nn_weights_plan(set, prefix[i], NULL, caps,
+			    &w[i].resident, err);
+		st_set_close(set);
+	}
+	if (s != LQ_OK)
+		return s;
+	struct nn_plan_ltx2_request rq = {
+		.model = r->dm, .transformer = &r->tcfg, .vae = &r->vcfg,
+		.w_transformer = &w[0], .w_vae = &w[1], .w_audio_vae = &w[2],
+		.w_vocoder = &w[3], .w_connectors = &w[4],
+		.batch = r->B, .guidance = r->cfg,
+		.use_cross_timestep = r->jc->use_cross_timestep,
+		.num_frames = (int)r->jc->num_frames,
+		.height = (int)r->jc->height, .width = (int)r->jc->width,
+		.frame_rate = r->jc->frame_rate, .max_sequence_length = r->T,
+		.caps = caps,
+	};
+	nn_plan_ltx2(&rq, &r->plan);
+	cJSON *j = nn_plan_to_json(&r->plan);
+	char *detail = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	s = store_add_event(r->c->st, r->c->job->id, "plan", detail, err);
+	free(detail);
+	return s;
+}
+
+/* The measured high-water mark of device memory (gpu_ctx_memory) as the
+ * job's "peak_device_bytes" event, beside the plan's. */
+static enum lq_status
+record_peak(struct l2 *r, struct lq_error *err)
+{
+	uint64_t peak = 0;
+	char detail[160];
+
+	gpu_ctx_memory(r->gpu, NULL, &peak);
+	snprintf(detail, sizeof(detail), "{\"peak_device_bytes\":%" PRIu64
+	    ",\"planned_peak_device_bytes\":%" PRIu64 "}", peak,
+	    r->plan.peak_device_bytes);
+	return store_add_event(r->c->st, r->c->job->id, "peak_device_bytes",
+	    detail, err);
 }
 
 /* One [B, T, ...] tensor of the embeddings file as floats, or NULL. */
@@ -1032,11 +1099,15 @@ render_ltx2(const struct render_job_ctx *c, struct lq_error *err)
 	if (s == LQ_OK)
 		s = phase_compile(&r, err);
 	if (s == LQ_OK)
+		s = make_plan(&r, err);
+	if (s == LQ_OK)
 		s = phase_encode_text(&r, err);
 	if (s == LQ_OK)
 		s = phase_denoise(&r, err);
 	if (s == LQ_OK)
 		s = phase_decode_and_write(&r, &output, err);
+	if (s == LQ_OK)
+		s = record_peak(&r, err);
 	if (s == LQ_OK)
 		s = store_set_output(c->st, c->job->id, output, err);
 	free(output);

@@ -217,6 +217,23 @@ main(void)
 	CHECK_INT(run_pair(r), 0);
 	for (int i = 0; i < 2; i++)
 		CHECK(memcmp(r[i].out, one.out, n * sizeof(float)) == 0);
+	/* a rank's pool is the plan's (its tokens and the gathered output) */
+	{
+		struct wan_transformer_shape shp = { 2, 2, 4, 6, 8, 2,
+		    NN_WEIGHTS_RESIDENT };
+		struct nn_plan_bytes plan, plan1;
+		size_t wb, cap, peak;
+
+		wan_transformer_plan(wan_transformer_config(r[1].m), NULL,
+		    gpu_ctx_caps(r[1].ctx), &shp, &plan);
+		wan_transformer_memory(r[1].m, &wb, &cap, &peak);
+		CHECK_INT(plan.activations, cap);
+		shp.context = 1;
+		wan_transformer_plan(wan_transformer_config(r[1].m), NULL,
+		    gpu_ctx_caps(r[1].ctx), &shp, &plan1);
+		CHECK(plan1.activations != plan.activations);
+		CHECK(plan.host > plan1.host);	/* the rank's staging */
+	}
 
 	/* the negative control: no exchange, different output */
 	setenv("LATENTQ_MESH_NO_KV_GATHER", "1", 1);
