@@ -222,6 +222,9 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 			    (int64_t)b->valuedouble : 0;
 		}
 	}
+	jc->has_flow_shift = value(&r, "flow_shift") != NULL;
+	jc->flow_shift = jc->has_flow_shift ? get_number(&r, "flow_shift") :
+	    0.0;
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");

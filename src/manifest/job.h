@@ -98,6 +98,10 @@ struct job_config {
 	int64_t *stg_blocks;			/* owned */
 	size_t n_stg_blocks;
 	int use_cross_timestep;
+	/* WanPipeline: the UniPC scheduler's flow_shift when has_flow_shift
+	 * (written), else the scheduler config's */
+	double flow_shift;
+	int has_flow_shift;
 	const char *model;			/* a folder or a registered name */
 	const char *transformer, *vae, *text_encoder, *scheduler;
 	const char *model_digest;		/* NULL: not pinned */

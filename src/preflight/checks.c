@@ -37,8 +37,11 @@
 #include "nn/ltx2_vocoder.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/wan_transformer.h"
+#include "nn/wan_vae.h"
 #include "preflight/preflight-int.h"
 #include "sampler/latents.h"
+#include "sampler/unipc.h"
 #include "text/tokenizer.h"
 
 #define RAW_ROPE_BASE_FRAMES 20
@@ -476,6 +479,7 @@ pf_check_geometry(struct pf_job_state *s)
 	}
 	/* LTXPipeline.check_inputs: height and width divisible by 32. */
 	int64_t sp = 1, tp = 0, patch = 1, patch_t = 1;
+	int wan = 0;
 	char why[160];
 	if (s->pm && s->pm->dm) {
 		sp = s->pm->dm->vae_config.spatial_compression_ratio;
@@ -487,8 +491,19 @@ pf_check_geometry(struct pf_job_state *s)
 		 * pf_check_ltx2 refuses others) */
 		sp = s->pm->l2_v.spatial_compression_ratio;
 		tp = s->pm->l2_v.temporal_compression_ratio;
+	} else if (s->pm && s->pm->wan) {
+		/* WanPipeline: multiples of vae_scale_factor_spatial x the
+		 * transformer's patch (its own rule, not LTX's 32), frames
+		 * vae_scale_factor_temporal k + 1; upstream rounds both
+		 * with a warning, latentq refuses (or snaps frames) */
+		const struct wan_transformer_config *wt = &s->pm->wan_t;
+		sp = s->pm->wan_v.scale_factor_spatial;
+		tp = s->pm->wan_v.scale_factor_temporal;
+		patch = wt->patch_size[1] / gcd64(wt->patch_size[1],
+		    wt->patch_size[2]) * wt->patch_size[2];
+		wan = 1;
 	}
-	int have_model = s->pm && (s->pm->dm || s->pm->l2);
+	int have_model = s->pm && (s->pm->dm || s->pm->l2 || s->pm->wan);
 	/* diffusers_parse_* refuse values below 1; be safe all the same. */
 	if (sp < 1)
 		sp = 1;
@@ -499,8 +514,12 @@ pf_check_geometry(struct pf_job_state *s)
 	if (have_model && tp < 1)
 		tp = 1;
 	int64_t model_grid = sp * patch;
-	int64_t grid = model_grid / gcd64(model_grid, 32) * 32;
-	if (have_model) {
+	int64_t grid = wan ? model_grid : model_grid / gcd64(model_grid, 32) *
+	    32;
+	if (wan) {
+		snprintf(why, sizeof(why), "WanPipeline: VAE spatial %" PRId64
+		    " × patch %" PRId64, sp, patch);
+	} else if (have_model) {
 		if (grid == model_grid)
 			snprintf(why, sizeof(why), "VAE spatial compression %"
 			    PRId64 " × patch %" PRId64, sp, patch);
@@ -2047,5 +2066,215 @@ pf_check_ltx2(struct pf_job_state *s)
 			    "ignore the blocks (as upstream does, silently)");
 			error_set_hint(e, "stg_scale: 0 and audio_stg_scale: 0");
 		}
+	}
+}
+
+/* ---- Wan 2.1 ---------------------------------------------------------- */
+
+/* prompt_embeds' tensor `name` [B, T, text_dim] of the file; 0 when fine. */
+static int
+wan_embeds_bad(const struct st_file *f, const char *name, int64_t B,
+    int64_t D, int64_t *T)
+{
+	const struct st_tensor *t = st_file_find(f, name);
+	if (t == NULL || t->ndim != 3 || t->shape[2] != D || t->shape[1] < 1 ||
+	    (B > 0 && t->shape[0] != B) || t->shape[0] < 1)
+		return 1;
+	if (T != NULL)
+		*T = t->shape[1];
+	return 0;
+}
+
+/*
+ * What a WanPipeline job needs beyond the shared checks (geometry is
+ * pf_check_geometry's with the Wan grid; config against weights and the
+ * components' agreement pf_model_get's): prompt_embeds of the
+ * transformer's text_dim, with negative_prompt_embeds of the same batch
+ * under guidance (latentq has no UMT5 encoder: LQ-WAN-001); a latent grid
+ * the transformer runs (each axis a multiple of its patch, at most
+ * rope_max_seq_len after patching: wan_transformer_check_grid, LQ-WAN-002);
+ * no key of the LTX families (LQ-WAN-003); one device (LQ-WAN-004); the
+ * job's flow_shift (LQ-WAN-005) and the schedule of its step count
+ * (unipc_set_timesteps, LQ-SAMP-002); and the memory plan of the
+ * transformer and the VAE decoder (their plan functions, LQ-DEV-001).
+ */
+void
+pf_check_wan(struct pf_job_state *s)
+{
+	if (s->pm == NULL || s->pm->wan == NULL)
+		return;
+	const struct wan_transformer_config *tc = &s->pm->wan_t;
+	const struct wan_vae_config *vc = &s->pm->wan_v;
+	const struct job_config *jc = &s->jc;
+	int cfg = jc->guidance_scale > 1.0;
+	char t[64];
+
+	/* the text */
+	if (!present(s, "prompt_embeds")) {
+		struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
+		    "LQ-WAN-001", "a Wan job needs prompt_embeds: latentq does "
+		    "not run Wan's UMT5 text encoder");
+		error_set_hint(e, "give prompt_embeds: a safetensors of "
+		    "prompt_embeds [B, T, %d] (UMT5 last_hidden_state, zero "
+		    "rows past the prompt), with negative_prompt_embeds for "
+		    "guidance", tc->text_dim);
+	} else {
+		const char *path = json_get_string(s->config, "prompt_embeds",
+		    NULL);
+		struct st_file *f = NULL;
+		struct lq_error fe;
+		error_clear(&fe);
+		if (path != NULL && st_file_open(path, &f, &fe) == LQ_OK) {
+			int64_t T = 0, Tn = 0;
+			const struct st_tensor *pe = st_file_find(f,
+			    "prompt_embeds");
+			int64_t B = pe != NULL && pe->ndim == 3 ? pe->shape[0] : 0;
+			if (wan_embeds_bad(f, "prompt_embeds", 0, tc->text_dim,
+			    &T) || (cfg && wan_embeds_bad(f,
+			    "negative_prompt_embeds", B, tc->text_dim, &Tn))) {
+				struct lq_error *e = pf_job_add(s,
+				    "prompt_embeds", LQ_FAILED, "LQ-WAN-001",
+				    "%s does not hold prompt_embeds [B, T, %d]%s",
+				    path, tc->text_dim, cfg ? " and "
+				    "negative_prompt_embeds [B, T', same width] "
+				    "(guidance is on)" : "");
+				error_set_hint(e, "the transformer's text_dim is "
+				    "%d (UMT5-XXL's 4096 for Wan 2.1)%s",
+				    tc->text_dim, cfg ? "; or guidance_scale: 1" :
+				    "");
+			} else {
+				s->embeds_B = B;
+				s->embeds_T = T > Tn ? T : Tn;
+			}
+			st_file_close(f);
+		}
+	}
+
+	/* the latent grid against the transformer's patch and RoPE tables */
+	if (s->geometry_ok) {
+		struct lq_error ge;
+		error_clear(&ge);
+		if (wan_transformer_check_grid(tc, (int)s->lat_f, (int)s->lat_h,
+		    (int)s->lat_w, &ge) != LQ_OK) {
+			int64_t ms = (int64_t)tc->rope_max_seq_len *
+			    tc->patch_size[1] * vc->scale_factor_spatial;
+			int64_t mf = ((int64_t)tc->rope_max_seq_len *
+			    tc->patch_size[0] - 1) * vc->scale_factor_temporal + 1;
+			struct lq_error *e = pf_job_add(s, s->lat_f >
+			    (int64_t)tc->rope_max_seq_len * tc->patch_size[0] ?
+			    "num_frames" : s->height >= s->width ? "height" :
+			    "width", LQ_FAILED, "LQ-WAN-002", "the transformer "
+			    "cannot run this video: %s", ge.message);
+			error_set_hint(e, "at most %" PRId64 " frames and %" PRId64
+			    " pixels a side (rope_max_seq_len %d x patch x VAE "
+			    "scale)", mf, ms, tc->rope_max_seq_len);
+		}
+	}
+
+	/* keys of the LTX families the Wan render does not take */
+	static const char *const ltx_only[] = { "image", "conditions",
+	    "denoise_strength", "loras", "second_stage", "vae_tiling",
+	    "decode_noise" };
+	for (size_t i = 0; i < LQ_ARRAY_LEN(ltx_only); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->config,
+		    ltx_only[i]);
+		if (v == NULL || cJSON_IsNull(v) || (cJSON_IsArray(v) &&
+		    cJSON_GetArraySize(v) == 0))
+			continue;
+		struct lq_error *e = pf_job_add(s, ltx_only[i], LQ_FAILED,
+		    "LQ-WAN-003", "%s is an LTX key; latentq's Wan render "
+		    "(text-to-video, WanPipeline) does not take it", ltx_only[i]);
+		error_set_hint(e, "leave %s out of Wan jobs", ltx_only[i]);
+	}
+	if (jc->guidance_rescale != 0.0 || jc->decode_timestep != 0.0) {
+		const char *k = jc->guidance_rescale != 0.0 ?
+		    "guidance_rescale" : "decode_timestep";
+		struct lq_error *e = pf_job_add(s, k, LQ_FAILED, "LQ-WAN-003",
+		    "%s is %s: WanPipeline has no %s", k,
+		    pf_job_text(s, k, t, sizeof(t)), k);
+		error_set_hint(e, "%s: 0", k);
+	}
+	if (s->jc.mesh.devices > 1 || s->devices > 1) {
+		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
+		    "LQ-WAN-004", "a Wan job renders on one device: its "
+		    "sharding is not implemented yet");
+		error_set_hint(e, "mesh: {devices: 1}");
+	}
+
+	/* the scheduler the render resolves, and its schedule */
+	struct unipc_config sc = s->pm->wan_sched;
+	struct lq_error se;
+	error_clear(&se);
+	if (jc->has_flow_shift && unipc_config_set_flow_shift(&sc,
+	    jc->flow_shift, &se) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "flow_shift", LQ_FAILED,
+		    se.code, "%s is not above 0",
+		    pf_job_text(s, "flow_shift", t, sizeof(t)));
+		error_set_hint(e, "%s", se.hint);
+	} else if (s->pm->wan_sched_ok && jc->num_inference_steps >= 1) {
+		struct unipc_schedule sch;
+		if (unipc_set_timesteps(&sc, (int)jc->num_inference_steps, &sch,
+		    &se) == LQ_OK) {
+			unipc_schedule_free(&sch);
+		} else {
+			struct lq_error *e = pf_job_add(s, "num_inference_steps",
+			    LQ_FAILED, "LQ-SAMP-002", "the UniPC scheduler "
+			    "refuses the schedule: %s (%s)", se.message, se.code);
+			error_set_hint(e, "%s", se.hint[0] ? se.hint :
+			    "another flow_shift");
+		}
+	}
+
+	/* the memory plan: the transformer (denoise), then the VAE decoder,
+	 * each alone on the device as the render loads them */
+	const struct device_caps *caps = s->ctx->opt->caps;
+	if (!s->geometry_ok || s->embeds_B < 1)
+		return;
+	struct nn_weights_layout wt, wv;
+	memset(&wt, 0, sizeof(wt));
+	memset(&wv, 0, sizeof(wv));
+	struct lq_error werr;
+	error_clear(&werr);
+	if (s->pm->w_transformer)
+		(void)nn_weights_plan(s->pm->w_transformer, NULL, NULL, caps,
+		    &wt.resident, &werr);
+	if (s->pm->w_vae)
+		(void)nn_weights_plan(s->pm->w_vae, "decoder.", NULL, caps,
+		    &wv.resident, &werr);
+	struct wan_transformer_shape shp = {
+		.B = (int)s->embeds_B, .F = (int)s->lat_f, .H = (int)s->lat_h,
+		.W = (int)s->lat_w, .T = (int)s->embeds_T, .context = 1,
+		.streaming = NN_WEIGHTS_RESIDENT,
+	};
+	struct nn_plan_bytes pt, pv;
+	memset(&pt, 0, sizeof(pt));
+	memset(&pv, 0, sizeof(pv));
+	wan_transformer_plan(tc, &wt, caps, &shp, &pt);
+	wan_vae_plan(vc, &wv, caps, (int)s->embeds_B, (int)s->lat_f,
+	    (int)s->lat_h, (int)s->lat_w, &pv);
+	if (caps == NULL)
+		return;
+	uint64_t budget = device_caps_memory_budget(caps,
+	    s->ctx->opt->memory_margin);
+	uint64_t dt = nn_plan_bytes_device(&pt), dv = nn_plan_bytes_device(&pv);
+	if (budget > 0 && (dt > budget || dv > budget)) {
+		int vae = dv > dt;
+		struct lq_error *e = pf_job_add(s, "height", LQ_FAILED,
+		    "LQ-DEV-001", "planned peak device memory %s while %s (the "
+		    "%s) exceeds %s on %s", size_text((double)(vae ? dv : dt)),
+		    vae ? "decoding" : "denoising", vae ? "Wan VAE decoder" :
+		    "Wan transformer", size_text((double)budget), caps->name);
+		error_set_hint(e, "a smaller height and width or fewer frames "
+		    "(latentq has no VAE tiling for Wan yet), or a device with "
+		    "more memory");
+	}
+	const struct nn_plan_bytes *big = pt.largest >= pv.largest ? &pt : &pv;
+	struct lq_error terr;
+	error_clear(&terr);
+	if (device_caps_check_tensor(caps, big->largest_what, big->largest,
+	    &terr) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "height", LQ_FAILED,
+		    "LQ-DEV-002", "%s", terr.message);
+		error_set_hint(e, "a smaller size or fewer frames");
 	}
 }

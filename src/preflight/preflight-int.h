@@ -21,6 +21,7 @@
 #include "nn/plan.h"
 #include "preflight/preflight.h"
 #include "sampler/scheduler.h"
+#include "sampler/unipc.h"
 
 struct text_tokenizer;
 
@@ -54,6 +55,14 @@ struct pf_model {
 	struct diffusers_ltx2_model *l2;
 	struct ltx2_transformer_config l2_t;
 	struct ltxv_vae_config l2_v;
+	/* a WanPipeline folder instead (dm, l2 NULL): its components, the
+	 * transformer's, VAE's and UniPC scheduler's configs (wan NULL when
+	 * unusable; wan_sched_ok 0 when the scheduler is refused) */
+	struct diffusers_wan_model *wan;
+	struct wan_transformer_config wan_t;
+	struct wan_vae_config wan_v;
+	struct unipc_config wan_sched;
+	int wan_sched_ok;
 	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
 	/* an LTX2Pipeline's weights, checked against their tables
 	 * (model/expected.h), in enum pf_l2_weights order; NULL: broken */
@@ -151,6 +160,7 @@ void pf_check_model(struct pf_job_state *s);
 void pf_check_geometry(struct pf_job_state *s);
 void pf_check_latents(struct pf_job_state *s);
 void pf_check_ltx2(struct pf_job_state *s);
+void pf_check_wan(struct pf_job_state *s);
 void pf_check_sampling(struct pf_job_state *s);
 void pf_check_condition(struct pf_job_state *s);
 void pf_check_second_stage(struct pf_job_state *s);

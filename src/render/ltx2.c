@@ -322,7 +322,7 @@ phase_compile(struct l2 *r, struct lq_error *err)
 	    &r->jc->mesh, &r->mesh, err)) != LQ_OK)
 		return s;
 	r->gpu = r->mesh.ranks[0].gpu;
-	render_device_fingerprint(gpu_ctx_caps(r->gpu), r->device_fingerprint);
+	render_device_fingerprint(r->gpu, NULL, r->device_fingerprint);
 	return render_mesh_warmup(&r->mesh, err);
 }
 
@@ -808,21 +808,6 @@ component_tensor(const char *dir, const char *name, int64_t want,
 	return v;
 }
 
-/* Uploads host floats into a fresh device tensor. */
-static enum lq_status
-upload(struct gpu_ctx *ctx, int ndim, const int64_t *shape, const float *x,
-    struct gpu_buffer **buf, struct gpu_tensor *t, struct lq_error *err)
-{
-	size_t n = 1;
-	for (int i = 0; i < ndim; i++)
-		n *= (size_t)shape[i];
-	enum lq_status s = gpu_buffer_create(ctx, n * sizeof(float), buf, err);
-	if (s != LQ_OK)
-		return s;
-	*t = gpu_tensor_make(*buf, 0, GPU_F32, ndim, shape);
-	return x != NULL ? gpu_tensor_upload_f32(ctx, t, x, err) : LQ_OK;
-}
-
 /*
  * The audio: denormalised packed with the audio VAE's buffers, unpacked,
  * decoded to a mel spectrogram, then the vocoder.  *wave is [B, ch,
@@ -859,8 +844,8 @@ decode_audio(struct l2 *r, float **wave, int64_t wshape[3],
 	if ((s = ltx2_audio_vae_load(r->gpu, r->dm->audio_vae.dir, &av, err)) ==
 	    LQ_OK) {
 		ltx2_audio_vae_output_shape(av, zs, ms);
-		if ((s = upload(r->gpu, 4, zs, z, &bz, &tz, err)) == LQ_OK &&
-		    (s = upload(r->gpu, 4, ms, NULL, &bm, &tm, err)) == LQ_OK)
+		if ((s = render_upload(r->gpu, 4, zs, z, &bz, &tz, err)) == LQ_OK &&
+		    (s = render_upload(r->gpu, 4, ms, NULL, &bm, &tm, err)) == LQ_OK)
 			s = ltx2_audio_vae_decode(av, &tz, &tm, NULL, err);
 	}
 	ltx2_audio_vae_free(av);
@@ -872,7 +857,7 @@ decode_audio(struct l2 *r, float **wave, int64_t wshape[3],
 		ltx2_vocoder_output_shape(voc, ms, wshape);
 		size_t n = (size_t)(wshape[0] * wshape[1] * wshape[2]);
 		*wave = xmalloc(n * sizeof(float));
-		if ((s = upload(r->gpu, 3, wshape, NULL, &bw, &tw, err)) == LQ_OK &&
+		if ((s = render_upload(r->gpu, 3, wshape, NULL, &bw, &tw, err)) == LQ_OK &&
 		    (s = ltx2_vocoder_forward(voc, &tm, &tw, NULL, err)) == LQ_OK)
 			s = gpu_tensor_download_f32(r->gpu, &tw, *wave, err);
 	}
@@ -958,8 +943,8 @@ decode_video(struct l2 *r, float **np, uint8_t **u8, int64_t os[5],
 	struct gpu_tensor tz, to;
 	size_t no = (size_t)(os[0] * os[1] * os[2] * os[3] * os[4]);
 	float *raw = xmalloc(no * sizeof(float));
-	if (s == LQ_OK && (s = upload(r->gpu, 5, zs, z, &bz, &tz, err)) ==
-	    LQ_OK && (s = upload(r->gpu, 5, os, NULL, &bo, &to, err)) == LQ_OK) {
+	if (s == LQ_OK && (s = render_upload(r->gpu, 5, zs, z, &bz, &tz, err)) ==
+	    LQ_OK && (s = render_upload(r->gpu, 5, os, NULL, &bo, &to, err)) == LQ_OK) {
 		struct inject in = {r, 0};
 		struct ltxv_vae_noise noise = {fill_inject, &in};
 		struct ltxv_vae_decode_args a = {
@@ -1000,56 +985,30 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 	if (s == LQ_OK)
 		s = phase(r, "encode-video", r->N, err);
 	int F = (int)os[2], H = (int)os[3], W = (int)os[4];
-	size_t vb = (size_t)F * H * W * 3;
-	struct media_provenance prov = {
-		.job = c->job->name, .prompt = jc->prompt,
-		.negative_prompt = jc->negative_prompt, .has_seed = 1,
-		.seed = jc->seed, .model_digest = r->model_digest,
-		.config_digest = c->job->config_digest,
+	/* the audio's provenance beside the rest */
+	char rate[16], chans[16], samples[24];
+	int sample_rate = r->dm->audio_sample_rate;
+	snprintf(rate, sizeof(rate), "%d", sample_rate);
+	snprintf(chans, sizeof(chans), "%d", (int)ws[1]);
+	snprintf(samples, sizeof(samples), "%" PRId64, ws[2]);
+	const struct media_tag tags[] = {
+		{"latentq_pipeline", "LTX2Pipeline"},
+		{"latentq_audio_sample_rate", rate},
+		{"latentq_audio_channels", chans},
+		{"latentq_audio_samples", samples},
 	};
-	struct render_artifact mp4_a = {c->st, c->job->id, "mp4"};
-	struct render_artifact sheet_a = {c->st, c->job->id, "contact_sheet"};
-	struct file_commit mp4_c = {render_commit_artifact, &mp4_a};
-	struct file_commit sheet_c = {render_commit_artifact, &sheet_a};
-	for (int b = 0; b < r->B && s == LQ_OK; b++) {
-		char *mp4 = job_output_path(jc, c->base_dir, b, r->B);
-		struct media_audio au = {
-			.sample_rate = r->dm->audio_sample_rate,
+	struct media_audio *au = xcalloc((size_t)r->B, sizeof(*au));
+	for (int b = 0; s == LQ_OK && b < r->B; b++)
+		au[b] = (struct media_audio){
+			.sample_rate = sample_rate,
 			.channels = (int)ws[1], .samples = ws[2],
 			.pcm = wave + (size_t)b * ws[1] * ws[2],
 		};
-		/* the audio's provenance beside the rest */
-		char rate[16], chans[16], samples[24];
-		snprintf(rate, sizeof(rate), "%d", au.sample_rate);
-		snprintf(chans, sizeof(chans), "%d", au.channels);
-		snprintf(samples, sizeof(samples), "%" PRId64, au.samples);
-		const struct media_tag tags[] = {
-			{"latentq_pipeline", "LTX2Pipeline"},
-			{"latentq_audio_sample_rate", rate},
-			{"latentq_audio_channels", chans},
-			{"latentq_audio_samples", samples},
-		};
-		struct media_video_options vo = {.fps = jc->frame_rate, .crf = -1,
-		    .provenance = &prov, .tags = tags,
-		    .n_tags = LQ_ARRAY_LEN(tags), .commit = &mp4_c, .audio = &au};
-		struct media_frames fr = {F, H, W, u8 + (size_t)b * vb};
-		if ((s = render_make_parent_dirs(mp4, err)) == LQ_OK)
-			s = media_write_mp4(mp4, &fr, &vo, err);
-		if (s == LQ_OK) {
-			struct media_sheet_options so = media_sheet_defaults;
-			so.commit = &sheet_c;
-			char *sheet = job_path_sibling(mp4, ".sheet.png");
-			s = media_write_contact_sheet(sheet, &fr, &so, &prov, NULL,
-			    NULL, err);
-			if (s == LQ_OK)
-				log_info("job %lld %s: wrote %s and %s",
-				    (long long)c->job->id, c->job->name, mp4, sheet);
-			free(sheet);
-		}
-		if (s == LQ_OK && b == 0)
-			*output = xstrdup(mp4);
-		free(mp4);
-	}
+	struct render_videos rv = {r->B, F, H, W, u8, r->model_digest, tags,
+	    LQ_ARRAY_LEN(tags), au};
+	if (s == LQ_OK)
+		s = render_write_videos(c, &rv, output, err);
+	free(au);
 	if (s == LQ_OK && jc->save_tensors != NULL) {
 		/* named as the goldens name them */
 		size_t per = r->nv + r->na;
@@ -1070,13 +1029,8 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 		st_writer_add(w, "video_np", ST_F32, 5, vs, np);
 		st_writer_add(w, "video_uint8", ST_U8, 5, vs, u8);
 		st_writer_add(w, "audio_waveform", ST_F32, 3, ws, wave);
-		struct render_artifact ta = {c->st, c->job->id, "tensors"};
-		struct file_commit tc = {render_commit_artifact, &ta};
-		char *path = job_path(r, jc->save_tensors);
-		if ((s = render_make_parent_dirs(path, err)) == LQ_OK)
-			s = st_writer_write_commit(w, path, &tc, err);
+		s = render_write_tensors(c, w, err);
 		st_writer_free(w);
-		free(path);
 		free(vt);
 		free(at);
 	}

@@ -82,10 +82,60 @@ enum lq_status render_pin_model(struct store *st, const struct store_job *job,
 /*
  * The device fingerprint a checkpoint records and a resume must match
  * (unless --resume-anywhere): BLAKE2b-256 of the device's name, UUID,
- * driver version and latentq's version.
+ * driver version, latentq's version, the kernel variants the gpu ctx
+ * resolved to (gpu_ctx_variant) and `resolved` (may be NULL): the
+ * pipeline's resolved options that change what runs and are in neither
+ * the job's config digest nor the model's (the Wan render: the UniPC
+ * config as unipc_config_describe gives it, after the job's flow_shift).
+ * One option flipped, one fingerprint changed: the checkpoint is refused.
  */
-void render_device_fingerprint(const struct device_caps *caps,
-    char out[DIGEST_HEX_SIZE]);
+struct gpu_ctx;
+void render_device_fingerprint(const struct gpu_ctx *gpu,
+    const char *resolved, char out[DIGEST_HEX_SIZE]);
+
+/*
+ * The job's videos as files: for each of B videos its MP4 at the job's
+ * output path (job_output_path; its folder made), with the job's
+ * provenance (name, prompts, seed, config digest, `model_digest`), the
+ * extra container `tags` and, when `audio` is not NULL, audio[b] as its
+ * AAC track; then its contact sheet beside it (.sheet.png).  Each file is
+ * committed as an artifact of the job (mp4, contact_sheet) under its
+ * lease.  *output gets the first MP4's path (caller frees).  Errors as
+ * media_write_mp4 / media_write_contact_sheet; files already committed
+ * stay.
+ */
+struct media_tag;
+struct media_audio;
+struct render_videos {
+	int B, F, H, W;
+	const uint8_t *u8;		/* [B, F, H, W, 3] */
+	const char *model_digest;
+	const struct media_tag *tags;
+	size_t n_tags;
+	const struct media_audio *audio;	/* [B] or NULL */
+};
+enum lq_status render_write_videos(const struct render_job_ctx *c,
+    const struct render_videos *v, char **output, struct lq_error *err);
+
+/*
+ * Writes `w` at the job's save_tensors path (relative to its manifest;
+ * the folder made) and commits it as the job's "tensors" artifact.
+ * Errors as st_writer_write_commit.
+ */
+struct st_writer;
+enum lq_status render_write_tensors(const struct render_job_ctx *c,
+    struct st_writer *w, struct lq_error *err);
+
+/*
+ * A fresh f32 device tensor of shape[ndim] in its own buffer (*buf, the
+ * caller frees it), filled from host floats x (NULL: left undefined).
+ * LQ_RETRY on device OOM, else gpu errors.
+ */
+struct gpu_buffer;
+struct gpu_tensor;
+enum lq_status render_upload(struct gpu_ctx *ctx, int ndim,
+    const int64_t *shape, const float *x, struct gpu_buffer **buf,
+    struct gpu_tensor *t, struct lq_error *err);
 
 /*
  * A job's device mesh (issue 16, doc/mesh.md), shared by every pipeline's
@@ -165,6 +215,15 @@ void render_mesh_share(float *whole, int64_t S, float *share, int64_t row0,
 
 /* mkdir -p of the folder `path` is in (LQ-IO-004 naming the folder). */
 enum lq_status render_make_parent_dirs(const char *path, struct lq_error *err);
+
+/*
+ * WanPipeline.__call__ (diffusers pipelines/wan/pipeline_wan.py) for one
+ * job of a WanPipeline model: text-to-video from prompt_embeds, a
+ * checkpoint of the latents and the UniPC scheduler's history after every
+ * step, one MP4 per video.  Returns as render_job (render.h).
+ */
+enum lq_status render_wan(const struct render_job_ctx *c,
+    struct lq_error *err);
 
 /*
  * LTX2Pipeline.__call__ (diffusers pipelines/ltx2/pipeline_ltx2.py) for

@@ -506,7 +506,7 @@ phase_compile(struct render *r, struct lq_error *err)
 		return s;
 	if ((s = open_mesh(r, err)) != LQ_OK)
 		return s;
-	render_device_fingerprint(gpu_ctx_caps(r->gpu), r->device_fingerprint);
+	render_device_fingerprint(r->gpu, NULL, r->device_fingerprint);
 	return render_mesh_warmup(&r->mesh, err);
 }
 
@@ -2154,7 +2154,8 @@ phase_encode_video(struct render *r, struct video_out *vo,
 
 /*
  * A job whose model is an LTX2Pipeline renders through render_ltx2
- * (ltx2.c); *handled says whether it did (then its status is returned).
+ * (ltx2.c), a WanPipeline through render_wan (wan.c); *handled says
+ * whether one did (then its status is returned).
  */
 static enum lq_status
 render_if_ltx2(struct render *r, int *handled, struct lq_error *err)
@@ -2170,11 +2171,12 @@ render_if_ltx2(struct render *r, int *handled, struct lq_error *err)
 	    jc->text_encoder, jc->scheduler, r->base_dir, &res, &ref, err)) !=
 	    LQ_OK)
 		return s;
-	if (model_ref_is_ltx2(&ref)) {
+	if (model_ref_is_ltx2(&ref) || model_ref_is_wan(&ref)) {
 		*handled = 1;
 		struct render_job_ctx c = {r->st, r->job, r->owner, r->opt,
 		    &r->jc, r->config, r->base_dir, &ref};
-		s = render_ltx2(&c, err);
+		s = model_ref_is_wan(&ref) ? render_wan(&c, err) :
+		    render_ltx2(&c, err);
 	}
 	model_ref_clear(&ref);
 	return s;
