@@ -257,6 +257,14 @@ model_ref_is_wan(const struct model_ref *ref)
 	return is_pipeline(ref, DIFFUSERS_WAN_PIPELINE);
 }
 
+const char *
+model_ref_family(const struct model_ref *ref)
+{
+	if (model_ref_is_wan(ref))
+		return "wan";
+	return model_ref_is_ltx2(ref) ? "ltx2" : "ltxv";
+}
+
 enum lq_status
 model_ref_identity_wan(const struct diffusers_wan_model *dm,
     const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],

@@ -129,6 +129,11 @@ enum lq_status model_ref_identity_wan(const struct diffusers_wan_model *dm,
  * it cannot be read. */
 int model_ref_is_wan(const struct model_ref *ref);
 
+/* The model family of the reference's folder as latentq records it
+ * (`latentq model add`, `model list`): "wan" for a WanPipeline, "ltx2"
+ * for an LTX2Pipeline, else "ltxv". */
+const char *model_ref_family(const struct model_ref *ref);
+
 /* diffusers_open_wan of the folder with the overrides. */
 enum lq_status model_ref_open_wan(const struct model_ref *ref,
     struct diffusers_wan_model **out, struct lq_error *err);

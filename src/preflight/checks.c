@@ -2094,13 +2094,24 @@ wan_embeds_bad(const struct st_file *f, const char *name, int64_t B,
  * the transformer runs (each axis a multiple of its patch, at most
  * rope_max_seq_len after patching: wan_transformer_check_grid, LQ-WAN-002);
  * no key of the LTX families (LQ-WAN-003); one device (LQ-WAN-004); the
- * job's flow_shift (LQ-WAN-005) and the schedule of its step count
+ * job's flow_shift (LQ-WAN-005; on an LTX model, LQ-WAN-006) and the
+ * schedule of its step count
  * (unipc_set_timesteps, LQ-SAMP-002); and the memory plan of the
  * transformer and the VAE decoder (their plan functions, LQ-DEV-001).
  */
 void
 pf_check_wan(struct pf_job_state *s)
 {
+	if (s->pm != NULL && s->pm->wan == NULL && (s->pm->dm != NULL ||
+	    s->pm->l2 != NULL) && s->jc.has_flow_shift) {
+		struct lq_error *e = pf_job_add(s, "flow_shift", LQ_FAILED,
+		    "LQ-WAN-006", "flow_shift is the Wan scheduler's "
+		    "(UniPCMultistepScheduler); this model is an LTX pipeline, "
+		    "whose FlowMatchEulerDiscreteScheduler would ignore it");
+		error_set_hint(e, "leave flow_shift out (the LTX schedulers' "
+		    "shift is their scheduler_config.json's), or use a "
+		    "WanPipeline model");
+	}
 	if (s->pm == NULL || s->pm->wan == NULL)
 		return;
 	const struct wan_transformer_config *tc = &s->pm->wan_t;

@@ -90,6 +90,16 @@ expect_eq "$(ffprobe -v error -show_entries stream=codec_name,width,height,nb_fr
     -of csv=p=0 "$T/example/out/wan-demo.mp4")" "h264,160,96,17" \
     "example: the demo model's MP4"
 
+# registered by name: recorded as family wan, and a job can name it
+expect_status 0 "$LATENTQ" -d "$T/example.db" model add --name wan-demo \
+    "$T/example/models/wan-demo"
+expect_status 0 "$LATENTQ" -d "$T/example.db" model list
+expect_grep '^1 +wan-demo +wan ' "$T/out"
+sed -e 's|model: models/wan-demo|model: wan-demo|' "$T/example/wan.yaml" \
+    > "$T/example/named.yaml"
+expect_status 0 "$LATENTQ" -d "$T/example.db" preflight --no-device \
+    "$T/example/named.yaml"
+
 # latentq's own draws (seed 11), killed after step 2, resumed
 M=$T/example/models/wan-demo
 for run in ref kill flip; do
