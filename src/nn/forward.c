@@ -476,7 +476,7 @@ run_ltx2_transformer(struct gpu_ctx *ctx, const char *dir,
 		struct nn_plan_bytes plan;
 		struct ltx2_transformer_shape shp = { a.B, a.N, a.L, a.T, a.Ta,
 		    a.timestep_per_token, a.audio_timestep != NULL &&
-		    a.audio_timestep_per_token, a.call.use_cross_timestep };
+		    a.audio_timestep_per_token, a.call.use_cross_timestep, 0 };
 
 		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
 			goto out;

@@ -1147,6 +1147,54 @@ pf_check_latents(struct pf_job_state *s)
 	st_file_close(f);
 }
 
+/*
+ * LQ-MESH-005 for one stream: the context and tensor degrees divide its
+ * `heads` attention heads ("the transformer's" for LTX-Video, "the video
+ * stream's" / "the audio stream's" for LTX-2: every stream is checked,
+ * never the video alone, issue 15).
+ */
+static void
+mesh_check_heads(struct pf_job_state *s, const char *stream, int heads)
+{
+	static const char *const axes[3] = { "data", "context", "tensor" };
+	const int64_t ax[3] = { s->data, s->context, s->tensor };
+	char key[32];
+	for (int i = 1; i < 3; i++) {
+		if (heads % ax[i] == 0)
+			continue;
+		snprintf(key, sizeof(key), "mesh.%s", axes[i]);
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+		    "LQ-MESH-005", "%s degree %" PRId64 " does not "
+		    "divide %s %d attention heads", axes[i], ax[i], stream,
+		    heads);
+		int64_t lo = ax[i];
+		while (lo > 1 && heads % lo != 0)
+			lo--;
+		error_set_hint(e, "nearest valid: %" PRId64, lo);
+	}
+}
+
+/*
+ * LQ-MESH-004 for one stream: the context degree divides its `tokens`
+ * (`what` says where they come from); latentq does not pad sequences.
+ */
+void
+pf_mesh_check_tokens(struct pf_job_state *s, const char *stream,
+    int64_t tokens, const char *what)
+{
+	if (!s->mesh_ok || tokens < 1 || tokens % s->context == 0)
+		return;
+	struct lq_error *e = pf_job_add(s, "mesh.context", LQ_FAILED,
+	    "LQ-MESH-004", "context degree %" PRId64 " does not divide %s %"
+	    PRId64 " tokens (%s); latentq does not pad sequences", s->context,
+	    stream, tokens, what);
+	int64_t lo = s->context;
+	while (lo > 1 && tokens % lo != 0)
+		lo--;
+	error_set_hint(e, "nearest valid context: %" PRId64
+	    ", or a size whose token count it divides", lo);
+}
+
 void
 pf_check_mesh(struct pf_job_state *s)
 {
@@ -1265,50 +1313,44 @@ pf_check_mesh(struct pf_job_state *s)
 	for (int i = 0; i < 3; i++)
 		set_int(cm, axes[i], ax[i]);
 
-	/* the data axis splits transformer rows (videos × CFG halves), as
-	 * the render does (job_rows_per_device) */
+	/* the data axis splits transformer rows (videos × CFG halves; for
+	 * LTX-2 × its passes), as the render does (job_rows_per_device_of) */
 	int64_t rows;
-	if (job_rows_per_device(&s->jc, &rows) == 0) {
-		int cfg = job_cfg_rows(&s->jc);
+	int ltx2 = s->pm != NULL && s->pm->l2 != NULL;
+	int cfg = ltx2 ? job_ltx2_passes(&s->jc, NULL) : job_cfg_rows(&s->jc);
+	if (job_rows_per_device_of(&s->jc, cfg, &rows) == 0) {
 		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
 		    LQ_FAILED, "LQ-MESH-006", "%" PRId64 " transformer rows "
 		    "(batch %" PRId64 " × %d %s) do not split across data %"
 		    PRId64 ": %s per device is not a whole number of rows",
-		    rows, s->global_batch, cfg, cfg == 2 ? "CFG halves" :
-		    "row without guidance", s->data,
+		    rows, s->global_batch, cfg, ltx2 ? "guidance passes" :
+		    cfg == 2 ? "CFG halves" : "row without guidance", s->data,
 		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)));
+		/* the nearest larger size that is whole rows per device and
+		 * a whole batch (per_device_batch_size × data) */
+		int64_t r = (int64_t)ceil(s->jc.per_device_batch_size * cfg);
+		while ((r * s->data) % cfg != 0)
+			r++;
 		error_set_hint(e, "per_device_batch_size: %g (a whole number "
-		    "of rows per device: %" PRId64 " in all)",
-		    ceil(s->jc.per_device_batch_size * cfg) / cfg,
-		    (int64_t)ceil(s->jc.per_device_batch_size * cfg) * s->data);
+		    "of rows per device: %" PRId64 " in all)", (double)r / cfg,
+		    r * s->data);
 	}
-	if (s->pm && s->pm->dm) {
-		int heads = s->pm->dm->transformer_config.num_attention_heads;
-		for (int i = 1; i < 3; i++) {
-			if (heads % ax[i] == 0)
-				continue;
-			snprintf(key, sizeof(key), "mesh.%s", axes[i]);
-			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
-			    "LQ-MESH-005", "%s degree %" PRId64 " does not "
-			    "divide the transformer's %d attention heads",
-			    axes[i], ax[i], heads);
-			int64_t lo = ax[i];
-			while (lo > 1 && heads % lo != 0)
-				lo--;
-			error_set_hint(e, "nearest valid: %" PRId64, lo);
-		}
+	if (s->pm && s->pm->dm)
+		mesh_check_heads(s, "the transformer's",
+		    s->pm->dm->transformer_config.num_attention_heads);
+	if (ltx2) {
+		/* both streams; a2v / v2a attention has the audio's heads */
+		mesh_check_heads(s, "the video stream's",
+		    s->pm->l2_t.num_attention_heads);
+		mesh_check_heads(s, "the audio stream's (and the a2v / v2a "
+		    "cross-attention's)", s->pm->l2_t.audio_num_attention_heads);
 	}
-	if (s->geometry_ok && s->tokens % s->context != 0) {
-		struct lq_error *e = pf_job_add(s, "mesh.context", LQ_FAILED,
-		    "LQ-MESH-004", "context degree %" PRId64 " does not divide "
-		    "the video's %" PRId64 " tokens (latent %" PRId64 " × %"
-		    PRId64 " × %" PRId64 "); latentq does not pad sequences",
-		    s->context, s->tokens, s->lat_f, s->lat_h, s->lat_w);
-		int64_t lo = s->context;
-		while (lo > 1 && s->tokens % lo != 0)
-			lo--;
-		error_set_hint(e, "nearest valid context: %" PRId64
-		    ", or a size whose token count it divides", lo);
+	if (s->geometry_ok) {
+		char what[96];
+		snprintf(what, sizeof(what), "latent %" PRId64 " × %" PRId64
+		    " × %" PRId64, s->lat_f, s->lat_h, s->lat_w);
+		pf_mesh_check_tokens(s, ltx2 ? "the video stream's" :
+		    "the video's", s->tokens, what);
 	}
 }
 
@@ -1385,6 +1427,8 @@ check_device_ltx2(struct pf_job_state *s)
 			    &w[i].resident, &werr);
 	}
 	int embeds = present(s, "prompt_embeds");
+	struct job_ltx2_passes ps;
+	(void)job_ltx2_passes(jc, &ps);
 	struct nn_plan_ltx2_request rq = {
 		.model = pm->l2, .transformer = &pm->l2_t, .vae = &pm->l2_v,
 		.w_transformer = pm->l2_w[PF_L2_TRANSFORMER] ?
@@ -1396,9 +1440,9 @@ check_device_ltx2(struct pf_job_state *s)
 		.w_connectors = pm->l2_w[PF_L2_CONNECTORS] ?
 		    &w[PF_L2_CONNECTORS] : NULL,
 		.batch = (int)render_batch(s),
-		/* render/ltx2.c: CFG when either stream's scale is > 1 */
-		.guidance = jc->guidance_scale > 1.0 ||
-		    jc->audio_guidance_scale > 1.0,
+		/* the render's CFG pass (job_ltx2_passes: either stream's
+		 * scale > 1); on a mesh a rank runs at most that */
+		.guidance = ps.cfg,
 		.use_cross_timestep = jc->use_cross_timestep,
 		.num_frames = (int)s->num_frames,
 		.height = (int)s->height,
@@ -1926,8 +1970,9 @@ pf_check_ltx2(struct pf_job_state *s)
 		    m->connectors_config.text_proj_in_factor;
 		if (st_file_open(path, &f, &fe) == LQ_OK) {
 			const struct st_tensor *e = st_file_find(f, "prompt_embeds");
-			int cfg = jc->guidance_scale > 1 ||
-			    jc->audio_guidance_scale > 1;
+			struct job_ltx2_passes ps;
+			(void)job_ltx2_passes(jc, &ps);
+			int cfg = ps.cfg;
 			/* the render's batch and text length (the plan's) */
 			if (e != NULL && e->ndim == 3) {
 				s->embeds_B = e->shape[0];
@@ -1967,15 +2012,17 @@ pf_check_ltx2(struct pf_job_state *s)
 		    ltxv_only[i]);
 		error_set_hint(e, "leave %s out of LTX-2 jobs", ltxv_only[i]);
 	}
-	if (s->jc.mesh.devices > 1 || s->devices > 1) {
-		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
-		    "LQ-LTX2-002", "an LTX-2 job renders on one device: its "
-		    "sharding over both streams is not implemented yet");
-		error_set_hint(e, "mesh: {devices: 1}");
-	}
 	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
 	int64_t L = latents_audio_num_frames((int)jc->num_frames, jc->frame_rate,
 	    ac->sample_rate, ac->mel_hop_length, 4);
+	/* the mesh shards both streams' tokens (pf_check_mesh: the video's
+	 * and both streams' heads) */
+	if (jc->frame_rate > 0 && L >= 1) {
+		char what[96];
+		snprintf(what, sizeof(what), "%" PRId64 " frames at %g fps",
+		    jc->num_frames, jc->frame_rate);
+		pf_mesh_check_tokens(s, "the audio stream's", L, what);
+	}
 	if (jc->frame_rate > 0 && L < 1) {
 		/* round(num_frames / frame_rate x sample_rate / hop / 4) */
 		double per = (double)ac->sample_rate / ac->mel_hop_length / 4.0;

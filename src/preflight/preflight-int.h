@@ -166,6 +166,11 @@ void pf_check_condition(struct pf_job_state *s);
 void pf_check_second_stage(struct pf_job_state *s);
 void pf_check_prompt(struct pf_job_state *s);
 void pf_check_mesh(struct pf_job_state *s);
+/* LQ-MESH-004 for one stream of the job (after pf_check_mesh): the
+ * context degree divides its `tokens` ("the audio stream's"; `what`: where
+ * they come from, for the message). */
+void pf_mesh_check_tokens(struct pf_job_state *s, const char *stream,
+    int64_t tokens, const char *what);
 void pf_check_lora(struct pf_job_state *s);
 void pf_check_image(struct pf_job_state *s);
 void pf_check_device(struct pf_job_state *s);

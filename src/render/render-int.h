@@ -8,12 +8,14 @@
 
 #include <cjson/cJSON.h>
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/digest.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "gpu/caps.h"
+#include "gpu/gpu.h"
 #include "manifest/job.h"
 #include "model/ref.h"
 #include "model/safetensors.h"
@@ -134,6 +136,82 @@ struct gpu_tensor;
 enum lq_status render_upload(struct gpu_ctx *ctx, int ndim,
     const int64_t *shape, const float *x, struct gpu_buffer **buf,
     struct gpu_tensor *t, struct lq_error *err);
+
+/*
+ * A job's device mesh (issue 16, doc/mesh.md), shared by every pipeline's
+ * render (src/render/mesh.c): rank i = data coordinate × context +
+ * context coordinate, on the i-th device slot --device / LATENTQ_DEVICE
+ * names (gpu_devices_match); each rank its own gpu_ctx.  Rank 0's ctx
+ * runs everything that is not sharded (text encoder, scheduler, VAE).
+ */
+struct render_mesh;
+struct render_mesh_rank {
+	struct render_mesh *mesh;
+	int index;			/* rank */
+	int slot;			/* device slot (gpu_devices_match) */
+	int data, context;		/* mesh coordinates */
+	struct gpu_ctx *gpu;		/* owned by the mesh */
+	/* render_mesh_run's, per call */
+	pthread_t thread;
+	int started;
+	enum lq_status status;
+	struct lq_error err;
+};
+typedef enum lq_status (*render_mesh_fn)(void *ud, int rank,
+    struct lq_error *err);
+struct render_mesh {
+	int n_ranks, data, context;	/* n_ranks = data × context */
+	struct render_mesh_rank *ranks;	/* owned */
+	/* the render_mesh_run in progress */
+	render_mesh_fn fn;
+	void (*abort)(void *ud, int rank);
+	void *ud;
+};
+
+/*
+ * Opens the mesh of jc->mesh: the first mesh.devices slots --device /
+ * LATENTQ_DEVICE (`spec`, NULL: every slot, discrete first) names, all of
+ * one kind, one ctx for each rank of data × context (the tensor axis is
+ * not split: its devices are required, and idle), each with the queue
+ * database's pipeline cache (none with LATENTQ_NO_PIPELINE_CACHE).  Fewer
+ * devices than the mesh, or devices of different kinds, is LQ_FATAL
+ * LQ-RUN-MESH-HOST: the worker gives the job back untouched
+ * (worker_exit_for: EXIT_UNAVAILABLE), never rendering a mesh on fewer
+ * devices, as preflight's LQ-MESH-007 refuses it on this host.  Records
+ * the devices_used event (each rank's slot, uuid and coordinates).  On
+ * error *m may hold some ranks: render_mesh_close frees them.
+ */
+enum lq_status render_mesh_open(struct store *st, const struct store_job *job,
+    const char *spec, const struct job_mesh *mesh, struct render_mesh *m,
+    struct lq_error *err);
+
+/* Warms every rank's ctx up (gpu_ctx_warmup) and saves its pipeline
+ * cache (a failed save is not an error). */
+enum lq_status render_mesh_warmup(struct render_mesh *m, struct lq_error *err);
+
+/* Frees the ranks' ctxs (last rank first); *m is zeroed. */
+void render_mesh_close(struct render_mesh *m);
+
+/*
+ * fn(ud, rank, err) for every rank at once, one thread each (a ctx is used
+ * by one thread; a mesh of one runs on the caller's thread).  A rank whose
+ * fn fails, or whose thread does not start (LQ_RETRY LQ-RUN-RETRY), gets
+ * abort(ud, rank) (may be NULL) from its own thread, so that its context
+ * group's other ranks stop waiting for it.  Returns LQ_OK when every rank
+ * did; else the first failing rank's own error, preferring one that is
+ * not another rank's LQ-NN-MESH.  Allocates nothing.
+ */
+enum lq_status render_mesh_run(struct render_mesh *m, render_mesh_fn fn,
+    void (*abort)(void *ud, int rank), void *ud, struct lq_error *err);
+
+/*
+ * Rows [row0, row0 + rows) × tokens [tok0, tok0 + toks) of a host array
+ * [.., S, w] (`whole`) into (gather 1) or out of (0) a rank's staging
+ * [rows, toks, w] (`share`): the data axis's rows and the context axis's
+ * tokens of one stream.
+ */
+void render_mesh_share(float *whole, int64_t S, float *share, int64_t row0,
+    int64_t rows, int64_t tok0, int64_t toks, int64_t w, int gather);
 
 /* mkdir -p of the folder `path` is in (LQ-IO-004 naming the folder). */
 enum lq_status render_make_parent_dirs(const char *path, struct lq_error *err);
