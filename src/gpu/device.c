@@ -482,6 +482,25 @@ gpu_devices_select(const struct device_caps *all, int n, const char *spec,
 	return k < 0 ? -1 : got;
 }
 
+/*
+ * The kernel variants this ctx resolved to: which texel-buffer formats
+ * the fast paths may use (none under LATENTQ_NO_TEXEL), up to how many
+ * texels, and the binding size tensors are split at.  What runs depends
+ * on them, so the pipeline-cache fingerprint and a render's device
+ * fingerprint carry them as resolved here, not as the environment said.
+ */
+static void
+variant_make(struct gpu_ctx *ctx)
+{
+	unsigned mask = 0;
+	for (int f = 1; f < GPU_TEX_COUNT; f++)
+		if (ctx->tex_ok[f] && !gpu_texel_disabled())
+			mask |= 1u << f;
+	snprintf(ctx->variant, sizeof(ctx->variant), "texel=%#x/%llu "
+	    "binding=%llu", mask, mask ? (unsigned long long)ctx->max_texels :
+	    0ull, (unsigned long long)ctx->caps.max_storage_buffer_range);
+}
+
 static void
 fingerprint_make(struct gpu_ctx *ctx)
 {
@@ -494,8 +513,10 @@ fingerprint_make(struct gpu_ctx *ctx)
 		digest_update(&st, f->data, f->size);
 	}
 	digest_end(&st, spv);
-	char *s = xasprintf("uuid=%s driver=%u spirv=%s latentq=%s",
-	    ctx->caps.uuid, ctx->caps.driver_version, spv, PACKAGE_VERSION);
+	variant_make(ctx);
+	char *s = xasprintf("uuid=%s driver=%u spirv=%s latentq=%s %s",
+	    ctx->caps.uuid, ctx->caps.driver_version, spv, PACKAGE_VERSION,
+	    ctx->variant);
 	digest_hex(s, strlen(s), ctx->fingerprint);
 	free(s);
 }
@@ -806,6 +827,12 @@ const char *
 gpu_ctx_cache_fingerprint(const struct gpu_ctx *ctx)
 {
 	return ctx->fingerprint;
+}
+
+const char *
+gpu_ctx_variant(const struct gpu_ctx *ctx)
+{
+	return ctx->variant;
 }
 
 void

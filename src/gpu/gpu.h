@@ -93,7 +93,8 @@ const char *gpu_dtype_name(enum gpu_dtype dtype);
 /*
  * Pipeline-cache persistence, implemented by the caller (the store keeps the
  * blobs in the queue database; tests use memory).  `fingerprint` is a hex
- * digest of device UUID + driver version + SPIR-V digest + latentq version;
+ * digest of device UUID + driver version + SPIR-V digest + latentq version
+ * + the resolved kernel variants (gpu_ctx_variant);
  * a changed fingerprint simply finds nothing.  load returns LQ_OK with a
  * malloc'd blob (gpu frees it) or LQ_OK with *blob = NULL when absent; any
  * other status is logged as a warning and the cache is not used.  A blob
@@ -201,8 +202,19 @@ const struct device_caps *gpu_ctx_caps(const struct gpu_ctx *ctx);
 /* Validation messages (warnings and errors) seen so far; 0 without layer. */
 unsigned gpu_ctx_validation_messages(const struct gpu_ctx *ctx);
 
-/* The pipeline-cache fingerprint of this ctx (hex, borrowed). */
+/* The pipeline-cache fingerprint of this ctx (hex, borrowed): the device
+ * UUID, driver version, SPIR-V digest, latentq version and
+ * gpu_ctx_variant. */
 const char *gpu_ctx_cache_fingerprint(const struct gpu_ctx *ctx);
+
+/*
+ * The kernel variants this ctx resolved to at create, as one line
+ * ("texel=MASK/MAX binding=BYTES": the texel-buffer formats the fast
+ * paths may use, none under LATENTQ_NO_TEXEL, and the binding size
+ * tensors split at, LATENTQ_GPU_MAX_BINDING).  Part of the cache
+ * fingerprint and of a render's device fingerprint (borrowed).
+ */
+const char *gpu_ctx_variant(const struct gpu_ctx *ctx);
 
 /*
  * Creates every pipeline now (instead of lazily) so compile crashes happen

@@ -106,6 +106,9 @@ enum gpu_texfmt {
 int gpu_cmd_texel_ok(const struct gpu_cmd *cmd, enum gpu_texfmt fmt,
     uint64_t texels);
 
+/* 1 when LATENTQ_NO_TEXEL turns the texel-buffer kernels off (read now). */
+int gpu_texel_disabled(void);
+
 /*
  * gpu_cmd_dispatch with texel-buffer bindings: texfmt[i] gives the format
  * of binding i when the kernel declares it a texel buffer.  The view spans

@@ -46,6 +46,7 @@ struct gpu_ctx {
 	int cache_dirty;
 	unsigned pipelines_created;
 	char fingerprint[DIGEST_HEX_SIZE];
+	char variant[256];		/* gpu_ctx_variant */
 	struct gpu_pipeline pipes[GPU_K_COUNT];
 	struct gpu_buffer *dummy;
 	struct gpu_buffer *staging;	/* for non-host-visible buffers */
