@@ -9,8 +9,8 @@
  *      text, then (guidance_scale > 1) on the negative text, each a batch
  *      of B; guided = uncond + g (cond - uncond); UniPCMultistepScheduler
  *      .step (sampler/unipc.h)
- *   -> latents / (1 / latents_std) + latents_mean (wan_latents_denormalize),
- *      AutoencoderKLWan.decode (nn/wan_vae.h), postprocess to video_np and uint8 [B, F, H, W, 3]
+ *   -> latents / (1 / latents_std) + latents_mean, AutoencoderKLWan.decode
+ *      (nn/wan_vae.h), postprocess to video_np and uint8 [B, F, H, W, 3]
  *   -> one MP4 per video, a contact sheet, save_tensors.
  *
  * A checkpoint is the exact state the next step starts from: the latents
@@ -478,12 +478,9 @@ decode_video(struct wan *r, float **np, uint8_t **u8, int64_t os[5],
 	*np = NULL;
 	*u8 = NULL;
 	float *z = xmalloc(r->nv * sizeof(float));
+	memcpy(z, r->latents, r->nv * sizeof(float));
 	const struct wan_vae_config *vc = &r->vcfg;
-	if ((s = wan_latents_denormalize(vc, r->latents, r->ls.batch,
-	    r->ls.frames * r->ls.height * r->ls.width, z, err)) != LQ_OK) {
-		free(z);
-		return s;
-	}
+	latents_denormalize_wan(&r->ls, z, vc->latents_mean, vc->latents_std);
 	int64_t zs[5] = {r->ls.batch, r->ls.channels, r->ls.frames,
 	    r->ls.height, r->ls.width};
 	wan_vae_output_shape(vc, zs, os);
