@@ -734,6 +734,7 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		goto fail;
 	}
 	fingerprint_make(ctx);
+	gpu_host_resolve(ctx);
 	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
 		ctx->cache_io_copy = *opts->cache;
 		ctx->cache_io = &ctx->cache_io_copy;
@@ -778,6 +779,7 @@ gpu_ctx_free(struct gpu_ctx *ctx)
 		vkDestroyCommandPool(ctx->device, ctx->pool, NULL);
 		vkDestroyDevice(ctx->device, NULL);
 	}
+	gpu_host_free(ctx);
 	if (ctx->messenger != VK_NULL_HANDLE) {
 		PFN_vkDestroyDebugUtilsMessengerEXT fn =
 		    (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
@@ -800,6 +802,12 @@ unsigned
 gpu_ctx_validation_messages(const struct gpu_ctx *ctx)
 {
 	return ctx->validation_messages;
+}
+
+const char *
+gpu_ctx_kernel_variant(const struct gpu_ctx *ctx)
+{
+	return ctx->variant;
 }
 
 const char *

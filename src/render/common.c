@@ -145,11 +145,16 @@ render_pin_model(struct store *st, const struct store_job *job,
 }
 
 void
-render_device_fingerprint(const struct device_caps *caps,
-    char out[DIGEST_HEX_SIZE])
+render_device_fingerprint(const struct gpu_ctx *gpu, char out[DIGEST_HEX_SIZE])
 {
-	char fp[512];
+	const struct device_caps *caps = gpu_ctx_caps(gpu);
+	char fp[768];
 	snprintf(fp, sizeof(fp), "%s|%s|%u|%s", caps->name, caps->uuid,
 	    caps->driver_version, PACKAGE_VERSION);
+	/* the shader-only path keeps the fingerprints made before there
+	 * was another, so their checkpoints still resume */
+	const char *v = gpu_ctx_kernel_variant(gpu);
+	if (strcmp(v, "shader") != 0)
+		snprintf(fp + strlen(fp), sizeof(fp) - strlen(fp), "|+%s", v);
 	digest_hex(fp, strlen(fp), out);
 }

@@ -265,7 +265,7 @@ phase_compile(struct l2 *r, struct lq_error *err)
 	struct gpu_ctx_opts o = {.device = r->c->opt->device};
 	if ((s = gpu_ctx_create(&o, &r->gpu, err)) != LQ_OK)
 		return s;
-	render_device_fingerprint(gpu_ctx_caps(r->gpu), r->device_fingerprint);
+	render_device_fingerprint(r->gpu, r->device_fingerprint);
 	return gpu_ctx_warmup(r->gpu, err);
 }
 

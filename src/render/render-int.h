@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "gpu/caps.h"
+#include "gpu/gpu.h"
 #include "manifest/job.h"
 #include "model/ref.h"
 #include "model/safetensors.h"
@@ -80,9 +81,11 @@ enum lq_status render_pin_model(struct store *st, const struct store_job *job,
 /*
  * The device fingerprint a checkpoint records and a resume must match
  * (unless --resume-anywhere): BLAKE2b-256 of the device's name, UUID,
- * driver version and latentq's version.
+ * driver version, latentq's version and, unless it is "shader", the
+ * kernel variant (gpu_ctx_kernel_variant: the host-GEMM path on a CPU
+ * device gives other bits than the shaders).
  */
-void render_device_fingerprint(const struct device_caps *caps,
+void render_device_fingerprint(const struct gpu_ctx *gpu,
     char out[DIGEST_HEX_SIZE]);
 
 /* mkdir -p of the folder `path` is in (LQ-IO-004 naming the folder). */

@@ -602,7 +602,7 @@ phase_compile(struct render *r, struct lq_error *err)
 		return s;
 	if ((s = open_mesh(r, err)) != LQ_OK)
 		return s;
-	render_device_fingerprint(gpu_ctx_caps(r->gpu), r->device_fingerprint);
+	render_device_fingerprint(r->gpu, r->device_fingerprint);
 	for (int i = 0; i < r->n_ranks; i++) {
 		if ((s = gpu_ctx_warmup(r->ranks[i].gpu, err)) != LQ_OK)
 			return s;
