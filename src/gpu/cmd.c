@@ -658,7 +658,8 @@ gpu_cmd_host(struct gpu_cmd *cmd, const struct gpu_host_op *op,
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-STATE",
 		    "%s: recording without gpu_cmd_begin", opname);
 	if (op->M > INT32_MAX || op->N > INT32_MAX || op->K > INT32_MAX ||
-	    op->ldc > INT32_MAX)
+	    op->ldc > INT32_MAX || op->Nk > INT32_MAX || op->lda > INT32_MAX ||
+	    op->ldb > INT32_MAX || op->ldv > INT32_MAX)
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-RANGE",
 		    "%s: %" PRId64 "×%" PRId64 "×%" PRId64 " exceeds the host "
 		    "GEMM's int dimensions", opname, op->M, op->N, op->K);

@@ -57,7 +57,7 @@
  *                              preflight and vae_tiling: auto plan with)
  *   LATENTQ_GPU_FORCE_STAGING=1  (tests) treat device memory as not
  *                              host-visible, so transfers use staging
- *   LATENTQ_GPU_HOST_GEMM=0|1  run ops_linear / ops_matmul as host GEMMs
+ *   LATENTQ_GPU_HOST_GEMM=0|1  ops_linear / _matmul / _attention as host GEMMs
  *                              (OpenBLAS on mapped buffers) or as shaders;
  *                              unset: host GEMMs when the device type is
  *                              "cpu" (gpu_ctx_kernel_variant)
@@ -208,10 +208,11 @@ const struct device_caps *gpu_ctx_caps(const struct gpu_ctx *ctx);
 unsigned gpu_ctx_validation_messages(const struct gpu_ctx *ctx);
 
 /*
- * Which kernels run GEMM-shaped work (ops_linear, ops_matmul) on this ctx,
- * borrowed: "shader", or on a CPU device (lavapipe) whose memory is host
- * memory "host-gemm:OpenBLAS <version> <core> t=<threads>" (OpenBLAS
- * cblas_sgemm on the mapped buffers, loaded with dlopen).  Part of the
+ * Which kernels run GEMM-shaped work (ops_linear, ops_matmul,
+ * ops_attention) on this ctx, borrowed: "shader", or on a CPU device
+ * (lavapipe) whose memory is host memory "host-gemm:OpenBLAS <version>
+ * <core> t=<threads>" (OpenBLAS cblas_sgemm on the mapped buffers, loaded
+ * with dlopen).  Part of the
  * device fingerprint a checkpoint records (render_device_fingerprint), so
  * a render resumes only under the same path.  The pipeline cache's key
  * leaves it out: the pipelines are the same on either path.

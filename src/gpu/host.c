@@ -2,8 +2,9 @@
  * host.c — the CPU-device fast path (internal.h, issue 18 item 2): on a
  * Vulkan device that is a CPU implementation (lavapipe / llvmpipe,
  * VK_PHYSICAL_DEVICE_TYPE_CPU) every buffer is host memory, mapped, so
- * ops_linear and ops_matmul run as OpenBLAS cblas_sgemm calls on the
- * mapped pointers instead of shaders.  The command stream is cut there
+ * ops_linear, ops_matmul and ops_attention (two GEMMs per head around a
+ * row softmax) run as OpenBLAS cblas_sgemm calls on the mapped pointers
+ * instead of shaders; everything else stays a shader.  The command stream is cut there
  * (cmd.c): the dispatches before a host op are submitted and waited for,
  * the host op runs, the next dispatches follow.
  *
@@ -141,6 +142,18 @@ host_param(const void *p, enum gpu_dtype dt, int64_t i)
 	return ((const float *)p)[i];
 }
 
+/* the context's host scratch buffer `slot`, at least `bytes` */
+static float *
+host_buf(struct gpu_ctx *ctx, int slot, size_t bytes)
+{
+	if (ctx->host_scratch_n[slot] < bytes) {
+		free(ctx->host_scratch[slot]);
+		ctx->host_scratch[slot] = xmalloc(bytes);
+		ctx->host_scratch_n[slot] = bytes;
+	}
+	return ctx->host_scratch[slot];
+}
+
 /*
  * f32 view of n elements of a parameter: p itself when it is f32, else
  * decoded into the context's host scratch (slot 0 weights, 1 bias).
@@ -151,13 +164,7 @@ host_f32(struct gpu_ctx *ctx, int slot, const void *p, enum gpu_dtype dt,
 {
 	if (dt == GPU_F32)
 		return p;
-	size_t bytes = (size_t)n * sizeof(float);
-	if (ctx->host_scratch_n[slot] < bytes) {
-		free(ctx->host_scratch[slot]);
-		ctx->host_scratch[slot] = xmalloc(bytes);
-		ctx->host_scratch_n[slot] = bytes;
-	}
-	float *f = ctx->host_scratch[slot];
+	float *f = host_buf(ctx, slot, (size_t)n * sizeof(float));
 	for (int64_t i = 0; i < n; i++)
 		f[i] = host_param(p, dt, i);
 	return f;
@@ -246,11 +253,127 @@ host_gemm_rows(struct gpu_ctx *ctx, const struct gpu_host_op *o,
 	}
 }
 
+/*
+ * e^x for x <= 0 (Cephes expf: x = n·ln2 + r, a degree-6 polynomial in
+ * r, times 2^n), within 2 ulp of expf; below -87 it is 0.  Written as
+ * plain arithmetic on each element so the loops over rows vectorise.
+ */
+static inline float
+host_exp_neg(float x)
+{
+	x = x < -87.0f ? -87.0f : x;
+	float t = x * 1.44269504088896341f - 0.5f;
+	float n = (float)(int)t;	/* in [t, t + 1): |r| <= ln2 / 2 */
+	float r = x - n * 0.693359375f - n * -2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	union {
+		uint32_t u;
+		float f;
+	} e = {.u = (uint32_t)((int)n + 127) << 23};
+	return p * e.f;
+}
+
+/*
+ * GPU_HOST_ATTENTION for one (b, h): query rows in panels of exactly
+ * GPU_HOST_GEMM_ROWS (the last padded): S = alpha·Qp·Kᵀ (sgemm), plus the
+ * biases, softmax by rows (max, exp, sum in key order), O = E·V (sgemm),
+ * scaled by 1/sum.
+ */
+static void
+host_attention_head(struct gpu_ctx *ctx, const struct gpu_host_op *o,
+    int64_t bi, int64_t h)
+{
+	const int64_t P = GPU_HOST_GEMM_ROWS;
+	int64_t Nq = o->M, Nk = o->Nk, Dh = o->K, Dv = o->N, H = o->heads;
+	const float *q = o->a + bi * o->sa + h * Dh;
+	const float *k = (const float *)o->b + bi * o->sb + h * Dh;
+	const float *v = o->v + bi * o->sv + h * Dv;
+	float *S = host_buf(ctx, 2, (size_t)(P * Nk) * sizeof(float));
+	float *qp = host_buf(ctx, 3, (size_t)(P * Dh) * sizeof(float));
+	float *op = host_buf(ctx, 4, (size_t)(P * Dv) * sizeof(float));
+	float *l = host_buf(ctx, 5, (size_t)P * sizeof(float));
+	const float *kb = o->bias == NULL ? NULL :
+	    o->bias_dtype == GPU_F32 ? (const float *)o->bias + bi * o->skb :
+	    NULL;
+	float *kbf = NULL;
+	if (o->bias != NULL && kb == NULL) {
+		kbf = host_buf(ctx, 6, (size_t)Nk * sizeof(float));
+		for (int64_t j = 0; j < Nk; j++)
+			kbf[j] = host_param(o->bias, o->bias_dtype, bi * o->skb +
+			    j);
+		kb = kbf;
+	}
+	for (int64_t i0 = 0; i0 < Nq; i0 += P) {
+		int64_t ic = Nq - i0 < P ? Nq - i0 : P;
+		const float *qa = q + i0 * o->lda;
+		int lda = (int)o->lda;
+		if (ic < P) {
+			for (int64_t i = 0; i < ic; i++)
+				memcpy(qp + i * Dh, qa + i * o->lda,
+				    (size_t)Dh * sizeof(float));
+			memset(qp + ic * Dh, 0, (size_t)((P - ic) * Dh) *
+			    sizeof(float));
+			qa = qp;
+			lda = (int)Dh;
+		}
+		host.sgemm(HOST_ROW_MAJOR, HOST_NO_TRANS, HOST_TRANS, (int)P,
+		    (int)Nk, (int)Dh, o->alpha, qa, lda, k, (int)o->ldb, 0.0f,
+		    S, (int)Nk);
+		for (int64_t i = 0; i < ic; i++) {
+			float *s = S + i * Nk;
+			if (kb != NULL)
+				for (int64_t j = 0; j < Nk; j++)
+					s[j] += kb[j];
+			if (o->attn_bias != NULL) {
+				int64_t base = (((o->attn_bias_b ? bi : 0) * H +
+				    h) * Nq + i0 + i) * Nk;
+				for (int64_t j = 0; j < Nk; j++)
+					s[j] += host_param(o->attn_bias,
+					    o->attn_bias_dtype, base + j);
+			}
+			float m = -3.0e38f;
+			for (int64_t j = 0; j < Nk; j++)
+				m = s[j] > m ? s[j] : m;
+			for (int64_t j = 0; j < Nk; j++)
+				s[j] = host_exp_neg(s[j] - m);
+			float sum = 0.0f;
+			for (int64_t j = 0; j < Nk; j++)
+				sum += s[j];
+			l[i] = sum;
+		}
+		/* rows from ic on (padding) are whatever they are: a row's
+		 * output depends on its own scores only, and these are
+		 * dropped */
+		host.sgemm(HOST_ROW_MAJOR, HOST_NO_TRANS, HOST_NO_TRANS, (int)P,
+		    (int)Dv, (int)Nk, 1.0f, S, (int)Nk, v, (int)o->ldv, 0.0f, op,
+		    (int)Dv);
+		for (int64_t i = 0; i < ic; i++) {
+			float inv = 1.0f / l[i];
+			float *dst = o->c + (bi * Nq + i0 + i) * H * Dv + h * Dv;
+			for (int64_t d = 0; d < Dv; d++)
+				dst[d] = op[i * Dv + d] * inv;
+		}
+	}
+}
+
 void
 gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 {
 	pthread_mutex_lock(&host.lock);
 	host.set_threads(ctx->host_threads);
+	if (o->kind == GPU_HOST_ATTENTION) {
+		for (int64_t bi = 0; bi < o->batch; bi++)
+			for (int64_t h = 0; h < o->heads; h++)
+				host_attention_head(ctx, o, bi, h);
+		pthread_mutex_unlock(&host.lock);
+		return;
+	}
 	const float *bias = o->bias == NULL ? NULL :
 	    host_f32(ctx, 1, o->bias, o->bias_dtype, o->N);
 	const float *b = NULL;
@@ -268,7 +391,7 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 void
 gpu_host_free(struct gpu_ctx *ctx)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < GPU_HOST_SCRATCH; i++)
 		free(ctx->host_scratch[i]);
 	free(ctx->host_panel);
 }

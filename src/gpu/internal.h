@@ -147,7 +147,24 @@ enum lq_status gpu_cmd_fail(struct gpu_cmd *cmd, enum lq_status st,
 #define GPU_HOST_GEMM_ROWS 256
 #define GPU_HOST_GEMM_THREADS 2
 
+enum gpu_host_kind {
+	GPU_HOST_GEMM,		/* c = act(alpha · a · op(b) + bias) */
+	GPU_HOST_ATTENTION,	/* ops_attention */
+};
+
+/*
+ * GPU_HOST_ATTENTION (ops.h ops_attention, softmax in one pass per row
+ * instead of online): for b < batch, h < heads, query rows i < M,
+ *   out[b, i, h·Dv + d] = Σ_j softmax_j(alpha · q[b,i,h]·k[b,j,h]
+ *                         + key_bias[b, j] + bias[(b,) h, i, j]) · v[b,j,h,d]
+ * q at a + b·sa + i·lda + h·Dh (Dh = K), k at b + b·sb + j·ldb + h·Dh,
+ * v at v + b·sv + j·ldv + h·Dv (Dv = N), j < Nk; out contiguous, c;
+ * key_bias (bias_dtype, row stride skb, 0 = shared) and attn_bias
+ * ([B or 1, H, M, Nk], attn_bias_dtype, attn_bias_b = 1 when per b) may
+ * be NULL.  Every sgemm has GPU_HOST_GEMM_ROWS query rows.
+ */
 struct gpu_host_op {
+	enum gpu_host_kind kind;
 	float *c;
 	const float *a;
 	const void *b, *bias;
@@ -156,6 +173,12 @@ struct gpu_host_op {
 	int trans_b;
 	unsigned act;
 	float alpha;
+	/* GPU_HOST_ATTENTION only */
+	const float *v;
+	const void *attn_bias;
+	enum gpu_dtype attn_bias_dtype;
+	int attn_bias_b;
+	int64_t heads, Nk, lda, ldb, ldv, sv, skb;
 };
 
 /*

@@ -1232,6 +1232,32 @@ ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 			    "= [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
 			    "]", op, DESC(bias), B, H, Nq, Nk);
 	}
+	float *oh = gpu_cmd_host_ptr(cmd, out);
+	const float *qh = gpu_cmd_host_ptr(cmd, q);
+	const float *kh = gpu_cmd_host_ptr(cmd, k);
+	const float *vh = gpu_cmd_host_ptr(cmd, v);
+	const void *kbh = gpu_cmd_host_ptr(cmd, kb);
+	const void *bh = gpu_cmd_host_ptr(cmd, bias);
+	if (oh != NULL && qh != NULL && kh != NULL && vh != NULL &&
+	    (kb == NULL || kbh != NULL) && (bias == NULL || bh != NULL)) {
+		/* the CPU-device fast path (host.c): two GEMMs per head */
+		struct gpu_host_op o = {
+			.kind = GPU_HOST_ATTENTION,
+			.c = oh, .a = qh, .b = kh, .v = vh, .bias = kbh,
+			.bias_dtype = kb != NULL ? kb->dtype : GPU_F32,
+			.skb = kb != NULL && kb->ndim == 2 && kb->shape[0] > 1 ?
+			    kb->stride[0] : 0,
+			.attn_bias = bh,
+			.attn_bias_dtype = bias != NULL ? bias->dtype : GPU_F32,
+			.attn_bias_b = bias != NULL && bias->ndim == 4,
+			.batch = B, .heads = H, .M = Nq, .Nk = Nk, .K = Dh,
+			.N = Dv, .sa = q->stride[0], .lda = q->stride[1],
+			.sb = k->stride[0], .ldb = k->stride[1],
+			.sv = v->stride[0], .ldv = v->stride[1],
+			.alpha = args->scale,
+		};
+		return gpu_cmd_host(cmd, &o, op);
+	}
 	const struct gpu_tensor *all[6] = {out, q, k, v, kb, bias};
 	if (all_fit(cmd, 6, all))
 		return attn_emit(cmd, op, out, q, k, v, args, kb, bias);

@@ -58,11 +58,13 @@ struct gpu_ctx {
 	uint64_t mem_live, mem_peak;
 	/* the CPU-device fast path (host.c): on or not, its variant string
 	 * (gpu_ctx_kernel_variant), and host scratch: decoded f16/bf16
-	 * weights (0) and biases (1), the padded last row panel */
+	 * weights (0) and biases (1), attention's scores, query panel,
+	 * output panel, row sums, key bias (2-6), the padded last row panel */
 	int host_gemm, host_threads;
 	char variant[128];
-	float *host_scratch[2];
-	size_t host_scratch_n[2];
+#define GPU_HOST_SCRATCH 7
+	float *host_scratch[GPU_HOST_SCRATCH];
+	size_t host_scratch_n[GPU_HOST_SCRATCH];
 	float *host_panel;
 	size_t host_panel_n;
 };

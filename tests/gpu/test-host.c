@@ -1,6 +1,7 @@
 /*
  * test-host.c — the CPU-device fast path (gpu/host.c, issue 18 item 2):
- * ops_linear and ops_matmul as OpenBLAS GEMMs on mapped memory.
+ * ops_linear, ops_matmul and ops_attention as OpenBLAS GEMMs on mapped
+ * memory.
  *
  * Two contexts on the same device: LATENTQ_GPU_HOST_GEMM=1 (host GEMMs)
  * and =0 (shaders).  Checks:
@@ -12,6 +13,8 @@
  *   - the host path is bit-identical run to run, and a row's bits do not
  *     depend on which rows share its call (rows alone, shards at any
  *     offset, the whole batch): what mesh parity needs;
+ *   - host attention (strided q/k/v, key_bias, bf16 bias) agrees with
+ *     the shader's, run to run and for query rows alone the same bits;
  *   - host ops and shaders interleaved in one recording run in recording
  *     order (submit and submit_async + wait);
  *   - a weight larger than a binding needs no split on the host path.
@@ -369,6 +372,94 @@ test_interleaved(void)
 	free(b);
 }
 
+/*
+ * ops_attention on env e: q, k, v slices of fused [B, N, 3·H·Dh] tensors
+ * (strided rows), key_bias [B, Nk] and, when with_bias, bias [B, H, Nq,
+ * Nk] in bf16.
+ */
+static float *
+attention_on(struct env *e, int64_t B, int64_t Nq, int64_t Nk, int64_t H,
+    int64_t Dh, const float *xq, const float *xkv, const float *kbias,
+    const float *bias)
+{
+	gpu_pool_reset(e->pool, 0);
+	int64_t W = H * Dh;
+	struct gpu_tensor tq = put(e, GPU_F32, 3, SH(B, Nq, 3 * W), xq);
+	struct gpu_tensor tkv = put(e, GPU_F32, 3, SH(B, Nk, 3 * W), xkv);
+	struct gpu_tensor q = gpu_tensor_slice(&tq, 2, W, W);
+	struct gpu_tensor k = gpu_tensor_slice(&tkv, 2, 0, W);
+	struct gpu_tensor v = gpu_tensor_slice(&tkv, 2, 2 * W, W);
+	struct gpu_tensor kb = put(e, GPU_F32, 2, SH(B, Nk), kbias);
+	struct gpu_tensor bt;
+	if (bias != NULL)
+		bt = put(e, GPU_BF16, 4, SH(B, H, Nq, Nk), bias);
+	struct gpu_tensor out = put(e, GPU_F32, 3, SH(B, Nq, W), NULL);
+	struct ops_attention_args args = {
+		.heads = (int)H, .scale = 1.0f / sqrtf((float)Dh),
+		.key_bias = &kb, .bias = bias != NULL ? &bt : NULL,
+	};
+	gpu_cmd_begin(e->cmd);
+	CHECK_INT(ops_attention(e->cmd, &out, &q, &k, &v, &args), LQ_OK);
+	submit(e);
+	return get(e, &out);
+}
+
+/*
+ * Host attention matches the shader's within rounding; it is the same
+ * bits run to run, and a query row's bits do not depend on which query
+ * rows share the call (a context-parallel shard's).
+ */
+static void
+test_attention(void)
+{
+	int64_t B = 2, Nq = 300, Nk = 290, H = 3, Dh = 32, W = H * Dh;
+	for (int with_bias = 0; with_bias < 2; with_bias++) {
+		float *xq = rand_host((size_t)(B * Nq * 3 * W));
+		float *xkv = rand_host((size_t)(B * Nk * 3 * W));
+		float *kb = rand_host((size_t)(B * Nk));
+		for (int64_t j = 0; j < B * Nk; j++)	/* some masked keys */
+			kb[j] = j % 7 == 3 ? -10000.0f : kb[j];
+		float *bias = with_bias ? rand_host((size_t)(B * H * Nq * Nk)) :
+		    NULL;
+		float *yh = attention_on(&host, B, Nq, Nk, H, Dh, xq, xkv, kb,
+		    bias);
+		CHECK_INT(gpu_cmd_host_op_count(host.cmd), 1);
+		float *again = attention_on(&host, B, Nq, Nk, H, Dh, xq, xkv,
+		    kb, bias);
+		CHECK(memcmp(yh, again, (size_t)(B * Nq * W) * 4) == 0);
+		float *ys = attention_on(&shade, B, Nq, Nk, H, Dh, xq, xkv, kb,
+		    bias);
+		double r = max_rel(yh, ys, (size_t)(B * Nq * W));
+		if (!(r < 1e-5))
+			printf("attention (bias %d): max rel %g\n", with_bias, r);
+		CHECK(r < 1e-5);
+		if (!with_bias) {
+			/* queries 5..261 of each sample alone */
+			int64_t o = 5, m = 257;
+			float *sq = xmalloc((size_t)(B * m * 3 * W) * 4);
+			for (int64_t b = 0; b < B; b++)
+				memcpy(sq + b * m * 3 * W, xq + (b * Nq + o) *
+				    3 * W, (size_t)(m * 3 * W) * 4);
+			float *part = attention_on(&host, B, m, Nk, H, Dh, sq,
+			    xkv, kb, NULL);
+			int same = 1;
+			for (int64_t b = 0; b < B; b++)
+				same &= memcmp(part + b * m * W, yh + (b * Nq +
+				    o) * W, (size_t)(m * W) * 4) == 0;
+			CHECK(same);
+			free(sq);
+			free(part);
+		}
+		free(xq);
+		free(xkv);
+		free(kb);
+		free(bias);
+		free(yh);
+		free(again);
+		free(ys);
+	}
+}
+
 /* A weight larger than a (lowered) binding: no split, one host op. */
 static void
 test_no_split(void)
@@ -440,6 +531,7 @@ main(void)
 	test_rows_bits();
 	test_matmul_matches();
 	test_interleaved();
+	test_attention();
 	test_no_split();
 	gpu_cmd_free(shade.cmd);
 	gpu_pool_free(shade.pool);
