@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "core/fault.h"
 #include "core/file.h"
 #include "core/log.h"
 #include "render/render.h"
@@ -130,6 +131,7 @@ cmd_exec_job_exec(const struct cmd_globals *g, int argc, char **argv)
 		worker_report_error(st, job.id, &err, rc, &e2);
 	if (e2.status != LQ_OK)
 		error_print(&e2, stderr);
+	fault_slow(job.name, "exit", 0, opt.attempt);
 	store_job_clear(&job);
 	store_close(st);
 	return rc;

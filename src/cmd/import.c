@@ -464,7 +464,12 @@ cmd_import_exec(const struct cmd_globals *g, int argc, char **argv)
 	}
 	c.skip = xcalloc(c.idx.n_jobs + 1, sizeof(int));
 	int64_t *ids = xcalloc(c.idx.n_jobs + 1, sizeof(int64_t));
-	/* which jobs are new here; where their files go */
+	/* Which jobs are new here, found inside the transaction that records
+	 * them (store_find_live_job then keeps other submitters and importers
+	 * of the same config out until COMMIT), and where their files go. */
+	int began = 0;
+	if (s == LQ_OK && (s = store_begin(st, &err)) == LQ_OK)
+		began = 1;
 	for (size_t i = 0; s == LQ_OK && i < c.idx.n_jobs; i++) {
 		const struct media_bundle_job *j = &c.idx.jobs[i];
 		int64_t existing = 0;
@@ -489,18 +494,16 @@ cmd_import_exec(const struct cmd_globals *g, int argc, char **argv)
 				s = check_dest(sg, &err);
 		}
 	}
-	if (s == LQ_OK && (s = store_begin(st, &err)) == LQ_OK) {
-		for (size_t i = 0; s == LQ_OK && i < c.idx.n_jobs; i++)
-			if (!c.skip[i])
-				s = record_job(st, &c, i, &ids[i], &err);
-		if (s == LQ_OK)
-			s = install(&c, &err);
-		if (s == LQ_OK)
-			s = store_commit(st, &err);
-		if (s != LQ_OK) {
-			store_rollback(st);
-			uninstall(&c);
-		}
+	for (size_t i = 0; s == LQ_OK && i < c.idx.n_jobs; i++)
+		if (!c.skip[i])
+			s = record_job(st, &c, i, &ids[i], &err);
+	if (s == LQ_OK)
+		s = install(&c, &err);
+	if (s == LQ_OK)
+		s = store_commit(st, &err);
+	if (s != LQ_OK && began) {
+		store_rollback(st);
+		uninstall(&c);
 	}
 	if (s == LQ_OK && g->verbose >= 0) {
 		for (size_t i = 0; i < c.idx.n_jobs; i++) {

@@ -7,7 +7,7 @@
  *   model list                    registered models
  *   model show N                  one model: components and files
  *   model verify [--update] N     re-hash every file; exit 65 if any changed
- *   model synth [--family ltxv] --preset P [--seed S] [--dtype D]
+ *   model synth [--family ltxv|ltx2] --preset P [--seed S] [--dtype D]
  *       [--set COMPONENT.KEY=JSON]... [--sparse] DIR
  *   model pull ... URL... DIR     download files (src/cmd/pull.c), then add
  */
@@ -40,7 +40,7 @@ static const char *const verbs_usage =
     "  model list\n"
     "  model show N\n"
     "  model verify [--update] N\n"
-    "  model synth [--family ltxv] --preset P [--seed S] [--dtype f32|f16|bf16]\n"
+    "  model synth [--family ltxv|ltx2] --preset P [--seed S] [--dtype f32|f16|bf16]\n"
     "      [--set COMPONENT.KEY=JSON]... [--sparse] DIR\n"
     "      (P: tiny, small, 0.9.1-2b, 0.9.5-2b, 0.9.7-13b)\n"
     "  model pull [--digest [PATH=]HEX]... [--job JOB] [--name N] [--no-add]\n"
@@ -459,8 +459,8 @@ verb_synth(int argc, char **argv)
 	so.sets = sets;
 	if (preset == NULL) {
 		free(sets);
-		return usage("synth needs --preset (tiny, small, 0.9.1-2b, "
-		    "0.9.5-2b, 0.9.7-13b)", NULL);
+		return usage("synth needs --preset (ltxv: tiny, small, 0.9.1-2b, "
+		    "0.9.5-2b, 0.9.7-13b; ltx2: tiny, demo, demo-bwe)", NULL);
 	}
 	if (argc - optind != 1) {
 		free(sets);

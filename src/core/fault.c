@@ -76,15 +76,15 @@ fault_nan(const char *job, int step, int attempt)
 }
 
 void
-fault_slow(const char *job, int step, int attempt)
+fault_slow(const char *job, const char *phase, int step, int attempt)
 {
 	char action[16];
-	if (!fault_match(job, "denoise", step, attempt, "slow", action))
+	if (!fault_match(job, phase, step, attempt, "slow", action))
 		return;
 	double secs = action[4] == '=' ? atof(action + 5) : 10.0;
 	log_clear_progress();
-	fprintf(stderr, "latentq: fault injection: step %d takes %.1f s more "
-	    "(attempt %d)\n", step, secs, attempt);
+	fprintf(stderr, "latentq: fault injection: %s step %d takes %.1f s "
+	    "more (attempt %d)\n", phase, step, secs, attempt);
 	fflush(stderr);
 	/* a slow kernel is not interruptible: sleep through signals */
 	struct timespec left = {(time_t)secs,

@@ -410,10 +410,9 @@ diffusers_parse_ltx2_vocoder(const cJSON *j, const char *path,
 
 	if (cJSON_IsString(cls) && strcmp(cls->valuestring,
 	    "LTX2VocoderWithBWE") == 0)
-		return cfg_fail(err, path, "_class_name", "LQ-MODEL-006",
-		    "LTX2VocoderWithBWE (the LTX-2.3 vocoder with bandwidth "
-		    "extension) runs only as `forward --component vocoder`; "
-		    "the LTX-2 render takes an LTX2Vocoder");
+		return cfg_fail(err, path, "_class_name", "LQ-MODEL-002",
+		    "LTX2VocoderWithBWE is not an LTX2Vocoder: its config has "
+		    "the bwe_* keys (diffusers_parse_ltx2_vocoder_bwe reads it)");
 	if (check_class(&c, "LTX2Vocoder") != LQ_OK)
 		return LQ_FAILED;
 	return parse_vocoder_keys(j, path, "", "output_sampling_rate", &voc_ltx2,
@@ -519,7 +518,7 @@ diffusers_parse_ltx2_audio_vae(const cJSON *j, const char *path,
 	    cJSON_GetObjectItemCaseSensitive(j, "mel_bins") != NULL ? 0 :
 	    cfg_int(&c, "mel_bins", 64, 1);
 	(void)cfg_num(&c, "dropout", 0.0, 0);	/* eval: no effect */
-	(void)cfg_bool(&c, "double_z", 1);	/* the encoder's */
+	o->double_z = cfg_bool(&c, "double_z", 1);	/* the encoder's */
 	(void)cfg_bool(&c, "is_causal", 1);	/* the patchifier's */
 	if (c.failed)
 		return LQ_FAILED;
@@ -828,6 +827,205 @@ diffusers_parse_ltx2_transformer(const cJSON *j, const char *path,
 		    "video-side table uses the video heads)", o->inner_dim,
 		    o->audio_inner_dim, o->audio_cross_attention_dim,
 		    o->num_attention_heads, o->audio_num_attention_heads);
+	return LQ_OK;
+}
+
+/* ---- Wan VAE ---- */
+
+/* A list of numbers (any sign) into dst[max]; returns its length, the
+ * default when absent or null. */
+static int
+cfg_dlist(struct cfg *c, const char *key, double *dst, int max,
+    const double *def, int ndef, int allow_empty)
+{
+	const cJSON *v = cfg_item(c, key), *e;
+	int n = 0;
+
+	if (v == NULL) {
+		if (ndef > 0)
+			memcpy(dst, def, (size_t)ndef * sizeof(*dst));
+		return ndef;
+	}
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > max ||
+	    (!allow_empty && cJSON_GetArraySize(v) == 0)) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "a list of %d to %d numbers",
+		    allow_empty ? 0 : 1, max);
+		return cfg_bad(c, key, what), 0;
+	}
+	cJSON_ArrayForEach(e, v) {
+		if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
+			return cfg_bad(c, key, "a list of numbers"), 0;
+		dst[n++] = e->valuedouble;
+	}
+	return n;
+}
+
+enum lq_status
+diffusers_parse_wan_vae(const cJSON *j, const char *path,
+    struct wan_vae_config *o, struct lq_error *err)
+{
+	/* AutoencoderKLWan.__init__'s defaults (Wan 2.1) */
+	static const int def_mult[] = {1, 2, 4, 4};
+	static const int def_tds[] = {0, 1, 1};
+	static const double def_mean[16] = {
+		-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517,
+		1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497,
+		0.2503, -0.2921,
+	};
+	static const double def_std[16] = {
+		2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
+		3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160,
+	};
+	struct cfg c = {j, path, err, 0};
+	int nm, ns, t = 0;
+
+	if (check_class(&c, "AutoencoderKLWan") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	o->base_dim = cfg_int(&c, "base_dim", 96, 1);
+	o->decoder_base_dim = cfg_int(&c, "decoder_base_dim", o->base_dim, 1);
+	o->z_dim = cfg_int(&c, "z_dim", 16, 1);
+	o->n_dim_mult = cfg_list(&c, "dim_mult", 'i', 1, o->dim_mult, 0,
+	    DIFFUSERS_MAX_BLOCKS, def_mult, 4);
+	o->num_res_blocks = cfg_int(&c, "num_res_blocks", 2, 0);
+	o->n_attn_scales = cfg_dlist(&c, "attn_scales", o->attn_scales,
+	    DIFFUSERS_MAX_BLOCKS, NULL, 0, 1);
+	o->n_temperal_downsample = cfg_item(&c, "temperal_downsample") != NULL &&
+	    cJSON_IsArray(cfg_item(&c, "temperal_downsample")) &&
+	    cJSON_GetArraySize(cfg_item(&c, "temperal_downsample")) == 0 ? 0 :
+	    cfg_list(&c, "temperal_downsample", 'b', 0, o->temperal_downsample,
+	    0, DIFFUSERS_MAX_BLOCKS, def_tds, 3);
+	(void)cfg_num(&c, "dropout", 0.0, 0);	/* eval: no effect */
+	nm = cfg_dlist(&c, "latents_mean", o->latents_mean,
+	    DIFFUSERS_MAX_WAN_Z, def_mean, 16, 0);
+	ns = cfg_dlist(&c, "latents_std", o->latents_std,
+	    DIFFUSERS_MAX_WAN_Z, def_std, 16, 0);
+	o->in_channels = cfg_int(&c, "in_channels", 3, 1);
+	o->out_channels = cfg_int(&c, "out_channels", 3, 1);
+	o->scale_factor_temporal = cfg_int(&c, "scale_factor_temporal", 4, 1);
+	o->scale_factor_spatial = cfg_int(&c, "scale_factor_spatial", 8, 1);
+	if (c.failed)
+		return LQ_FAILED;
+	if (cfg_bool(&c, "is_residual", 0) && !c.failed)
+		return cfg_fail(err, path, "is_residual", "LQ-MODEL-006",
+		    "is_residual true (the Wan 2.2 TI2V VAE: residual up/down "
+		    "blocks with DupUp3D / AvgDown3D shortcuts) is not "
+		    "implemented; Wan 2.1's VAE has false");
+	if (cfg_item(&c, "patch_size") != NULL &&
+	    cfg_int(&c, "patch_size", 1, 1) != 1 && !c.failed)
+		return cfg_fail(err, path, "patch_size", "LQ-MODEL-006",
+		    "patch_size %d (the Wan 2.2 TI2V VAE's patchify) is not "
+		    "implemented; Wan 2.1's VAE has null",
+		    cfg_int(&c, "patch_size", 1, 1));
+	if (c.failed)
+		return LQ_FAILED;
+	if (o->n_temperal_downsample < o->n_dim_mult - 1)
+		return cfg_fail(err, path, "temperal_downsample", "LQ-MODEL-004",
+		    "temperal_downsample has %d entries; dim_mult's %d levels "
+		    "need %d (one per downsampling level)",
+		    o->n_temperal_downsample, o->n_dim_mult, o->n_dim_mult - 1);
+	if (nm != ns)
+		return cfg_fail(err, path, "latents_std", "LQ-MODEL-004",
+		    "latents_mean has %d entries and latents_std %d; both "
+		    "need z_dim (%d)", nm, ns, o->z_dim);
+	if (o->z_dim > DIFFUSERS_MAX_WAN_Z)
+		return cfg_fail(err, path, "z_dim", "LQ-MODEL-006",
+		    "z_dim %d is over latentq's %d latent channels", o->z_dim,
+		    DIFFUSERS_MAX_WAN_Z);
+	for (int i = 0; i < ns; i++)
+		if (o->latents_std[i] == 0.0)
+			return cfg_fail(err, path, "latents_std", "LQ-MODEL-003",
+			    "latents_std[%d] is 0 (the pipeline divides by "
+			    "1 / std)", i);
+	for (int i = 0; i < o->n_dim_mult; i++)
+		if (o->dim_mult[i] > (1 << 16) / o->base_dim ||
+		    o->dim_mult[i] > (1 << 16) / o->decoder_base_dim)
+			return cfg_fail(err, path, "dim_mult", "LQ-MODEL-003",
+			    "base_dim x dim_mult[%d] is over 2^16 channels", i);
+	o->n_latents = nm;
+	o->spatial_ratio = 1 << (o->n_dim_mult - 1);
+	for (int i = 0; i + 1 < o->n_dim_mult; i++)
+		t += o->temperal_downsample[i];
+	o->temporal_ratio = 1 << t;
+	return LQ_OK;
+}
+
+/* ---- Wan transformer ---- */
+
+int
+diffusers_is_wan_transformer(const cJSON *j)
+{
+	const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "_class_name");
+
+	if (cJSON_IsString(cls))
+		return strcmp(cls->valuestring, "WanTransformer3DModel") == 0;
+	return cJSON_GetObjectItemCaseSensitive(j, "freq_dim") != NULL &&
+	    (cJSON_GetObjectItemCaseSensitive(j, "ffn_dim") != NULL ||
+	    cJSON_GetObjectItemCaseSensitive(j, "text_dim") != NULL);
+}
+
+enum lq_status
+diffusers_parse_wan_transformer(const cJSON *j, const char *path,
+    struct wan_transformer_config *o, struct lq_error *err)
+{
+	static const int def_patch[3] = {1, 2, 2};
+	static const char *const i2v[] = { "image_dim", "added_kv_proj_dim",
+	    "pos_embed_seq_len" };
+	struct cfg c = {j, path, err, 0};
+	char qk[32];
+	int n, d;
+
+	if (check_class(&c, "WanTransformer3DModel") != LQ_OK)
+		return LQ_FAILED;
+	memset(o, 0, sizeof(*o));
+	n = cfg_list(&c, "patch_size", 'i', 1, o->patch_size, 0, 3, def_patch, 3);
+	if (n != 3 && !c.failed)
+		cfg_bad(&c, "patch_size", "a list of 3 integers >= 1 (t, h, w)");
+	o->num_attention_heads = cfg_int(&c, "num_attention_heads", 40, 1);
+	o->attention_head_dim = cfg_int(&c, "attention_head_dim", 128, 1);
+	o->in_channels = cfg_int(&c, "in_channels", 16, 1);
+	o->out_channels = cfg_int(&c, "out_channels", 16, 0);
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "out_channels")) ||
+	    o->out_channels == 0)
+		o->out_channels = o->in_channels;	/* out_channels or in_channels */
+	o->text_dim = cfg_int(&c, "text_dim", 4096, 1);
+	o->freq_dim = cfg_int(&c, "freq_dim", 256, 1);
+	o->ffn_dim = cfg_int(&c, "ffn_dim", 13824, 1);
+	o->num_layers = cfg_int(&c, "num_layers", 40, 0);
+	o->cross_attn_norm = cfg_bool(&c, "cross_attn_norm", 1);
+	cfg_str(&c, "qk_norm", "rms_norm_across_heads", qk, sizeof(qk));
+	o->eps = cfg_num(&c, "eps", 1e-6, 1);
+	o->rope_max_seq_len = cfg_int(&c, "rope_max_seq_len", 1024, 1);
+	if (c.failed)
+		return LQ_FAILED;
+	for (int i = 0; i < 3; i++)
+		if (cfg_item(&c, i2v[i]) != NULL)
+			return cfg_fail(err, path, i2v[i], "LQ-MODEL-006",
+			    "%s is set: Wan image-to-video (the image embedder "
+			    "and the added key / value projections) is not "
+			    "implemented; text-to-video checkpoints have null",
+			    i2v[i]);
+	d = o->attention_head_dim;
+	if (d % 2 != 0)
+		return cfg_fail(err, path, "attention_head_dim", "LQ-MODEL-003",
+		    "attention_head_dim %d is odd; WanRotaryPosEmbed rotates "
+		    "channel pairs (upstream asserts an even size)", d);
+	if (d > 256)
+		return cfg_fail(err, path, "attention_head_dim", "LQ-MODEL-006",
+		    "an attention_head_dim of %d is over latentq's attention "
+		    "kernel limit 256", d);
+	if (o->freq_dim % 2 != 0)
+		return cfg_fail(err, path, "freq_dim", "LQ-MODEL-006",
+		    "freq_dim %d is odd (upstream zero-pads the timestep "
+		    "sinusoids); not implemented, Wan uses 256", o->freq_dim);
+	o->inner_dim = o->num_attention_heads * d;
+	/* WanRotaryPosEmbed: h_dim = w_dim = 2 * (d // 6), t_dim the rest */
+	o->rope_dim[1] = o->rope_dim[2] = 2 * (d / 6);
+	o->rope_dim[0] = d - o->rope_dim[1] - o->rope_dim[2];
+	o->patch_volume = o->patch_size[0] * o->patch_size[1] *
+	    o->patch_size[2];
 	return LQ_OK;
 }
 
@@ -1739,10 +1937,24 @@ diffusers_open_ltx2(const char *dir, const struct diffusers_overrides *ov,
 		goto fail;
 	cJSON_Delete(j);
 	j = NULL;
-	if (load_component_json(&m->vocoder, cf, &j, err) != LQ_OK ||
-	    diffusers_parse_ltx2_vocoder(j, m->vocoder.config_path,
-	    &m->vocoder_config, err) != LQ_OK)
+	if (load_component_json(&m->vocoder, cf, &j, err) != LQ_OK)
 		goto fail;
+	if (diffusers_ltx2_vocoder_is_bwe(j)) {
+		/* LTX-2.3's: stage 1, then bandwidth extension */
+		m->vocoder_bwe = 1;
+		if (diffusers_parse_ltx2_vocoder_bwe(j, m->vocoder.config_path,
+		    &m->vocoder_bwe_config, err) != LQ_OK)
+			goto fail;
+		m->vocoder_config = m->vocoder_bwe_config.vocoder;
+		m->audio_sample_rate = m->vocoder_bwe_config.output_sampling_rate;
+		m->audio_channels = m->vocoder_bwe_config.vocoder.out_channels;
+	} else {
+		if (diffusers_parse_ltx2_vocoder(j, m->vocoder.config_path,
+		    &m->vocoder_config, err) != LQ_OK)
+			goto fail;
+		m->audio_sample_rate = m->vocoder_config.output_sampling_rate;
+		m->audio_channels = m->vocoder_config.out_channels;
+	}
 	cJSON_Delete(j);
 	j = NULL;
 	if (load_component_json(&m->connectors, cf, &j, err) != LQ_OK ||

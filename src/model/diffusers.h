@@ -209,6 +209,8 @@ struct ltx2_audio_vae_config {
 	int sample_rate;		/* 16000 (Hz) */
 	int mel_hop_length;		/* 160 */
 	int mel_bins;			/* 64; 0 when null (the input's) */
+	int double_z;			/* true: the encoder's conv_out gives
+					   2 x latent_channels (mean, logvar) */
 };
 
 /* One LTX2ConnectorTransformer1d of LTX2TextConnectors. */
@@ -270,6 +272,64 @@ struct ltx2_transformer_config {
 	/* derived */
 	int inner_dim, audio_inner_dim;		/* heads x head_dim per stream */
 	int prompt_modulation;			/* cross_attn_mod or audio_cross_attn_mod */
+};
+
+/* AutoencoderKLWan (diffusers models/autoencoders/autoencoder_kl_wan.py),
+ * the `vae/` of a WanPipeline folder (Wan 2.1).  Defaults are upstream's
+ * __init__'s; lists as in config.json (encoder order; the decoder's
+ * temperal_upsample is temperal_downsample reversed). */
+#define DIFFUSERS_MAX_WAN_Z 64
+struct wan_vae_config {
+	int base_dim;			/* 96 */
+	int decoder_base_dim;		/* null: base_dim */
+	int z_dim;			/* 16 */
+	int n_dim_mult;
+	int dim_mult[DIFFUSERS_MAX_BLOCKS];	/* 1, 2, 4, 4 */
+	int num_res_blocks;		/* 2 */
+	/* the encoder's WanAttentionBlock scales (1.0, 0.5, ... per down
+	 * level); the decoder never builds them.  Default [] */
+	int n_attn_scales;
+	double attn_scales[DIFFUSERS_MAX_BLOCKS];
+	int n_temperal_downsample;
+	int temperal_downsample[DIFFUSERS_MAX_BLOCKS];	/* F, T, T */
+	/* the pipeline's latents / (1 / std) + mean before decode; n_latents
+	 * entries (upstream's 16 Wan 2.1 defaults when absent), which the
+	 * pipeline needs equal to z_dim */
+	int n_latents;
+	double latents_mean[DIFFUSERS_MAX_WAN_Z];
+	double latents_std[DIFFUSERS_MAX_WAN_Z];
+	int in_channels;		/* 3 */
+	int out_channels;		/* 3 */
+	int scale_factor_temporal;	/* 4 (the pipeline's vae_scale_factor_temporal) */
+	int scale_factor_spatial;	/* 8 */
+	/* derived from the blocks: 2^(len(dim_mult) - 1) and 2^(true
+	 * entries of temperal_downsample[0 .. len(dim_mult) - 2]) */
+	int spatial_ratio, temporal_ratio;
+};
+
+/* WanTransformer3DModel (diffusers models/transformers/transformer_wan.py),
+ * the `transformer/` of a WanPipeline folder (Wan 2.1 / 2.2 text-to-video).
+ * Defaults are upstream's __init__'s. */
+struct wan_transformer_config {
+	int patch_size[3];			/* 1, 2, 2 (t, h, w) */
+	int num_attention_heads;		/* 40 */
+	int attention_head_dim;			/* 128 (even: RoPE pairs) */
+	int in_channels, out_channels;		/* 16, 16 (null / 0: in) */
+	int text_dim;				/* 4096 (UMT5 hidden size) */
+	int freq_dim;				/* 256 (even) */
+	int ffn_dim;				/* 13824 */
+	int num_layers;				/* 40 */
+	int cross_attn_norm;			/* true: blocks' norm2 with weights */
+	double eps;				/* 1e-6 */
+	int rope_max_seq_len;			/* 1024: the RoPE tables' rows */
+	/* qk_norm is read and has no effect: upstream's WanAttention always
+	 * builds norm_q / norm_k (RMSNorm across heads, with weights).
+	 * image_dim, added_kv_proj_dim and pos_embed_seq_len (image-to-video)
+	 * must be null. */
+	/* derived */
+	int inner_dim;				/* heads x head_dim */
+	int rope_dim[3];			/* t, h, w: d - 4(d//6), 2(d//6), 2(d//6) */
+	int patch_volume;			/* p_t x p_h x p_w */
 };
 
 /* transformers T5Config, as T5EncoderModel uses it. */
@@ -373,7 +433,14 @@ struct diffusers_ltx2_model {
 	struct diffusers_component transformer, vae, audio_vae, vocoder,
 	    connectors, text_encoder, tokenizer, scheduler;
 	struct ltx2_audio_vae_config audio_vae_config;
+	/* an LTX2Vocoder's config, or an LTX2VocoderWithBWE's stage-1
+	 * vocoder's (vocoder_bwe set, its whole config beside) */
 	struct ltx2_vocoder_config vocoder_config;
+	int vocoder_bwe;
+	struct ltx2_vocoder_bwe_config vocoder_bwe_config;
+	/* the waveform the vocoder gives: its output_sampling_rate (the
+	 * BWE's) and out_channels (Hz, channels) */
+	int audio_sample_rate, audio_channels;
 	struct ltx2_connectors_config connectors_config;
 };
 
@@ -391,8 +458,9 @@ enum lq_status diffusers_pipeline_class(const char *dir, char *out, size_t n,
  * (LTX2VideoTransformer3DModel), vae (AutoencoderKLLTX2Video), audio_vae,
  * vocoder, connectors and scheduler are required (LQ-MODEL-005), each of
  * the class upstream's pipeline takes (LQ-MODEL-002); the audio VAE,
- * vocoder and connectors configs are parsed (their diffusers_parse_*
- * errors) and the scheduler's class checked.  Overrides as for
+ * vocoder (LTX2Vocoder or LTX2VocoderWithBWE) and connectors configs
+ * are parsed (their diffusers_parse_* errors) and the scheduler's class
+ * checked.  Overrides as for
  * diffusers_open (transformer, vae, text_encoder, tokenizer, scheduler).
  * On failure *out is NULL.
  */
@@ -434,9 +502,9 @@ enum lq_status diffusers_parse_latent_upsampler(const cJSON *cfg,
 /* LTX2Vocoder's config: what upstream's __init__ refuses (list lengths
  * LQ-MODEL-004, act_fn, final_act_fn, too few channels for the stages
  * LQ-MODEL-003) and what latentq does not implement, named (LQ-MODEL-006:
- * antialias with leaky_relu, whose wrappers upstream nests; the LTX-2.3
- * LTX2VocoderWithBWE class, which diffusers_parse_ltx2_vocoder_bwe
- * reads). */
+ * antialias with leaky_relu, whose wrappers upstream nests).  The LTX-2.3
+ * LTX2VocoderWithBWE class is refused (LQ-MODEL-002): its config is
+ * diffusers_parse_ltx2_vocoder_bwe's. */
 enum lq_status diffusers_parse_ltx2_vocoder(const cJSON *cfg,
     const char *path, struct ltx2_vocoder_config *out,
     struct lq_error *err);
@@ -481,10 +549,33 @@ enum lq_status diffusers_parse_ltx2_connectors(const cJSON *cfg,
 enum lq_status diffusers_parse_ltx2_transformer(const cJSON *cfg,
     const char *path, struct ltx2_transformer_config *out,
     struct lq_error *err);
+/* AutoencoderKLWan's config: what upstream's __init__ or forward cannot
+ * run (LQ-MODEL-003 / -004 naming the key: a temperal_downsample shorter
+ * than len(dim_mult) - 1, over DIFFUSERS_MAX_WAN_Z latent channels,
+ * latents_std with a zero) and what latentq does not implement, named
+ * (LQ-MODEL-006: is_residual true and patch_size other than null / 1, the
+ * Wan 2.2 TI2V VAE).  attn_scales are kept for the encoder, which refuses
+ * the ones upstream's encode cannot call. */
+enum lq_status diffusers_parse_wan_vae(const cJSON *cfg, const char *path,
+    struct wan_vae_config *out, struct lq_error *err);
 /* 1 when `cfg` is an LTX-2 transformer's config: _class_name
  * LTX2VideoTransformer3DModel, or no class and LTX-2-only keys
  * (audio_in_channels, audio_num_attention_heads). */
 int diffusers_is_ltx2_transformer(const cJSON *cfg);
+/* WanTransformer3DModel's config: what upstream refuses or cannot run
+ * (attention_head_dim odd: get_1d_rotary_pos_embed asserts; a patch_size
+ * that is not 3 integers >= 1: LQ-MODEL-003 naming the key), and what
+ * latentq does not implement, named, LQ-MODEL-006: image-to-video
+ * (image_dim, added_kv_proj_dim, pos_embed_seq_len not null), an odd
+ * freq_dim (upstream zero-pads the sinusoids), head dims over the
+ * attention kernel's 256. */
+enum lq_status diffusers_parse_wan_transformer(const cJSON *cfg,
+    const char *path, struct wan_transformer_config *out,
+    struct lq_error *err);
+/* 1 when `cfg` is a Wan transformer's config: _class_name
+ * WanTransformer3DModel, or no class and Wan-only keys (freq_dim with
+ * ffn_dim or text_dim). */
+int diffusers_is_wan_transformer(const cJSON *cfg);
 enum lq_status diffusers_parse_t5(const cJSON *cfg, const char *path, struct t5_config *out,
     struct lq_error *err);
 /* Reads tokenizer_config.json (if any) and finds the files in `dir`; the

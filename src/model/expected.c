@@ -9,7 +9,11 @@
  *     AdaLayerNorm, as norm_out.linear.weight [2D, D] and .bias [2D]),
  *   diffusers autoencoder_kl_ltx.py AutoencoderKLLTXVideo (LTXVideoEncoder3d,
  *     LTXVideoDecoder3d, LTXVideoResnetBlock3d, LTXVideoUpBlock3d...),
- *   transformers modeling_t5.py    T5EncoderModel.
+ *   transformers modeling_t5.py    T5EncoderModel,
+ *   LTX-2: transformer_ltx2.py LTX2VideoTransformer3DModel,
+ *     pipelines/ltx2/connectors.py LTX2TextConnectors,
+ *     autoencoder_kl_ltx2_audio.py AutoencoderKLLTX2Audio,
+ *     pipelines/ltx2/vocoder.py LTX2Vocoder / LTX2VocoderWithBWE.
  * nn.Linear weights are [out, in]; Conv3d weights [out, in, kt, kh, kw].
  */
 #include <stdarg.h>
@@ -567,4 +571,451 @@ expected_check_model(const struct diffusers_model *m,
 			expected_report_free(&r);
 	}
 	return rc;
+}
+
+/* ---- LTX-2 (LTX2Pipeline's transformer, connectors, audio VAE, vocoder) ---- */
+
+/*
+ * LTX2Attention (transformer_ltx2.py): to_q from query_dim, to_k / to_v
+ * from kv_dim, each to heads x head_dim (bias `bias`), norm_q / norm_k
+ * (qk_norm rms_norm_across_heads: an RMSNorm over the whole inner dim, with
+ * weight), to_out.0 back to query_dim (bias `out_bias`), and with
+ * apply_gated_attention to_gate_logits (query_dim -> heads, always biased).
+ */
+static void
+ltx2_attention(struct builder *b, const char *prefix, int64_t query_dim,
+    int64_t kv_dim, int64_t heads, int64_t head_dim, int bias, int out_bias,
+    int gated)
+{
+	char p[200];
+	int64_t inner = heads * head_dim;
+
+	snprintf(p, sizeof(p), "%s.to_q", prefix);
+	linear(b, p, query_dim, inner, bias);
+	snprintf(p, sizeof(p), "%s.to_k", prefix);
+	linear(b, p, kv_dim, inner, bias);
+	snprintf(p, sizeof(p), "%s.to_v", prefix);
+	linear(b, p, kv_dim, inner, bias);
+	add(b, 1, (int64_t[]){inner}, "%s.norm_q.weight", prefix);
+	add(b, 1, (int64_t[]){inner}, "%s.norm_k.weight", prefix);
+	snprintf(p, sizeof(p), "%s.to_out.0", prefix);
+	linear(b, p, inner, query_dim, out_bias);
+	if (gated) {
+		snprintf(p, sizeof(p), "%s.to_gate_logits", prefix);
+		linear(b, p, query_dim, heads, 1);
+	}
+}
+
+/* FeedForward(dim, mult 4, gelu / gelu-approximate): net.0.proj, net.2 */
+static void
+ltx2_ff(struct builder *b, const char *prefix, int64_t dim)
+{
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s.net.0.proj", prefix);
+	linear(b, p, dim, 4 * dim, 1);
+	snprintf(p, sizeof(p), "%s.net.2", prefix);
+	linear(b, p, 4 * dim, dim, 1);
+}
+
+/* LTX2AdaLayerNormSingle(dim, P): emb.timestep_embedder (256 -> dim ->
+ * dim), linear dim -> P x dim. */
+static void
+ltx2_adaln(struct builder *b, const char *prefix, int64_t dim, int64_t P)
+{
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s.emb.timestep_embedder.linear_1", prefix);
+	linear(b, p, 256, dim, 1);
+	snprintf(p, sizeof(p), "%s.emb.timestep_embedder.linear_2", prefix);
+	linear(b, p, dim, dim, 1);
+	snprintf(p, sizeof(p), "%s.linear", prefix);
+	linear(b, p, dim, P * dim, 1);
+}
+
+void
+expected_ltx2_transformer(const struct ltx2_transformer_config *c,
+    struct tensor_table *t)
+{
+	clear(t);
+	struct builder b = {t, 0};
+	int64_t D = c->inner_dim, Da = c->audio_inner_dim;
+	int64_t H = c->num_attention_heads, Ha = c->audio_num_attention_heads;
+	int64_t hd = c->attention_head_dim, hda = c->audio_attention_head_dim;
+	int64_t Pv = c->cross_attn_mod ? 9 : 6, Pa = c->audio_cross_attn_mod ? 9 : 6;
+	int ab = c->attention_bias, ob = c->attention_out_bias;
+	char p[200];
+
+	linear(&b, "proj_in", c->in_channels, D, 1);
+	linear(&b, "audio_proj_in", c->audio_in_channels, Da, 1);
+	/* PixArtAlphaTextProjection (use_prompt_embeddings, LTX-2.0) */
+	linear(&b, "caption_projection.linear_1", c->caption_channels, D, 1);
+	linear(&b, "caption_projection.linear_2", D, D, 1);
+	linear(&b, "audio_caption_projection.linear_1", c->caption_channels, Da, 1);
+	linear(&b, "audio_caption_projection.linear_2", Da, Da, 1);
+	ltx2_adaln(&b, "time_embed", D, Pv);
+	ltx2_adaln(&b, "audio_time_embed", Da, Pa);
+	ltx2_adaln(&b, "av_cross_attn_video_scale_shift", D, 4);
+	ltx2_adaln(&b, "av_cross_attn_audio_scale_shift", Da, 4);
+	ltx2_adaln(&b, "av_cross_attn_video_a2v_gate", D, 1);
+	ltx2_adaln(&b, "av_cross_attn_audio_v2a_gate", Da, 1);
+	add(&b, 2, (int64_t[]){2, D}, "scale_shift_table");
+	add(&b, 2, (int64_t[]){2, Da}, "audio_scale_shift_table");
+	if (c->prompt_modulation) {
+		/* use_prompt_adaln_single (latentq refuses false) */
+		ltx2_adaln(&b, "prompt_adaln", D, 2);
+		ltx2_adaln(&b, "audio_prompt_adaln", Da, 2);
+	}
+	for (int i = 0; i < c->num_layers; i++) {
+		const struct {
+			const char *name;
+			int64_t q, kv, heads, hd;
+			int gated;
+		} at[] = {
+			{"attn1", D, D, H, hd, c->gated_attn},
+			{"audio_attn1", Da, Da, Ha, hda, c->audio_gated_attn},
+			{"attn2", D, c->cross_attention_dim, H, hd, c->gated_attn},
+			{"audio_attn2", Da, c->audio_cross_attention_dim, Ha, hda,
+			    c->audio_gated_attn},
+			/* a2v: Q video, K/V audio; v2a: Q audio, K/V video;
+			 * both with the audio heads */
+			{"audio_to_video_attn", D, Da, Ha, hda, c->gated_attn},
+			{"video_to_audio_attn", Da, D, Ha, hda, c->audio_gated_attn},
+		};
+		for (size_t k = 0; k < LQ_ARRAY_LEN(at); k++) {
+			snprintf(p, sizeof(p), "transformer_blocks.%d.%s", i,
+			    at[k].name);
+			ltx2_attention(&b, p, at[k].q, at[k].kv, at[k].heads,
+			    at[k].hd, ab, ob, at[k].gated);
+		}
+		snprintf(p, sizeof(p), "transformer_blocks.%d.ff", i);
+		ltx2_ff(&b, p, D);
+		snprintf(p, sizeof(p), "transformer_blocks.%d.audio_ff", i);
+		ltx2_ff(&b, p, Da);
+		add(&b, 2, (int64_t[]){Pv, D},
+		    "transformer_blocks.%d.scale_shift_table", i);
+		add(&b, 2, (int64_t[]){Pa, Da},
+		    "transformer_blocks.%d.audio_scale_shift_table", i);
+		if (c->prompt_modulation) {
+			add(&b, 2, (int64_t[]){2, D},
+			    "transformer_blocks.%d.prompt_scale_shift_table", i);
+			add(&b, 2, (int64_t[]){2, Da},
+			    "transformer_blocks.%d.audio_prompt_scale_shift_table", i);
+		}
+		add(&b, 2, (int64_t[]){5, D},
+		    "transformer_blocks.%d.video_a2v_cross_attn_scale_shift_table", i);
+		add(&b, 2, (int64_t[]){5, Da},
+		    "transformer_blocks.%d.audio_a2v_cross_attn_scale_shift_table", i);
+	}
+	linear(&b, "proj_out", D, c->out_channels, 1);
+	linear(&b, "audio_proj_out", Da, c->audio_out_channels, 1);
+	tensor_table_sort(t);
+}
+
+/* One LTX2ConnectorTransformer1d (pipelines/ltx2/connectors.py): optional
+ * learnable_registers [R, inner], blocks of attn1 (LTX2Attention defaults:
+ * biases, across-heads q/k norm) and ff; its norms have no weight. */
+static void
+ltx2_connector(struct builder *b, const char *prefix,
+    const struct ltx2_connector_config *c)
+{
+	char p[200];
+	int64_t inner = (int64_t)c->num_attention_heads * c->attention_head_dim;
+
+	if (c->num_learnable_registers > 0)
+		add(b, 2, (int64_t[]){c->num_learnable_registers, inner},
+		    "%s.learnable_registers", prefix);
+	for (int i = 0; i < c->num_layers; i++) {
+		snprintf(p, sizeof(p), "%s.transformer_blocks.%d.attn1", prefix, i);
+		ltx2_attention(b, p, inner, inner, c->num_attention_heads,
+		    c->attention_head_dim, 1, 1, c->gated_attn);
+		snprintf(p, sizeof(p), "%s.transformer_blocks.%d.ff", prefix, i);
+		ltx2_ff(b, p, inner);
+	}
+}
+
+void
+expected_ltx2_connectors(const struct ltx2_connectors_config *c,
+    struct tensor_table *t)
+{
+	clear(t);
+	struct builder b = {t, 0};
+
+	/* per_modality_projections false (LTX-2.0; latentq refuses true) */
+	linear(&b, "text_proj_in", (int64_t)c->caption_channels *
+	    c->text_proj_in_factor, c->caption_channels, c->proj_bias);
+	ltx2_connector(&b, "video_connector", &c->video);
+	ltx2_connector(&b, "audio_connector", &c->audio);
+	tensor_table_sort(t);
+}
+
+/* LTX2AudioCausalConv2d: the nn.Conv2d lives at <prefix>.conv */
+static void
+audio_conv(struct builder *b, const char *prefix, int64_t in, int64_t out,
+    int64_t k)
+{
+	add(b, 4, (int64_t[]){out, in, k, k}, "%s.conv.weight", prefix);
+	add(b, 1, (int64_t[]){out}, "%s.conv.bias", prefix);
+}
+
+/* GroupNorm(affine) of norm_type "group"; pixel norms have no weights */
+static void
+audio_norm(struct builder *b, const struct ltx2_audio_vae_config *c,
+    const char *prefix, int64_t ch)
+{
+	if (!c->norm_group)
+		return;
+	add(b, 1, (int64_t[]){ch}, "%s.weight", prefix);
+	add(b, 1, (int64_t[]){ch}, "%s.bias", prefix);
+}
+
+/* LTX2AudioResnetBlock (no temb, conv_shortcut false: a 1x1 causal
+ * nin_shortcut when the channels change) */
+static void
+audio_resnet(struct builder *b, const struct ltx2_audio_vae_config *c,
+    const char *prefix, int64_t in, int64_t out)
+{
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s.norm1", prefix);
+	audio_norm(b, c, p, in);
+	snprintf(p, sizeof(p), "%s.conv1", prefix);
+	audio_conv(b, p, in, out, 3);
+	snprintf(p, sizeof(p), "%s.norm2", prefix);
+	audio_norm(b, c, p, out);
+	snprintf(p, sizeof(p), "%s.conv2", prefix);
+	audio_conv(b, p, out, out, 3);
+	if (in != out) {
+		snprintf(p, sizeof(p), "%s.nin_shortcut", prefix);
+		audio_conv(b, p, in, out, 1);
+	}
+}
+
+/* LTX2AudioAttnBlock: norm, 1x1 nn.Conv2d q, k, v, proj_out */
+static void
+audio_attn(struct builder *b, const struct ltx2_audio_vae_config *c,
+    const char *prefix, int64_t ch)
+{
+	static const char *const part[] = {"q", "k", "v", "proj_out"};
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s.norm", prefix);
+	audio_norm(b, c, p, ch);
+	for (size_t i = 0; i < LQ_ARRAY_LEN(part); i++) {
+		add(b, 4, (int64_t[]){ch, ch, 1, 1}, "%s.%s.weight", prefix,
+		    part[i]);
+		add(b, 1, (int64_t[]){ch}, "%s.%s.bias", prefix, part[i]);
+	}
+}
+
+static int
+audio_attn_at(const struct ltx2_audio_vae_config *c, int res)
+{
+	for (int i = 0; i < c->n_attn_resolutions; i++)
+		if (c->attn_resolutions[i] == res)
+			return 1;
+	return 0;
+}
+
+/* The mid block at `ch` channels under `side` ("encoder" / "decoder") */
+static void
+audio_mid(struct builder *b, const struct ltx2_audio_vae_config *c,
+    const char *side, int64_t ch)
+{
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s.mid.block_1", side);
+	audio_resnet(b, c, p, ch, ch);
+	if (c->mid_block_add_attention) {
+		snprintf(p, sizeof(p), "%s.mid.attn_1", side);
+		audio_attn(b, c, p, ch);
+	}
+	snprintf(p, sizeof(p), "%s.mid.block_2", side);
+	audio_resnet(b, c, p, ch, ch);
+}
+
+/* LTX2AudioEncoder: conv_in to base_channels, per level num_res_blocks
+ * resnets (+ attention at attn_resolutions), a stride-2 nn.Conv2d
+ * downsample.conv but at the last level, the mid block, conv_out to
+ * latent_channels (x 2 with double_z). */
+static void
+audio_encoder(struct builder *b, const struct ltx2_audio_vae_config *c)
+{
+	char p[200];
+	int64_t in = c->base_channels;
+	int res = c->resolution;
+
+	audio_conv(b, "encoder.conv_in", c->in_channels, in, 3);
+	for (int lv = 0; lv < c->n_ch_mult; lv++) {
+		int64_t out = (int64_t)c->base_channels * c->ch_mult[lv];
+		int na = 0;
+
+		for (int i = 0; i < c->num_res_blocks; i++) {
+			snprintf(p, sizeof(p), "encoder.down.%d.block.%d", lv, i);
+			audio_resnet(b, c, p, in, out);
+			in = out;
+			if (audio_attn_at(c, res)) {
+				snprintf(p, sizeof(p), "encoder.down.%d.attn.%d", lv,
+				    na++);
+				audio_attn(b, c, p, in);
+			}
+		}
+		if (lv != c->n_ch_mult - 1) {
+			add(b, 4, (int64_t[]){in, in, 3, 3},
+			    "encoder.down.%d.downsample.conv.weight", lv);
+			add(b, 1, (int64_t[]){in},
+			    "encoder.down.%d.downsample.conv.bias", lv);
+			res /= 2;
+		}
+	}
+	audio_mid(b, c, "encoder", in);
+	audio_norm(b, c, "encoder.norm_out", in);
+	audio_conv(b, "encoder.conv_out", in, (c->double_z ? 2 : 1) *
+	    (int64_t)c->latent_channels, 3);
+}
+
+void
+expected_ltx2_audio_vae(const struct ltx2_audio_vae_config *c,
+    struct tensor_table *t)
+{
+	clear(t);
+	struct builder b = {t, 0};
+	char p[200];
+	int n = c->n_ch_mult;
+	int64_t in = (int64_t)c->base_channels * c->ch_mult[n - 1];
+	int res = c->resolution >> (n - 1);
+
+	audio_conv(&b, "decoder.conv_in", c->latent_channels, in, 3);
+	audio_mid(&b, c, "decoder", in);
+	for (int lv = n - 1; lv >= 0; lv--) {
+		int64_t out = (int64_t)c->base_channels * c->ch_mult[lv];
+		int na = 0;
+
+		for (int i = 0; i <= c->num_res_blocks; i++) {
+			snprintf(p, sizeof(p), "decoder.up.%d.block.%d", lv, i);
+			audio_resnet(&b, c, p, in, out);
+			in = out;
+			if (audio_attn_at(c, res)) {
+				snprintf(p, sizeof(p), "decoder.up.%d.attn.%d", lv,
+				    na++);
+				audio_attn(&b, c, p, in);
+			}
+		}
+		if (lv != 0) {
+			snprintf(p, sizeof(p), "decoder.up.%d.upsample.conv", lv);
+			audio_conv(&b, p, in, in, 3);
+			res *= 2;
+		}
+	}
+	audio_norm(&b, c, "decoder.norm_out", in);
+	audio_conv(&b, "decoder.conv_out", in, c->output_channels, 3);
+	/* per-channel statistics of the packed latents [C x M] */
+	add(&b, 1, (int64_t[]){c->base_channels}, "latents_mean");
+	add(&b, 1, (int64_t[]){c->base_channels}, "latents_std");
+	b.flags = TENSOR_SPEC_OPTIONAL | TENSOR_SPEC_UNUSED;
+	audio_encoder(&b, c);
+	tensor_table_sort(t);
+}
+
+/*
+ * A vocoder activation at `prefix` of `ch` channels (vocoder.py): snake /
+ * snakebeta are SnakeBeta (alpha, and beta when `beta`), inside an
+ * AntiAliasAct1d with `antialias` (act.*, upsample.filter and
+ * downsample.filter [1, 1, K] Kaiser-sinc buffers); leaky_relu has none.
+ */
+static void
+voc_act(struct builder *b, const struct ltx2_vocoder_config *c,
+    const char *prefix, int64_t ch, int antialias, int beta)
+{
+	const char *in = antialias ? ".act" : "";
+	int64_t K = c->antialias_kernel_size;
+
+	if (strcmp(c->act_fn, "leaky_relu") == 0)
+		return;
+	add(b, 1, (int64_t[]){ch}, "%s%s.alpha", prefix, in);
+	if (beta)
+		add(b, 1, (int64_t[]){ch}, "%s%s.beta", prefix, in);
+	if (antialias) {
+		add(b, 3, (int64_t[]){1, 1, K}, "%s.upsample.filter", prefix);
+		add(b, 3, (int64_t[]){1, 1, K}, "%s.downsample.filter", prefix);
+	}
+}
+
+/* One LTX2Vocoder's tensors under `pre` ("" or "vocoder." /
+ * "bwe_generator." inside LTX2VocoderWithBWE). */
+static void
+voc_gen(struct builder *b, const struct ltx2_vocoder_config *c, const char *pre)
+{
+	char p[200];
+	int64_t ch = c->hidden_channels;
+	int beta = strcmp(c->act_fn, "snakebeta") == 0;
+
+	snprintf(p, sizeof(p), "%sconv_in", pre);
+	add(b, 3, (int64_t[]){ch, c->in_channels, 7}, "%s.weight", p);
+	add(b, 1, (int64_t[]){ch}, "%s.bias", p);
+	for (int i = 0; i < c->n_upsample; i++) {
+		int64_t out = ch / 2;
+
+		/* ConvTranspose1d weight [in, out, k] */
+		add(b, 3, (int64_t[]){ch, out, c->upsample_kernel_sizes[i]},
+		    "%supsamplers.%d.weight", pre, i);
+		add(b, 1, (int64_t[]){out}, "%supsamplers.%d.bias", pre, i);
+		for (int j = 0; j < c->n_resnets; j++) {
+			int r = i * c->n_resnets + j;
+			int64_t k = c->resnet_kernel_sizes[j];
+
+			for (int d = 0; d < c->n_resnet_dilations[j]; d++) {
+				for (int s = 1; s <= 2; s++) {
+					add(b, 3, (int64_t[]){out, out, k},
+					    "%sresnets.%d.convs%d.%d.weight", pre,
+					    r, s, d);
+					add(b, 1, (int64_t[]){out},
+					    "%sresnets.%d.convs%d.%d.bias", pre, r,
+					    s, d);
+					snprintf(p, sizeof(p), "%sresnets.%d.acts%d.%d",
+					    pre, r, s, d);
+					voc_act(b, c, p, out, c->antialias, beta);
+				}
+			}
+		}
+		ch = out;
+	}
+	/* act_out: snake / snakebeta always SnakeBeta with beta, anti-aliased */
+	snprintf(p, sizeof(p), "%sact_out", pre);
+	voc_act(b, c, p, ch, 1, 1);
+	snprintf(p, sizeof(p), "%sconv_out", pre);
+	add(b, 3, (int64_t[]){c->out_channels, ch, 7}, "%s.weight", p);
+	if (c->final_bias)
+		add(b, 1, (int64_t[]){c->out_channels}, "%s.bias", p);
+}
+
+void
+expected_ltx2_vocoder(const struct ltx2_vocoder_config *c,
+    struct tensor_table *t)
+{
+	clear(t);
+	struct builder b = {t, 0};
+
+	voc_gen(&b, c, "");
+	tensor_table_sort(t);
+}
+
+void
+expected_ltx2_vocoder_bwe(const struct ltx2_vocoder_bwe_config *c,
+    struct tensor_table *t)
+{
+	clear(t);
+	struct builder b = {t, 0};
+	int64_t nf = c->filter_length / 2 + 1;
+
+	voc_gen(&b, &c->vocoder, "vocoder.");
+	voc_gen(&b, &c->bwe_generator, "bwe_generator.");
+	/* MelSTFT's persistent buffers (the resampler's filter is not saved) */
+	add(&b, 2, (int64_t[]){c->num_mel_channels, nf}, "mel_stft.mel_basis");
+	add(&b, 3, (int64_t[]){2 * nf, 1, c->filter_length},
+	    "mel_stft.stft_fn.forward_basis");
+	/* CausalSTFT's inverse basis: saved, not used by the forward */
+	add(&b, 3, (int64_t[]){2 * nf, 1, c->filter_length},
+	    "mel_stft.stft_fn.inverse_basis");
+	tensor_table_sort(t);
 }

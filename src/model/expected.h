@@ -54,6 +54,22 @@ struct tensor_table {
 void expected_ltxv_transformer(const struct ltxv_transformer_config *c, struct tensor_table *t);
 void expected_ltxv_vae(const struct ltxv_vae_config *c, struct tensor_table *t);
 void expected_t5_encoder(const struct t5_config *c, struct tensor_table *t);
+/* LTX2Pipeline's components (transformer_ltx2.py, pipelines/ltx2/
+ * connectors.py, autoencoder_kl_ltx2_audio.py with its encoder as
+ * OPTIONAL | UNUSED, pipelines/ltx2/vocoder.py LTX2Vocoder and
+ * LTX2VocoderWithBWE with its MelSTFT buffers); the video VAE is
+ * expected_ltxv_vae with `ltx2`.  For configs the diffusers_parse_ltx2_*
+ * accepted. */
+void expected_ltx2_transformer(const struct ltx2_transformer_config *c,
+    struct tensor_table *t);
+void expected_ltx2_connectors(const struct ltx2_connectors_config *c,
+    struct tensor_table *t);
+void expected_ltx2_audio_vae(const struct ltx2_audio_vae_config *c,
+    struct tensor_table *t);
+void expected_ltx2_vocoder(const struct ltx2_vocoder_config *c,
+    struct tensor_table *t);
+void expected_ltx2_vocoder_bwe(const struct ltx2_vocoder_bwe_config *c,
+    struct tensor_table *t);
 
 /* Appends one spec (copies name); used by the builders and by tests. */
 void tensor_table_add(struct tensor_table *t, const char *name, int ndim,

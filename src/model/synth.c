@@ -1,6 +1,6 @@
 /*
- * synth.c — deterministic random LTX-Video models in diffusers layout (see
- * synth.h).
+ * synth.c — deterministic random LTX-Video and LTX-2 models in diffusers
+ * layout (see synth.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -224,6 +224,12 @@ fill(const struct tensor_spec *sp, uint64_t seed, float *v, size_t n)
 			x = normal(&s) / sqrt((double)sp->shape[sp->ndim - 1]);
 		else if (strstr(nm, "per_channel_scale"))
 			x = 0.2 * normal(&s);
+		else if (ends(nm, ".alpha") || ends(nm, ".beta"))
+			/* SnakeBeta's log-scale parameters (upstream: 0) */
+			x = 0.1 * normal(&s);
+		else if (ends(nm, "learnable_registers"))
+			/* upstream: torch.rand * 2 - 1 */
+			x = 2.0 * uniform(&s) - 1.0;
 		else if (sp->ndim == 1)	/* norm weights */
 			x = 1.0 + 0.1 * normal(&s);
 		else if (strcmp(nm, "shared.weight") == 0 || strstr(nm, "relative_attention_bias"))
@@ -342,9 +348,51 @@ make_dir(const char *path, struct lq_error *err)
 	return LQ_OK;
 }
 
+/* Fills tensors whose values are computed, not drawn (LTX-2's vocoder
+ * filters and STFT bases); returns 1 when it filled `v`. */
+typedef int (*fill_special_fn)(const struct tensor_spec *sp, const void *ud,
+    uint64_t seed, float *v, size_t n);
+
+static enum lq_status
+write_weights_ex(const char *path, const struct tensor_table *t, uint64_t seed,
+    const struct model_synth_opts *o, fill_special_fn special, const void *ud,
+    struct lq_error *err);
+
 static enum lq_status
 write_weights(const char *path, const struct tensor_table *t, uint64_t seed,
     const struct model_synth_opts *o, struct lq_error *err)
+{
+	return write_weights_ex(path, t, seed, o, NULL, NULL, err);
+}
+
+/* `dir` created if missing, and empty (LQ-MODEL-031 otherwise). */
+static enum lq_status
+new_dir(const char *dir, struct lq_error *err)
+{
+	if (make_dir(dir, err) != LQ_OK)
+		return LQ_FAILED;
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return io_fail(err, dir, "cannot open folder");
+	struct dirent *de;
+	int empty = 1;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			empty = 0;
+	closedir(d);
+	if (!empty) {
+		error_set(err, LQ_FAILED, "LQ-MODEL-031", "folder is not empty");
+		error_set_where(err, dir, 0, 0);
+		error_set_hint(err, "give a new or empty folder");
+		return LQ_FAILED;
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+write_weights_ex(const char *path, const struct tensor_table *t, uint64_t seed,
+    const struct model_synth_opts *o, fill_special_fn special, const void *ud,
+    struct lq_error *err)
 {
 	struct st_writer *w = st_writer_new();
 	st_writer_set_metadata(w, "format", "pt");
@@ -364,7 +412,8 @@ write_weights(const char *path, const struct tensor_table *t, uint64_t seed,
 		for (int d = 0; d < sp->ndim; d++)
 			n *= (size_t)sp->shape[d];
 		float *v = xmalloc((n ? n : 1) * sizeof(float));
-		fill(sp, seed, v, n);
+		if (special == NULL || !special(sp, ud, seed, v, n))
+			fill(sp, seed, v, n);
 		st_writer_add_f32(w, sp->name, dt, sp->ndim, sp->shape, v);
 		free(v);
 	}
@@ -541,10 +590,15 @@ model_synth(const char *dir, const char *family, const char *preset, uint64_t se
 	return model_synth_ex(dir, family, preset, seed, &none, err);
 }
 
+static enum lq_status synth_ltx2(const char *dir, const char *preset,
+    uint64_t seed, const struct model_synth_opts *o, struct lq_error *err);
+
 enum lq_status
 model_synth_ex(const char *dir, const char *family, const char *preset,
     uint64_t seed, const struct model_synth_opts *o, struct lq_error *err)
 {
+	if (strcmp(family, "ltx2") == 0)
+		return synth_ltx2(dir, preset, seed, o, err);
 	struct ltxv_transformer_config tc;
 	struct ltxv_vae_config vc;
 	struct t5_config cc;
@@ -553,7 +607,8 @@ model_synth_ex(const char *dir, const char *family, const char *preset,
 		error_set(err, LQ_FAILED, "LQ-MODEL-030", "no preset \"%s\" for family \"%s\"",
 		    preset, family);
 		error_set_hint(err, "family ltxv, preset tiny, small, 0.9.1-2b, "
-		    "0.9.5-2b or 0.9.7-13b");
+		    "0.9.5-2b or 0.9.7-13b; family ltx2, preset tiny, demo or "
+		    "demo-bwe");
 		return LQ_FAILED;
 	}
 	enum lq_status sst = apply_sets(pj, o, &tc, &vc, &cc, err);
@@ -561,23 +616,8 @@ model_synth_ex(const char *dir, const char *family, const char *preset,
 		cJSON_Delete(pj[i]);
 	if (sst != LQ_OK)
 		return sst;
-	if (make_dir(dir, err) != LQ_OK)
+	if (new_dir(dir, err) != LQ_OK)
 		return LQ_FAILED;
-	DIR *d = opendir(dir);
-	if (d == NULL)
-		return io_fail(err, dir, "cannot open folder");
-	struct dirent *de;
-	int empty = 1;
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			empty = 0;
-	closedir(d);
-	if (!empty) {
-		error_set(err, LQ_FAILED, "LQ-MODEL-031", "folder is not empty");
-		error_set_where(err, dir, 0, 0);
-		error_set_hint(err, "give a new or empty folder");
-		return LQ_FAILED;
-	}
 	const char *subs[] = {"transformer", "vae", "text_encoder", "tokenizer", "scheduler"};
 	for (size_t i = 0; i < LQ_ARRAY_LEN(subs); i++) {
 		char *p = xasprintf("%s/%s", dir, subs[i]);
@@ -639,4 +679,448 @@ model_synth_ex(const char *dir, const char *family, const char *preset,
 		free(sub);
 	}
 	return rc;
+}
+
+/* ---- LTX-2 (LTX2Pipeline) ---- */
+
+/*
+ * The LTX-2 presets' components, each as its config.json (what
+ * save_pretrained writes, less _class_name / _diffusers_version), chosen
+ * so that the audio lasts as long as the video: the audio VAE's mel frames
+ * are mel_hop_length / sample_rate = 160 / 16000 s (10 ms), and the
+ * vocoder's upsample_factors multiply to that in samples at its
+ * output_sampling_rate (240 at 24 kHz, as LTX-2's 6·5·2·2·2; for the BWE
+ * vocoder 160 at its 16 kHz stage 1, then x3 to 48 kHz), every kernel -
+ * factor even so that each ConvTranspose1d gives exactly T x factor
+ * samples.  The audio VAE's base_channels = latent_channels x mel_bins / 4
+ * (the packed latents' statistics) = the transformer's audio_in_channels;
+ * the VAE's latent_channels its in_channels and its compression the
+ * transformer's vae_scale_factors; the connectors' caption_channels its
+ * caption_channels.  Both presets take the goldens' prompt_embeds
+ * (caption_channels 32 x text_proj_in_factor 3 = 96 features).
+ */
+#define L2_CONNECTORS \
+	"{\"caption_channels\": 32, \"text_proj_in_factor\": 3," \
+	" \"video_connector_num_attention_heads\": 4," \
+	" \"video_connector_attention_head_dim\": 8, \"video_connector_num_layers\": 2," \
+	" \"video_connector_num_learnable_registers\": 4, \"video_gated_attn\": false," \
+	" \"audio_connector_num_attention_heads\": 4," \
+	" \"audio_connector_attention_head_dim\": 8, \"audio_connector_num_layers\": 2," \
+	" \"audio_connector_num_learnable_registers\": 4, \"audio_gated_attn\": false," \
+	" \"connector_rope_base_seq_len\": 32, \"rope_theta\": 10000.0," \
+	" \"rope_double_precision\": true, \"causal_temporal_positioning\": false," \
+	" \"rope_type\": \"interleaved\", \"per_modality_projections\": false," \
+	" \"video_hidden_dim\": 4096, \"audio_hidden_dim\": 2048, \"proj_bias\": false}"
+#define L2_TRANSFORMER(IN, HEADS, HD, AIN, AHEADS, AHD, LAYERS, VSF) \
+	"{\"in_channels\": " #IN ", \"out_channels\": " #IN ", \"patch_size\": 1," \
+	" \"patch_size_t\": 1, \"num_attention_heads\": " #HEADS "," \
+	" \"attention_head_dim\": " #HD ", \"cross_attention_dim\": " \
+	"(" #HEADS "*" #HD ")," \
+	" \"vae_scale_factors\": " VSF ", \"pos_embed_max_pos\": 20," \
+	" \"base_height\": 2048, \"base_width\": 2048, \"gated_attn\": false," \
+	" \"cross_attn_mod\": false, \"audio_in_channels\": " #AIN "," \
+	" \"audio_out_channels\": " #AIN ", \"audio_patch_size\": 1," \
+	" \"audio_patch_size_t\": 1, \"audio_num_attention_heads\": " #AHEADS "," \
+	" \"audio_attention_head_dim\": " #AHD "," \
+	" \"audio_cross_attention_dim\": (" #AHEADS "*" #AHD ")," \
+	" \"audio_scale_factor\": 4, \"audio_pos_embed_max_pos\": 20," \
+	" \"audio_sampling_rate\": 16000, \"audio_hop_length\": 160," \
+	" \"audio_gated_attn\": false, \"audio_cross_attn_mod\": false," \
+	" \"num_layers\": " #LAYERS ", \"activation_fn\": \"gelu-approximate\"," \
+	" \"qk_norm\": \"rms_norm_across_heads\", \"norm_elementwise_affine\": false," \
+	" \"norm_eps\": 1e-06, \"caption_channels\": 32, \"attention_bias\": true," \
+	" \"attention_out_bias\": true, \"rope_theta\": 10000.0," \
+	" \"rope_double_precision\": true, \"causal_offset\": 1," \
+	" \"timestep_scale_multiplier\": 1000," \
+	" \"cross_attn_timestep_scale_multiplier\": 1000, \"rope_type\": \"interleaved\"," \
+	" \"use_prompt_embeddings\": true, \"perturbed_attn\": true, \"ff_bias\": true," \
+	" \"audio_ff_bias\": true, \"use_prompt_adaln_single\": true," \
+	" \"use_keyframes_abs_pos_embedding\": false}"
+/* the goldens' vae_a: compression 16 x 4 */
+#define L2_VAE_TINY \
+	"{\"in_channels\": 3, \"out_channels\": 3, \"latent_channels\": 8," \
+	" \"block_out_channels\": [8, 8], \"down_block_types\": [\"LTX2VideoDownBlock3D\"," \
+	" \"LTX2VideoDownBlock3D\"], \"decoder_block_out_channels\": [16, 24]," \
+	" \"layers_per_block\": [1, 1, 1], \"decoder_layers_per_block\": [1, 1, 1]," \
+	" \"spatio_temporal_scaling\": [true, true]," \
+	" \"decoder_spatio_temporal_scaling\": [true, true]," \
+	" \"decoder_inject_noise\": [false, false, false]," \
+	" \"downsample_type\": [\"spatiotemporal\", \"spatiotemporal\"]," \
+	" \"upsample_type\": [\"spatiotemporal\", \"spatiotemporal\"]," \
+	" \"upsample_residual\": [true, true], \"upsample_factor\": [1, 2]," \
+	" \"timestep_conditioning\": false, \"patch_size\": 4, \"patch_size_t\": 1," \
+	" \"resnet_norm_eps\": 1e-06, \"scaling_factor\": 1.0, \"encoder_causal\": true," \
+	" \"decoder_causal\": false, \"encoder_spatial_padding_mode\": \"zeros\"," \
+	" \"decoder_spatial_padding_mode\": \"reflect\"}"
+/* LTX-2's geometry (compression 32 x 8, three x2 upsamplers that halve the
+ * channels), narrow */
+#define L2_VAE_DEMO \
+	"{\"in_channels\": 3, \"out_channels\": 3, \"latent_channels\": 16," \
+	" \"block_out_channels\": [16, 32, 64], \"down_block_types\":" \
+	" [\"LTX2VideoDownBlock3D\", \"LTX2VideoDownBlock3D\", \"LTX2VideoDownBlock3D\"]," \
+	" \"decoder_block_out_channels\": [16, 32, 64]," \
+	" \"layers_per_block\": [1, 1, 1, 1], \"decoder_layers_per_block\": [1, 1, 1, 1]," \
+	" \"spatio_temporal_scaling\": [true, true, true]," \
+	" \"decoder_spatio_temporal_scaling\": [true, true, true]," \
+	" \"decoder_inject_noise\": [false, false, false, false]," \
+	" \"downsample_type\": [\"spatiotemporal\", \"spatiotemporal\", \"spatiotemporal\"]," \
+	" \"upsample_type\": [\"spatiotemporal\", \"spatiotemporal\", \"spatiotemporal\"]," \
+	" \"upsample_residual\": [true, true, true], \"upsample_factor\": [2, 2, 2]," \
+	" \"timestep_conditioning\": false, \"patch_size\": 4, \"patch_size_t\": 1," \
+	" \"resnet_norm_eps\": 1e-06, \"scaling_factor\": 1.0, \"encoder_causal\": true," \
+	" \"decoder_causal\": false, \"encoder_spatial_padding_mode\": \"zeros\"," \
+	" \"decoder_spatial_padding_mode\": \"reflect\"}"
+#define L2_AUDIO_VAE(BASE, LATENT, MEL) \
+	"{\"base_channels\": " #BASE ", \"output_channels\": 2, \"ch_mult\": [1, 2, 4]," \
+	" \"num_res_blocks\": 1, \"attn_resolutions\": null, \"in_channels\": 2," \
+	" \"resolution\": 32, \"latent_channels\": " #LATENT "," \
+	" \"norm_type\": \"pixel\", \"causality_axis\": \"height\", \"dropout\": 0.0," \
+	" \"mid_block_add_attention\": false, \"sample_rate\": 16000," \
+	" \"mel_hop_length\": 160, \"is_causal\": true, \"mel_bins\": " #MEL "," \
+	" \"double_z\": true}"
+/* LTX2Vocoder, 240 samples per mel frame at 24 kHz */
+#define L2_VOCODER(IN, HIDDEN) \
+	"{\"in_channels\": " #IN ", \"hidden_channels\": " #HIDDEN ", \"out_channels\": 2," \
+	" \"upsample_kernel_sizes\": [12, 11, 8, 4], \"upsample_factors\": [6, 5, 4, 2]," \
+	" \"resnet_kernel_sizes\": [3, 5], \"resnet_dilations\": [[1, 3], [1, 2]]," \
+	" \"act_fn\": \"leaky_relu\", \"leaky_relu_negative_slope\": 0.1," \
+	" \"antialias\": false, \"antialias_ratio\": 2, \"antialias_kernel_size\": 12," \
+	" \"final_act_fn\": \"tanh\", \"final_bias\": true, \"output_sampling_rate\": 24000}"
+/* LTX2VocoderWithBWE (LTX-2.3's layout): stage 1 160 samples per mel frame
+ * at 16 kHz (snakebeta, anti-aliased), its log-mel (hop 16), the BWE
+ * generator x48 on it = hop x the rate ratio 3, to 48 kHz */
+#define L2_VOCODER_BWE(IN) \
+	"{\"in_channels\": " #IN ", \"hidden_channels\": 32, \"out_channels\": 2," \
+	" \"upsample_kernel_sizes\": [11, 8, 8, 4], \"upsample_factors\": [5, 4, 4, 2]," \
+	" \"resnet_kernel_sizes\": [3], \"resnet_dilations\": [[1, 3]]," \
+	" \"act_fn\": \"snakebeta\", \"leaky_relu_negative_slope\": 0.1," \
+	" \"antialias\": true, \"antialias_ratio\": 2, \"antialias_kernel_size\": 12," \
+	" \"final_act_fn\": null, \"final_bias\": false," \
+	" \"bwe_in_channels\": 32, \"bwe_hidden_channels\": 32, \"bwe_out_channels\": 2," \
+	" \"bwe_upsample_kernel_sizes\": [8, 8, 7], \"bwe_upsample_factors\": [4, 4, 3]," \
+	" \"bwe_resnet_kernel_sizes\": [3], \"bwe_resnet_dilations\": [[1, 2]]," \
+	" \"bwe_act_fn\": \"snakebeta\", \"bwe_leaky_relu_negative_slope\": 0.1," \
+	" \"bwe_antialias\": true, \"bwe_antialias_ratio\": 2," \
+	" \"bwe_antialias_kernel_size\": 12, \"bwe_final_act_fn\": null," \
+	" \"bwe_final_bias\": false, \"filter_length\": 64, \"hop_length\": 16," \
+	" \"window_length\": 64, \"num_mel_channels\": 16," \
+	" \"input_sampling_rate\": 16000, \"output_sampling_rate\": 48000}"
+
+/* component order of model_index.json / the --set names */
+enum { L2_T, L2_C, L2_V, L2_A, L2_VOC, L2_N };
+static const char *const l2_names[L2_N] = {
+	"transformer", "connectors", "vae", "audio_vae", "vocoder",
+};
+
+static const struct {
+	const char *name;
+	const char *json[L2_N];
+	int bwe;
+} l2_presets[] = {
+	/* the goldens' transformer, connectors widths, VAE and audio VAE,
+	 * with a vocoder of the real hop */
+	{"tiny", {L2_TRANSFORMER(8, 4, 16, 8, 4, 8, 2, "[4, 16, 16]"),
+	    L2_CONNECTORS, L2_VAE_TINY, L2_AUDIO_VAE(8, 2, 16),
+	    L2_VOCODER(32, 32)}, 0},
+	{"demo", {L2_TRANSFORMER(16, 4, 32, 16, 4, 16, 4, "[8, 32, 32]"),
+	    L2_CONNECTORS, L2_VAE_DEMO, L2_AUDIO_VAE(16, 2, 32),
+	    L2_VOCODER(64, 64)}, 0},
+	{"demo-bwe", {L2_TRANSFORMER(16, 4, 32, 16, 4, 16, 4, "[8, 32, 32]"),
+	    L2_CONNECTORS, L2_VAE_DEMO, L2_AUDIO_VAE(16, 2, 32),
+	    L2_VOCODER_BWE(64)}, 1},
+};
+
+/* The macros' "(H*D)" products, evaluated (JSON has no arithmetic). */
+static char *
+l2_eval_products(const char *t)
+{
+	struct strbuf sb = {0};
+	for (const char *p = t; *p; p++) {
+		int a, b, n = 0;
+		if (*p == '(' && sscanf(p, "(%d*%d)%n", &a, &b, &n) == 2 && n > 0) {
+			char num[24];
+			int len = snprintf(num, sizeof(num), "%d", a * b);
+			strbuf_append(&sb, num, (size_t)len);
+			p += n - 1;
+		} else {
+			strbuf_append(&sb, p, 1);
+		}
+	}
+	strbuf_append(&sb, "", 1);
+	return sb.buf;
+}
+
+/* Kaiser-windowed sinc low-pass of vocoder.py kaiser_sinc_filter1d
+ * (cutoff 0.5 / ratio, half_width 0.6 / ratio), as UpSample1d and
+ * DownSample1d of AntiAliasAct1d build it; torch.kaiser_window
+ * (periodic=False) with I0 from its series. */
+static double
+bessel_i0(double x)
+{
+	double sum = 1, term = 1;
+	for (int k = 1; k < 64; k++) {
+		term *= (x / (2.0 * k)) * (x / (2.0 * k));
+		sum += term;
+		if (term < 1e-17 * sum)
+			break;
+	}
+	return sum;
+}
+
+static void
+kaiser_sinc(int ratio, int K, float *f)
+{
+	double cutoff = 0.5 / ratio, half_width = 0.6 / ratio;
+	double delta_f = 4 * half_width;
+	int half = K / 2, even = K % 2 == 0;
+	double A = 2.285 * (half - 1) * M_PI * delta_f + 7.95, beta;
+	double sum = 0, *v = xmalloc(sizeof(double) * (size_t)K);
+
+	if (A > 50.0)
+		beta = 0.1102 * (A - 8.7);
+	else if (A >= 21.0)
+		beta = 0.5842 * pow(A - 21, 0.4) + 0.07886 * (A - 21.0);
+	else
+		beta = 0.0;
+	for (int i = 0; i < K; i++) {
+		double r = K > 1 ? 2.0 * i / (K - 1) - 1.0 : 0.0;
+		double w = bessel_i0(beta * sqrt(1.0 - r * r)) / bessel_i0(beta);
+		double t = 2 * cutoff * (even ? (double)(i - half) + 0.5 :
+		    (double)(i - half));
+		double sinc = t == 0 ? 1.0 : sin(M_PI * t) / M_PI / t;
+		v[i] = 2 * cutoff * w * sinc;
+		sum += v[i];
+	}
+	for (int i = 0; i < K; i++)
+		f[i] = (float)(v[i] / sum);
+	free(v);
+}
+
+struct l2_fill {
+	const struct ltx2_vocoder_config *voc;		/* plain or stage 1 */
+	const struct ltx2_vocoder_bwe_config *bwe;	/* NULL: plain */
+};
+
+/*
+ * The vocoder's computed buffers: the anti-aliasing filters (upstream
+ * computes them at init and saves them), and for the BWE vocoder's MelSTFT
+ * (zeros at upstream's init, loaded from the checkpoint) a Hann-windowed
+ * DFT basis (rows: real parts, then imaginary) and a random non-negative
+ * mel matrix (each row summing to 1).
+ */
+static int
+l2_fill_special(const struct tensor_spec *sp, const void *ud, uint64_t seed,
+    float *v, size_t n)
+{
+	const struct l2_fill *lf = ud;
+	const char *nm = sp->name;
+
+	if (ends(nm, "sample.filter")) {
+		const struct ltx2_vocoder_config *c = lf->voc;
+		if (lf->bwe && strncmp(nm, "bwe_generator.", 14) == 0)
+			c = &lf->bwe->bwe_generator;
+		kaiser_sinc(c->antialias_ratio, (int)n, v);
+		return 1;
+	}
+	if (lf->bwe == NULL)
+		return 0;
+	if (ends(nm, "forward_basis") || ends(nm, "inverse_basis")) {
+		int N = lf->bwe->filter_length, W = lf->bwe->window_length;
+		int nf = N / 2 + 1;
+		for (int k = 0; k < 2 * nf; k++)
+			for (int i = 0; i < N; i++) {
+				double w = i < W ? 0.5 - 0.5 * cos(2 * M_PI * i / W) : 0;
+				double a = 2 * M_PI * (k % nf) * i / N;
+				v[(size_t)k * N + i] = (float)(w * (k < nf ? cos(a) :
+				    -sin(a)));
+			}
+		return 1;
+	}
+	if (ends(nm, "mel_basis")) {
+		uint64_t s = seed ^ fnv1a(nm);
+		size_t cols = (size_t)sp->shape[1];
+		for (size_t r = 0; r < n / cols; r++) {
+			double sum = 0;
+			for (size_t c = 0; c < cols; c++)
+				sum += v[r * cols + c] = (float)uniform(&s);
+			for (size_t c = 0; c < cols; c++)
+				v[r * cols + c] = (float)(v[r * cols + c] / sum);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* "component.key=JSON" on the preset's configs: key one the preset's
+ * config.json has (LQ-MODEL-032 otherwise). */
+static enum lq_status
+l2_apply_sets(cJSON *j[L2_N], const struct model_synth_opts *o,
+    struct lq_error *err)
+{
+	for (size_t i = 0; i < o->nsets; i++) {
+		const char *a = o->sets[i], *dot = strchr(a, '.');
+		const char *eq = dot ? strchr(dot, '=') : NULL;
+		int c = -1;
+
+		for (int k = 0; dot && k < L2_N; k++)
+			if (strlen(l2_names[k]) == (size_t)(dot - a) &&
+			    strncmp(a, l2_names[k], (size_t)(dot - a)) == 0)
+				c = k;
+		if (c < 0 || eq == NULL || eq == dot + 1) {
+			error_set(err, LQ_FAILED, "LQ-MODEL-032",
+			    "--set %s: not COMPONENT.KEY=JSON", a);
+			error_set_hint(err, "COMPONENT is transformer, connectors, "
+			    "vae, audio_vae or vocoder, e.g. --set "
+			    "transformer.num_layers=1");
+			return LQ_FAILED;
+		}
+		char *key = xstrndup(dot + 1, (size_t)(eq - dot - 1));
+		cJSON *v = cJSON_Parse(eq + 1);
+		enum lq_status st = LQ_OK;
+		if (cJSON_GetObjectItemCaseSensitive(j[c], key) == NULL) {
+			st = error_set(err, LQ_FAILED, "LQ-MODEL-032",
+			    "--set %s: %s/config.json has no key \"%s\"", a,
+			    l2_names[c], key);
+			error_set_hint(err, "a key of the preset's %s/config.json, "
+			    "e.g. %s", l2_names[c], c == L2_T ? "num_layers" :
+			    c == L2_V ? "decoder_block_out_channels" :
+			    c == L2_VOC ? "hidden_channels" : "base_channels");
+		} else if (v == NULL) {
+			st = error_set(err, LQ_FAILED, "LQ-MODEL-032",
+			    "--set %s: \"%s\" is not JSON", a, eq + 1);
+			error_set_hint(err, "numbers as 8, lists as [8,16], "
+			    "strings quoted: '\"snakebeta\"'");
+		} else {
+			cJSON_ReplaceItemInObjectCaseSensitive(j[c], key, v);
+			v = NULL;
+		}
+		cJSON_Delete(v);
+		free(key);
+		if (st != LQ_OK)
+			return st;
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+synth_ltx2(const char *dir, const char *preset, uint64_t seed,
+    const struct model_synth_opts *o, struct lq_error *err)
+{
+	static const char *const classes[L2_N] = {
+		"LTX2VideoTransformer3DModel", "LTX2TextConnectors",
+		"AutoencoderKLLTX2Video", "AutoencoderKLLTX2Audio", "LTX2Vocoder",
+	};
+	int p = -1;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(l2_presets); i++)
+		if (strcmp(preset, l2_presets[i].name) == 0)
+			p = (int)i;
+	if (p < 0) {
+		error_set(err, LQ_FAILED, "LQ-MODEL-030", "no preset \"%s\" for "
+		    "family \"ltx2\"", preset);
+		error_set_hint(err, "family ltx2, preset tiny, demo or demo-bwe");
+		return LQ_FAILED;
+	}
+	cJSON *j[L2_N];
+	for (int c = 0; c < L2_N; c++) {
+		char *t = l2_eval_products(l2_presets[p].json[c]);
+		j[c] = cJSON_Parse(t);
+		free(t);
+		LQ_ASSERT(j[c] != NULL);
+		const char *cls = c == L2_VOC && l2_presets[p].bwe ?
+		    "LTX2VocoderWithBWE" : classes[c];
+		cJSON_AddStringToObject(j[c], "_class_name", cls);
+		cJSON_AddStringToObject(j[c], "_diffusers_version", "0.40.0.dev0");
+	}
+	/* the configs as upstream's __init__ takes them (and latentq), then
+	 * each component's tensor table */
+	struct ltx2_transformer_config tc;
+	struct ltx2_connectors_config cc;
+	struct ltxv_vae_config vc;
+	struct ltx2_audio_vae_config ac;
+	struct ltx2_vocoder_config voc;
+	struct ltx2_vocoder_bwe_config bwe;
+	enum lq_status st = l2_apply_sets(j, o, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_ltx2_transformer(j[L2_T], "--set transformer",
+		    &tc, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_ltx2_connectors(j[L2_C], "--set connectors",
+		    &cc, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_vae(j[L2_V], "--set vae", &vc, err);
+	if (st == LQ_OK)
+		st = diffusers_parse_ltx2_audio_vae(j[L2_A], "--set audio_vae", &ac,
+		    err);
+	if (st == LQ_OK && l2_presets[p].bwe) {
+		st = diffusers_parse_ltx2_vocoder_bwe(j[L2_VOC], "--set vocoder",
+		    &bwe, err);
+		voc = bwe.vocoder;
+	} else if (st == LQ_OK) {
+		st = diffusers_parse_ltx2_vocoder(j[L2_VOC], "--set vocoder", &voc,
+		    err);
+	}
+	if (st == LQ_OK)
+		st = new_dir(dir, err);
+	if (st != LQ_OK) {
+		for (int c = 0; c < L2_N; c++)
+			cJSON_Delete(j[c]);
+		return st;
+	}
+	cJSON *idx = cJSON_CreateObject();
+	cJSON_AddStringToObject(idx, "_class_name", "LTX2Pipeline");
+	cJSON_AddStringToObject(idx, "_diffusers_version", "0.40.0.dev0");
+	cJSON_AddItemToObject(idx, "audio_vae", pair("diffusers", classes[L2_A]));
+	cJSON_AddItemToObject(idx, "connectors", pair("diffusers", classes[L2_C]));
+	cJSON_AddItemToObject(idx, "scheduler", pair("diffusers",
+	    "FlowMatchEulerDiscreteScheduler"));
+	/* no Gemma 3: the jobs give prompt_embeds */
+	cJSON *none = cJSON_CreateArray();
+	cJSON_AddItemToArray(none, cJSON_CreateNull());
+	cJSON_AddItemToArray(none, cJSON_CreateNull());
+	cJSON_AddItemToObject(idx, "text_encoder", none);
+	cJSON_AddItemToObject(idx, "tokenizer", cJSON_Duplicate(none, 1));
+	cJSON_AddItemToObject(idx, "transformer", pair("diffusers", classes[L2_T]));
+	cJSON_AddItemToObject(idx, "vae", pair("diffusers", classes[L2_V]));
+	cJSON_AddItemToObject(idx, "vocoder", pair("diffusers",
+	    l2_presets[p].bwe ? "LTX2VocoderWithBWE" : classes[L2_VOC]));
+	st = write_json(dir, "model_index.json", idx, err);
+	struct l2_fill lf = {&voc, l2_presets[p].bwe ? &bwe : NULL};
+	struct tensor_table t = {0};
+	for (int c = 0; c < L2_N; c++) {
+		char *sub = xasprintf("%s/%s", dir, l2_names[c]);
+		char *wp = xasprintf("%s/diffusion_pytorch_model.safetensors", sub);
+		if (c == L2_T)
+			expected_ltx2_transformer(&tc, &t);
+		else if (c == L2_C)
+			expected_ltx2_connectors(&cc, &t);
+		else if (c == L2_V)
+			expected_ltxv_vae(&vc, &t);
+		else if (c == L2_A)
+			expected_ltx2_audio_vae(&ac, &t);
+		else if (l2_presets[p].bwe)
+			expected_ltx2_vocoder_bwe(&bwe, &t);
+		else
+			expected_ltx2_vocoder(&voc, &t);
+		if (st == LQ_OK)
+			st = make_dir(sub, err);
+		if (st == LQ_OK) {
+			st = write_json(sub, "config.json", j[c], err);
+			j[c] = NULL;
+		}
+		if (st == LQ_OK)
+			st = write_weights_ex(wp, &t, seed, o, l2_fill_special, &lf,
+			    err);
+		cJSON_Delete(j[c]);
+		free(sub);
+		free(wp);
+	}
+	tensor_table_free(&t);
+	if (st == LQ_OK) {
+		char *sub = xasprintf("%s/scheduler", dir);
+		if ((st = make_dir(sub, err)) == LQ_OK)
+			st = write_json(sub, "scheduler_config.json",
+			    scheduler_json(), err);
+		free(sub);
+	}
+	return st;
 }

@@ -39,6 +39,23 @@
  * the real geometry at a narrow width), and `sparse`: every weight is a
  * hole in its file (zeros, no disk), enough for preflight, which reads
  * headers only.
+ *
+ * Family "ltx2" (model_synth_ex): an LTX2Pipeline folder — transformer/,
+ * connectors/, vae/ (AutoencoderKLLTX2Video), audio_vae/ (with its
+ * encoder), vocoder/ (LTX2Vocoder, or LTX2VocoderWithBWE), scheduler/ and
+ * model_index.json with text_encoder / tokenizer [null, null] (jobs give
+ * prompt_embeds of caption_channels 32 x text_proj_in_factor 3).  Weights
+ * are the expected_ltx2_* tables filled as above (SnakeBeta alpha / beta
+ * 0.1 N, learnable_registers U(-1, 1)); the anti-aliasing filters are
+ * upstream's Kaiser-sinc, the BWE's STFT basis a Hann-windowed DFT and its
+ * mel matrix random rows summing to 1.  Presets: "tiny" (the goldens'
+ * transformer, VAE and audio VAE), "demo" (LTX-2's geometry, narrow:
+ * VAE 32x / 8x, 4 blocks of 128 + 64), "demo-bwe" (demo with the BWE
+ * vocoder, 48 kHz).  Every preset's vocoder gives mel_hop_length /
+ * sample_rate seconds of waveform per mel frame, so renders' audio lasts
+ * as long as their video.  sets name transformer, connectors, vae,
+ * audio_vae or vocoder and a key of the preset's config; dtype and sparse
+ * as above.
  */
 #ifndef LQ_MODEL_SYNTH_H
 #define LQ_MODEL_SYNTH_H

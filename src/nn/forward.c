@@ -16,11 +16,13 @@
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 #include "nn/ltxv_vae_encoder.h"
+#include "nn/wan_vae.h"
 #include "nn/ltxv_upsampler.h"
 #include "nn/ltx2_audio_vae.h"
 #include "nn/ltx2_connectors.h"
 #include "nn/ltx2_transformer.h"
 #include "nn/ltx2_vocoder.h"
+#include "nn/wan_transformer.h"
 #include "nn/weights.h"
 
 /* The components, in enum nn_component order: the --component name and
@@ -514,6 +516,164 @@ is_ltx2_transformer(const char *dir)
 	return yes;
 }
 
+/* 1 when `dir`/config.json is a Wan transformer's (an unreadable one is
+ * left to the LTX-Video loader to report). */
+static int
+is_wan_transformer(const char *dir)
+{
+	char *path = xasprintf("%s/config.json", dir);
+	cJSON *j = NULL;
+	int yes = 0;
+
+	if (diffusers_load_json(path, &j, NULL) == LQ_OK)
+		yes = diffusers_is_wan_transformer(j);
+	cJSON_Delete(j);
+	free(path);
+	return yes;
+}
+
+/* WanTransformer3DModel (see forward.h for the inputs). */
+static enum lq_status
+run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
+    const struct inputs *in, struct st_writer *w, const struct nn_dump *dump,
+    FILE *report, enum nn_plan_choice mode, struct lq_error *err)
+{
+	struct wan_transformer *m = NULL;
+	struct wan_transformer_config cfg;
+	struct wan_transformer_opts topts = {0};
+	struct wan_transformer_shape shp;
+	struct nn_weights_layout lay;
+	struct nn_plan_bytes plan;
+	enum nn_weight_streaming streaming;
+	struct st_set *set = NULL;
+	const struct wan_transformer_config *c;
+	const struct st_tensor *ths, *tehs;
+	float *hs = NULL, *ehs = NULL, *ts = NULL, *out = NULL;
+	struct gpu_buffer *b_hs = NULL, *b_ehs = NULL, *b_out = NULL;
+	struct gpu_tensor g_hs, g_ehs, g_out;
+	struct wan_transformer_args a;
+	int per_token = 0;
+	int64_t B, oshape[5];
+	enum lq_status st;
+
+	if ((st = input_f32(in, "hidden_states", 5, "[B, in_channels, F, H, W]",
+	    &ths, &hs, err)) ||
+	    (st = input_f32(in, "encoder_hidden_states", 3,
+	    "[B, T, text_dim]", &tehs, &ehs, err)) ||
+	    (st = wan_transformer_read_config(dir, &cfg, err)))
+		goto out;
+	/* the plan (nn/plan.h) decides streaming, as for a render */
+	shp.B = (int)ths->shape[0];
+	shp.F = (int)ths->shape[2];
+	shp.H = (int)ths->shape[3];
+	shp.W = (int)ths->shape[4];
+	shp.T = (int)tehs->shape[1];
+	shp.context = 1;
+	shp.streaming = NN_WEIGHTS_RESIDENT;
+	memset(&lay, 0, sizeof(lay));
+	if ((st = st_set_open(dir, &set, err)) ||
+	    (st = wan_transformer_weights_layout(set, gpu_ctx_caps(ctx), &lay,
+	    err)))
+		goto out;
+	wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp, &plan);
+	streaming = nn_plan_choose_streaming(mode, nn_plan_bytes_device(&plan),
+	    device_caps_memory_budget(gpu_ctx_caps(ctx), 0));
+	if (streaming == NN_WEIGHTS_STREAMED) {
+		shp.streaming = streaming;
+		wan_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), &shp, &plan);
+	}
+	topts.streaming = streaming == NN_WEIGHTS_STREAMED;
+	if ((st = wan_transformer_load_opts(ctx, dir, &topts, &m, err)))
+		goto out;
+	c = wan_transformer_config(m);
+	B = ths->shape[0];
+	if (ths->shape[1] != c->in_channels || tehs->shape[0] != B ||
+	    tehs->shape[2] != c->text_dim) {
+		int bad = ths->shape[1] != c->in_channels;
+		const struct st_tensor *t = bad ? ths : tehs;
+
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input %s is "
+		    "[%lld, %lld, ...]; expected %s", t->name,
+		    (long long)t->shape[0], (long long)t->shape[1], bad ?
+		    "[B, in_channels, F, H, W] with the config's in_channels" :
+		    "[B, T, text_dim] with hidden_states' B and the config's "
+		    "text_dim");
+		error_set_field(err, "%s", t->name);
+		goto out;
+	}
+	{
+		const struct st_tensor *tt = input_find(in, "timestep");
+
+		if (tt == NULL) {
+			st = input_missing("timestep", "[B] on the 0..1000 scale",
+			    err);
+			goto out;
+		}
+		if (st_tensor_numel(tt) != 1 && st_tensor_numel(tt) != B) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input "
+			    "timestep has %lld values; expected [B] = %lld or one "
+			    "(per-token timesteps, Wan 2.2 TI2V's, are not "
+			    "implemented)", (long long)st_tensor_numel(tt),
+			    (long long)B);
+			error_set_field(err, "timestep");
+			goto out;
+		}
+	}
+	if ((st = input_timestep(in, "timestep", B, 1, &ts, &per_token, err)))
+		goto out;
+	if ((st = wan_transformer_check_grid(c, (int)ths->shape[2],
+	    (int)ths->shape[3], (int)ths->shape[4], err)))
+		goto out;
+	memcpy(oshape, ths->shape, sizeof(oshape));
+	oshape[1] = c->out_channels;
+	if ((st = upload(ctx, 5, ths->shape, hs, &b_hs, &g_hs, err)) ||
+	    (st = upload(ctx, 3, tehs->shape, ehs, &b_ehs, &g_ehs, err)) ||
+	    (st = upload(ctx, 5, oshape, NULL, &b_out, &g_out, err)))
+		goto out;
+	a.hidden_states = &g_hs;
+	a.encoder_hidden_states = &g_ehs;
+	a.timestep = ts;
+	if ((st = wan_transformer_forward(m, &a, &g_out, dump, err)))
+		goto out;
+	out = xmalloc(sizeof(float) * (size_t)gpu_tensor_numel(&g_out));
+	if ((st = gpu_tensor_download_f32(ctx, &g_out, out, err)))
+		goto out;
+	st_writer_add(w, "output", ST_F32, 5, oshape, out);
+	{
+		size_t wb, cap, peak;
+
+		size_t slot;
+		unsigned uploads;
+
+		wan_transformer_memory(m, &wb, &cap, &peak);
+		report_memory(report, "wan transformer", wb, cap, peak,
+		    gpu_buffer_size(b_hs) + gpu_buffer_size(b_ehs) +
+		    gpu_buffer_size(b_out));
+		if (report != NULL && wan_transformer_streaming(m, &slot,
+		    &uploads))
+			fprintf(report, "latentq: wan transformer weights "
+			    "streamed (weight_streaming %s): blocks' %.2f MiB in "
+			    "host memory; on the device %.2f MiB resident + two "
+			    "block slots of %.2f MiB (all resident: %.2f MiB); "
+			    "%u block uploads\n", nn_plan_choice_name(mode),
+			    lay.streamed.streamed_host / 1048576.0,
+			    lay.streamed.resident / 1048576.0, slot / 1048576.0,
+			    lay.resident.device / 1048576.0, uploads);
+	}
+	report_plan(report, ctx, "wan transformer", &plan);
+out:
+	st_set_close(set);
+	gpu_buffer_free(b_hs);
+	gpu_buffer_free(b_ehs);
+	gpu_buffer_free(b_out);
+	wan_transformer_free(m);
+	free(hs);
+	free(ehs);
+	free(ts);
+	free(out);
+	return st;
+}
+
 static enum lq_status
 run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
@@ -868,6 +1028,172 @@ out:
 	free(ts);
 	free(tsb);
 	free(out);
+	return st;
+}
+
+/*
+ * AutoencoderKLWan.decode(z).sample (nn/wan_vae.h): z [B, z_dim, F, H, W]
+ * -> sample, with --dump-intermediates post_quant_conv and
+ * decoder_chunk<i>_preclamp.  Tiling is not implemented for Wan (issue
+ * 20 names it out of scope): --set tiling attributes are refused.
+ */
+static enum lq_status
+run_wan_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
+    struct st_writer *w, const struct nn_dump *dump, FILE *report,
+    const struct ltxv_vae_tiling *tiling, struct lq_error *err)
+{
+	struct wan_vae *v = NULL;
+	const struct st_tensor *tz;
+	float *z = NULL, *out = NULL;
+	struct gpu_buffer *b_z = NULL, *b_out = NULL;
+	struct gpu_tensor g_z, g_out;
+	int64_t oshape[5];
+	enum lq_status st;
+
+	if (tiling != NULL) {
+		error_set(err, LQ_FAILED, "LQ-NN-TILING", "AutoencoderKLWan "
+		    "decodes chunk by chunk untiled; VAE tiling for Wan is not "
+		    "implemented (drop the --set tiling attributes)");
+		return LQ_FAILED;
+	}
+	if ((st = input_f32(in, "z", 5, "[B, z_dim, F, H, W]", &tz, &z, err)) ||
+	    (st = wan_vae_load(ctx, dir, &v, err)))
+		goto out;
+	if (tz->shape[1] != wan_vae_config(v)->z_dim) {
+		st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "input z has %lld "
+		    "channels; the VAE's z_dim is %d", (long long)tz->shape[1],
+		    wan_vae_config(v)->z_dim);
+		error_set_field(err, "z");
+		goto out;
+	}
+	wan_vae_output_shape(wan_vae_config(v), tz->shape, oshape);
+	out = xmalloc(sizeof(float) * (size_t)(oshape[0] * oshape[1] *
+	    oshape[2] * oshape[3] * oshape[4]));
+	if (dump == NULL) {
+		/* the render's way in (wan_vae_decode_host) */
+		if ((st = wan_vae_decode_host(v, z, tz->shape, out, err)))
+			goto out;
+	} else if ((st = upload(ctx, 5, tz->shape, z, &b_z, &g_z, err)) ||
+	    (st = upload(ctx, 5, oshape, NULL, &b_out, &g_out, err)) ||
+	    (st = wan_vae_decode(v, &g_z, &g_out, dump, err)) ||
+	    (st = gpu_tensor_download_f32(ctx, &g_out, out, err))) {
+		goto out;
+	}
+	st_writer_add(w, "sample", ST_F32, 5, oshape, out);
+	if (report != NULL) {
+		size_t wb, cap, peak;
+		struct nn_weights_layout lay, lq;
+		struct nn_plan_bytes plan;
+
+		wan_vae_memory(v, &wb, &cap, &peak);
+		report_memory(report, "vae decoder", wb, cap, peak,
+		    (size_t)(gpu_buffer_plan_size((uint64_t)st_tensor_numel(tz) *
+		    4) + gpu_buffer_plan_size((uint64_t)(oshape[0] * oshape[1] *
+		    oshape[2] * oshape[3] * oshape[4]) * 4)));
+		if ((st = plan_weights(ctx, dir, 0, "decoder.", &lay, err)) ||
+		    (st = plan_weights(ctx, dir, 0, "post_quant_conv.", &lq, err)))
+			goto out;
+		lay.resident.device += lq.resident.device;
+		wan_vae_plan(wan_vae_config(v), &lay, gpu_ctx_caps(ctx),
+		    (int)tz->shape[0], (int)tz->shape[2], (int)tz->shape[3],
+		    (int)tz->shape[4], &plan);
+		report_plan(report, ctx, "vae decoder", &plan);
+	}
+out:
+	gpu_buffer_free(b_z);
+	gpu_buffer_free(b_out);
+	wan_vae_free(v);
+	free(z);
+	free(out);
+	return st;
+}
+
+/*
+ * AutoencoderKLWan.encode(x).latent_dist: `x` (or `sample`) [B, 3, T, H, W]
+ * -> parameters (quant_conv's [mean | logvar]), mean, logvar, std, mode,
+ * and sample = mean + std * posterior_noise when that is given; with
+ * --dump-intermediates encoder_chunk<i> and quant_conv.
+ */
+static enum lq_status
+run_wan_vae_encoder(struct gpu_ctx *ctx, const char *dir,
+    const struct inputs *in, struct st_writer *w, const struct nn_dump *dump,
+    FILE *report, const struct ltxv_vae_tiling *tiling, struct lq_error *err)
+{
+	struct wan_vae_encoder *e = NULL;
+	const struct st_tensor *tx, *tn = NULL;
+	const char *xname = input_find(in, "sample") ? "sample" : "x";
+	float *x = NULL, *noise = NULL, *par = NULL, *mean = NULL, *lv = NULL;
+	float *sd = NULL, *smp = NULL;
+	struct gpu_buffer *b_x = NULL;
+	struct gpu_tensor g_x;
+	int64_t lat[5], par_shape[5], n, S;
+	enum lq_status st;
+
+	if (tiling != NULL) {
+		error_set(err, LQ_FAILED, "LQ-NN-TILING", "AutoencoderKLWan "
+		    "encodes chunk by chunk untiled; VAE tiling for Wan is not "
+		    "implemented (drop the --set tiling attributes)");
+		return LQ_FAILED;
+	}
+	if ((st = input_f32(in, xname, 5, "x [B, 3, T, H, W]", &tx, &x, err)))
+		goto out;
+	if ((st = wan_vae_encoder_load(ctx, dir, &e, err)) ||
+	    (st = wan_vae_encoder_latent_shape(e, tx->shape, lat, err)))
+		goto out;
+	n = lat[0] * lat[1] * lat[2] * lat[3] * lat[4];
+	S = lat[2] * lat[3] * lat[4];
+	if (input_find(in, "posterior_noise")) {
+		if ((st = input_f32(in, "posterior_noise", 5, "the latent's shape",
+		    &tn, &noise, err)))
+			goto out;
+		if (memcmp(tn->shape, lat, sizeof(lat)) != 0) {
+			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
+			    "posterior_noise must have the latent's shape [%lld, "
+			    "%lld, %lld, %lld, %lld]", (long long)lat[0],
+			    (long long)lat[1], (long long)lat[2], (long long)lat[3],
+			    (long long)lat[4]);
+			error_set_field(err, "posterior_noise");
+			goto out;
+		}
+	}
+	par = xmalloc(sizeof(float) * (size_t)(2 * n));
+	if ((st = upload(ctx, 5, tx->shape, x, &b_x, &g_x, err)) ||
+	    (st = wan_vae_encode(e, &g_x, par, dump, err)))
+		goto out;
+	mean = xmalloc(sizeof(float) * (size_t)n);
+	lv = xmalloc(sizeof(float) * (size_t)n);
+	sd = xmalloc(sizeof(float) * (size_t)n);
+	/* DiagonalGaussianDistribution, as for LTX-Video */
+	ltxv_latent_dist(par, lat[0], lat[1], S, mean, lv, sd);
+	memcpy(par_shape, lat, sizeof(lat));
+	par_shape[1] = 2 * lat[1];
+	st_writer_add(w, "parameters", ST_F32, 5, par_shape, par);
+	st_writer_add(w, "mean", ST_F32, 5, lat, mean);
+	st_writer_add(w, "logvar", ST_F32, 5, lat, lv);
+	st_writer_add(w, "std", ST_F32, 5, lat, sd);
+	st_writer_add(w, "mode", ST_F32, 5, lat, mean);
+	if (noise) {
+		smp = xmalloc(sizeof(float) * (size_t)n);
+		ltxv_latent_dist_sample(mean, sd, noise, n, smp);
+		st_writer_add(w, "sample", ST_F32, 5, lat, smp);
+	}
+	{
+		size_t wb, cap, peak;
+
+		wan_vae_encoder_memory(e, &wb, &cap, &peak);
+		report_memory(report, "vae encoder", wb, cap, peak,
+		    b_x ? gpu_buffer_size(b_x) : 0);
+	}
+out:
+	gpu_buffer_free(b_x);
+	wan_vae_encoder_free(e);
+	free(x);
+	free(noise);
+	free(par);
+	free(mean);
+	free(lv);
+	free(sd);
+	free(smp);
 	return st;
 }
 
@@ -1248,12 +1574,19 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 			    o->ltx2_call, err);
 			break;
 		}
+		if (is_wan_transformer(dir) && o->ltx2_call == NULL) {
+			st = run_wan_transformer(ctx, dir, &in, w,
+			    o->dump_intermediates ? &dump : NULL, o->report,
+			    o->weight_streaming, err);
+			break;
+		}
 		if (o->ltx2_call != NULL) {
 			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT", "--set %s: "
-			    "LTX-Video's transformer takes no call arguments "
+			    "%s's transformer takes no call arguments "
 			    "(use_cross_timestep, isolate_modalities and "
 			    "spatio_temporal_guidance_blocks are LTX-2's)",
-			    o->ltx2_call_first);
+			    o->ltx2_call_first, is_wan_transformer(dir) ? "Wan" :
+			    "LTX-Video");
 			error_set_field(err, "%s", o->ltx2_call_first);
 			break;
 		}
@@ -1262,11 +1595,23 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		    o->weight_streaming, err);
 		break;
 	case NN_COMPONENT_VAE_DECODER:
+		if (wan_vae_is_wan(dir)) {
+			st = run_wan_vae(ctx, dir, &in, w,
+			    o->dump_intermediates ? &dump : NULL, o->report,
+			    o->vae_tiling, err);
+			break;
+		}
 		st = run_vae(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report,
 		    o->noise_fallback, o->vae_tiling, err);
 		break;
 	case NN_COMPONENT_VAE_ENCODER:
+		if (wan_vae_is_wan(dir)) {
+			st = run_wan_vae_encoder(ctx, dir, &in, w,
+			    o->dump_intermediates ? &dump : NULL, o->report,
+			    o->vae_tiling, err);
+			break;
+		}
 		st = run_vae_encoder(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report, o->vae_tiling,
 		    err);

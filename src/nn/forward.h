@@ -18,6 +18,13 @@
  *     posterior_noise [B,C,F',H',W'] (optional) -> parameters, mean,
  *     logvar, std, mode, and sample = mean + std * posterior_noise when
  *     the noise was given
+ *   vae-decoder (AutoencoderKLWan, by its config's _class_name):
+ *     z [B,z_dim,F,H,W] -> sample (clamped); intermediates post_quant_conv,
+ *     decoder_chunk<i>_preclamp
+ *   vae-encoder (AutoencoderKLWan): x (or sample) [B,3,T,H,W],
+ *     posterior_noise (optional) -> the LTX encoder's outputs (parameters
+ *     = quant_conv's [mean | logvar]); intermediates encoder_chunk<i>,
+ *     quant_conv
  *   latent-upsampler: hidden_states [B,C,F,H,W] -> output
  *   text-encoder: input_ids [B,L], attention_mask [B,L] (optional)
  *     -> last_hidden_state
@@ -37,6 +44,11 @@
  *     value, default 24.0); --set use_cross_timestep, isolate_modalities,
  *     spatio_temporal_guidance_blocks -> output [B,N,Co], audio_output
  *     [B,L,Cao]
+ *   transformer (WanTransformer3DModel, told apart by its config's
+ *     _class_name or its freq_dim / ffn_dim keys): hidden_states
+ *     [B,C,F,H,W] (latent frames, unpacked), timestep [B] (or [1]),
+ *     encoder_hidden_states [B,T,text_dim] (no mask: upstream attends
+ *     every row) -> output [B,Co,F,H,W]
  *   connectors (LTX2TextConnectors): text_encoder_hidden_states
  *     [B,T,C*L], attention_mask [B,T] -> video_text_embedding,
  *     audio_text_embedding [B,T,C], attention_mask_out [B,T] (I64)

@@ -15,6 +15,8 @@ liblatentq_a_SOURCES += \
 	src/nn/ltx2_attn.c src/nn/ltx2_attn.h \
 	src/nn/ltx2_connectors.c src/nn/ltx2_connectors.h \
 	src/nn/ltx2_transformer.c src/nn/ltx2_transformer.h \
+	src/nn/wan_vae.c src/nn/wan_vae.h \
+	src/nn/wan_transformer.c src/nn/wan_transformer.h \
 	src/nn/forward.c src/nn/forward.h src/nn/forward_t5.h \
 	src/nn/forward_t5.c \
 	src/cmd/forward.c
@@ -24,7 +26,9 @@ liblatentq_a_SOURCES += \
 check_PROGRAMS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/st-compare \
-	tests/nn/test-ltx2-rope tests/nn/test-ltx2-pipe-passes
+	tests/nn/test-ltx2-rope tests/nn/test-ltx2-pipe-passes \
+	tests/nn/test-wan-vae-plan tests/nn/test-wan-vae-decode \
+	tests/nn/test-wan-cp
 TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-weights-dtype tests/nn/test-weights-stream \
 	tests/nn/test-plan tests/nn/test-ltxv-tiling tests/nn/forward-goldens.sh \
@@ -34,7 +38,11 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/norm-out-linear.sh tests/nn/ltx2-vocoder.sh \
 	tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
 	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh \
-	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes
+	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes \
+	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh tests/nn/test-wan-vae-plan \
+	tests/nn/test-wan-vae-decode tests/nn/test-wan-cp
+tests_nn_test_wan_cp_SOURCES = tests/nn/test-wan-cp.c
+tests_nn_test_wan_cp_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
 tests_nn_test_ltx2_rope_SOURCES = tests/nn/test-ltx2-rope.c
 tests_nn_test_ltx2_rope_LDADD = $(LQ_TEST_LDADD)
@@ -51,6 +59,10 @@ tests_nn_test_plan_SOURCES = tests/nn/test-plan.c
 tests_nn_test_plan_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_tiling_SOURCES = tests/nn/test-ltxv-tiling.c
 tests_nn_test_ltxv_tiling_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_wan_vae_plan_SOURCES = tests/nn/test-wan-vae-plan.c
+tests_nn_test_wan_vae_plan_LDADD = $(LQ_TEST_LDADD)
+tests_nn_test_wan_vae_decode_SOURCES = tests/nn/test-wan-vae-decode.c
+tests_nn_test_wan_vae_decode_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
 EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
@@ -60,4 +72,5 @@ EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh \
 	tests/nn/ltx2-connectors.sh tests/nn/ltx2-common.sh \
 	tests/nn/ltx2-transformer.sh tests/nn/ltx2-vae.sh \
-	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2
+	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh \
+	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2 tests/data/wan

@@ -40,6 +40,7 @@ ltx2_attn_load(const struct nn_weights *w, const char *prefix, int query_dim,
 	a->has_out_bias = out_bias;
 	a->gated = gated;
 	a->rope_split = 0;
+	a->norm_eps = LTX2_ATTN_NORM_EPS;
 	a->rope_q_heads = a->rope_k_heads = 0;
 	if ((st = get(w, prefix, "to_q.weight", 2, SHAPE(inner, query_dim),
 	    &a->to_q_w, err)) ||
@@ -109,18 +110,12 @@ gate_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 }
 
 enum lq_status
-ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *x,
-    const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
-    const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
-    const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
-    const struct gpu_tensor *key_bias)
+ltx2_attn_project(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *x, const struct gpu_tensor *kv,
+    const struct ltx2_attn_scratch *s, const struct gpu_tensor *q_cos,
+    const struct gpu_tensor *q_sin, const struct gpu_tensor *k_cos,
+    const struct gpu_tensor *k_sin)
 {
-	struct ops_attention_args args = {
-		.heads = a->heads,
-		.scale = (float)(1.0 / sqrt((double)a->head_dim)),
-		.key_bias = key_bias,
-	};
 	enum lq_status st;
 
 	if (kv == NULL)
@@ -139,9 +134,9 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ops_linear(cmd, &s->v, kv, &a->to_v_w,
 	    a->has_bias ? &a->to_v_b : NULL, OPS_ACT_NONE)) ||
 	    (st = ops_rms_norm(cmd, &s->q, &s->q, &a->norm_q_w,
-	    LTX2_ATTN_NORM_EPS)) ||
+	    a->norm_eps)) ||
 	    (st = ops_rms_norm(cmd, &s->k, &s->k, &a->norm_k_w,
-	    LTX2_ATTN_NORM_EPS)))
+	    a->norm_eps)))
 		return st;
 	if (q_cos != NULL && a->rope_split &&
 	    ((st = ops_rope_split(cmd, &s->q, &s->q, q_cos, q_sin,
@@ -153,9 +148,36 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    ((st = ops_rope(cmd, &s->q, &s->q, q_cos, q_sin)) ||
 	    (st = ops_rope(cmd, &s->k, &s->k, k_cos, k_sin))))
 		return st;
-	if ((st = ops_attention(cmd, &s->o, &s->q, &s->k, &s->v, &args)))
-		return st;
+	return LQ_OK;
+}
+
+enum lq_status
+ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s)
+{
 	return gate_out(cmd, a, out, &s->o, s);
+}
+
+enum lq_status
+ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
+    const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
+    const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
+    const struct gpu_tensor *key_bias)
+{
+	struct ops_attention_args args = {
+		.heads = a->heads,
+		.scale = (float)(1.0 / sqrt((double)a->head_dim)),
+		.key_bias = key_bias,
+	};
+	enum lq_status st;
+
+	if ((st = ltx2_attn_project(cmd, a, x, kv, s, q_cos, q_sin, k_cos,
+	    k_sin)) ||
+	    (st = ops_attention(cmd, &s->o, &s->q, &s->k, &s->v, &args)))
+		return st;
+	return ltx2_attn_out(cmd, a, out, s);
 }
 
 enum lq_status

@@ -3,12 +3,15 @@
  * transformer_ltx2.py: LTX2Attention with LTX2AudioVideoAttnProcessor) on
  * gpu ops, shared by LTX-2's text connectors and (to come) its DiT:
  * to_q / to_k / to_v (bias), norm_q / norm_k = torch.nn.RMSNorm over the
- * whole inner dim with weights, eps 1e-6, RoPE (interleaved on the inner
+ * whole inner dim with weights, eps 1e-6 (norm_eps), RoPE (interleaved on the inner
  * dim, or split halves per head) on the inner dim
  * after the norms (query and key tables may differ), head split, SDPA with
  * scale 1/sqrt(head_dim) and an optional additive key bias, optional
  * per-head gates 2·sigmoid(to_gate_logits(x)) on each head's output, then
- * to_out.0.
+ * to_out.0.  WanAttention with WanAttnProcessor (transformer_wan.py,
+ * text-to-video: no added key / value projections) is the same
+ * computation with its config's eps, ungated, interleaved RoPE tables
+ * repeated over the heads; nn/wan_transformer.c uses it.
  *
  * Ownership: the struct holds views borrowed from an nn_weights, valid
  * while it lives; scratch tensors are the caller's.
@@ -29,6 +32,9 @@ struct ltx2_attn {
 	int rope_split;		/* rope_type "split" (tables [.., N, inner/2],
 				 * ops_rope_split per head); 0: interleaved.
 				 * Set by the caller after ltx2_attn_load. */
+	float norm_eps;		/* norm_q / norm_k eps: LTX2_ATTN_NORM_EPS
+				 * from ltx2_attn_load; WanAttention's is
+				 * its config's eps (set by the caller) */
 	int rope_q_heads, rope_k_heads;	/* split only: the head count the
 				 * query's / key's table was reshaped with
 				 * (upstream's x.reshape(B, T, H_table, -1));
@@ -68,6 +74,21 @@ enum lq_status ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
     const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
     const struct gpu_tensor *key_bias);
+
+/*
+ * ltx2_attn_forward in two halves, for a caller that runs the attention
+ * itself (context parallelism's exchange): _project records the gates,
+ * to_q / to_k / to_v, norm_q / norm_k and RoPE into s->q, s->k, s->v (and
+ * s->gates), arguments as ltx2_attn_forward; _out records out =
+ * to_out(gates · s->o) once s->o holds the attention's output.
+ */
+enum lq_status ltx2_attn_project(struct gpu_cmd *cmd,
+    const struct ltx2_attn *a, const struct gpu_tensor *x,
+    const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
+    const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
+    const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin);
+enum lq_status ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s);
 
 /*
  * LTX2PerturbedAttnProcessor with every sample perturbed (spatio-temporal

@@ -283,15 +283,22 @@ ltx2_audio_vae_config(const struct ltx2_audio_vae *v)
 }
 
 void
-ltx2_audio_vae_output_shape(const struct ltx2_audio_vae *v,
+ltx2_audio_vae_mel_shape(const struct ltx2_audio_vae_config *c,
     const int64_t z[4], int64_t out[4])
 {
 	int64_t t = z[2] * LATENT_DOWNSAMPLE_FACTOR - (LATENT_DOWNSAMPLE_FACTOR - 1);
 
 	out[0] = z[0];
-	out[1] = v->cfg.output_channels;
+	out[1] = c->output_channels;
 	out[2] = t > 1 ? t : 1;
-	out[3] = v->cfg.mel_bins ? v->cfg.mel_bins : z[3];
+	out[3] = c->mel_bins ? c->mel_bins : z[3];
+}
+
+void
+ltx2_audio_vae_output_shape(const struct ltx2_audio_vae *v,
+    const int64_t z[4], int64_t out[4])
+{
+	ltx2_audio_vae_mel_shape(&v->cfg, z, out);
 }
 
 void

@@ -53,6 +53,9 @@ const struct ltx2_audio_vae_config *ltx2_audio_vae_config(
  */
 void ltx2_audio_vae_output_shape(const struct ltx2_audio_vae *v,
     const int64_t z[4], int64_t out[4]);
+/* The same from the config alone (preflight, the render's plan). */
+void ltx2_audio_vae_mel_shape(const struct ltx2_audio_vae_config *c,
+    const int64_t z[4], int64_t out[4]);
 
 /*
  * AutoencoderKLLTX2Audio.decode(z).sample into `sample` (shape from

@@ -406,18 +406,33 @@ stft_frames(const struct ltx2_vocoder_bwe_config *b, int64_t N)
 }
 
 void
+ltx2_vocoder_waveform_shape(const struct ltx2_vocoder_config *c,
+    const struct ltx2_vocoder_bwe_config *bwe, const int64_t mel[4],
+    int64_t out[3])
+{
+	if (bwe != NULL)
+		c = &bwe->vocoder;
+	int64_t N = gen_len(c, mel[2]);
+
+	out[0] = mel[0];
+	out[1] = c->out_channels;
+	out[2] = N;
+	if (bwe != NULL)
+		/* num_samples · output_sampling_rate // input_sampling_rate */
+		out[2] = N * bwe->output_sampling_rate / bwe->input_sampling_rate;
+}
+
+int64_t
+ltx2_vocoder_stage1_samples(const struct ltx2_vocoder_config *c, int64_t T)
+{
+	return gen_len(c, T);
+}
+
+void
 ltx2_vocoder_output_shape(const struct ltx2_vocoder *v, const int64_t mel[4],
     int64_t out[3])
 {
-	int64_t N = gen_len(&v->cfg, mel[2]);
-
-	out[0] = mel[0];
-	out[1] = v->cfg.out_channels;
-	out[2] = N;
-	if (v->bwe)
-		/* num_samples · output_sampling_rate // input_sampling_rate */
-		out[2] = N * v->bcfg.output_sampling_rate /
-		    v->bcfg.input_sampling_rate;
+	ltx2_vocoder_waveform_shape(&v->cfg, v->bwe ? &v->bcfg : NULL, mel, out);
 }
 
 void

@@ -58,6 +58,15 @@ const struct ltx2_vocoder_bwe_config *ltx2_vocoder_bwe_config(
  */
 void ltx2_vocoder_output_shape(const struct ltx2_vocoder *v,
     const int64_t mel[4], int64_t out[3]);
+/* The same from the configs alone (preflight, the render's plan): `c` an
+ * LTX2Vocoder's, or with `bwe` (c then ignored) LTX2VocoderWithBWE's. */
+void ltx2_vocoder_waveform_shape(const struct ltx2_vocoder_config *c,
+    const struct ltx2_vocoder_bwe_config *bwe, const int64_t mel[4],
+    int64_t out[3]);
+/* One LTX2Vocoder's output samples for T mel frames (for the BWE: its
+ * stage 1's, which must be a multiple of hop_length). */
+int64_t ltx2_vocoder_stage1_samples(const struct ltx2_vocoder_config *c,
+    int64_t T);
 
 /*
  * LTX2Vocoder.forward(mel) into waveform (shape from

@@ -381,6 +381,14 @@ ltxv_cp_group_free(struct ltxv_cp_group *g)
 	free(g);
 }
 
+int
+ltxv_cp_group_degree(const struct ltxv_cp_group *g, int *D)
+{
+	if (D != NULL)
+		*D = g->D;
+	return g->P;
+}
+
 void
 ltxv_cp_group_abort(struct ltxv_cp_group *g)
 {
@@ -935,85 +943,146 @@ cp_cols(float *all, int64_t D, float *part, int64_t R, int64_t c0, int64_t w,
 	}
 }
 
+int
+ltxv_cp_no_gather(void)
+{
+	return cp_no_gather();
+}
+
 /*
  * Ulysses self-attention of rank r (ltxv_transformer.h): q, k, v are this
  * rank's tokens [B, N/P, D] (recorded, not yet run); o gets its tokens'
  * attention output [B, N/P, D].  All-to-all: every rank's tokens into the
  * group's whole q/k/v, then this rank's D/P columns (H/P whole heads) of
  * all N tokens into q/k/v's own buffers viewed [B, N, D/P] (the same
- * element count), sdpa over those heads, its columns of the whole o, and
- * back this rank's tokens of every head.  Leaves cmd begun.
+ * element count), `attend` over those heads, its columns of the whole o,
+ * and back this rank's tokens of every head.  Leaves cmd begun.
  */
-static enum lq_status
-cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
-    const struct gpu_tensor *o, const struct gpu_tensor *q,
-    const struct gpu_tensor *k, const struct gpu_tensor *v,
-    const struct attn_scratch *sc, struct lq_error *err)
+enum lq_status
+ltxv_cp_attention(struct ltxv_cp_group *g, int rank, struct gpu_ctx *ctx,
+    struct gpu_cmd *cmd, float *staging, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, ltxv_cp_attend_fn attend, void *ud,
+    struct lq_error *err)
 {
-	struct ltxv_cp_group *g = m->cp;
 	const int64_t P = g->P, B = q->shape[0], Nl = q->shape[1], D = q->shape[2];
-	const int64_t N = Nl * P, Dp = D / P, r = m->cp_rank;
+	const int64_t N = Nl * P, Dp = D / P, r = rank;
 	const struct gpu_tensor *qkv[3] = { q, k, v };
 	float *all[3] = { g->q, g->k, g->v };
 	struct gpu_tensor heads[3], oh;
 	enum lq_status st;
 
 	if (N != g->N || B > g->B || D != g->D)
-		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltxv transformer: "
-		    "context rank %lld has [%lld, %lld, %lld] tokens; the group "
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "context "
+		    "rank %lld has [%lld, %lld, %lld] tokens; the group "
 		    "holds [%d, %lld, %d]", (long long)r, (long long)B,
 		    (long long)Nl, (long long)D, g->B, (long long)g->N, g->D);
 	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
 		return st;
 	for (int i = 0; i < 3; i++) {
-		if ((st = gpu_tensor_download_f32(m->ctx, qkv[i], m->h_cp, err)))
+		if ((st = gpu_tensor_download_f32(ctx, qkv[i], staging, err)))
 			return st;
-		cp_rows(all[i], N, m->h_cp, B, r * Nl, Nl, D, 1);
+		cp_rows(all[i], N, staging, B, r * Nl, Nl, D, 1);
 	}
 	if ((st = cp_barrier(g, err)) != LQ_OK)
 		return st;
 	for (int i = 0; i < 3; i++) {
 		heads[i] = gpu_tensor_make(qkv[i]->buf, qkv[i]->offset, GPU_F32, 3,
 		    (int64_t[]){ B, N, Dp });
-		cp_cols(all[i], D, m->h_cp, B * N, r * Dp, Dp, 0);
-		if ((st = gpu_tensor_upload_f32(m->ctx, &heads[i], m->h_cp, err)))
+		cp_cols(all[i], D, staging, B * N, r * Dp, Dp, 0);
+		if ((st = gpu_tensor_upload_f32(ctx, &heads[i], staging, err)))
 			return st;
 	}
 	oh = gpu_tensor_make(o->buf, o->offset, GPU_F32, 3,
 	    (int64_t[]){ B, N, Dp });
 	gpu_cmd_begin(cmd);
-	{
-		/* the unfused path's scratch holds [B, N/P, D]-sized copies
-		 * (the same count as [B, N, D/P]); its scores N × N per head */
-		struct attn_scratch s2 = *sc;
-
-		if (!m->fused_attention) {
-			int64_t cap = gpu_tensor_numel(&sc->scores);
-
-			s2.hc = cap / (N * N);
-			if (s2.hc < 1)
-				return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
-				    "ltxv transformer: the unfused attention's "
-				    "scores budget holds no head of %lld × %lld "
-				    "under context parallelism", (long long)N,
-				    (long long)N);
-		}
-		if ((st = sdpa(m, cmd, &oh, &heads[0], &heads[1], &heads[2], NULL,
-		    &s2)) != LQ_OK)
-			return st;
-	}
+	if ((st = attend(ud, cmd, &oh, &heads[0], &heads[1], &heads[2], err)))
+		return st;
 	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK)
 		return st;
-	if ((st = gpu_tensor_download_f32(m->ctx, &oh, m->h_cp, err)))
+	if ((st = gpu_tensor_download_f32(ctx, &oh, staging, err)))
 		return st;
-	cp_cols(g->o, D, m->h_cp, B * N, r * Dp, Dp, 1);
+	cp_cols(g->o, D, staging, B * N, r * Dp, Dp, 1);
 	if ((st = cp_barrier(g, err)) != LQ_OK)
 		return st;
-	cp_rows(g->o, N, m->h_cp, B, r * Nl, Nl, D, 0);
-	if ((st = gpu_tensor_upload_f32(m->ctx, o, m->h_cp, err)))
+	cp_rows(g->o, N, staging, B, r * Nl, Nl, D, 0);
+	if ((st = gpu_tensor_upload_f32(ctx, o, staging, err)))
 		return st;
 	gpu_cmd_begin(cmd);
 	return LQ_OK;
+}
+
+enum lq_status
+ltxv_cp_gather(struct ltxv_cp_group *g, int rank, struct gpu_ctx *ctx,
+    struct gpu_cmd *cmd, float *staging, const struct gpu_tensor *part,
+    const struct gpu_tensor *whole, struct lq_error *err)
+{
+	const int64_t P = g->P, B = part->shape[0], Nl = part->shape[1];
+	const int64_t K = part->shape[2], N = Nl * P;
+	enum lq_status st;
+
+	if (N != g->N || B > g->B || K > g->D || whole->shape[0] != B ||
+	    whole->shape[1] != N || whole->shape[2] != K)
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "context "
+		    "rank %d gathers [%lld, %lld, %lld] tokens; the group "
+		    "holds [%d, %lld, %d]", rank, (long long)B, (long long)Nl,
+		    (long long)K, g->B, (long long)g->N, g->D);
+	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK ||
+	    (st = gpu_tensor_download_f32(ctx, part, staging, err)))
+		return st;
+	cp_rows(g->o, N, staging, B, (int64_t)rank * Nl, Nl, K, 1);
+	if ((st = cp_barrier(g, err)) != LQ_OK ||
+	    (st = gpu_tensor_upload_f32(ctx, whole, g->o, err)))
+		return st;
+	/* the group's o is read by every rank before any reuses it */
+	if ((st = cp_barrier(g, err)) != LQ_OK)
+		return st;
+	gpu_cmd_begin(cmd);
+	return LQ_OK;
+}
+
+/* ltxv's attend (ltxv_cp_attention): sdpa over the rank's heads, the
+ * unfused path's scores N x N per head. */
+struct cp_attend {
+	struct ltxv_transformer *m;
+	const struct attn_scratch *sc;
+};
+
+static enum lq_status
+cp_attend(void *ud, struct gpu_cmd *cmd, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, struct lq_error *err)
+{
+	const struct cp_attend *a = ud;
+	/* the unfused path's scratch holds [B, N/P, D]-sized copies (the
+	 * same count as [B, N, D/P]); its scores N × N per head */
+	struct attn_scratch s2 = *a->sc;
+	const int64_t N = q->shape[1];
+
+	if (!a->m->fused_attention) {
+		int64_t cap = gpu_tensor_numel(&a->sc->scores);
+
+		s2.hc = cap / (N * N);
+		if (s2.hc < 1)
+			return error_set(err, LQ_FAILED, "LQ-NN-SHAPE",
+			    "ltxv transformer: the unfused attention's "
+			    "scores budget holds no head of %lld × %lld "
+			    "under context parallelism", (long long)N,
+			    (long long)N);
+	}
+	return sdpa(a->m, cmd, o, q, k, v, NULL, &s2);
+}
+
+static enum lq_status
+cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v,
+    const struct attn_scratch *sc, struct lq_error *err)
+{
+	struct cp_attend a = { m, sc };
+
+	return ltxv_cp_attention(m->cp, m->cp_rank, m->ctx, cmd, m->h_cp, o, q,
+	    k, v, cp_attend, &a, err);
 }
 
 static enum lq_status

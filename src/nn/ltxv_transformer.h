@@ -190,6 +190,43 @@ void ltxv_cp_group_free(struct ltxv_cp_group *g);
 /* Wakes every rank waiting at the group's barrier with LQ-NN-MESH; later
  * waits fail at once.  For a rank that fails outside forward. */
 void ltxv_cp_group_abort(struct ltxv_cp_group *g);
+/* The group's degree P; *D (may be NULL) gets its inner_dim. */
+int ltxv_cp_group_degree(const struct ltxv_cp_group *g, int *D);
+
+/* 1 when LATENTQ_MESH_NO_KV_GATHER asks for the negative control. */
+int ltxv_cp_no_gather(void);
+
+/*
+ * The group's exchange, for any transformer whose ranks hold contiguous
+ * token shards (the Wan transformer uses it too): rank `rank`'s q, k, v
+ * [B, N/P, D] (recorded on cmd, not yet run) go through the group's host
+ * arrays so that `attend` records, on the same buffers viewed [B, N, D/P],
+ * the attention of heads [rank H/P, (rank+1) H/P) over all N tokens into
+ * o viewed likewise; o then holds the rank's tokens of every head [B, N/P,
+ * D].  `staging` is the caller's host array of B·(N/P)·D floats.  Submits
+ * and waits; leaves cmd begun.  LQ-NN-MESH when another rank failed,
+ * LQ-NN-SHAPE for shapes the group does not hold.
+ */
+typedef enum lq_status (*ltxv_cp_attend_fn)(void *ud, struct gpu_cmd *cmd,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v,
+    struct lq_error *err);
+enum lq_status ltxv_cp_attention(struct ltxv_cp_group *g, int rank,
+    struct gpu_ctx *ctx, struct gpu_cmd *cmd, float *staging,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v,
+    ltxv_cp_attend_fn attend, void *ud, struct lq_error *err);
+
+/*
+ * Gathers every rank's token shard part [B, N/P, K] (K <= the group's D)
+ * into whole [B, N, K] on each rank, through the group's o array (staging
+ * as above, B·(N/P)·K floats).  Submits and waits; leaves cmd begun.
+ */
+enum lq_status ltxv_cp_gather(struct ltxv_cp_group *g, int rank,
+    struct gpu_ctx *ctx, struct gpu_cmd *cmd, float *staging,
+    const struct gpu_tensor *part, const struct gpu_tensor *whole,
+    struct lq_error *err);
+
 /*
  * Makes m rank `rank` of g (NULL: the whole sequence, the default).  Call
  * before ltxv_transformer_reserve; the heads must divide by the group's P

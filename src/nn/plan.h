@@ -12,6 +12,8 @@
  *   t5_encoder_plan        nn/t5.c          (per-tensor buffers, pool)
  *   ltx2_transformer_plan  nn/ltx2_transformer.c  (pool of _forward;
  *                          `forward -v` only so far: no LTX-2 render yet)
+ *   wan_vae_plan           nn/wan_vae.c     (pool of the chunked decode:
+ *                          post_quant_conv, feature caches, one chunk)
  * nn_plan_render (plan.c) puts them together in the order render.c loads
  * and frees them, chooses VAE tiling and weight streaming, and names the
  * smallest change that makes a job fit.

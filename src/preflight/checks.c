@@ -33,6 +33,8 @@
 #include "nn/plan.h"
 #include "nn/weights.h"
 #include "model/safetensors.h"
+#include "nn/ltx2_audio_vae.h"
+#include "nn/ltx2_vocoder.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 #include "preflight/preflight-int.h"
@@ -1687,12 +1689,77 @@ pf_check_output(struct pf_job_state *s, char *paths[3])
 /* ---- LTX-2 ------------------------------------------------------------ */
 
 /*
+ * The audio's length against the video's (issue 15, preflight item 5):
+ * the waveform the audio VAE and the vocoder make of L latent frames
+ * (4L - 3 mel frames of mel_hop_length / sample_rate s, each turned into
+ * the vocoder's samples) against num_frames / frame_rate.  Upstream's own
+ * rounding (L = round(...), the 3 mel frames the causal decoder drops)
+ * leaves the audio up to 5 mel frames short; a vocoder whose upsampling
+ * does not match the mel hop (the goldens' tiny 8x one: 11 ms of audio
+ * for 375 ms of video) makes it differ by more than one mel frame from
+ * what the mel covers: a warning (LQ-LTX2-007, the render goes on and
+ * writes what upstream would) naming both lengths and the upsampling
+ * that fits.  An LTX2VocoderWithBWE whose stage-1 waveform is not a
+ * multiple of its hop_length fails upstream and in latentq alike:
+ * LQ-LTX2-008.
+ */
+static void
+ltx2_audio_length(struct pf_job_state *s, int64_t L)
+{
+	const struct diffusers_ltx2_model *m = s->pm->l2;
+	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
+	const struct job_config *jc = &s->jc;
+	const struct ltx2_vocoder_bwe_config *bwe = m->vocoder_bwe ?
+	    &m->vocoder_bwe_config : NULL;
+	int64_t M = (ac->mel_bins > 0 ? ac->mel_bins : 64) / 4;
+	int64_t z[4] = {1, ac->latent_channels, L, M}, mel[4], wave[3];
+	char t[64];
+
+	ltx2_audio_vae_mel_shape(ac, z, mel);
+	ltx2_vocoder_waveform_shape(&m->vocoder_config, bwe, mel, wave);
+	double frame = (double)ac->mel_hop_length / ac->sample_rate;
+	double covered = (double)mel[2] * frame;
+	double audio = (double)wave[2] / m->audio_sample_rate;
+	double video = jc->num_frames / jc->frame_rate;
+	if (fabs(audio - covered) > frame) {
+		double per = (double)wave[2] / (double)mel[2];
+		double want = frame * m->audio_sample_rate;
+		struct lq_error *e = pf_job_add(s, "model", LQ_WARN,
+		    "LQ-LTX2-007", "the audio lasts %.3f s for %.3f s of video "
+		    "(%s frames at %g fps): the vocoder gives %.4g samples at %d "
+		    "Hz per mel frame, but the audio VAE's mel frames are %g ms "
+		    "(mel_hop_length %d at %d Hz) = %.4g samples", audio, video,
+		    pf_job_text(s, "num_frames", t, sizeof(t)), jc->frame_rate,
+		    per, m->audio_sample_rate, frame * 1000, ac->mel_hop_length,
+		    ac->sample_rate, want);
+		error_set_hint(e, "a vocoder whose upsample_factors multiply to "
+		    "%.4g%s (LTX-2's 6 x 5 x 2 x 2 x 2 = 240 at 24 kHz), e.g. "
+		    "`latentq model synth --family ltx2 --preset demo`", want,
+		    bwe ? " with the BWE's rate ratio" : "");
+	}
+	if (bwe != NULL) {
+		int64_t n1 = ltx2_vocoder_stage1_samples(&bwe->vocoder, mel[2]);
+		if (n1 % bwe->hop_length != 0) {
+			struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+			    "LQ-LTX2-008", "the BWE vocoder's stage 1 gives %"
+			    PRId64 " samples for %" PRId64 " mel frames, not a "
+			    "multiple of its hop_length %d (upstream pads with a "
+			    "missing attribute and fails)", n1, mel[2],
+			    bwe->hop_length);
+			error_set_hint(e, "a stage 1 whose upsample_factors "
+			    "multiply to a multiple of hop_length %d",
+			    bwe->hop_length);
+		}
+	}
+}
+
+/*
  * What an LTX2Pipeline job needs beyond the shared checks: prompt_embeds
  * of the connectors' width (latentq has no Gemma 3 text encoder), one
  * device (LTX-2 meshes are not implemented), an audio track of at least
- * one latent frame at a rate the MP4's AAC track carries, STG blocks the
- * transformer has (and perturbed_attn, without which upstream silently
- * ignores them).
+ * one latent frame at a rate the MP4's AAC track carries and as long as
+ * the video (ltx2_audio_length), STG blocks the transformer has (and
+ * perturbed_attn, without which upstream silently ignores them).
  */
 void
 pf_check_ltx2(struct pf_job_state *s)
@@ -1779,12 +1846,14 @@ pf_check_ltx2(struct pf_job_state *s)
 		    jc->num_frames / jc->frame_rate, per);
 		error_set_hint(e, "at least %" PRId64 " frames", need);
 	}
-	int rate = m->vocoder_config.output_sampling_rate;
-	if (!media_audio_rate_ok(rate) || m->vocoder_config.out_channels > 2) {
+	if (jc->frame_rate > 0 && L >= 1)
+		ltx2_audio_length(s, L);
+	int rate = m->audio_sample_rate;
+	if (!media_audio_rate_ok(rate) || m->audio_channels > 2) {
 		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
 		    "LQ-LTX2-004", "the vocoder gives %d channels at %d Hz; the "
 		    "MP4's AAC track carries 1 or 2 channels at 8000 to 96000 Hz "
-		    "(the AAC rates)", m->vocoder_config.out_channels, rate);
+		    "(the AAC rates)", m->audio_channels, rate);
 		error_set_hint(e, "use an LTX-2 vocoder (24000 Hz stereo)");
 	}
 	if ((jc->stg_scale > 0 || jc->audio_stg_scale > 0) &&

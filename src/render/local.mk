@@ -2,4 +2,4 @@ liblatentq_a_SOURCES += \
 	src/render/render.c src/render/render.h \
 	src/render/render-int.h src/render/common.c src/render/ltx2.c
 include tests/render/local.mk
-EXTRA_DIST += jobs/ltx2.yaml
+EXTRA_DIST += jobs/ltx2.yaml jobs/ltx2-demo.yaml

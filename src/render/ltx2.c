@@ -512,7 +512,7 @@ phase_denoise(struct l2 *r, struct lq_error *err)
 		    r->iso ? r->aiso : NULL, &ga);
 		scheduler_step_euler(r->video, r->vg, r->nv, sg, sn);
 		scheduler_step_euler(r->audio, r->ag, r->na, sg, sn);
-		fault_slow(c->job->name, k + 1, c->opt->attempt);
+		fault_slow(c->job->name, "denoise", k + 1, c->opt->attempt);
 		int64_t bad = latents_find_nonfinite(r->video, r->nv);
 		if (bad < 0 && (bad = latents_find_nonfinite(r->audio, r->na)) >= 0)
 			bad += (int64_t)r->nv;
@@ -600,7 +600,8 @@ upload(struct gpu_ctx *ctx, int ndim, const int64_t *shape, const float *x,
 /*
  * The audio: denormalised packed with the audio VAE's buffers, unpacked,
  * decoded to a mel spectrogram, then the vocoder.  *wave is [B, ch,
- * samples] (caller frees) at the vocoder's output_sampling_rate.
+ * samples] (caller frees) at the vocoder's output_sampling_rate (an
+ * LTX2VocoderWithBWE's: after its bandwidth extension).
  */
 static enum lq_status
 decode_audio(struct l2 *r, float **wave, int64_t wshape[3],
@@ -787,7 +788,7 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 	for (int b = 0; b < r->B && s == LQ_OK; b++) {
 		char *mp4 = job_output_path(jc, c->base_dir, b, r->B);
 		struct media_audio au = {
-			.sample_rate = r->dm->vocoder_config.output_sampling_rate,
+			.sample_rate = r->dm->audio_sample_rate,
 			.channels = (int)ws[1], .samples = ws[2],
 			.pcm = wave + (size_t)b * ws[1] * ws[2],
 		};

@@ -1640,7 +1640,7 @@ phase_denoise(struct render *r, struct lq_error *err)
 		}
 		/* fault injection and checkpoints count steps across stages */
 		int step = r->step_base + k + 1;
-		fault_slow(r->job->name, step, r->opt->attempt);
+		fault_slow(r->job->name, "denoise", step, r->opt->attempt);
 		if (fault_nan(r->job->name, step, r->opt->attempt))
 			r->latents[n / 2] = NAN;
 		int64_t bad = latents_find_nonfinite(r->latents, n);

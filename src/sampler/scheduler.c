@@ -18,6 +18,7 @@
 #endif
 
 #include "sampler/scheduler.h"
+#include "sampler/scheduler-int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -44,9 +45,10 @@ scheduler_config_init(struct scheduler_config *cfg)
 	cfg->time_shift_type = SCHEDULER_TIME_SHIFT_EXPONENTIAL;
 }
 
-static enum lq_status
-config_error(struct lq_error *err, const char *path, const char *code,
-    const char *key, const char *hint, const char *fmt, const char *detail)
+enum lq_status
+scheduler_config_error(struct lq_error *err, const char *path,
+    const char *code, const char *key, const char *hint, const char *fmt,
+    const char *detail)
 {
 	error_set(err, LQ_FAILED, code, fmt, key, detail);
 	error_set_where(err, path, 0, 0);
@@ -56,8 +58,8 @@ config_error(struct lq_error *err, const char *path, const char *code,
 	return LQ_FAILED;
 }
 
-static const char *
-json_type_name(const cJSON *v)
+const char *
+scheduler_json_type_name(const cJSON *v)
 {
 	if (cJSON_IsNull(v))
 		return "null";
@@ -73,25 +75,26 @@ json_type_name(const cJSON *v)
 }
 
 /* A boolean key; *out keeps its default when absent. */
-static enum lq_status
-get_bool(const cJSON *json, const char *path, const char *key, bool *out,
-    struct lq_error *err)
+enum lq_status
+scheduler_json_bool(const cJSON *json, const char *path, const char *key,
+    bool *out, struct lq_error *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, key);
 
 	if (v == NULL)
 		return LQ_OK;
 	if (!cJSON_IsBool(v))
-		return config_error(err, path, "LQ-SCHED-001", key, NULL,
-		    "%s must be true or false, not %s", json_type_name(v));
+		return scheduler_config_error(err, path, "LQ-SCHED-001", key,
+		    NULL, "%s must be true or false, not %s",
+		    scheduler_json_type_name(v));
 	*out = cJSON_IsTrue(v);
 	return LQ_OK;
 }
 
 /* A number key (null allowed only if null_ok; then *is_null is set). */
-static enum lq_status
-get_number(const cJSON *json, const char *path, const char *key, double *out,
-    bool null_ok, bool *is_null, struct lq_error *err)
+enum lq_status
+scheduler_json_number(const cJSON *json, const char *path, const char *key,
+    double *out, bool null_ok, bool *is_null, struct lq_error *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, key);
 
@@ -104,16 +107,17 @@ get_number(const cJSON *json, const char *path, const char *key, double *out,
 		return LQ_OK;
 	}
 	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-		return config_error(err, path, "LQ-SCHED-001", key, NULL,
-		    "%s must be a finite number, not %s", json_type_name(v));
+		return scheduler_config_error(err, path, "LQ-SCHED-001", key,
+		    NULL, "%s must be a finite number, not %s",
+		    scheduler_json_type_name(v));
 	*out = v->valuedouble;
 	return LQ_OK;
 }
 
 /* An integer key in [min, 2^53]. */
-static enum lq_status
-get_int(const cJSON *json, const char *path, const char *key, int64_t *out,
-    int64_t min, struct lq_error *err)
+enum lq_status
+scheduler_json_int(const cJSON *json, const char *path, const char *key,
+    int64_t *out, int64_t min, struct lq_error *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, key);
 	char detail[64];
@@ -122,13 +126,13 @@ get_int(const cJSON *json, const char *path, const char *key, int64_t *out,
 		return LQ_OK;
 	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
 	    !(fabs(v->valuedouble) <= 9007199254740992.0))
-		return config_error(err, path, "LQ-SCHED-001", key, NULL,
-		    "%s must be an integer, not %s",
-		    cJSON_IsNumber(v) ? "a fraction" : json_type_name(v));
+		return scheduler_config_error(err, path, "LQ-SCHED-001", key,
+		    NULL, "%s must be an integer, not %s", cJSON_IsNumber(v) ?
+		    "a fraction" : scheduler_json_type_name(v));
 	if (v->valuedouble < (double)min) {
 		snprintf(detail, sizeof(detail), "%.17g", v->valuedouble);
-		return config_error(err, path, "LQ-SCHED-002", key, NULL,
-		    "%s is %s; it must be at least 1", detail);
+		return scheduler_config_error(err, path, "LQ-SCHED-002", key,
+		    NULL, "%s is %s; it must be at least 1", detail);
 	}
 	*out = (int64_t)v->valuedouble;
 	return LQ_OK;
@@ -167,7 +171,7 @@ scheduler_config_from_json(const cJSON *json, const char *path,
 	if (!cJSON_IsObject(json)) {
 		error_set(err, LQ_FAILED, "LQ-SCHED-005",
 		    "scheduler config must be a JSON object, not %s",
-		    json_type_name(json));
+		    scheduler_json_type_name(json));
 		error_set_where(err, path, 0, 0);
 		return LQ_FAILED;
 	}
@@ -175,39 +179,40 @@ scheduler_config_from_json(const cJSON *json, const char *path,
 	v = cJSON_GetObjectItemCaseSensitive(json, "_class_name");
 	if (v != NULL && (!cJSON_IsString(v) ||
 	    strcmp(v->valuestring, SCHED_CLASS_NAME) != 0))
-		return config_error(err, path, "LQ-SCHED-003", "_class_name",
+		return scheduler_config_error(err, path, "LQ-SCHED-003", "_class_name",
 		    "latentq implements " SCHED_CLASS_NAME " only",
 		    "%s is %s; latentq implements only this scheduler's "
 		    "class", cJSON_IsString(v) ? v->valuestring : "not a string");
 
 	for (i = 0; i < LQ_ARRAY_LEN(unimplemented_bools); i++) {
 		flag = false;
-		if (get_bool(json, path, unimplemented_bools[i].key, &flag,
+		if (scheduler_json_bool(json, path, unimplemented_bools[i].key, &flag,
 		    err) != LQ_OK)
 			return LQ_FAILED;
 		if (flag)
-			return config_error(err, path, "LQ-SCHED-004",
+			return scheduler_config_error(err, path, "LQ-SCHED-004",
 			    unimplemented_bools[i].key,
 			    "set it to false (LTX-Video's released configs do)",
 			    "%s is true: %s are not implemented in latentq",
 			    unimplemented_bools[i].what);
 	}
 
-	if (get_int(json, path, "num_train_timesteps",
+	if (scheduler_json_int(json, path, "num_train_timesteps",
 	    &cfg->num_train_timesteps, 1, err) != LQ_OK ||
-	    get_number(json, path, "shift", &cfg->shift, false, NULL,
+	    scheduler_json_number(json, path, "shift", &cfg->shift, false, NULL,
 	    err) != LQ_OK ||
-	    get_bool(json, path, "use_dynamic_shifting",
+	    scheduler_json_bool(json, path, "use_dynamic_shifting",
 	    &cfg->use_dynamic_shifting, err) != LQ_OK ||
-	    get_number(json, path, "base_shift", &cfg->base_shift, false, NULL,
-	    err) != LQ_OK ||
-	    get_number(json, path, "max_shift", &cfg->max_shift, false, NULL,
-	    err) != LQ_OK ||
-	    get_int(json, path, "base_image_seq_len", &cfg->base_image_seq_len,
-	    1, err) != LQ_OK ||
-	    get_int(json, path, "max_image_seq_len", &cfg->max_image_seq_len,
-	    1, err) != LQ_OK ||
-	    get_number(json, path, "shift_terminal", &cfg->shift_terminal,
+	    scheduler_json_number(json, path, "base_shift", &cfg->base_shift,
+	    false, NULL, err) != LQ_OK ||
+	    scheduler_json_number(json, path, "max_shift", &cfg->max_shift,
+	    false, NULL, err) != LQ_OK ||
+	    scheduler_json_int(json, path, "base_image_seq_len",
+	    &cfg->base_image_seq_len, 1, err) != LQ_OK ||
+	    scheduler_json_int(json, path, "max_image_seq_len",
+	    &cfg->max_image_seq_len, 1, err) != LQ_OK ||
+	    scheduler_json_number(json, path, "shift_terminal",
+	    &cfg->shift_terminal,
 	    true, &is_null, err) != LQ_OK)
 		return LQ_FAILED;
 	if (is_null)
@@ -215,12 +220,12 @@ scheduler_config_from_json(const cJSON *json, const char *path,
 
 	if (!(cfg->shift > 0.0)) {
 		snprintf(detail, sizeof(detail), "%.17g", cfg->shift);
-		return config_error(err, path, "LQ-SCHED-002", "shift", NULL,
+		return scheduler_config_error(err, path, "LQ-SCHED-002", "shift", NULL,
 		    "%s is %s; it must be greater than 0", detail);
 	}
 	if (cfg->shift_terminal < 0.0 || cfg->shift_terminal >= 1.0) {
 		snprintf(detail, sizeof(detail), "%.17g", cfg->shift_terminal);
-		return config_error(err, path, "LQ-SCHED-002", "shift_terminal",
+		return scheduler_config_error(err, path, "LQ-SCHED-002", "shift_terminal",
 		    "LTX-Video 0.9.0/0.9.1 use 0.1; null disables it",
 		    "%s is %s; it must be null or in [0, 1)", detail);
 	}
@@ -229,7 +234,7 @@ scheduler_config_from_json(const cJSON *json, const char *path,
 	if (cfg->base_image_seq_len == cfg->max_image_seq_len) {
 		snprintf(detail, sizeof(detail), "%lld",
 		    (long long)cfg->max_image_seq_len);
-		return config_error(err, path, "LQ-SCHED-002",
+		return scheduler_config_error(err, path, "LQ-SCHED-002",
 		    "max_image_seq_len", NULL,
 		    "%s equals base_image_seq_len (%s); mu would divide by 0",
 		    detail);
@@ -244,11 +249,11 @@ scheduler_config_from_json(const cJSON *json, const char *path,
 		    strcmp(v->valuestring, "linear") == 0)
 			cfg->time_shift_type = SCHEDULER_TIME_SHIFT_LINEAR;
 		else
-			return config_error(err, path, "LQ-SCHED-002",
+			return scheduler_config_error(err, path, "LQ-SCHED-002",
 			    "time_shift_type", "use \"exponential\" or \"linear\"",
 			    "%s is %s; it must be \"exponential\" or "
 			    "\"linear\"", cJSON_IsString(v) ? v->valuestring :
-			    json_type_name(v));
+			    scheduler_json_type_name(v));
 	}
 
 	/* diffusers ignores keys it does not know (with a log line); so do we,
@@ -438,8 +443,8 @@ finish_schedule(const struct scheduler_config *cfg, float *s, int n,
 	return LQ_OK;
 }
 
-static enum lq_status
-check_steps(int num_steps, struct lq_error *err)
+enum lq_status
+scheduler_check_steps(int num_steps, struct lq_error *err)
 {
 	if (num_steps >= 1)
 		return LQ_OK;
@@ -459,7 +464,7 @@ scheduler_set_timesteps(const struct scheduler_config *cfg, int num_steps,
 	int i, n;
 
 	memset(out, 0, sizeof(*out));
-	if (check_steps(num_steps, err) != LQ_OK)
+	if (scheduler_check_steps(num_steps, err) != LQ_OK)
 		return LQ_FAILED;
 	if (video_seq_len < 1) {
 		error_set(err, LQ_FAILED, "LQ-SCHED-011",
@@ -523,7 +528,7 @@ scheduler_set_timesteps_condition(const struct scheduler_config *cfg,
 	int i;
 
 	memset(out, 0, sizeof(*out));
-	if (check_steps(num_steps, err) != LQ_OK)
+	if (scheduler_check_steps(num_steps, err) != LQ_OK)
 		return LQ_FAILED;
 	if (cfg->use_dynamic_shifting) {
 		error_set(err, LQ_FAILED, "LQ-SCHED-013", "the scheduler has "

@@ -681,10 +681,14 @@ store_prune_checkpoints(struct store *st, int64_t job_id, int keep_final,
 	enum lq_status r = store_begin(st, err);
 	if (r != LQ_OK)
 		return r;
-	/* what goes: every checkpoint of a done job but (maybe) its last step */
+	/* What goes: every checkpoint of a done job but (maybe) its newest,
+	 * the one a re-render decodes from.  The newest, not the one at
+	 * jobs.total_steps: a two-stage job's steps count on across stages
+	 * (schema 0006), so its last ordinal is past stage 1's total. */
 	static const char *const where = "FROM checkpoints c JOIN jobs j ON "
 	    "j.id = c.job_id WHERE j.state = 'done' AND (?1 <= 0 OR j.id = ?1) "
-	    "AND (?2 = 0 OR c.step <> j.total_steps)";
+	    "AND (?2 = 0 OR c.step <> (SELECT max(m.step) FROM checkpoints m "
+	    "WHERE m.job_id = j.id))";
 	char *sql = xasprintf("SELECT j.id, j.name, count(*), "
 	    "sum(length(c.latent)) %s GROUP BY j.id ORDER BY j.id", where);
 	struct store_stmt *s = store_prepare(st, sql, err);

@@ -172,6 +172,25 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 }
 
 /*
+ * 1 when job_id's record says it ended (done or poisoned: what a worker
+ * records before it releases its lease), 0 when it is still running
+ * (under another owner: taken over), cancelled, or unreadable.
+ */
+static int
+job_was_ended(struct store *st, int64_t job_id)
+{
+	struct store_job now;
+	struct lq_error err;
+	error_clear(&err);
+	if (store_get_job(st, job_id, &now, &err) != LQ_OK)
+		return 0;
+	int ended = now.state == JOB_STATE_DONE ||
+	    now.state == JOB_STATE_POISONED;
+	store_job_clear(&now);
+	return ended;
+}
+
+/*
  * Waits for the child, relaying its stderr and renewing the lease.
  * Returns its wait status.
  */
@@ -183,7 +202,7 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 	double every = lease / 4 < 2.0 ? lease / 4 : 2.0;
 	double next_renew = util_monotonic() + every;
 	double stop_within = supervisor_stop_seconds(), term_at = 0;
-	int termed = 0, killed = 0, status = 0;
+	int termed = 0, killed = 0, status = 0, released = 0;
 	int seen = signals_seen;
 	for (;;) {
 		struct pollfd p = {ch->err_fd, POLLIN, 0};
@@ -242,30 +261,30 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 			kill(ch->pid, SIGKILL);
 			killed = 1;
 		}
-		if (util_monotonic() >= next_renew) {
+		if (!released && util_monotonic() >= next_renew) {
 			struct lq_error err;
 			error_clear(&err);
 			enum lq_status r = store_renew_lease(st, job->id, owner,
 			    lease, &err);
 			if (r == LQ_FAILED && !*lost_lease) {
-				/* A child that just ended its job (done or failed)
-				 * released the lease itself: let it exit. */
-				for (int i = 0; i < 20; i++) {
-					if (waitpid(ch->pid, &status, WNOHANG) == ch->pid) {
-						close(ch->err_fd);
-						ch->err_fd = -1;
-						return status;
-					}
-					usleep(50000);
+				if (job_was_ended(st, job->id)) {
+					/* The child ended its job (done or failed)
+					 * and released the lease itself: stop
+					 * renewing and let it exit, however long its
+					 * teardown takes.  (Had another host taken
+					 * the job over and ended it, our child's next
+					 * write is refused and it exits by itself.) */
+					released = 1;
+				} else {
+					/* cancelled, or taken over: stop the child */
+					log_warn("job %lld %s was cancelled or taken "
+					    "over (%s); stopping its worker",
+					    (long long)job->id, job->name, err.message);
+					*lost_lease = 1;
+					kill(ch->pid, SIGTERM);
+					termed = 1;
+					term_at = util_monotonic();
 				}
-				/* cancelled, or taken over: stop the child */
-				log_warn("job %lld %s was cancelled or taken over (%s); "
-				    "stopping its worker", (long long)job->id, job->name,
-				    err.message);
-				*lost_lease = 1;
-				kill(ch->pid, SIGTERM);
-				termed = 1;
-				term_at = util_monotonic();
 			}
 			next_renew = util_monotonic() + every;
 		}

@@ -70,6 +70,17 @@ checks=$((checks + 1)); ls -A "$T/b" | grep -q latentq-import && fail "import le
 expect_status 0 "$LATENTQ" -d "$T/b.db" import -C "$T/b" "$T/move.tar.zst"
 expect_grep '^already' "$T/out"
 expect_eq "$(sqlite3 "$T/b.db" "SELECT count(*) FROM jobs")" 1 "B: not imported twice"
+# Four imports of the bundle at once into one fresh queue (each into its own
+# folder): the duplicate check runs inside the recording transaction, so
+# exactly one of them records the job and the others say "already".
+"$LATENTQ" -d "$T/cc.db" status >/dev/null 2>&1
+for i in 1 2 3 4; do
+	"$LATENTQ" -d "$T/cc.db" import -C "$T/cc$i" "$T/move.tar.zst" >"$T/cc$i.out" 2>"$T/cc$i.err" &
+done
+wait
+expect_eq "$(cat "$T"/cc?.out | grep -c '^imported')" 1 "one of four concurrent imports records the job"
+expect_eq "$(cat "$T"/cc?.out | grep -c '^already')" 3 "the other three find it ($(cat "$T"/cc?.err))"
+expect_eq "$(sqlite3 "$T/cc.db" "SELECT count(*) FROM jobs")" 1 "one job after concurrent imports"
 # Finish on B: resumes at k, ends byte-identical to the reference.
 expect_status 0 "$LATENTQ" -q -d "$T/b.db" run
 expect_eq "$(sqlite3 "$T/b.db" "SELECT detail FROM events WHERE kind = 'resumed'")" "{\"step\":$k}" "B: resumed at the exported step"

@@ -173,4 +173,18 @@ expect_grep '^1 +term +running +[34]/4 +[0-9.]+ +[0-9]+s' "$T/watch"
 expect_grep '^queue: job 1 of 1, ETA [0-9]+s$' "$T/watch"
 expect_grep '^1 +term +done +4/4' "$T/watch"
 expect_no_grep "$(printf '\033')" "$T/watch"
+# --- A worker slow to exit once it has recorded its job done (a long
+# teardown: a driver's, the sanitizers' leak check) released the lease
+# itself: the supervisor's next renewal fails, and that is not a takeover:
+# no warning, no SIGTERM, the job done once, exit 0.
+mkdir -p "$T/linger"
+write_manifest "$T/linger/m.yaml" 2 linger:5
+LATENTQ_FAULT="slow=3@exit" expect_status 0 "$LATENTQ" -d "$T/linger.db" \
+    render "$T/linger/m.yaml"
+expect_grep 'fault injection: exit step 0 takes 3.0 s' "$T/err"
+expect_no_grep 'taken over' "$T/err"
+expect_eq "$(sqlite3 "$T/linger.db" "SELECT state || ' ' || failures || ' ' || attempts FROM jobs")" \
+    "done 0 1" "a lingering worker's job: done on its first attempt"
+expect_eq "$(sqlite3 "$T/linger.db" "SELECT count(*) FROM events WHERE kind IN ('crashed', 'lease_lost')")" 0 \
+    "no crash or lost lease recorded for a lingering worker"
 finish

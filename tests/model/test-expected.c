@@ -9,6 +9,8 @@
  * When the shared folders themselves are present (../shared, as on the build
  * machines) their real weights files are checked too.  Then a broken set is
  * checked to see that every kind of problem is reported, all of them.
+ * The LTX-2 tables are checked against the upstream files of
+ * tests/data/ltx2 (the goldens' model folders, kept whole in the tree).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +175,76 @@ test_folders(void)
 	printf("real shared files checked: %d of %zu\n", shared_checked, LQ_ARRAY_LEN(cases));
 }
 
+/* The LTX-2 tables against the goldens' own files (tests/data/ltx2). */
+enum l2kind { L2_TRANSFORMER, L2_CONNECTORS, L2_AUDIO_VAE, L2_VOCODER };
+
+static void
+test_ltx2(void)
+{
+	static const struct {
+		const char *dir;
+		enum l2kind kind;
+	} l2[] = {
+		{"transformer/model/transformer", L2_TRANSFORMER},
+		{"connectors/model/connectors", L2_CONNECTORS},
+		{"audio_vae/avae/model/audio_vae", L2_AUDIO_VAE},
+		{"audio_vae/avae_attn/model/audio_vae", L2_AUDIO_VAE},
+		{"vocoder/voc/model/vocoder", L2_VOCODER},
+		{"vocoder/voc_bwe/model/vocoder", L2_VOCODER},
+	};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(l2); i++) {
+		char *dir = xasprintf("%s/tests/data/ltx2/%s", top, l2[i].dir);
+		char *cfg = xasprintf("%s/config.json", dir);
+		char *file = xasprintf("%s/diffusion_pytorch_model.safetensors", dir);
+		struct tensor_table t = {0};
+		struct lq_error err;
+		cJSON *j = NULL;
+		error_clear(&err);
+		CHECK_INT(diffusers_load_json(cfg, &j, &err), LQ_OK);
+		if (l2[i].kind == L2_TRANSFORMER) {
+			struct ltx2_transformer_config c;
+			CHECK_INT(diffusers_parse_ltx2_transformer(j, cfg, &c, &err), LQ_OK);
+			expected_ltx2_transformer(&c, &t);
+		} else if (l2[i].kind == L2_CONNECTORS) {
+			struct ltx2_connectors_config c;
+			CHECK_INT(diffusers_parse_ltx2_connectors(j, cfg, &c, &err), LQ_OK);
+			expected_ltx2_connectors(&c, &t);
+		} else if (l2[i].kind == L2_AUDIO_VAE) {
+			struct ltx2_audio_vae_config c;
+			CHECK_INT(diffusers_parse_ltx2_audio_vae(j, cfg, &c, &err), LQ_OK);
+			expected_ltx2_audio_vae(&c, &t);
+		} else if (diffusers_ltx2_vocoder_is_bwe(j)) {
+			struct ltx2_vocoder_bwe_config c;
+			CHECK_INT(diffusers_parse_ltx2_vocoder_bwe(j, cfg, &c, &err), LQ_OK);
+			expected_ltx2_vocoder_bwe(&c, &t);
+		} else {
+			struct ltx2_vocoder_config c;
+			CHECK_INT(diffusers_parse_ltx2_vocoder(j, cfg, &c, &err), LQ_OK);
+			expected_ltx2_vocoder(&c, &t);
+		}
+		cJSON_Delete(j);
+		int n = check_set(&t, file, l2[i].dir);
+		printf("ltx2 %-36s %4d tensors in the file, %4zu in the table\n",
+		    l2[i].dir, n, t.n);
+		CHECK(n > 0);
+		/* the shared file (the tree's audio VAEs are decoder-only
+		 * copies; the shared ones hold the encoder too) */
+		char *real = xasprintf("%s/../shared/goldens/ltx2/%s/"
+		    "diffusion_pytorch_model.safetensors", top, l2[i].dir);
+		if (access(real, R_OK) == 0) {
+			int m = check_set(&t, real, real);
+			printf("ltx2 %-36s %4d tensors in the shared file\n",
+			    l2[i].dir, m);
+			CHECK(m >= n);
+		}
+		free(real);
+		tensor_table_free(&t);
+		free(file);
+		free(cfg);
+		free(dir);
+	}
+}
+
 /* Every kind of problem is reported, all of them, not just the first. */
 static void
 test_report(void)
@@ -296,6 +368,7 @@ main(void)
 		top = ".";
 	LQ_ASSERT(mkdtemp(tmp) != NULL);
 	test_folders();
+	test_ltx2();
 	test_report();
 	test_either();
 	char *cmd = xasprintf("rm -rf '%s'", tmp);

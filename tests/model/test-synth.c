@@ -3,7 +3,10 @@
  * opens as a diffusers folder, every component's weights are exactly its
  * expected table, the configs are the preset's, weights follow the
  * documented initialisation, and the same seed gives the same bytes.
+ * The LTX-2 presets likewise, with the agreement of their components
+ * (the audio as long as the video) and upstream's anti-aliasing filters.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,6 +200,185 @@ test_sharded(void)
 	free(dir);
 }
 
+/* The float values of tensor `name` of a safetensors file (caller frees),
+ * NULL when absent; *n its count. */
+static float *
+tensor_values(const char *path, const char *name, size_t *n)
+{
+	struct st_file *f = NULL;
+	struct lq_error err;
+	float *v = NULL;
+	*n = 0;
+	CHECK_INT(st_file_open(path, &f, &err), LQ_OK);
+	if (f == NULL)
+		return NULL;
+	const struct st_tensor *t = st_file_find(f, name);
+	CHECK(t != NULL);
+	if (t != NULL) {
+		v = st_tensor_to_f32(t);
+		*n = (size_t)st_tensor_numel(t);
+	}
+	st_file_close(f);
+	return v;
+}
+
+/* Byte equality of two files. */
+static int
+same_file(const char *a, const char *b)
+{
+	char *cmd = xasprintf("cmp -s '%s' '%s'", a, b);
+	int r = system(cmd);
+	free(cmd);
+	return r == 0;
+}
+
+/*
+ * An LTX-2 preset: it opens as an LTX2Pipeline folder, each component's
+ * weights are exactly its expected table, its configs agree (the checks
+ * preflight makes of a folder: latent channels, packed audio features,
+ * caption channels, the transformer's RoPE scale factors the VAE's
+ * compression) and the vocoder gives 10 ms of waveform per 10 ms mel frame.
+ */
+static void
+test_ltx2_preset(const char *preset, int bwe)
+{
+	const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : ".";
+	char *dir = xasprintf("%s/ltx2-%s", tmp, preset);
+	struct lq_error err;
+	error_clear(&err);
+	CHECK_INT(model_synth(dir, "ltx2", preset, 42, &err), LQ_OK);
+	struct diffusers_ltx2_model *m = NULL;
+	CHECK_INT(diffusers_open_ltx2(dir, NULL, &m, &err), LQ_OK);
+	if (m == NULL) {
+		error_print(&err, stderr);
+		free(dir);
+		return;
+	}
+	struct ltx2_transformer_config tc;
+	struct ltxv_vae_config vc;
+	cJSON *j = NULL;
+	struct tensor_table t = {0};
+	CHECK_INT(diffusers_load_json(m->transformer.config_path, &j, &err), LQ_OK);
+	CHECK_INT(diffusers_parse_ltx2_transformer(j, "t", &tc, &err), LQ_OK);
+	cJSON_Delete(j);
+	CHECK_INT(diffusers_load_json(m->vae.config_path, &j, &err), LQ_OK);
+	CHECK_INT(diffusers_parse_vae(j, "v", &vc, &err), LQ_OK);
+	cJSON_Delete(j);
+	expected_ltx2_transformer(&tc, &t);
+	check_component(m->transformer.dir, &t);
+	expected_ltxv_vae(&vc, &t);
+	check_component(m->vae.dir, &t);
+	expected_ltx2_audio_vae(&m->audio_vae_config, &t);
+	check_component(m->audio_vae.dir, &t);
+	expected_ltx2_connectors(&m->connectors_config, &t);
+	check_component(m->connectors.dir, &t);
+	CHECK_INT(m->vocoder_bwe, bwe);
+	if (bwe)
+		expected_ltx2_vocoder_bwe(&m->vocoder_bwe_config, &t);
+	else
+		expected_ltx2_vocoder(&m->vocoder_config, &t);
+	check_component(m->vocoder.dir, &t);
+	tensor_table_free(&t);
+	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
+	CHECK_INT(vc.latent_channels, tc.in_channels);
+	CHECK_INT(ac->latent_channels * ac->mel_bins / 4, tc.audio_in_channels);
+	CHECK_INT(ac->base_channels, tc.audio_in_channels);
+	CHECK_INT(m->connectors_config.caption_channels, tc.caption_channels);
+	CHECK_INT(vc.spatial_compression_ratio, tc.vae_scale_factors[1]);
+	CHECK_INT(vc.temporal_compression_ratio, tc.vae_scale_factors[0]);
+	CHECK_INT(ac->sample_rate, tc.audio_sampling_rate);
+	CHECK_INT(ac->mel_hop_length, tc.audio_hop_length);
+	/* samples per mel frame at the output rate = the mel frame's length */
+	int hop = m->vocoder_config.hop;
+	if (bwe)
+		hop *= m->vocoder_bwe_config.output_sampling_rate /
+		    m->vocoder_bwe_config.input_sampling_rate;
+	CHECK_INT((int64_t)hop * ac->sample_rate,
+	    (int64_t)ac->mel_hop_length * m->audio_sample_rate);
+	CHECK_INT(m->audio_channels, 2);
+	if (bwe) {
+		/* upstream's Kaiser-sinc filters: the goldens' (same ratio 2
+		 * and 12 taps) */
+		char *mine = xasprintf("%s/diffusion_pytorch_model.safetensors",
+		    m->vocoder.dir);
+		char *gold = xasprintf("%s/tests/data/ltx2/vocoder/voc_bwe/model/"
+		    "vocoder/diffusion_pytorch_model.safetensors", top);
+		const char *names[] = {"vocoder.act_out.upsample.filter",
+		    "vocoder.act_out.downsample.filter",
+		    "bwe_generator.resnets.0.acts1.0.upsample.filter"};
+		for (size_t i = 0; i < LQ_ARRAY_LEN(names); i++) {
+			size_t na, nb;
+			float *a = tensor_values(mine, names[i], &na);
+			float *b = tensor_values(gold, names[i], &nb);
+			CHECK_INT(na, nb);
+			double d = 0;
+			for (size_t k = 0; a && b && k < na && k < nb; k++)
+				d = fabs(a[k] - b[k]) > d ? fabs(a[k] - b[k]) : d;
+			if (d > 1e-6)
+				fprintf(stderr, "%s: %g from upstream's\n", names[i], d);
+			CHECK(d <= 1e-6);
+			free(a);
+			free(b);
+		}
+		free(mine);
+		free(gold);
+	}
+	/* the same seed, the same bytes; another seed, other weights */
+	char *again = xasprintf("%s-again", dir), *other = xasprintf("%s-other", dir);
+	CHECK_INT(model_synth(again, "ltx2", preset, 42, &err), LQ_OK);
+	CHECK_INT(model_synth(other, "ltx2", preset, 43, &err), LQ_OK);
+	const char *comps[] = {"transformer", "vocoder", "audio_vae"};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(comps); i++) {
+		char *a = xasprintf("%s/%s/diffusion_pytorch_model.safetensors", dir,
+		    comps[i]);
+		char *b = xasprintf("%s/%s/diffusion_pytorch_model.safetensors",
+		    again, comps[i]);
+		char *c = xasprintf("%s/%s/diffusion_pytorch_model.safetensors",
+		    other, comps[i]);
+		CHECK(same_file(a, b));
+		CHECK(!same_file(a, c));
+		free(a);
+		free(b);
+		free(c);
+	}
+	free(again);
+	free(other);
+	diffusers_ltx2_free(m);
+	free(dir);
+}
+
+/* --set on an LTX-2 preset: applied, re-checked by upstream's rules. */
+static void
+test_ltx2_sets(void)
+{
+	struct lq_error err;
+	char *dir = xasprintf("%s/ltx2-set", tmp);
+	const char *ok[] = {"transformer.num_layers=1"};
+	struct model_synth_opts o = {.dtype = ST_F32, .sets = ok, .nsets = 1};
+	error_clear(&err);
+	CHECK_INT(model_synth_ex(dir, "ltx2", "tiny", 1, &o, &err), LQ_OK);
+	char *cfg = xasprintf("%s/transformer/config.json", dir);
+	cJSON *j = NULL;
+	CHECK_INT(diffusers_load_json(cfg, &j, &err), LQ_OK);
+	CHECK_INT(cJSON_GetObjectItem(j, "num_layers")->valueint, 1);
+	cJSON_Delete(j);
+	free(cfg);
+	const char *nokey[] = {"vocoder.no_such_key=1"};
+	o.sets = nokey;
+	error_clear(&err);
+	CHECK_INT(model_synth_ex(dir, "ltx2", "tiny", 1, &o, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-032");
+	const char *bad[] = {"vocoder.act_fn=\"relu\""};
+	o.sets = bad;
+	error_clear(&err);
+	CHECK_INT(model_synth_ex(dir, "ltx2", "tiny", 1, &o, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-003");
+	error_clear(&err);
+	CHECK_INT(model_synth(dir, "ltx2", "huge", 1, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-030");
+	free(dir);
+}
+
 int
 main(void)
 {
@@ -204,6 +386,10 @@ main(void)
 	test_preset("tiny");
 	test_preset("small");
 	test_sharded();
+	test_ltx2_preset("tiny", 0);
+	test_ltx2_preset("demo", 0);
+	test_ltx2_preset("demo-bwe", 1);
+	test_ltx2_sets();
 	struct lq_error err;
 	error_clear(&err);
 	char *bad = xasprintf("%s/bad", tmp);

@@ -379,8 +379,11 @@ link_abs(const char *target, const char *name)
 /*
  * LTX-2: models/ltx2, the pipeline golden's LTX2Pipeline folder
  * (tests/data/ltx2/pipeline/pipe/model), its embeddings as
- * ltx2-embeds.safetensors, and models/ltx2-voc22k, the same with a
- * vocoder at 22000 Hz (a rate AAC does not have).
+ * ltx2-embeds.safetensors, models/ltx2-voc22k, the same with a
+ * vocoder at 22000 Hz (a rate AAC does not have), and models/ltx2-bwe16,
+ * the same with the goldens' LTX2VocoderWithBWE at hop_length 16 (its
+ * stage 1 gives 8 samples a mel frame; bwe_upsample_factors [4, 8] to
+ * keep the config upstream's).
  */
 static void
 gen_ltx2(void)
@@ -417,6 +420,45 @@ gen_ltx2(void)
 	free(out);
 	free(text);
 	free(cfg);
+	free(v);
+	/* the BWE vocoder with a hop its stage 1 does not divide */
+	v = xasprintf("%s/models/ltx2-bwe16/vocoder", tmp);
+	mkdirs(v);
+	for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++) {
+		char *from = xasprintf("%s/%s", m, parts[i]);
+		char *to = xasprintf("models/ltx2-bwe16/%s", parts[i]);
+		link_abs(from, to);
+		free(from);
+		free(to);
+	}
+	char *bw = xasprintf("%s/tests/data/ltx2/vocoder/voc_bwe/model/vocoder",
+	    srcdir);
+	cfg = xasprintf("%s/config.json", bw);
+	text = util_read_file(cfg, NULL);
+	LQ_ASSERT(text != NULL);
+	const char *edits[][2] = {
+		{"  \"hop_length\": 8,", " \"hop_length\": 16,"},
+		{"\"bwe_upsample_factors\": [\n    4,\n    4\n  ]",
+		    "\"bwe_upsample_factors\": [\n    4,\n    8\n  ]"},
+	};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(edits); i++) {
+		r = strstr(text, edits[i][0]);
+		LQ_ASSERT(r != NULL && strlen(edits[i][1]) <= strlen(edits[i][0]));
+		/* in place: the replacement is no longer */
+		size_t n = strlen(edits[i][0]), k = strlen(edits[i][1]);
+		memcpy(r, edits[i][1], k);
+		memset(r + k, ' ', n - k);
+	}
+	out = xasprintf("%s/config.json", v);
+	write_text(out, text);
+	w = xasprintf("%s/diffusion_pytorch_model.safetensors", bw);
+	link_abs(w, "models/ltx2-bwe16/vocoder/"
+	    "diffusion_pytorch_model.safetensors");
+	free(w);
+	free(out);
+	free(text);
+	free(cfg);
+	free(bw);
 	free(v);
 	free(e);
 	free(m);

@@ -113,6 +113,11 @@ checks=$((checks + 4))
 # first_step, counted on from 4: 10), stage 2's steps 7..10 as 11..14
 expect_eq "$(db_sql "$DB_g" "SELECT group_concat(stage || ':' || step) FROM (SELECT stage, step FROM checkpoints ORDER BY step) AS c")" \
     "1:1,1:2,1:3,1:4,2:10,2:11,2:12,2:13,2:14" "golden: checkpoints of both stages"
+# prune keeps the newest checkpoint of the done job (stage 2's last step,
+# past stage 1's total) and drops the rest
+expect_status 0 "$LATENTQ" -d "$DB_g" prune
+expect_eq "$(db_sql "$DB_g" "SELECT group_concat(stage || ':' || step) FROM checkpoints")" \
+    "2:14" "golden: prune keeps stage 2's last checkpoint only"
 
 # ---- latentq's draws: kills mid stage 1, after upsampling, mid stage 2 ---
 for run in ref k1 ku k2; do
