@@ -7,7 +7,7 @@
  *   model list                    registered models
  *   model show N                  one model: components and files
  *   model verify [--update] N     re-hash every file; exit 65 if any changed
- *   model synth [--family ltxv|ltx2] --preset P [--seed S] [--dtype D]
+ *   model synth [--family ltxv|ltx2|wan] --preset P [--seed S] [--dtype D]
  *       [--set COMPONENT.KEY=JSON]... [--sparse] DIR
  *   model pull ... URL... DIR     download files (src/cmd/pull.c), then add
  */
@@ -32,6 +32,7 @@
 #include "model/ref.h"
 #include "model/safetensors.h"
 #include "model/synth.h"
+#include "sampler/unipc.h"
 #include "store/models.h"
 #include "store/store.h"
 
@@ -40,7 +41,7 @@ static const char *const verbs_usage =
     "  model list\n"
     "  model show N\n"
     "  model verify [--update] N\n"
-    "  model synth [--family ltxv|ltx2] --preset P [--seed S] [--dtype f32|f16|bf16]\n"
+    "  model synth [--family ltxv|ltx2|wan] --preset P [--seed S] [--dtype f32|f16|bf16]\n"
     "      [--set COMPONENT.KEY=JSON]... [--sparse] DIR\n"
     "      (P: tiny, small, 0.9.1-2b, 0.9.5-2b, 0.9.7-13b)\n"
     "  model pull [--digest [PATH=]HEX]... [--job JOB] [--name N] [--no-add]\n"
@@ -73,11 +74,99 @@ print_report(const struct expected_report *r)
 		fprintf(stderr, "  dtype       %s\n", r->bad_dtype[i]);
 }
 
+/* The component configs of a folder as one canonical JSON object. */
+static enum lq_status
+configs_json(const char *dir, struct diffusers_component *const *cs,
+    const char *const *names, size_t n, char **config_json,
+    struct lq_error *err)
+{
+	cJSON *all = cJSON_CreateObject(), *j;
+	char *idx = xasprintf("%s/model_index.json", dir);
+	enum lq_status rc = LQ_OK;
+	if (diffusers_load_json(idx, &j, err) == LQ_OK)
+		cJSON_AddItemToObject(all, "model_index", j);
+	else
+		rc = LQ_FAILED;
+	for (size_t i = 0; rc == LQ_OK && i < n; i++) {
+		if (!cs[i]->present || cs[i]->config_path == NULL)
+			continue;
+		if (diffusers_load_json(cs[i]->config_path, &j, err) != LQ_OK)
+			rc = LQ_FAILED;
+		else
+			cJSON_AddItemToObject(all, names[i], j);
+	}
+	if (rc == LQ_OK)
+		*config_json = json_canonical(all);
+	cJSON_Delete(all);
+	free(idx);
+	return rc;
+}
+
+/*
+ * A WanPipeline folder: its components (diffusers_open_wan), the
+ * transformer's and VAE's configs by their parsers, their weights against
+ * the Wan tensor tables (expected_wan_*), the UniPC scheduler config.
+ */
+static enum lq_status
+validate_wan(const char *dir, char **config_json, struct lq_error *err)
+{
+	struct diffusers_wan_model *m;
+	if (diffusers_open_wan(dir, NULL, &m, err) != LQ_OK)
+		return LQ_FAILED;
+	struct wan_transformer_config tc;
+	struct wan_vae_config vc;
+	struct unipc_config uc;
+	cJSON *j = NULL;
+	enum lq_status rc = diffusers_load_json(m->transformer.config_path, &j,
+	    err);
+	if (rc == LQ_OK)
+		rc = diffusers_parse_wan_transformer(j,
+		    m->transformer.config_path, &tc, err);
+	cJSON_Delete(j);
+	j = NULL;
+	if (rc == LQ_OK && (rc = diffusers_load_json(m->vae.config_path, &j,
+	    err)) == LQ_OK)
+		rc = diffusers_parse_wan_vae(j, m->vae.config_path, &vc, err);
+	cJSON_Delete(j);
+	if (rc == LQ_OK)
+		rc = unipc_config_load(m->scheduler.config_path, &uc, err);
+	struct tensor_table t = {0};
+	for (int c = 0; rc == LQ_OK && c < 2; c++) {
+		struct st_set *set = NULL;
+		struct expected_report r;
+		memset(&r, 0, sizeof(r));
+		const char *cdir = c == 0 ? m->transformer.dir : m->vae.dir;
+		if (c == 0)
+			expected_wan_transformer(&tc, &t);
+		else
+			expected_wan_vae(&vc, &t);
+		if ((rc = st_set_open(cdir, &set, err)) == LQ_OK) {
+			rc = expected_check(&t, set, cdir, &r, err);
+			print_report(&r);
+			expected_report_free(&r);
+		}
+		st_set_close(set);
+	}
+	tensor_table_free(&t);
+	struct diffusers_component *cs[] = {&m->transformer, &m->vae,
+	    &m->text_encoder, &m->tokenizer, &m->scheduler};
+	const char *names[] = {"transformer", "vae", "text_encoder",
+	    "tokenizer", "scheduler"};
+	if (rc == LQ_OK)
+		rc = configs_json(dir, cs, names, LQ_ARRAY_LEN(cs), config_json,
+		    err);
+	diffusers_wan_free(m);
+	return rc;
+}
+
 /* Validates configs and weights of a folder; *config_json gets the
  * component configs as canonical JSON. */
 static enum lq_status
 validate(const char *dir, char **config_json, struct lq_error *err)
 {
+	struct model_ref ref = {.root = (char *)dir};
+	if (model_ref_is_wan(&ref))
+		return validate_wan(dir, config_json, err);
 	struct diffusers_model *m;
 	if (diffusers_open(dir, NULL, &m, err) != LQ_OK)
 		return LQ_FAILED;
@@ -88,28 +177,12 @@ validate(const char *dir, char **config_json, struct lq_error *err)
 		expected_report_free(&reps[c]);
 	}
 	if (rc == LQ_OK) {
-		cJSON *all = cJSON_CreateObject(), *j;
-		char *idx = xasprintf("%s/model_index.json", dir);
-		struct diffusers_component *cs[] = {&m->transformer, &m->vae, &m->text_encoder,
-		    &m->tokenizer, &m->scheduler};
-		const char *names[] = {"transformer", "vae", "text_encoder", "tokenizer",
-		    "scheduler"};
-		if (diffusers_load_json(idx, &j, err) == LQ_OK)
-			cJSON_AddItemToObject(all, "model_index", j);
-		else
-			rc = LQ_FAILED;
-		for (size_t i = 0; rc == LQ_OK && i < LQ_ARRAY_LEN(cs); i++) {
-			if (!cs[i]->present || cs[i]->config_path == NULL)
-				continue;
-			if (diffusers_load_json(cs[i]->config_path, &j, err) != LQ_OK)
-				rc = LQ_FAILED;
-			else
-				cJSON_AddItemToObject(all, names[i], j);
-		}
-		if (rc == LQ_OK)
-			*config_json = json_canonical(all);
-		cJSON_Delete(all);
-		free(idx);
+		struct diffusers_component *cs[] = {&m->transformer, &m->vae,
+		    &m->text_encoder, &m->tokenizer, &m->scheduler};
+		const char *names[] = {"transformer", "vae", "text_encoder",
+		    "tokenizer", "scheduler"};
+		rc = configs_json(dir, cs, names, LQ_ARRAY_LEN(cs), config_json,
+		    err);
 	}
 	diffusers_free(m);
 	return rc;
@@ -181,7 +254,7 @@ verb_add(const struct cmd_globals *g, int argc, char **argv)
 	struct store_model sm = {0};
 	sm.name = (char *)name;
 	sm.path = d.root;
-	sm.family = "ltxv";
+	sm.family = (char *)model_ref_family(&ref);
 	sm.config_json = config_json;
 	sm.digest = identity;
 	to_store_files(&d, &sm);
@@ -460,7 +533,8 @@ verb_synth(int argc, char **argv)
 	if (preset == NULL) {
 		free(sets);
 		return usage("synth needs --preset (ltxv: tiny, small, 0.9.1-2b, "
-		    "0.9.5-2b, 0.9.7-13b; ltx2: tiny, demo, demo-bwe)", NULL);
+		    "0.9.5-2b, 0.9.7-13b; ltx2: tiny, demo, demo-bwe; wan: tiny, "
+		    "demo)", NULL);
 	}
 	if (argc - optind != 1) {
 		free(sets);

@@ -466,11 +466,17 @@ gpu_cmd_grid(const struct gpu_cmd *cmd, uint64_t groups, uint32_t *gx,
 }
 
 int
+gpu_texel_disabled(void)
+{
+	const char *e = getenv("LATENTQ_NO_TEXEL");
+	return e != NULL && *e != '\0' && strcmp(e, "0") != 0;
+}
+
+int
 gpu_cmd_texel_ok(const struct gpu_cmd *cmd, enum gpu_texfmt fmt,
     uint64_t texels)
 {
-	const char *e = getenv("LATENTQ_NO_TEXEL");
-	if (e != NULL && *e != '\0' && strcmp(e, "0") != 0)
+	if (gpu_texel_disabled())
 		return 0;
 	return fmt > GPU_TEX_NONE && fmt < GPU_TEX_COUNT &&
 	    cmd->ctx->tex_ok[fmt] && texels <= cmd->ctx->max_texels;

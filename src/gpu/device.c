@@ -482,6 +482,28 @@ gpu_devices_select(const struct device_caps *all, int n, const char *spec,
 	return k < 0 ? -1 : got;
 }
 
+/*
+ * The kernel variants this ctx resolved to: which texel-buffer formats
+ * the fast paths may use (none under LATENTQ_NO_TEXEL), up to how many
+ * texels, the binding size tensors are split at, and where GEMMs run
+ * (gpu_ctx_gemm_variant, set by gpu_host_resolve before this).  What runs depends
+ * on them, so the pipeline-cache fingerprint and a render's device
+ * fingerprint carry them as resolved here, not as the environment said.
+ */
+static void
+variant_make(struct gpu_ctx *ctx)
+{
+	unsigned mask = 0;
+	for (int f = 1; f < GPU_TEX_COUNT; f++)
+		if (ctx->tex_ok[f] && !gpu_texel_disabled())
+			mask |= 1u << f;
+	snprintf(ctx->variant, sizeof(ctx->variant), "texel=%#x/%llu "
+	    "binding=%llu gemm=%s", mask, mask ?
+	    (unsigned long long)ctx->max_texels : 0ull,
+	    (unsigned long long)ctx->caps.max_storage_buffer_range,
+	    ctx->gemm_variant);
+}
+
 static void
 fingerprint_make(struct gpu_ctx *ctx)
 {
@@ -494,8 +516,10 @@ fingerprint_make(struct gpu_ctx *ctx)
 		digest_update(&st, f->data, f->size);
 	}
 	digest_end(&st, spv);
-	char *s = xasprintf("uuid=%s driver=%u spirv=%s latentq=%s",
-	    ctx->caps.uuid, ctx->caps.driver_version, spv, PACKAGE_VERSION);
+	variant_make(ctx);
+	char *s = xasprintf("uuid=%s driver=%u spirv=%s latentq=%s %s",
+	    ctx->caps.uuid, ctx->caps.driver_version, spv, PACKAGE_VERSION,
+	    ctx->variant);
 	digest_hex(s, strlen(s), ctx->fingerprint);
 	free(s);
 }
@@ -733,8 +757,8 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		    ctx->queue_family);
 		goto fail;
 	}
-	fingerprint_make(ctx);
 	gpu_host_resolve(ctx);
+	fingerprint_make(ctx);
 	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
 		ctx->cache_io_copy = *opts->cache;
 		ctx->cache_io = &ctx->cache_io_copy;
@@ -805,15 +829,21 @@ gpu_ctx_validation_messages(const struct gpu_ctx *ctx)
 }
 
 const char *
-gpu_ctx_kernel_variant(const struct gpu_ctx *ctx)
+gpu_ctx_gemm_variant(const struct gpu_ctx *ctx)
 {
-	return ctx->variant;
+	return ctx->gemm_variant;
 }
 
 const char *
 gpu_ctx_cache_fingerprint(const struct gpu_ctx *ctx)
 {
 	return ctx->fingerprint;
+}
+
+const char *
+gpu_ctx_variant(const struct gpu_ctx *ctx)
+{
+	return ctx->variant;
 }
 
 void

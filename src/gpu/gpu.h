@@ -60,7 +60,7 @@
  *   LATENTQ_GPU_HOST_GEMM=0|1  ops_linear / _matmul / _attention as host GEMMs
  *                              (OpenBLAS on mapped buffers) or as shaders;
  *                              unset: host GEMMs when the device type is
- *                              "cpu" (gpu_ctx_kernel_variant)
+ *                              "cpu" (gpu_ctx_gemm_variant)
  *   LATENTQ_GEMM_THREADS=N     OpenBLAS threads of the host GEMMs
  *                              (default 2, a constant, not the cores)
  *   LATENTQ_GPU_MAX_BINDING=BYTES  (tests) lower the device's
@@ -99,7 +99,8 @@ const char *gpu_dtype_name(enum gpu_dtype dtype);
 /*
  * Pipeline-cache persistence, implemented by the caller (the store keeps the
  * blobs in the queue database; tests use memory).  `fingerprint` is a hex
- * digest of device UUID + driver version + SPIR-V digest + latentq version;
+ * digest of device UUID + driver version + SPIR-V digest + latentq version
+ * + the resolved kernel variants (gpu_ctx_variant);
  * a changed fingerprint simply finds nothing.  load returns LQ_OK with a
  * malloc'd blob (gpu frees it) or LQ_OK with *blob = NULL when absent; any
  * other status is logged as a warning and the cache is not used.  A blob
@@ -208,19 +209,29 @@ const struct device_caps *gpu_ctx_caps(const struct gpu_ctx *ctx);
 unsigned gpu_ctx_validation_messages(const struct gpu_ctx *ctx);
 
 /*
- * Which kernels run GEMM-shaped work (ops_linear, ops_matmul,
- * ops_attention) on this ctx, borrowed: "shader", or on a CPU device
- * (lavapipe) whose memory is host memory "host-gemm:OpenBLAS <version>
- * <core> t=<threads>" (OpenBLAS cblas_sgemm on the mapped buffers, loaded
- * with dlopen).  Part of the
- * device fingerprint a checkpoint records (render_device_fingerprint), so
- * a render resumes only under the same path.  The pipeline cache's key
- * leaves it out: the pipelines are the same on either path.
+ * Where GEMM-shaped work (ops_linear, ops_matmul, ops_attention) runs on
+ * this ctx, borrowed: "shader", or on a CPU device (lavapipe) whose
+ * memory is host memory "host-gemm:OpenBLAS <version> <core> t=<threads>"
+ * (OpenBLAS cblas_sgemm on the mapped buffers, loaded with dlopen).  It
+ * is part of gpu_ctx_variant ("gemm=..."), so of the pipeline-cache
+ * fingerprint and of the device fingerprint a checkpoint records: a
+ * render resumes only under the same path.
  */
-const char *gpu_ctx_kernel_variant(const struct gpu_ctx *ctx);
+const char *gpu_ctx_gemm_variant(const struct gpu_ctx *ctx);
 
-/* The pipeline-cache fingerprint of this ctx (hex, borrowed). */
+/* The pipeline-cache fingerprint of this ctx (hex, borrowed): the device
+ * UUID, driver version, SPIR-V digest, latentq version and
+ * gpu_ctx_variant. */
 const char *gpu_ctx_cache_fingerprint(const struct gpu_ctx *ctx);
+
+/*
+ * The kernel variants this ctx resolved to at create, as one line
+ * ("texel=MASK/MAX binding=BYTES": the texel-buffer formats the fast
+ * paths may use, none under LATENTQ_NO_TEXEL, and the binding size
+ * tensors split at, LATENTQ_GPU_MAX_BINDING).  Part of the cache
+ * fingerprint and of a render's device fingerprint (borrowed).
+ */
+const char *gpu_ctx_variant(const struct gpu_ctx *ctx);
 
 /*
  * Creates every pipeline now (instead of lazily) so compile crashes happen
@@ -394,7 +405,7 @@ enum lq_status gpu_cmd_status(const struct gpu_cmd *cmd, struct lq_error *err);
 /* Dispatches recorded since gpu_cmd_begin (for benchmarks/tests). */
 unsigned gpu_cmd_dispatch_count(const struct gpu_cmd *cmd);
 /* Host GEMMs recorded since gpu_cmd_begin (the CPU-device fast path,
- * gpu_ctx_kernel_variant; for benchmarks/tests). */
+ * gpu_ctx_gemm_variant; for benchmarks/tests). */
 unsigned gpu_cmd_host_op_count(const struct gpu_cmd *cmd);
 struct gpu_ctx *gpu_cmd_ctx(const struct gpu_cmd *cmd);
 

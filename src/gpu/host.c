@@ -106,7 +106,7 @@ gpu_host_resolve(struct gpu_ctx *ctx)
 	if (e != NULL && *e != '\0')
 		want = strcmp(e, "0") != 0;
 	ctx->host_gemm = 0;
-	snprintf(ctx->variant, sizeof(ctx->variant), "shader");
+	snprintf(ctx->gemm_variant, sizeof(ctx->gemm_variant), "shader");
 	if (!want)
 		return;
 	pthread_once(&host.once, host_load);
@@ -127,8 +127,8 @@ gpu_host_resolve(struct gpu_ctx *ctx)
 		else
 			ctx->host_threads = (int)t;
 	}
-	snprintf(ctx->variant, sizeof(ctx->variant), "%s t=%d", host.variant,
-	    ctx->host_threads);
+	snprintf(ctx->gemm_variant, sizeof(ctx->gemm_variant), "%s t=%d",
+	    host.variant, ctx->host_threads);
 }
 
 /* float of element i of a parameter in dtype dt */
@@ -165,6 +165,14 @@ host_f32(struct gpu_ctx *ctx, int slot, const void *p, enum gpu_dtype dt,
 	if (dt == GPU_F32)
 		return p;
 	float *f = host_buf(ctx, slot, (size_t)n * sizeof(float));
+	if (dt == GPU_BF16) {
+		/* half_bf16_to_f32 inline: the high half of the float */
+		const uint16_t *h = p;
+		uint32_t *u = (uint32_t *)(void *)f;
+		for (int64_t i = 0; i < n; i++)
+			u[i] = (uint32_t)h[i] << 16;
+		return f;
+	}
 	for (int64_t i = 0; i < n; i++)
 		f[i] = host_param(p, dt, i);
 	return f;

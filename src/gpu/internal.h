@@ -106,6 +106,9 @@ enum gpu_texfmt {
 int gpu_cmd_texel_ok(const struct gpu_cmd *cmd, enum gpu_texfmt fmt,
     uint64_t texels);
 
+/* 1 when LATENTQ_NO_TEXEL turns the texel-buffer kernels off (read now). */
+int gpu_texel_disabled(void);
+
 /*
  * gpu_cmd_dispatch with texel-buffer bindings: texfmt[i] gives the format
  * of binding i when the kernel declares it a texel buffer.  The view spans
@@ -182,7 +185,7 @@ struct gpu_host_op {
 };
 
 /*
- * Sets ctx->host_gemm and ctx->variant ("shader" or "host-gemm:OpenBLAS
+ * Sets ctx->host_gemm and ctx->gemm_variant ("shader" or "host-gemm:OpenBLAS
  * <version> <core> t=<threads>"): on when the device type is "cpu", or as
  * LATENTQ_GPU_HOST_GEMM=0|1 says, and libopenblas.so.0 loads (else a
  * warning, once per process, and "shader").

@@ -50,7 +50,7 @@
  *   shapes use generic kernels with identical results up to rounding.
  * - CPU devices (lavapipe): ops_linear, ops_matmul and ops_attention run
  *   on the host as OpenBLAS sgemm on the mapped buffers (gpu/host.c,
- *   gpu_ctx_kernel_variant, LATENTQ_GPU_HOST_GEMM), never split, and
+ *   gpu_ctx_gemm_variant, LATENTQ_GPU_HOST_GEMM), never split, and
  *   results equal the shaders' up to rounding; deterministic, and a
  *   row's bits do not depend on the other rows of its call.
  */

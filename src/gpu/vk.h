@@ -46,6 +46,7 @@ struct gpu_ctx {
 	int cache_dirty;
 	unsigned pipelines_created;
 	char fingerprint[DIGEST_HEX_SIZE];
+	char variant[256];		/* gpu_ctx_variant */
 	struct gpu_pipeline pipes[GPU_K_COUNT];
 	struct gpu_buffer *dummy;
 	struct gpu_buffer *staging;	/* for non-host-visible buffers */
@@ -57,11 +58,11 @@ struct gpu_ctx {
 	 * sizes): now, and the high-water mark (gpu_ctx_memory) */
 	uint64_t mem_live, mem_peak;
 	/* the CPU-device fast path (host.c): on or not, its variant string
-	 * (gpu_ctx_kernel_variant), and host scratch: decoded f16/bf16
+	 * (gpu_ctx_gemm_variant, in gpu_ctx_variant), and host scratch: decoded f16/bf16
 	 * weights (0) and biases (1), attention's scores, query panel,
 	 * output panel, row sums, key bias (2-6), the padded last row panel */
 	int host_gemm, host_threads;
-	char variant[128];
+	char gemm_variant[128];
 #define GPU_HOST_SCRATCH 7
 	float *host_scratch[GPU_HOST_SCRATCH];
 	size_t host_scratch_n[GPU_HOST_SCRATCH];

@@ -222,6 +222,9 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 			    (int64_t)b->valuedouble : 0;
 		}
 	}
+	jc->has_flow_shift = value(&r, "flow_shift") != NULL;
+	jc->flow_shift = jc->has_flow_shift ? get_number(&r, "flow_shift") :
+	    0.0;
 	jc->model = get_string(&r, "model");
 	jc->transformer = get_string(&r, "transformer");
 	jc->vae = get_string(&r, "vae");
@@ -411,19 +414,38 @@ job_cfg_rows(const struct job_config *jc)
 }
 
 int64_t
-job_rows_per_device(const struct job_config *jc, int64_t *rows)
+job_rows_per_device_of(const struct job_config *jc, int per_video,
+    int64_t *rows)
 {
 	int64_t videos = job_batch(jc, NULL);
-	int cfg = job_cfg_rows(jc);
 	if (rows != NULL)
-		*rows = videos * cfg;
+		*rows = videos * per_video;
 	if (videos == 0)
 		return 0;
-	double r = jc->per_device_batch_size * (double)cfg;
+	double r = jc->per_device_batch_size * (double)per_video;
 	int64_t ri = (int64_t)llround(r);
 	if (ri < 1 || fabs(r - (double)ri) > 1e-9)
 		return 0;
 	return ri;
+}
+
+int64_t
+job_rows_per_device(const struct job_config *jc, int64_t *rows)
+{
+	return job_rows_per_device_of(jc, job_cfg_rows(jc), rows);
+}
+
+int
+job_ltx2_passes(const struct job_config *jc, struct job_ltx2_passes *p)
+{
+	struct job_ltx2_passes q = {
+		.cfg = jc->guidance_scale > 1.0 || jc->audio_guidance_scale > 1.0,
+		.stg = jc->stg_scale > 0.0 || jc->audio_stg_scale > 0.0,
+		.iso = jc->modality_scale > 1.0 || jc->audio_modality_scale > 1.0,
+	};
+	if (p != NULL)
+		*p = q;
+	return (q.cfg ? 2 : 1) + q.stg + q.iso;
 }
 
 int

@@ -98,6 +98,10 @@ struct job_config {
 	int64_t *stg_blocks;			/* owned */
 	size_t n_stg_blocks;
 	int use_cross_timestep;
+	/* WanPipeline: the UniPC scheduler's flow_shift when has_flow_shift
+	 * (written), else the scheduler config's */
+	double flow_shift;
+	int has_flow_shift;
 	const char *model;			/* a folder or a registered name */
 	const char *transformer, *vae, *text_encoder, *scheduler;
 	const char *model_digest;		/* NULL: not pinned */
@@ -198,6 +202,32 @@ int job_cfg_rows(const struct job_config *jc);
  * rows (job_batch × job_cfg_rows; 0 when job_batch is 0).
  */
 int64_t job_rows_per_device(const struct job_config *jc, int64_t *rows);
+
+/*
+ * job_rows_per_device for a pipeline of `per_video` transformer rows per
+ * video (job_cfg_rows for LTX-Video, job_ltx2_passes for LTX-2): the rows
+ * each device of the data axis runs, per_device_batch_size × per_video,
+ * when job_batch is whole and that is a positive whole number; else 0.
+ * *rows (may be NULL) gets job_batch × per_video.
+ */
+int64_t job_rows_per_device_of(const struct job_config *jc, int per_video,
+    int64_t *rows);
+
+/*
+ * The transformer passes of one LTX2Pipeline step (diffusers
+ * pipelines/ltx2/pipeline_ltx2.py): classifier-free guidance (cfg: the
+ * unconditional and the conditional row of each video) when
+ * guidance_scale or audio_guidance_scale > 1, spatio-temporal guidance
+ * (stg: one perturbed row) when stg_scale or audio_stg_scale > 0, and
+ * modality isolation (iso: one row without a2v / v2a) when
+ * modality_scale or audio_modality_scale > 1.  Fills *p (may be NULL) and
+ * returns the rows per video, (cfg ? 2 : 1) + stg + iso: the unit the
+ * data axis splits (doc/mesh.md).
+ */
+struct job_ltx2_passes {
+	int cfg, stg, iso;
+};
+int job_ltx2_passes(const struct job_config *jc, struct job_ltx2_passes *p);
 
 /*
  * Latent geometry of the job's video, as LTXPipeline.prepare_latents sizes

@@ -129,6 +129,11 @@ static const struct manifest_key keys[] = {
 	  "LTX-2: transformer blocks the STG pass perturbs", NULL, 0 },
 	{ "use_cross_timestep", MANIFEST_BOOL, "true",
 	  "LTX-2: a2v/v2a modulation follows the other stream's sigma", NULL, 0 },
+	/* WanPipeline (pipelines/wan/pipeline_wan.py): the scheduler's
+	 * flow_shift, as UniPCMultistepScheduler.from_config(...,
+	 * flow_shift=) sets it; absent: the scheduler config's */
+	{ "flow_shift", MANIFEST_NUMBER, NULL,
+	  "Wan: UniPC's flow_shift; default the scheduler config's", NULL, 0 },
 	{ "model", MANIFEST_MODEL, NULL,
 	  "diffusers pipeline folder, registered model name, or URL", NULL, 0 },
 	{ "transformer", MANIFEST_PATH, NULL, "transformer folder override", NULL, 0 },

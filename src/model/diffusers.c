@@ -1985,3 +1985,122 @@ fail:
 	diffusers_ltx2_free(m);
 	return LQ_FAILED;
 }
+
+/* ---- WanPipeline folder ---- */
+
+void
+diffusers_wan_free(struct diffusers_wan_model *m)
+{
+	if (m == NULL)
+		return;
+	struct diffusers_component *cs[] = {&m->transformer, &m->vae,
+	    &m->text_encoder, &m->tokenizer, &m->scheduler};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(cs); i++) {
+		free(cs[i]->dir);
+		free(cs[i]->config_path);
+	}
+	free(m->root);
+	free(m);
+}
+
+enum lq_status
+diffusers_open_wan(const char *dir, const struct diffusers_overrides *ov,
+    struct diffusers_wan_model **out, struct lq_error *err)
+{
+	static const struct diffusers_overrides none;
+	if (ov == NULL)
+		ov = &none;
+	*out = NULL;
+	char *index_path = xasprintf("%s/" DIFFUSERS_MODEL_INDEX, dir);
+	cJSON *index = NULL, *j = NULL;
+	struct diffusers_wan_model *m = xcalloc(1, sizeof(*m));
+	struct diffusers_component t2 = {0};
+	m->root = xstrdup(dir);
+	if (diffusers_load_json(index_path, &index, err) != LQ_OK)
+		goto fail;
+	const char *pc = json_get_string(index, "_class_name", NULL);
+	if (pc == NULL || strcmp(pc, DIFFUSERS_WAN_PIPELINE) != 0) {
+		cfg_fail(err, index_path, "_class_name", "LQ-MODEL-002",
+		    "pipeline class \"%s\" is not " DIFFUSERS_WAN_PIPELINE,
+		    pc ? pc : "(none)");
+		goto fail;
+	}
+	/* components in pipeline_wan.py's __init__ order */
+	struct {
+		const char *name, *override;
+		struct diffusers_component *c;
+		int required;
+		const char *cls;
+	} comps[] = {
+		{"tokenizer", ov->tokenizer, &m->tokenizer, 0, NULL},
+		{"text_encoder", ov->text_encoder, &m->text_encoder, 0,
+		    "UMT5EncoderModel"},
+		{"vae", ov->vae, &m->vae, 1, "AutoencoderKLWan"},
+		{"scheduler", ov->scheduler, &m->scheduler, 1,
+		    "UniPCMultistepScheduler"},
+		{"transformer", ov->transformer, &m->transformer, 1,
+		    "WanTransformer3DModel"},
+	};
+	for (size_t i = 0; i < LQ_ARRAY_LEN(comps); i++) {
+		if (component_locate(index, index_path, dir, comps[i].name,
+		    comps[i].override, comps[i].c, err) != LQ_OK)
+			goto fail;
+		if (comps[i].required && !comps[i].c->present) {
+			cfg_fail(err, index_path, comps[i].name, "LQ-MODEL-005",
+			    "the Wan model has no %s (model_index.json lists "
+			    "none and no override names one)", comps[i].name);
+			goto fail;
+		}
+		if (comps[i].cls != NULL && want_class(comps[i].c, index_path,
+		    comps[i].name, comps[i].cls, NULL, err) != LQ_OK)
+			goto fail;
+	}
+	/* Wan 2.2 A14B: a low-noise expert below boundary_ratio */
+	if (component_locate(index, index_path, dir, "transformer_2", NULL,
+	    &t2, err) != LQ_OK)
+		goto fail;
+	const cJSON *br = cJSON_GetObjectItemCaseSensitive(index,
+	    "boundary_ratio");
+	if (t2.present || (br != NULL && !cJSON_IsNull(br))) {
+		cfg_fail(err, index_path, t2.present ? "transformer_2" :
+		    "boundary_ratio", "LQ-MODEL-006", "Wan 2.2's two-expert "
+		    "denoising (transformer_2, boundary_ratio) is not "
+		    "implemented; latentq renders Wan 2.1 text-to-video");
+		error_set_hint(err, "use a Wan 2.1 T2V folder (transformer_2 "
+		    "[null, null], boundary_ratio null)");
+		goto fail;
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(index,
+	    "expand_timesteps"))) {
+		cfg_fail(err, index_path, "expand_timesteps", "LQ-MODEL-006",
+		    "expand_timesteps (Wan 2.2 TI2V's per-token timesteps) is "
+		    "not implemented");
+		error_set_hint(err, "use a Wan 2.1 T2V folder "
+		    "(expand_timesteps false)");
+		goto fail;
+	}
+	const char *cf = diffusers_component_layout("transformer")->config;
+	m->transformer.config_path = xasprintf("%s/%s", m->transformer.dir, cf);
+	m->vae.config_path = xasprintf("%s/%s", m->vae.dir, cf);
+	if (load_component_json(&m->scheduler,
+	    diffusers_component_layout("scheduler")->config, &j, err) != LQ_OK)
+		goto fail;
+	{
+		struct cfg c = {j, m->scheduler.config_path, err, 0};
+		if (check_class(&c, "UniPCMultistepScheduler") != LQ_OK)
+			goto fail;
+	}
+	cJSON_Delete(j);
+	cJSON_Delete(index);
+	free(index_path);
+	free(t2.dir);
+	*out = m;
+	return LQ_OK;
+fail:
+	cJSON_Delete(j);
+	cJSON_Delete(index);
+	free(index_path);
+	free(t2.dir);
+	diffusers_wan_free(m);
+	return LQ_FAILED;
+}

@@ -470,6 +470,42 @@ enum lq_status diffusers_open_ltx2(const char *dir,
 void diffusers_ltx2_free(struct diffusers_ltx2_model *m);
 
 /*
+ * A WanPipeline folder (diffusers pipelines/wan/pipeline_wan.py, Wan 2.1
+ * text-to-video): the component folders model_index.json names (or the
+ * overrides give).  The transformer's and the VAE's configs are read by
+ * their own modules (nn/wan_transformer.h, nn/wan_vae.h) from
+ * transformer.dir / vae.dir, the scheduler's by sampler/unipc.h.  A text
+ * encoder (UMT5) may be listed; latentq does not run it, so a job needs
+ * prompt_embeds (preflight says so).  Owns its strings: free with
+ * diffusers_wan_free.
+ */
+struct diffusers_wan_model {
+	char *root;
+	struct diffusers_component transformer, vae, text_encoder, tokenizer,
+	    scheduler;
+};
+
+/* model_index.json's pipeline class of a Wan folder. */
+#define DIFFUSERS_WAN_PIPELINE "WanPipeline"
+
+/*
+ * Opens a WanPipeline folder: model_index.json's _class_name must be
+ * WanPipeline (LQ-MODEL-002 otherwise); transformer (WanTransformer3DModel),
+ * vae (AutoencoderKLWan) and scheduler (UniPCMultistepScheduler) are
+ * required (LQ-MODEL-005), each of the class upstream's pipeline takes
+ * (LQ-MODEL-002); text_encoder (UMT5EncoderModel) and tokenizer may be
+ * absent.  What latentq does not implement is refused by name
+ * (LQ-MODEL-006): Wan 2.2's second expert (transformer_2 listed, or
+ * boundary_ratio set) and expand_timesteps (Wan 2.2 TI2V).  Overrides as
+ * for diffusers_open.  Sets transformer/vae/scheduler config_path.  On
+ * failure *out is NULL.
+ */
+enum lq_status diffusers_open_wan(const char *dir,
+    const struct diffusers_overrides *ov, struct diffusers_wan_model **out,
+    struct lq_error *err);
+void diffusers_wan_free(struct diffusers_wan_model *m);
+
+/*
  * Opens a diffusers folder: reads model_index.json (LTXPipeline only), each
  * component's config, applies overrides.  transformer and vae are required;
  * text_encoder and tokenizer may be absent ([null, null]: prompt embeddings

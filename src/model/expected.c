@@ -369,6 +369,208 @@ expected_ltxv_vae(const struct ltxv_vae_config *c, struct tensor_table *t)
 	tensor_table_sort(t);
 }
 
+/* ---- Wan 2.1 ---- */
+
+/*
+ * WanTransformer3DModel's state_dict (transformer_wan.py): patch_embedding
+ * Conv3d, condition_embedder (time_embedder Linear-SiLU-Linear on
+ * freq_dim, time_proj to 6 dim, text_embedder PixArtAlphaTextProjection),
+ * per block: attn1 / attn2 (to_q, to_k, to_v, to_out.0 with biases,
+ * norm_q / norm_k RMSNorm over the whole inner dim, whatever qk_norm
+ * says), norm2 (LayerNorm with affine only with cross_attn_norm), ffn
+ * (net.0.proj, net.2), scale_shift_table [1, 6, dim]; the head's
+ * scale_shift_table [1, 2, dim] and proj_out.
+ */
+void
+expected_wan_transformer(const struct wan_transformer_config *c,
+    struct tensor_table *t)
+{
+	clear(t);
+	struct builder b = {t, 0};
+	int64_t d = c->inner_dim;
+	char p[200];
+	add(&b, 5, (int64_t[]){d, c->in_channels, c->patch_size[0],
+	    c->patch_size[1], c->patch_size[2]}, "patch_embedding.weight");
+	add(&b, 1, (int64_t[]){d}, "patch_embedding.bias");
+	linear(&b, "condition_embedder.time_embedder.linear_1", c->freq_dim, d,
+	    1);
+	linear(&b, "condition_embedder.time_embedder.linear_2", d, d, 1);
+	linear(&b, "condition_embedder.time_proj", d, 6 * d, 1);
+	linear(&b, "condition_embedder.text_embedder.linear_1", c->text_dim, d,
+	    1);
+	linear(&b, "condition_embedder.text_embedder.linear_2", d, d, 1);
+	for (int i = 0; i < c->num_layers; i++) {
+		for (int a = 1; a <= 2; a++) {
+			static const char *const proj[] = { "to_q", "to_k",
+			    "to_v", "to_out.0" };
+			for (size_t k = 0; k < LQ_ARRAY_LEN(proj); k++) {
+				snprintf(p, sizeof(p), "blocks.%d.attn%d.%s", i, a,
+				    proj[k]);
+				linear(&b, p, d, d, 1);
+			}
+			add(&b, 1, (int64_t[]){d}, "blocks.%d.attn%d.norm_q.weight",
+			    i, a);
+			add(&b, 1, (int64_t[]){d}, "blocks.%d.attn%d.norm_k.weight",
+			    i, a);
+		}
+		if (c->cross_attn_norm) {
+			add(&b, 1, (int64_t[]){d}, "blocks.%d.norm2.weight", i);
+			add(&b, 1, (int64_t[]){d}, "blocks.%d.norm2.bias", i);
+		}
+		snprintf(p, sizeof(p), "blocks.%d.ffn.net.0.proj", i);
+		linear(&b, p, d, c->ffn_dim, 1);
+		snprintf(p, sizeof(p), "blocks.%d.ffn.net.2", i);
+		linear(&b, p, c->ffn_dim, d, 1);
+		add(&b, 3, (int64_t[]){1, 6, d}, "blocks.%d.scale_shift_table", i);
+	}
+	add(&b, 3, (int64_t[]){1, 2, d}, "scale_shift_table");
+	linear(&b, "proj_out", d, (int64_t)c->out_channels * c->patch_volume, 1);
+	tensor_table_sort(t);
+}
+
+/* WanCausalConv3d(in, out, (kt, kh, kw)) at prefix: weight and bias. */
+static void
+wan_conv(struct builder *b, const char *prefix, int64_t in, int64_t out,
+    int64_t kt, int64_t ks)
+{
+	add(b, 5, (int64_t[]){out, in, kt, ks, ks}, "%s.weight", prefix);
+	add(b, 1, (int64_t[]){out}, "%s.bias", prefix);
+}
+
+/* WanResidualBlock(in, out): RMS norms (gamma, no bias), two 3x3x3 causal
+ * convs, a 1x1x1 shortcut when in != out. */
+static void
+wan_resnet(struct builder *b, const char *prefix, int64_t in, int64_t out)
+{
+	char p[200];
+	add(b, 4, (int64_t[]){in, 1, 1, 1}, "%s.norm1.gamma", prefix);
+	snprintf(p, sizeof(p), "%s.conv1", prefix);
+	wan_conv(b, p, in, out, 3, 3);
+	add(b, 4, (int64_t[]){out, 1, 1, 1}, "%s.norm2.gamma", prefix);
+	snprintf(p, sizeof(p), "%s.conv2", prefix);
+	wan_conv(b, p, out, out, 3, 3);
+	if (in != out) {
+		snprintf(p, sizeof(p), "%s.conv_shortcut", prefix);
+		wan_conv(b, p, in, out, 1, 1);
+	}
+}
+
+/* WanAttentionBlock(dim): per-frame norm (images: gamma [dim, 1, 1]),
+ * to_qkv and proj as 1x1 Conv2d. */
+static void
+wan_attention(struct builder *b, const char *prefix, int64_t dim)
+{
+	add(b, 3, (int64_t[]){dim, 1, 1}, "%s.norm.gamma", prefix);
+	add(b, 4, (int64_t[]){3 * dim, dim, 1, 1}, "%s.to_qkv.weight", prefix);
+	add(b, 1, (int64_t[]){3 * dim}, "%s.to_qkv.bias", prefix);
+	add(b, 4, (int64_t[]){dim, dim, 1, 1}, "%s.proj.weight", prefix);
+	add(b, 1, (int64_t[]){dim}, "%s.proj.bias", prefix);
+}
+
+/* WanMidBlock(dim, num_layers=1): resnets.0, attentions.0, resnets.1. */
+static void
+wan_mid(struct builder *b, const char *prefix, int64_t dim)
+{
+	char p[200];
+	for (int k = 0; k < 2; k++) {
+		snprintf(p, sizeof(p), "%s.resnets.%d", prefix, k);
+		wan_resnet(b, p, dim, dim);
+	}
+	snprintf(p, sizeof(p), "%s.attentions.0", prefix);
+	wan_attention(b, p, dim);
+}
+
+void
+expected_wan_vae(const struct wan_vae_config *c, struct tensor_table *t)
+{
+	clear(t);
+	struct builder b = {t, 0};
+	int n = c->n_dim_mult;
+	int64_t z = c->z_dim, dd = c->decoder_base_dim > 0 ?
+	    c->decoder_base_dim : c->base_dim;
+	char p[200];
+
+	/* WanDecoder3d: dims = dim * [dim_mult[-1]] + dim_mult[::-1] */
+	int64_t dims[DIFFUSERS_MAX_BLOCKS + 1];
+	dims[0] = dd * c->dim_mult[n - 1];
+	for (int i = 0; i < n; i++)
+		dims[i + 1] = dd * c->dim_mult[n - 1 - i];
+	wan_conv(&b, "post_quant_conv", z, z, 1, 1);
+	wan_conv(&b, "decoder.conv_in", z, dims[0], 3, 3);
+	wan_mid(&b, "decoder.mid_block", dims[0]);
+	for (int i = 0; i < n; i++) {
+		/* Wan 2.1: the previous upsampler halved the channels */
+		int64_t in = i > 0 ? dims[i] / 2 : dims[i], out = dims[i + 1];
+		for (int k = 0; k <= c->num_res_blocks; k++) {
+			snprintf(p, sizeof(p), "decoder.up_blocks.%d.resnets.%d",
+			    i, k);
+			wan_resnet(&b, p, k == 0 ? in : out, out);
+		}
+		if (i == n - 1)
+			continue;
+		/* temperal_upsample = temperal_downsample[::-1] */
+		int t3 = c->temperal_downsample[n - 2 - i];
+		add(&b, 4, (int64_t[]){out / 2, out, 3, 3},
+		    "decoder.up_blocks.%d.upsamplers.0.resample.1.weight", i);
+		add(&b, 1, (int64_t[]){out / 2},
+		    "decoder.up_blocks.%d.upsamplers.0.resample.1.bias", i);
+		if (t3) {
+			snprintf(p, sizeof(p),
+			    "decoder.up_blocks.%d.upsamplers.0.time_conv", i);
+			add(&b, 5, (int64_t[]){2 * out, out, 3, 1, 1}, "%s.weight",
+			    p);
+			add(&b, 1, (int64_t[]){2 * out}, "%s.bias", p);
+		}
+	}
+	add(&b, 4, (int64_t[]){dims[n], 1, 1, 1}, "decoder.norm_out.gamma");
+	wan_conv(&b, "decoder.conv_out", dims[n], c->out_channels, 3, 3);
+
+	/* WanEncoder3d (and quant_conv): present in upstream files, used by
+	 * the encoder only */
+	b.flags = TENSOR_SPEC_OPTIONAL | TENSOR_SPEC_UNUSED;
+	int64_t e = c->base_dim, ed[DIFFUSERS_MAX_BLOCKS + 1];
+	ed[0] = e;
+	for (int i = 0; i < n; i++)
+		ed[i + 1] = e * c->dim_mult[i];
+	wan_conv(&b, "encoder.conv_in", c->in_channels, ed[0], 3, 3);
+	int k = 0;
+	double scale = 1.0;
+	for (int i = 0; i < n; i++) {
+		int64_t in = ed[i], out = ed[i + 1];
+		for (int r = 0; r < c->num_res_blocks; r++) {
+			snprintf(p, sizeof(p), "encoder.down_blocks.%d", k++);
+			wan_resnet(&b, p, in, out);
+			for (int a = 0; a < c->n_attn_scales; a++)
+				if (c->attn_scales[a] == scale) {
+					snprintf(p, sizeof(p),
+					    "encoder.down_blocks.%d", k++);
+					wan_attention(&b, p, out);
+					break;
+				}
+			in = out;
+		}
+		if (i == n - 1)
+			continue;
+		add(&b, 4, (int64_t[]){out, out, 3, 3},
+		    "encoder.down_blocks.%d.resample.1.weight", k);
+		add(&b, 1, (int64_t[]){out}, "encoder.down_blocks.%d.resample.1.bias",
+		    k);
+		if (c->temperal_downsample[i]) {
+			add(&b, 5, (int64_t[]){out, out, 3, 1, 1},
+			    "encoder.down_blocks.%d.time_conv.weight", k);
+			add(&b, 1, (int64_t[]){out},
+			    "encoder.down_blocks.%d.time_conv.bias", k);
+		}
+		k++;
+		scale /= 2.0;
+	}
+	wan_mid(&b, "encoder.mid_block", ed[n]);
+	add(&b, 4, (int64_t[]){ed[n], 1, 1, 1}, "encoder.norm_out.gamma");
+	wan_conv(&b, "encoder.conv_out", ed[n], 2 * z, 3, 3);
+	wan_conv(&b, "quant_conv", 2 * z, 2 * z, 1, 1);
+	tensor_table_sort(t);
+}
+
 /* ---- T5 encoder ---- */
 
 void

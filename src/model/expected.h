@@ -70,6 +70,12 @@ void expected_ltx2_vocoder(const struct ltx2_vocoder_config *c,
     struct tensor_table *t);
 void expected_ltx2_vocoder_bwe(const struct ltx2_vocoder_bwe_config *c,
     struct tensor_table *t);
+/* WanTransformer3DModel (transformer_wan.py, text-to-video) and
+ * AutoencoderKLWan (autoencoder_kl_wan.py, Wan 2.1: decoder and
+ * post_quant_conv required, encoder and quant_conv OPTIONAL | UNUSED). */
+void expected_wan_transformer(const struct wan_transformer_config *c,
+    struct tensor_table *t);
+void expected_wan_vae(const struct wan_vae_config *c, struct tensor_table *t);
 
 /* Appends one spec (copies name); used by the builders and by tests. */
 void tensor_table_add(struct tensor_table *t, const char *name, int ndim,

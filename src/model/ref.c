@@ -234,14 +234,56 @@ model_ref_identity_ltx2(const struct diffusers_ltx2_model *dm,
 	return identity_of(parts, LQ_ARRAY_LEN(parts), cache, out, err);
 }
 
-int
-model_ref_is_ltx2(const struct model_ref *ref)
+/* 1 when the reference's model_index.json names pipeline class `want`. */
+static int
+is_pipeline(const struct model_ref *ref, const char *want)
 {
 	char cls[64] = "";
 	struct lq_error e;
 	error_clear(&e);
 	return diffusers_pipeline_class(ref->root, cls, sizeof(cls), &e) ==
-	    LQ_OK && strcmp(cls, "LTX2Pipeline") == 0;
+	    LQ_OK && strcmp(cls, want) == 0;
+}
+
+int
+model_ref_is_ltx2(const struct model_ref *ref)
+{
+	return is_pipeline(ref, "LTX2Pipeline");
+}
+
+int
+model_ref_is_wan(const struct model_ref *ref)
+{
+	return is_pipeline(ref, DIFFUSERS_WAN_PIPELINE);
+}
+
+const char *
+model_ref_family(const struct model_ref *ref)
+{
+	if (model_ref_is_wan(ref))
+		return "wan";
+	return model_ref_is_ltx2(ref) ? "ltx2" : "ltxv";
+}
+
+enum lq_status
+model_ref_identity_wan(const struct diffusers_wan_model *dm,
+    const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
+    struct lq_error *err)
+{
+	const struct part parts[] = {
+		{"transformer", &dm->transformer}, {"vae", &dm->vae},
+		{"text_encoder", &dm->text_encoder},
+		{"tokenizer", &dm->tokenizer}, {"scheduler", &dm->scheduler},
+	};
+	return identity_of(parts, LQ_ARRAY_LEN(parts), cache, out, err);
+}
+
+enum lq_status
+model_ref_open_wan(const struct model_ref *ref,
+    struct diffusers_wan_model **out, struct lq_error *err)
+{
+	struct diffusers_overrides ov = model_ref_overrides(ref);
+	return diffusers_open_wan(ref->root, &ov, out, err);
 }
 
 enum lq_status
@@ -257,6 +299,14 @@ model_ref_digest(const struct model_ref *ref,
     const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
     struct lq_error *err)
 {
+	if (model_ref_is_wan(ref)) {
+		struct diffusers_wan_model *w = NULL;
+		enum lq_status s = model_ref_open_wan(ref, &w, err);
+		if (s == LQ_OK)
+			s = model_ref_identity_wan(w, cache, out, err);
+		diffusers_wan_free(w);
+		return s;
+	}
 	if (model_ref_is_ltx2(ref)) {
 		struct diffusers_ltx2_model *l2 = NULL;
 		enum lq_status s = model_ref_open_ltx2(ref, &l2, err);

@@ -119,6 +119,25 @@ int model_ref_is_ltx2(const struct model_ref *ref);
 enum lq_status model_ref_open_ltx2(const struct model_ref *ref,
     struct diffusers_ltx2_model **out, struct lq_error *err);
 
+/* The same for a WanPipeline folder: transformer, vae, text_encoder,
+ * tokenizer, scheduler. */
+enum lq_status model_ref_identity_wan(const struct diffusers_wan_model *dm,
+    const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],
+    struct lq_error *err);
+
+/* 1 when the reference's folder is a WanPipeline; 0 otherwise, also when
+ * it cannot be read. */
+int model_ref_is_wan(const struct model_ref *ref);
+
+/* The model family of the reference's folder as latentq records it
+ * (`latentq model add`, `model list`): "wan" for a WanPipeline, "ltx2"
+ * for an LTX2Pipeline, else "ltxv". */
+const char *model_ref_family(const struct model_ref *ref);
+
+/* diffusers_open_wan of the folder with the overrides. */
+enum lq_status model_ref_open_wan(const struct model_ref *ref,
+    struct diffusers_wan_model **out, struct lq_error *err);
+
 /* Opens the reference and computes its identity (both of the above). */
 enum lq_status model_ref_digest(const struct model_ref *ref,
     const struct model_hash_cache *cache, char out[DIGEST_HEX_SIZE],

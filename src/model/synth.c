@@ -222,6 +222,8 @@ fill(const struct tensor_spec *sp, uint64_t seed, float *v, size_t n)
 			x = 0.02 * normal(&s);
 		else if (strstr(nm, "scale_shift_table"))
 			x = normal(&s) / sqrt((double)sp->shape[sp->ndim - 1]);
+		else if (ends(nm, ".gamma"))	/* WanRMS_norm */
+			x = 1.0 + 0.1 * normal(&s);
 		else if (strstr(nm, "per_channel_scale"))
 			x = 0.2 * normal(&s);
 		else if (ends(nm, ".alpha") || ends(nm, ".beta"))
@@ -581,6 +583,274 @@ apply_sets(cJSON *j[3], const struct model_synth_opts *o,
 	return LQ_OK;
 }
 
+/* ---- Wan 2.1 (WanPipeline) ---- */
+
+/*
+ * Wan presets: every key the upstream classes' save_pretrained writes.
+ * "tiny" is the goldens' (tests/data/wan: transformer 2 layers x 2 heads
+ * x 12, VAE base_dim 8, z_dim 4), "demo" a few-MB model of Wan 2.1's
+ * layout (z_dim 16, patch [1, 2, 2], text_dim 64, 4 layers x 4 heads x
+ * 16; VAE base_dim 16, dim_mult [1, 2, 2, 2]: 8x spatial, 4x temporal).
+ * latents_mean / latents_std: the tiny preset's are the goldens', the
+ * demo's drawn from the seed (wan_latents_stats).
+ */
+static const struct {
+	const char *name, *transformer, *vae;
+	int stats_from_seed;
+} wan_presets[] = {
+	{"tiny",
+	    "{\"added_kv_proj_dim\": null, \"attention_head_dim\": 12,"
+	    " \"cross_attn_norm\": true, \"eps\": 1e-06, \"ffn_dim\": 40,"
+	    " \"freq_dim\": 32, \"image_dim\": null, \"in_channels\": 4,"
+	    " \"num_attention_heads\": 2, \"num_layers\": 2, \"out_channels\": 4,"
+	    " \"patch_size\": [1, 2, 2], \"pos_embed_seq_len\": null,"
+	    " \"qk_norm\": \"rms_norm_across_heads\", \"rope_max_seq_len\": 32,"
+	    " \"text_dim\": 32}",
+	    "{\"attn_scales\": [], \"base_dim\": 8, \"decoder_base_dim\": null,"
+	    " \"dim_mult\": [1, 2, 2, 2], \"dropout\": 0.0, \"in_channels\": 3,"
+	    " \"is_residual\": false, \"latents_mean\": [0.3, -0.2, 0.1, -0.4],"
+	    " \"latents_std\": [1.5, 0.8, 2.0, 1.2], \"num_res_blocks\": 1,"
+	    " \"out_channels\": 3, \"patch_size\": null,"
+	    " \"scale_factor_spatial\": 8, \"scale_factor_temporal\": 4,"
+	    " \"temperal_downsample\": [false, true, true], \"z_dim\": 4}", 0},
+	{"demo",
+	    "{\"added_kv_proj_dim\": null, \"attention_head_dim\": 16,"
+	    " \"cross_attn_norm\": true, \"eps\": 1e-06, \"ffn_dim\": 128,"
+	    " \"freq_dim\": 64, \"image_dim\": null, \"in_channels\": 16,"
+	    " \"num_attention_heads\": 4, \"num_layers\": 4, \"out_channels\": 16,"
+	    " \"patch_size\": [1, 2, 2], \"pos_embed_seq_len\": null,"
+	    " \"qk_norm\": \"rms_norm_across_heads\", \"rope_max_seq_len\": 1024,"
+	    " \"text_dim\": 64}",
+	    "{\"attn_scales\": [], \"base_dim\": 16, \"decoder_base_dim\": null,"
+	    " \"dim_mult\": [1, 2, 2, 2], \"dropout\": 0.0, \"in_channels\": 3,"
+	    " \"is_residual\": false, \"num_res_blocks\": 1,"
+	    " \"out_channels\": 3, \"patch_size\": null,"
+	    " \"scale_factor_spatial\": 8, \"scale_factor_temporal\": 4,"
+	    " \"temperal_downsample\": [false, true, true], \"z_dim\": 16}", 1},
+};
+
+/* UniPCMultistepScheduler as Wan 2.1's 480p scheduler folders write it. */
+static cJSON *
+wan_scheduler_json(void)
+{
+	static const char *const text =
+	    "{\"_class_name\": \"UniPCMultistepScheduler\","
+	    " \"_diffusers_version\": \"0.40.0.dev0\", \"beta_end\": 0.02,"
+	    " \"beta_schedule\": \"linear\", \"beta_start\": 0.0001,"
+	    " \"disable_corrector\": [], \"dynamic_thresholding_ratio\": 0.995,"
+	    " \"final_sigmas_type\": \"zero\", \"flow_shift\": 3.0,"
+	    " \"lower_order_final\": true, \"num_train_timesteps\": 1000,"
+	    " \"predict_x0\": true, \"prediction_type\": \"flow_prediction\","
+	    " \"rescale_betas_zero_snr\": false, \"sample_max_value\": 1.0,"
+	    " \"shift_terminal\": null, \"sigma_max\": null, \"sigma_min\": null,"
+	    " \"solver_order\": 2, \"solver_p\": null, \"solver_type\": \"bh2\","
+	    " \"steps_offset\": 0, \"thresholding\": false,"
+	    " \"time_shift_type\": \"exponential\","
+	    " \"timestep_spacing\": \"linspace\", \"trained_betas\": null,"
+	    " \"use_beta_sigmas\": false, \"use_dynamic_shifting\": false,"
+	    " \"use_exponential_sigmas\": false, \"use_flow_sigmas\": true,"
+	    " \"use_karras_sigmas\": false}";
+	cJSON *j = cJSON_Parse(text);
+	LQ_ASSERT(j != NULL);
+	return j;
+}
+
+/* latents_mean 0.2 N, latents_std 0.5 + U(0, 1) for z channels, drawn
+ * from the seed as the LTX VAE's buffers are. */
+static void
+wan_latents_stats(cJSON *vae, int z, uint64_t seed)
+{
+	uint64_t sm = seed ^ fnv1a("latents_mean"), ss = seed ^
+	    fnv1a("latents_std");
+	cJSON *m = cJSON_CreateArray(), *d = cJSON_CreateArray();
+	for (int i = 0; i < z; i++) {
+		/* rounded to 4 decimals: a config a person can read */
+		cJSON_AddItemToArray(m, cJSON_CreateNumber(
+		    round(0.2 * normal(&sm) * 1e4) / 1e4));
+		cJSON_AddItemToArray(d, cJSON_CreateNumber(
+		    round((0.5 + uniform(&ss)) * 1e4) / 1e4));
+	}
+	cJSON_AddItemToObject(vae, "latents_mean", m);
+	cJSON_AddItemToObject(vae, "latents_std", d);
+}
+
+/*
+ * prompt_embeds / negative_prompt_embeds [1, 16, text_dim] standing in for
+ * UMT5's output (latentq has no UMT5): seeded normals in the first 10 / 4
+ * rows, zeros after, as UMT5 pads.  Not part of the diffusers layout; the
+ * demo job (jobs/wan.yaml) reads it.
+ */
+static enum lq_status
+wan_demo_embeds(const char *path, int text_dim, uint64_t seed,
+    struct lq_error *err)
+{
+	const int T = 16, valid[2] = {10, 4};
+	static const char *const names[2] = {"prompt_embeds",
+	    "negative_prompt_embeds"};
+	struct st_writer *w = st_writer_new();
+	st_writer_set_metadata(w, "format", "pt");
+	float *v = xcalloc((size_t)T * text_dim, sizeof(float));
+	for (int k = 0; k < 2; k++) {
+		uint64_t sd = seed ^ fnv1a(names[k]);
+		memset(v, 0, (size_t)T * text_dim * sizeof(float));
+		for (int i = 0; i < valid[k] * text_dim; i++)
+			v[i] = (float)(0.5 * normal(&sd));
+		int64_t shape[3] = {1, T, text_dim};
+		st_writer_add_f32(w, names[k], ST_F32, 3, shape, v);
+	}
+	free(v);
+	enum lq_status rc = st_writer_write(w, path, err);
+	st_writer_free(w);
+	return rc;
+}
+
+/* "transformer.key=JSON" / "vae.key=JSON" onto the preset's objects. */
+static enum lq_status
+wan_apply_sets(cJSON *j[2], const struct model_synth_opts *o,
+    struct lq_error *err)
+{
+	static const char *const comps[2] = {"transformer", "vae"};
+	for (size_t i = 0; i < o->nsets; i++) {
+		const char *a = o->sets[i], *dot = strchr(a, '.');
+		const char *eq = dot ? strchr(dot, '=') : NULL;
+		int c = -1;
+		for (int k = 0; dot && k < 2; k++)
+			if (strlen(comps[k]) == (size_t)(dot - a) &&
+			    strncmp(a, comps[k], (size_t)(dot - a)) == 0)
+				c = k;
+		if (c < 0 || eq == NULL || eq == dot + 1) {
+			error_set(err, LQ_FAILED, "LQ-MODEL-032",
+			    "--set %s: not COMPONENT.KEY=JSON", a);
+			error_set_hint(err, "COMPONENT is transformer or vae for "
+			    "family wan, e.g. --set transformer.num_layers=1");
+			return LQ_FAILED;
+		}
+		char *key = xstrndup(dot + 1, (size_t)(eq - dot - 1));
+		cJSON *v = cJSON_Parse(eq + 1);
+		enum lq_status st = LQ_OK;
+		if (cJSON_GetObjectItemCaseSensitive(j[c], key) == NULL) {
+			st = error_set(err, LQ_FAILED, "LQ-MODEL-032", "--set %s: "
+			    "%s/config.json has no key \"%s\"", a, comps[c], key);
+			error_set_hint(err, "a key diffusers writes for %s, e.g. "
+			    "%s", comps[c], c == 0 ? "num_layers" : "base_dim");
+		} else if (v == NULL) {
+			st = error_set(err, LQ_FAILED, "LQ-MODEL-032", "--set %s: "
+			    "\"%s\" is not JSON", a, eq + 1);
+		} else {
+			cJSON_DeleteItemFromObjectCaseSensitive(j[c], key);
+			cJSON_AddItemToObject(j[c], key, v);
+			v = NULL;
+		}
+		cJSON_Delete(v);
+		free(key);
+		if (st != LQ_OK)
+			return st;
+	}
+	return LQ_OK;
+}
+
+static enum lq_status
+synth_wan(const char *dir, const char *preset, uint64_t seed,
+    const struct model_synth_opts *o, struct lq_error *err)
+{
+	int pi = -1;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(wan_presets); i++)
+		if (strcmp(preset, wan_presets[i].name) == 0)
+			pi = (int)i;
+	if (pi < 0) {
+		error_set(err, LQ_FAILED, "LQ-MODEL-030", "no preset \"%s\" "
+		    "for family \"wan\"", preset);
+		error_set_hint(err, "family wan, preset tiny or demo");
+		return LQ_FAILED;
+	}
+	cJSON *j[2] = {cJSON_Parse(wan_presets[pi].transformer),
+	    cJSON_Parse(wan_presets[pi].vae)};
+	LQ_ASSERT(j[0] && j[1]);
+	struct wan_transformer_config tc;
+	struct wan_vae_config vc;
+	enum lq_status rc = wan_apply_sets(j, o, err);
+	if (rc == LQ_OK && wan_presets[pi].stats_from_seed) {
+		const cJSON *z = cJSON_GetObjectItemCaseSensitive(j[1], "z_dim");
+		if (cJSON_GetObjectItemCaseSensitive(j[1], "latents_mean") ==
+		    NULL && cJSON_IsNumber(z) && z->valueint >= 1 &&
+		    z->valueint <= DIFFUSERS_MAX_WAN_Z)
+			wan_latents_stats(j[1], z->valueint, seed);
+	}
+	/* upstream's rules on the result, naming the --set that broke one */
+	if (rc == LQ_OK)
+		rc = diffusers_parse_wan_transformer(j[0], "--set transformer",
+		    &tc, err);
+	if (rc == LQ_OK)
+		rc = diffusers_parse_wan_vae(j[1], "--set vae", &vc, err);
+	if (rc == LQ_OK)
+		rc = new_dir(dir, err);
+	const char *subs[] = {"transformer", "vae", "scheduler"};
+	for (size_t i = 0; rc == LQ_OK && i < LQ_ARRAY_LEN(subs); i++) {
+		char *p = xasprintf("%s/%s", dir, subs[i]);
+		rc = make_dir(p, err);
+		free(p);
+	}
+	if (rc == LQ_OK) {
+		/* as WanPipeline.save_pretrained writes it with
+		 * text_encoder=None, tokenizer=None */
+		cJSON *idx = cJSON_CreateObject();
+		cJSON_AddStringToObject(idx, "_class_name", "WanPipeline");
+		cJSON_AddStringToObject(idx, "_diffusers_version", "0.40.0.dev0");
+		cJSON_AddNullToObject(idx, "boundary_ratio");
+		cJSON_AddBoolToObject(idx, "expand_timesteps", 0);
+		cJSON_AddItemToObject(idx, "scheduler", pair("diffusers",
+		    "UniPCMultistepScheduler"));
+		static const char *const none[] = {"text_encoder", "tokenizer",
+		    "transformer_2"};
+		for (size_t i = 0; i < LQ_ARRAY_LEN(none); i++) {
+			cJSON *a = cJSON_CreateArray();
+			cJSON_AddItemToArray(a, cJSON_CreateNull());
+			cJSON_AddItemToArray(a, cJSON_CreateNull());
+			cJSON_AddItemToObject(idx, none[i], a);
+		}
+		cJSON_AddItemToObject(idx, "transformer", pair("diffusers",
+		    "WanTransformer3DModel"));
+		cJSON_AddItemToObject(idx, "vae", pair("diffusers",
+		    "AutoencoderKLWan"));
+		rc = write_json(dir, "model_index.json", idx, err);
+	}
+	struct tensor_table t = {0};
+	for (int c = 0; c < 2 && rc == LQ_OK; c++) {
+		char *sub = xasprintf("%s/%s", dir, subs[c]);
+		char *wp = xasprintf("%s/diffusion_pytorch_model.safetensors",
+		    sub);
+		if (c == 0)
+			expected_wan_transformer(&tc, &t);
+		else
+			expected_wan_vae(&vc, &t);
+		cJSON_AddStringToObject(j[c], "_class_name", c == 0 ?
+		    "WanTransformer3DModel" : "AutoencoderKLWan");
+		cJSON_AddStringToObject(j[c], "_diffusers_version",
+		    "0.40.0.dev0");
+		rc = write_json(sub, "config.json", j[c], err);
+		j[c] = NULL;
+		if (rc == LQ_OK)
+			rc = write_weights(wp, &t, seed, o, err);
+		free(sub);
+		free(wp);
+	}
+	tensor_table_free(&t);
+	cJSON_Delete(j[0]);
+	cJSON_Delete(j[1]);
+	if (rc == LQ_OK) {
+		char *sub = xasprintf("%s/scheduler", dir);
+		rc = write_json(sub, "scheduler_config.json",
+		    wan_scheduler_json(), err);
+		free(sub);
+	}
+	if (rc == LQ_OK) {
+		char *ep = xasprintf("%s/demo_prompt_embeds.safetensors", dir);
+		rc = wan_demo_embeds(ep, tc.text_dim, seed, err);
+		free(ep);
+	}
+	return rc;
+}
+
 enum lq_status
 model_synth(const char *dir, const char *family, const char *preset, uint64_t seed,
     struct lq_error *err)
@@ -603,12 +873,14 @@ model_synth_ex(const char *dir, const char *family, const char *preset,
 	struct ltxv_vae_config vc;
 	struct t5_config cc;
 	cJSON *pj[3];
+	if (strcmp(family, "wan") == 0)
+		return synth_wan(dir, preset, seed, o, err);
 	if (preset_json(family, preset, pj) != 0) {
 		error_set(err, LQ_FAILED, "LQ-MODEL-030", "no preset \"%s\" for family \"%s\"",
 		    preset, family);
 		error_set_hint(err, "family ltxv, preset tiny, small, 0.9.1-2b, "
 		    "0.9.5-2b or 0.9.7-13b; family ltx2, preset tiny, demo or "
-		    "demo-bwe");
+		    "demo-bwe; family wan, preset tiny or demo");
 		return LQ_FAILED;
 	}
 	enum lq_status sst = apply_sets(pj, o, &tc, &vc, &cc, err);

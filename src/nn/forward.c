@@ -476,7 +476,7 @@ run_ltx2_transformer(struct gpu_ctx *ctx, const char *dir,
 		struct nn_plan_bytes plan;
 		struct ltx2_transformer_shape shp = { a.B, a.N, a.L, a.T, a.Ta,
 		    a.timestep_per_token, a.audio_timestep != NULL &&
-		    a.audio_timestep_per_token, a.call.use_cross_timestep };
+		    a.audio_timestep_per_token, a.call.use_cross_timestep, 0 };
 
 		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
 			goto out;
@@ -1417,6 +1417,16 @@ run_audio_vae(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 		report_memory(report, "audio vae decoder", wb, cap, peak,
 		    gpu_buffer_size(b_z) + gpu_buffer_size(b_y));
 	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+
+		if ((st = plan_weights(ctx, dir, 0, "decoder.", &lay, err)))
+			goto out;
+		ltx2_audio_vae_plan(ltx2_audio_vae_config(v), &lay, tz->shape,
+		    &plan);
+		report_plan(report, ctx, "audio vae decoder", &plan);
+	}
 out:
 	gpu_buffer_free(b_z);
 	gpu_buffer_free(b_y);
@@ -1528,6 +1538,15 @@ run_connectors(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 
 		ltx2_connectors_memory(c, &wb, &cap, &peak);
 		report_memory(report, "connectors", wb, cap, peak, 0);
+	}
+	if (report != NULL) {
+		struct nn_weights_layout lay;
+		struct nn_plan_bytes plan;
+
+		if ((st = plan_weights(ctx, dir, 0, NULL, &lay, err)))
+			goto out;
+		ltx2_connectors_plan(cfg, &lay, B, T, &plan);
+		report_plan(report, ctx, "connectors", &plan);
 	}
 out:
 	ltx2_connectors_free(c);

@@ -40,7 +40,8 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/test-ltx2-rope tests/nn/ltx2-transformer.sh \
 	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes \
 	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh tests/nn/test-wan-vae-plan \
-	tests/nn/test-wan-vae-decode tests/nn/test-wan-cp
+	tests/nn/test-wan-vae-decode tests/nn/test-wan-cp \
+	tests/nn/wan-pipe-passes.sh
 tests_nn_test_wan_cp_SOURCES = tests/nn/test-wan-cp.c
 tests_nn_test_wan_cp_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
@@ -73,4 +74,5 @@ EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/ltx2-connectors.sh tests/nn/ltx2-common.sh \
 	tests/nn/ltx2-transformer.sh tests/nn/ltx2-vae.sh \
 	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh \
+	tests/nn/wan-pipe-passes.sh \
 	tests/data/ltxv tests/data/ltxv-extra tests/data/ltx2 tests/data/wan

@@ -159,6 +159,21 @@ ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 }
 
 enum lq_status
+ltx2_attn_sdpa(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v, int heads,
+    const struct gpu_tensor *key_bias)
+{
+	struct ops_attention_args args = {
+		.heads = heads,
+		.scale = (float)(1.0 / sqrt((double)a->head_dim)),
+		.key_bias = key_bias,
+	};
+
+	return ops_attention(cmd, o, q, k, v, &args);
+}
+
+enum lq_status
 ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *out, const struct gpu_tensor *x,
     const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
@@ -166,16 +181,12 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
     const struct gpu_tensor *key_bias)
 {
-	struct ops_attention_args args = {
-		.heads = a->heads,
-		.scale = (float)(1.0 / sqrt((double)a->head_dim)),
-		.key_bias = key_bias,
-	};
 	enum lq_status st;
 
 	if ((st = ltx2_attn_project(cmd, a, x, kv, s, q_cos, q_sin, k_cos,
 	    k_sin)) ||
-	    (st = ops_attention(cmd, &s->o, &s->q, &s->k, &s->v, &args)))
+	    (st = ltx2_attn_sdpa(cmd, a, &s->o, &s->q, &s->k, &s->v, a->heads,
+	    key_bias)))
 		return st;
 	return ltx2_attn_out(cmd, a, out, s);
 }

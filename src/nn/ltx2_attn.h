@@ -89,6 +89,16 @@ enum lq_status ltx2_attn_project(struct gpu_cmd *cmd,
     const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin);
 enum lq_status ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
     const struct gpu_tensor *out, const struct ltx2_attn_scratch *s);
+/*
+ * o = SDPA(q, k, v) over `heads` heads of a->head_dim (scale
+ * 1/sqrt(head_dim)) with key_bias [B, Nk] or NULL: ltx2_attn_forward's
+ * attention; a context rank's exchange runs it on its heads/P heads of
+ * every token ([B, N, heads·head_dim]).
+ */
+enum lq_status ltx2_attn_sdpa(struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *o, const struct gpu_tensor *q,
+    const struct gpu_tensor *k, const struct gpu_tensor *v, int heads,
+    const struct gpu_tensor *key_bias);
 
 /*
  * LTX2PerturbedAttnProcessor with every sample perturbed (spatio-temporal

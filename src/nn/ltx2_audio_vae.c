@@ -34,6 +34,7 @@
 #include "core/util.h"
 #include "gpu/ops.h"
 #include "nn/ltx2_audio_vae.h"
+#include "nn/plan.h"
 #include "nn/weights.h"
 
 #define LATENT_DOWNSAMPLE_FACTOR 4	/* upstream's module constant */
@@ -451,6 +452,79 @@ attn(const struct ltx2_audio_vae *v, const struct gpu_tensor *slot,
 	OP(nn_dump_tensor(dump, cmd, (name), &d4_, err)); \
 } while (0)
 
+/*
+ * The pool of one decode of z [B, C, H, W] (H latent frames, W mel
+ * columns): NSLOTS slots of *mx floats (every level's activations, the
+ * upsampler's 2H x 2W, the latent, the output) and the attention scores'
+ * *mscores (the largest attention level's [B, N, N]), with one pool
+ * alignment each.  The levels' attention and upsamplers as
+ * ltx2_audio_vae_load derives them from the config.
+ */
+static size_t
+pool_bytes(const struct ltx2_audio_vae_config *c, const int64_t z[4],
+    int64_t *mx_out, int64_t *mscores_out)
+{
+	int nl = c->n_ch_mult, res = c->resolution >> (nl - 1);
+	int drop_h = c->causality_axis == LTX2_CAUSAL_HEIGHT;
+	int drop_w = c->causality_axis == LTX2_CAUSAL_WIDTH;
+	int64_t B = z[0], H = z[2], W = z[3], mx, mscores = 1;
+	int64_t C = c->base_channels * c->ch_mult[nl - 1];
+
+	mx = B * (C > c->latent_channels ? C : c->latent_channels) * H * W;
+	for (int lv = nl - 1; lv >= 0; lv--) {
+		int64_t co = c->base_channels * c->ch_mult[lv];
+		int64_t cm = co > C ? co : C;
+
+		if (B * cm * H * W > mx)
+			mx = B * cm * H * W;
+		if ((attn_at(c, res) || (lv == nl - 1 &&
+		    c->mid_block_add_attention)) && B * H * W * H * W > mscores)
+			mscores = B * H * W * H * W;
+		C = co;
+		if (lv != 0) {
+			if (B * C * 4 * H * W > mx)
+				mx = B * C * 4 * H * W;
+			H = 2 * H - drop_h;
+			W = 2 * W - drop_w;
+			res *= 2;
+		}
+	}
+	if (B * c->output_channels * H * W > mx)
+		mx = B * c->output_channels * H * W;
+	*mx_out = mx;
+	*mscores_out = mscores;
+	return (size_t)(NSLOTS * mx + mscores) * sizeof(float) +
+	    (size_t)(NSLOTS + 1) * 256;
+}
+
+void
+ltx2_audio_vae_plan(const struct ltx2_audio_vae_config *c,
+    const struct nn_weights_layout *w, const int64_t z[4],
+    struct nn_plan_bytes *out)
+{
+	int64_t mx, mscores, mel[4];
+
+	memset(out, 0, sizeof(*out));
+	if (w != NULL)
+		out->weights = w->resident.device;
+	/* one buffer of the bytes decode asks gpu_pool_create for (pools
+	 * under the 1 GiB chunk; the audio VAE's are MiB) */
+	out->activations = gpu_buffer_plan_size(pool_bytes(c, z, &mx, &mscores));
+	ltx2_audio_vae_mel_shape(c, z, mel);
+	out->io = gpu_buffer_plan_size(sizeof(float) * (uint64_t)(z[0] * z[1] *
+	    z[2] * z[3])) + gpu_buffer_plan_size(sizeof(float) *
+	    (uint64_t)(mel[0] * mel[1] * mel[2] * mel[3]));
+	out->largest = (uint64_t)(mx > mscores ? mx : mscores) * sizeof(float);
+	snprintf(out->largest_what, sizeof(out->largest_what),
+	    mx >= mscores ? "the audio VAE's largest activation" :
+	    "the audio VAE's attention scores");
+	if (w != NULL && w->resident.largest > out->largest) {
+		out->largest = w->resident.largest;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->resident.largest_name);
+	}
+}
+
 enum lq_status
 ltx2_audio_vae_decode(struct ltx2_audio_vae *v, const struct gpu_tensor *z,
     const struct gpu_tensor *sample, const struct nn_dump *dump,
@@ -481,33 +555,7 @@ ltx2_audio_vae_decode(struct ltx2_audio_vae *v, const struct gpu_tensor *z,
 	B = z->shape[0];
 	drop_h = c->causality_axis == LTX2_CAUSAL_HEIGHT;
 	drop_w = c->causality_axis == LTX2_CAUSAL_WIDTH;
-	/* sizes: every level's activations, the upsampler's 2H x 2W, the
-	 * latent, and each attention level's [N, N] scores */
-	H = z->shape[2];
-	W = z->shape[3];
-	C = c->base_channels * c->ch_mult[nl - 1];
-	mx = B * (C > c->latent_channels ? C : c->latent_channels) * H * W;
-	for (int lv = nl - 1; lv >= 0; lv--) {
-		int64_t co = c->base_channels * c->ch_mult[lv];
-		int64_t cm = co > C ? co : C;
-
-		if (B * cm * H * W > mx)
-			mx = B * cm * H * W;
-		if ((v->level[lv].has_attn || (lv == nl - 1 &&
-		    c->mid_block_add_attention)) && B * H * W * H * W > mscores)
-			mscores = B * H * W * H * W;
-		C = co;
-		if (v->level[lv].has_upsample) {
-			if (B * C * 4 * H * W > mx)
-				mx = B * C * 4 * H * W;
-			H = 2 * H - drop_h;
-			W = 2 * W - drop_w;
-		}
-	}
-	if (B * c->output_channels * H * W > mx)
-		mx = B * c->output_channels * H * W;
-	bytes = (size_t)(NSLOTS * mx + mscores) * sizeof(float) +
-	    (size_t)(NSLOTS + 1) * 256;
+	bytes = pool_bytes(c, z->shape, &mx, &mscores);
 	if (v->pool == NULL || gpu_pool_capacity(v->pool) < bytes) {
 		gpu_pool_free(v->pool);
 		v->pool = NULL;

@@ -29,6 +29,9 @@
 #include "model/diffusers.h"
 #include "nn/dump.h"
 
+struct nn_plan_bytes;
+struct nn_weights_layout;
+
 struct ltx2_audio_vae;
 
 /*
@@ -56,6 +59,16 @@ void ltx2_audio_vae_output_shape(const struct ltx2_audio_vae *v,
 /* The same from the config alone (preflight, the render's plan). */
 void ltx2_audio_vae_mel_shape(const struct ltx2_audio_vae_config *c,
     const int64_t z[4], int64_t out[4]);
+
+/*
+ * The memory plan (nn/plan.h) of one ltx2_audio_vae_decode of z
+ * [B, latent_channels, L, M] from the config alone: weights as `w` lays
+ * them out (the decoder.* tensors; NULL: 0), the activation pool decode
+ * creates, and its caller's z and mel buffers as io.
+ */
+void ltx2_audio_vae_plan(const struct ltx2_audio_vae_config *c,
+    const struct nn_weights_layout *w, const int64_t z[4],
+    struct nn_plan_bytes *out);
 
 /*
  * AutoencoderKLLTX2Audio.decode(z).sample into `sample` (shape from

@@ -19,6 +19,7 @@
 #include "gpu/ops.h"
 #include "nn/ltx2_attn.h"
 #include "nn/ltx2_connectors.h"
+#include "nn/plan.h"
 #include "nn/weights.h"
 
 #define MASKED_NORM_EPS 1e-6	/* per_layer_masked_mean_norm's eps */
@@ -403,6 +404,51 @@ input_error(struct lq_error *err, const char *field, const char *fmt, int a,
 	return LQ_FAILED;
 }
 
+/*
+ * The pool of one forward of B sequences of T tokens: the stacked input
+ * [B, T, C·L], eight [B, T, C] work tensors, the feed-forward's
+ * [B, T, 4C], the gates' [B, T, heads], the key bias [B, T] and the RoPE
+ * tables [1, T, C] x2, each with one pool alignment.
+ */
+static size_t
+pool_bytes(const struct ltx2_connectors_config *cfg, int B, int T)
+{
+	size_t BT = (size_t)B * T, C = (size_t)cfg->caption_channels;
+	size_t CL = C * (size_t)cfg->text_proj_in_factor;
+	size_t Hmax = (size_t)(cfg->video.num_attention_heads >
+	    cfg->audio.num_attention_heads ? cfg->video.num_attention_heads :
+	    cfg->audio.num_attention_heads);
+
+	return sizeof(float) * (BT * CL + 8 * BT * C + FF_MULT * BT * C +
+	    BT * Hmax + BT + 2 * (size_t)T * C) + 16 * 256;
+}
+
+void
+ltx2_connectors_plan(const struct ltx2_connectors_config *cfg,
+    const struct nn_weights_layout *w, int B, int T,
+    struct nn_plan_bytes *out)
+{
+	size_t C = (size_t)cfg->caption_channels;
+
+	memset(out, 0, sizeof(*out));
+	if (w != NULL)
+		out->weights = w->resident.device;
+	/* one buffer of the bytes forward asks gpu_pool_create for */
+	out->activations = gpu_buffer_plan_size(pool_bytes(cfg, B, T));
+	/* the host copies: both streams' outputs and the mask */
+	out->host = sizeof(float) * (size_t)B * T * (2 * C + 1);
+	out->largest = sizeof(float) * (uint64_t)B * T * C *
+	    (uint64_t)cfg->text_proj_in_factor;
+	snprintf(out->largest_what, sizeof(out->largest_what),
+	    "the connectors' stacked input [%d, %d, %zu]", B, T,
+	    C * (size_t)cfg->text_proj_in_factor);
+	if (w != NULL && w->resident.largest > out->largest) {
+		out->largest = w->resident.largest;
+		snprintf(out->largest_what, sizeof(out->largest_what),
+		    "weight %s", w->resident.largest_name);
+	}
+}
+
 enum lq_status
 ltx2_connectors_forward(struct ltx2_connectors *c,
     const struct ltx2_connectors_args *a, const struct ltx2_connectors_out *o,
@@ -447,8 +493,7 @@ ltx2_connectors_forward(struct ltx2_connectors *c,
 	}
 	Hmax = cfg->video.num_attention_heads > cfg->audio.num_attention_heads ?
 	    cfg->video.num_attention_heads : cfg->audio.num_attention_heads;
-	bytes = sizeof(float) * (BT * CL + 8 * BT * C + FF_MULT * BT * C +
-	    BT * Hmax + BT + 2 * (size_t)T * C) + 16 * 256;
+	bytes = pool_bytes(cfg, B, T);
 	if (c->pool == NULL || gpu_pool_capacity(c->pool) < bytes) {
 		gpu_pool_free(c->pool);
 		c->pool = NULL;

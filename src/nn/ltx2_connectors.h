@@ -108,6 +108,18 @@ enum lq_status ltx2_connectors_forward(struct ltx2_connectors *c,
     const struct nn_dump *dump, struct lq_error *err);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
+/*
+ * The memory plan (nn/plan.h) of one ltx2_connectors_forward of B
+ * sequences of T tokens, from the config alone: weights as `w` lays them
+ * out (NULL: 0) and the activation pool forward creates (its inputs live
+ * in it; io 0).
+ */
+struct nn_plan_bytes;
+struct nn_weights_layout;
+void ltx2_connectors_plan(const struct ltx2_connectors_config *cfg,
+    const struct nn_weights_layout *w, int B, int T,
+    struct nn_plan_bytes *out);
+
 void ltx2_connectors_memory(const struct ltx2_connectors *c, size_t *weights,
     size_t *pool_capacity, size_t *pool_peak);
 

@@ -23,6 +23,7 @@
 #include "nn/ltx2_attn.h"
 #include "nn/ltx2_transformer.h"
 #include "nn/ltxv_embed.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/weights.h"
 
 #define TPROJ_DIM 256		/* Timesteps(num_channels=256) of the embeddings */
@@ -84,6 +85,10 @@ struct ltx2_transformer {
 	struct txt_proj caption_projection, audio_caption_projection;
 	struct adaln emb[E_COUNT];
 	struct block *blocks;
+	/* context parallelism (ltx2_transformer_set_context): NULL, or rank
+	 * cp_rank of the video stream's group cp and the audio's acp */
+	struct ltxv_cp_group *cp, *acp;
+	int cp_rank;
 };
 
 /* ---- call arguments ---- */
@@ -393,6 +398,33 @@ ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,
 	*pool_peak = m->pool ? gpu_pool_peak(m->pool) : 0;
 }
 
+enum lq_status
+ltx2_transformer_set_context(struct ltx2_transformer *m,
+    struct ltxv_cp_group *video, struct ltxv_cp_group *audio, int rank,
+    struct lq_error *err)
+{
+	const struct ltx2_transformer_config *c = &m->cfg;
+	int Dv = 0, Da = 0;
+	int P = video != NULL ? ltxv_cp_group_degree(video, &Dv) : 1;
+	int Pa = audio != NULL ? ltxv_cp_group_degree(audio, &Da) : 1;
+
+	if ((video == NULL) != (audio == NULL) || P != Pa ||
+	    (video != NULL && (Dv != c->inner_dim || Da != c->audio_inner_dim ||
+	    c->num_attention_heads % P != 0 ||
+	    c->audio_num_attention_heads % P != 0 || rank < 0 || rank >= P)))
+		return error_set(err, LQ_FAILED, "LQ-NN-SHAPE", "ltx2 transformer: "
+		    "context degree %d does not divide the video's %d and the "
+		    "audio's %d attention heads (or the groups' degrees %d, %d "
+		    "and widths %d, %d, rank %d do not fit inner_dim %d, "
+		    "audio_inner_dim %d)", P, c->num_attention_heads,
+		    c->audio_num_attention_heads, P, Pa, Dv, Da, rank,
+		    c->inner_dim, c->audio_inner_dim);
+	m->cp = video;
+	m->acp = audio;
+	m->cp_rank = rank;
+	return LQ_OK;
+}
+
 /* ---- host float32 islands ---- */
 
 /*
@@ -532,7 +564,11 @@ struct emb_work {
 
 struct work {
 	struct gpu_tensor hs, ahs, ehs, aehs;
-	struct gpu_tensor cos[4], sin[4];	/* rope, audio, ca video, ca audio */
+	struct gpu_tensor cos[4], sin[4];	/* rope, audio, ca video, ca audio:
+						 * the rank's tokens */
+	/* context parallel: the cross-modal tables of every token (video,
+	 * audio side), the keys' of a2v / v2a, and the gathered K/V input */
+	struct gpu_tensor cosf[2], sinf[2], gkv;
 	struct gpu_tensor kb, akb;
 	struct gpu_tensor x, nrm, mod, att, ax, anrm, amod, aatt;
 	struct gpu_tensor ctx, cap1, ctxm, actx, acap1, actxm;
@@ -619,8 +655,10 @@ carve_all(const struct ltx2_transformer_config *c,
 	int eD[E_COUNT], eP[E_COUNT];
 	int64_t D = c->inner_dim, Da = c->audio_inner_dim;
 	int64_t Dc = c->audio_cross_attention_dim, sp = c->rope_split ? 2 : 1;
+	int64_t P = a->context > 1 ? a->context : 1;
 	int64_t NL = max64(N, L), DD = max64(D, Da);
-	int64_t NK = max64(NL, max64(T, Ta));
+	/* keys: text, or (context parallel) the other stream's every token */
+	int64_t NK = max64(NL * P, max64(T, Ta));
 	int64_t rw[4] = { D / sp, Da / sp, Dc / sp, Dc / sp };
 	int64_t rn[4] = { N, L, N, L };
 	enum lq_status st;
@@ -638,6 +676,13 @@ carve_all(const struct ltx2_transformer_config *c,
 	for (int i = 0; i < 4; i++) {
 		C(w->cos[i], 1, rn[i], rw[i]);
 		C(w->sin[i], 1, rn[i], rw[i]);
+	}
+	if (P > 1) {
+		C(w->cosf[0], 1, N * P, Dc / sp);
+		C(w->sinf[0], 1, N * P, Dc / sp);
+		C(w->cosf[1], 1, L * P, Dc / sp);
+		C(w->sinf[1], 1, L * P, Dc / sp);
+		C(w->gkv, B * max64(N * D, L * Da) * P);
 	}
 	C(w->kb, B, T);
 	C(w->akb, B, Ta);
@@ -723,6 +768,8 @@ struct host {
 	float *bias, *abias;		/* text mask biases [B, T], [B, Ta] */
 	float *feat;			/* sinusoids [rows, 256], one embedding at a time */
 	float *vgate, *agate;		/* the gates' scaled timesteps */
+	float *cp;			/* context parallel: one exchange's
+					 * staging [B, tokens, D] (the rank's) */
 };
 
 /* Lays the host arrays of shape s out from base (NULL: only counts);
@@ -731,7 +778,9 @@ static size_t
 host_layout(const struct ltx2_transformer_config *c,
     const struct ltx2_transformer_shape *s, float *base, struct host *h)
 {
-	int64_t N = s->N, L = s->L, sp = c->rope_split ? 2 : 1;
+	/* RoPE: the tables of every token (a context rank uploads its rows) */
+	int64_t P = s->context > 1 ? s->context : 1;
+	int64_t N = s->N * P, L = s->L * P, sp = c->rope_split ? 2 : 1;
 	const int64_t rn[4] = { N, L, N, L };
 	const int64_t rd[4] = { c->inner_dim, c->audio_inner_dim,
 	    c->audio_cross_attention_dim, c->audio_cross_attention_dim };
@@ -760,6 +809,8 @@ host_layout(const struct ltx2_transformer_config *c,
 	H(h->feat, fr * TPROJ_DIM);
 	H(h->vgate, rows[E_V_GATE]);
 	H(h->agate, rows[E_A_GATE]);
+	H(h->cp, P > 1 ? (int64_t)s->B * max64(s->N * c->inner_dim,
+	    s->L * c->audio_inner_dim) : 0);
 #undef H
 	return n;
 }
@@ -892,17 +943,21 @@ check_args(const struct ltx2_transformer *m, const struct ltx2_transformer_args 
     struct lq_error *err)
 {
 	const struct ltx2_transformer_config *c = &m->cfg;
+	/* a context rank holds N of the grid's P·N tokens, L of P·L */
+	int64_t P = m->cp != NULL ? ltxv_cp_group_degree(m->cp, NULL) : 1;
 
-	if ((int64_t)a->num_frames * a->height * a->width != a->N ||
+	if ((int64_t)a->num_frames * a->height * a->width != a->N * P ||
 	    a->num_frames < 1 || a->height < 1 || a->width < 1)
 		return input_error(err, "num_frames", "num_frames x height x width "
 		    "must be hidden_states' token count", "the grid %d x %d x %d "
-		    "does not hold the %d tokens of hidden_states", a->num_frames,
-		    a->height, a->width, a->N);
-	if (a->audio_num_frames != a->L)
+		    "does not hold the %lld tokens of hidden_states%s",
+		    a->num_frames, a->height, a->width, (long long)(a->N * P),
+		    P > 1 ? " (over the context group)" : "");
+	if ((int64_t)a->audio_num_frames != a->L * P)
 		return input_error(err, "audio_num_frames", NULL, "audio_num_frames "
-		    "%d is not audio_hidden_states' %d tokens",
-		    a->audio_num_frames, a->L);
+		    "%d is not audio_hidden_states' %lld tokens%s",
+		    a->audio_num_frames, (long long)(a->L * P),
+		    P > 1 ? " (over the context group)" : "");
 	if (!(a->fps > 0) || !isfinite(a->fps))
 		return input_error(err, "fps", "upstream's default is 24.0",
 		    "fps %g is not a positive frame rate", a->fps);
@@ -963,6 +1018,61 @@ dump_rope(const struct nn_dump *dump, const char *name, int B, int64_t N,
 	return st;
 }
 
+/* LATENTQ_MESH_NO_CROSS_KV_GATHER=1: the cross-modal negative control
+ * (ltx2_transformer.h). */
+static int
+cp_no_cross_gather(void)
+{
+	const char *v = getenv("LATENTQ_MESH_NO_CROSS_KV_GATHER");
+
+	return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+/* ltxv_cp_attention's attend: SDPA over the rank's heads/P heads. */
+struct cp_attend {
+	const struct ltx2_attn *a;
+	int heads;
+};
+
+static enum lq_status
+cp_attend(void *ud, struct gpu_cmd *cmd, const struct gpu_tensor *o,
+    const struct gpu_tensor *q, const struct gpu_tensor *k,
+    const struct gpu_tensor *v, struct lq_error *err)
+{
+	const struct cp_attend *c = ud;
+
+	(void)err;
+	return ltx2_attn_sdpa(cmd, c->a, o, q, k, v, c->heads, NULL);
+}
+
+/*
+ * Self-attention of one stream: on a context rank (unless the negative
+ * control asks not), Ulysses through the stream's group g
+ * (ltxv_cp_attention: its tokens of q, k, v to heads/P heads of every
+ * token and back), else ltx2_attn_forward.
+ */
+static enum lq_status
+self_attention(struct ltx2_transformer *m, struct ltxv_cp_group *g,
+    struct gpu_cmd *cmd, const struct ltx2_attn *a,
+    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct ltx2_attn_scratch *s, const struct gpu_tensor *cos,
+    const struct gpu_tensor *sin, float *stage, struct lq_error *err)
+{
+	struct cp_attend ca = { a, 0 };
+	enum lq_status st;
+
+	if (g == NULL || ltxv_cp_no_gather())
+		return ltx2_attn_forward(cmd, a, out, x, NULL, s, cos, sin, NULL,
+		    NULL, NULL);
+	ca.heads = a->heads / ltxv_cp_group_degree(g, NULL);
+	if ((st = ltx2_attn_project(cmd, a, x, NULL, s, cos, sin, NULL,
+	    NULL)) != LQ_OK ||
+	    (st = ltxv_cp_attention(g, m->cp_rank, m->ctx, cmd, stage, &s->o,
+	    &s->q, &s->k, &s->v, cp_attend, &ca, err)) != LQ_OK)
+		return st;
+	return ltx2_attn_out(cmd, a, out, s);
+}
+
 enum lq_status
 ltx2_transformer_forward(struct ltx2_transformer *m,
     const struct ltx2_transformer_args *a, const struct ltx2_transformer_out *o,
@@ -989,9 +1099,12 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	char name[160];
 	enum lq_status st;
 
+	const int64_t P = m->cp != NULL ? ltxv_cp_group_degree(m->cp, NULL) : 1;
+	const int64_t rk = m->cp != NULL ? m->cp_rank : 0;
+	int cross_gather = P > 1 && !ltxv_cp_no_gather() && !cp_no_cross_gather();
 	struct ltx2_transformer_shape shp = { a->B, a->N, a->L, a->T, a->Ta,
 	    a->timestep_per_token, a->audio_timestep != NULL &&
-	    a->audio_timestep_per_token, a->call.use_cross_timestep };
+	    a->audio_timestep_per_token, a->call.use_cross_timestep, (int)P };
 	int64_t rows[E_COUNT], Nts[E_COUNT];
 
 	if ((st = check_args(m, a, err)))
@@ -1036,15 +1149,18 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	cv.n = 0;
 	OP(carve_all(c, &shp, &cv, &w));
 
-	/* 1. RoPE (host): coordinates, fractions, tables */
+	/* 1. RoPE (host): coordinates, fractions, tables of every token; a
+	 * context rank uploads its tokens' rows (and the cross-modal
+	 * tables whole, for the keys it gathers) */
 	video_coords(c, a->num_frames, a->height, a->width, a->fps, vco);
-	audio_coords(c, (int)L, aco);
+	audio_coords(c, (int)(L * P), aco);
 	{
 		int vbase[3] = { c->pos_embed_max_pos, c->base_height,
 		    c->base_width };
 		int abase = c->audio_pos_embed_max_pos;
-		const int64_t rn[4] = { N, L, N, L };
+		const int64_t rn[4] = { N * P, L * P, N * P, L * P };
 		const int64_t rd[4] = { D, Da, Dc, Dc };
+		const int64_t sp = c->rope_split ? 2 : 1;
 		const int nax[4] = { 3, 1, 1, 1 };
 		static const char *const rname[4] = { "rope", "audio_rope",
 		    "cross_attn_rope", "cross_attn_audio_rope" };
@@ -1058,10 +1174,18 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			ltx2_rope_table(frac, rn[i], nax[i], (int)rd[i],
 			    c->rope_theta, c->rope_double_precision,
 			    c->rope_split, tab[2 * i], tab[2 * i + 1]);
-			OP(gpu_tensor_upload_f32(m->ctx, &w.cos[i], tab[2 * i],
-			    err));
+			size_t own = (size_t)(rk * (rn[i] / P) * (rd[i] / sp));
+
+			OP(gpu_tensor_upload_f32(m->ctx, &w.cos[i], tab[2 * i] +
+			    own, err));
 			OP(gpu_tensor_upload_f32(m->ctx, &w.sin[i],
-			    tab[2 * i + 1], err));
+			    tab[2 * i + 1] + own, err));
+			if (P > 1 && i >= 2) {
+				OP(gpu_tensor_upload_f32(m->ctx, &w.cosf[i - 2],
+				    tab[2 * i], err));
+				OP(gpu_tensor_upload_f32(m->ctx, &w.sinf[i - 2],
+				    tab[2 * i + 1], err));
+			}
 			if (dump)
 				OP(dump_rope(dump, rname[i], (int)B, rn[i],
 				    c->rope_split ? 0 : rd[i], tab[2 * i],
@@ -1216,8 +1340,8 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 		if (stg)
 			OP(ltx2_attn_values(cmd, &b->attn1, &w.att, &w.mod, &s));
 		else
-			OP(ltx2_attn_forward(cmd, &b->attn1, &w.att, &w.mod, NULL,
-			    &s, &w.cos[0], &w.sin[0], NULL, NULL, NULL));
+			OP(self_attention(m, m->cp, cmd, &b->attn1, &w.att,
+			    &w.mod, &s, &w.cos[0], &w.sin[0], h.cp, err));
 		BDUMP("attn1", w.att);
 		OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &vrow[2]));
 		/* 1.2 audio self-attention */
@@ -1228,8 +1352,9 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			OP(ltx2_attn_values(cmd, &b->audio_attn1, &w.aatt, &w.amod,
 			    &s));
 		else
-			OP(ltx2_attn_forward(cmd, &b->audio_attn1, &w.aatt, &w.amod,
-			    NULL, &s, &w.cos[1], &w.sin[1], NULL, NULL, NULL));
+			OP(self_attention(m, m->acp, cmd, &b->audio_attn1,
+			    &w.aatt, &w.amod, &s, &w.cos[1], &w.sin[1], h.cp,
+			    err));
 		BDUMP("audio_attn1", w.aatt);
 		OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &arow[2]));
 
@@ -1300,20 +1425,42 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			BDUMP("audio_to_video_norm", w.nrm);
 			OP(ops_rms_norm(cmd, &w.anrm, &w.ax, NULL,
 			    (float)c->norm_eps));
+			/* context parallel: K/V of every token of the other
+			 * stream (cp_gather), with its whole table */
+			const struct gpu_tensor *kv_a = &w.amod, *kv_v = &w.mod;
+			const struct gpu_tensor *kc_a = &w.cos[3], *ks_a = &w.sin[3];
+			const struct gpu_tensor *kc_v = &w.cos[2], *ks_v = &w.sin[2];
+			struct gpu_tensor ga = sub(&w.gkv, 3, SHAPE(B, L * P, Da));
+			struct gpu_tensor gv = sub(&w.gkv, 3, SHAPE(B, N * P, D));
+
 			OP(modulate(cmd, &w.mod, &w.nrm, &v_a2v_sc, &v_a2v_sh));
 			OP(modulate(cmd, &w.amod, &w.anrm, &a_a2v_sc, &a_a2v_sh));
-			s = scratch(&w, B, N, L, Da, Ha);
+			if (cross_gather) {
+				OP(ltxv_cp_gather(m->acp, m->cp_rank, m->ctx, cmd,
+				    h.cp, &w.amod, &ga, err));
+				kv_a = &ga;
+				kc_a = &w.cosf[1];
+				ks_a = &w.sinf[1];
+			}
+			s = scratch(&w, B, N, kv_a->shape[1], Da, Ha);
 			OP(ltx2_attn_forward(cmd, &b->audio_to_video_attn, &w.att,
-			    &w.mod, &w.amod, &s, &w.cos[2], &w.sin[2], &w.cos[3],
-			    &w.sin[3], NULL));
+			    &w.mod, kv_a, &s, &w.cos[2], &w.sin[2], kc_a, ks_a,
+			    NULL));
 			BDUMP("audio_to_video_attn", w.att);
 			OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &a2v_gate));
 			OP(modulate(cmd, &w.mod, &w.nrm, &v_v2a_sc, &v_v2a_sh));
 			OP(modulate(cmd, &w.amod, &w.anrm, &a_v2a_sc, &a_v2a_sh));
-			s = scratch(&w, B, L, N, Da, Ha);
+			if (cross_gather) {
+				OP(ltxv_cp_gather(m->cp, m->cp_rank, m->ctx, cmd,
+				    h.cp, &w.mod, &gv, err));
+				kv_v = &gv;
+				kc_v = &w.cosf[0];
+				ks_v = &w.sinf[0];
+			}
+			s = scratch(&w, B, L, kv_v->shape[1], Da, Ha);
 			OP(ltx2_attn_forward(cmd, &b->video_to_audio_attn, &w.aatt,
-			    &w.amod, &w.mod, &s, &w.cos[3], &w.sin[3], &w.cos[2],
-			    &w.sin[2], NULL));
+			    &w.amod, kv_v, &s, &w.cos[3], &w.sin[3], kc_v, ks_v,
+			    NULL));
 			BDUMP("video_to_audio_attn", w.aatt);
 			OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &v2a_gate));
 		}
@@ -1380,6 +1527,11 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 out:
 	if (st != LQ_OK && err != NULL && err->status == LQ_OK)
 		(void)gpu_cmd_status(cmd, err);
+	/* the other ranks of a context group must not wait for this one */
+	if (st != LQ_OK && m->cp != NULL) {
+		ltxv_cp_group_abort(m->cp);
+		ltxv_cp_group_abort(m->acp);
+	}
 	gpu_pool_reset(m->pool, mark);
 	return st;
 }

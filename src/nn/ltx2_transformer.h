@@ -35,6 +35,7 @@
 #include "gpu/gpu.h"
 #include "model/diffusers.h"
 #include "nn/dump.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/plan.h"
 
 struct ltx2_transformer;
@@ -147,6 +148,8 @@ struct ltx2_transformer_shape {
 	int timestep_per_token;		/* timestep [B, N] */
 	int audio_timestep_per_token;	/* audio_timestep [B, L] */
 	int use_cross_timestep;
+	int context;			/* the context group's P (0 or 1: none);
+					 * N and L are then one rank's */
 };
 
 /*
@@ -170,6 +173,47 @@ enum lq_status ltx2_transformer_reserve(struct ltx2_transformer *m,
 void ltx2_transformer_plan(const struct ltx2_transformer_config *c,
     const struct nn_weights_layout *w, const struct device_caps *caps,
     const struct ltx2_transformer_shape *s, struct nn_plan_bytes *out);
+
+/*
+ * Context parallelism for both streams (issue 15 item 6, doc/mesh.md's
+ * LTX-2 table), Ulysses style as ltxv_transformer_set_context: the P
+ * ranks of group g are P models (one per device, the same weights), each
+ * given the same call but only its contiguous shard of each stream:
+ * hidden_states [B, N/P, ..] and audio_hidden_states [B, L/P, ..] (rank r
+ * the tokens [r N/P, (r+1) N/P) of the grid num_frames × height × width
+ * and [r L/P, (r+1) L/P) of audio_num_frames), per-token timesteps alike,
+ * and its outputs the same shards; args.N and args.L are the rank's
+ * counts.  Text, masks and per-sample timesteps are whole on every rank.
+ * Every op is per token but attention:
+ * - video and audio self-attention: after to_q/k/v, norm_q/k and RoPE on
+ *   its tokens, all-to-all tokens -> heads (each rank computes H/P heads
+ *   whole over every token), and back before to_out;
+ * - a2v (Q video, K/V audio) and v2a (Q audio, K/V video): the K/V input
+ *   (the other stream's modulated tokens) is all-gathered, with the
+ *   cross-modal RoPE table of every token, so each query attends over
+ *   every key, as on one device;
+ * - text cross-attention: K/V replicated, nothing to exchange.
+ * So each output value is computed by the same kernel on the same data as
+ * on one device: bit-identical.  Forwards of one group run at once, one
+ * thread each, and must be the same calls (rows, STG blocks, isolation);
+ * a rank that fails aborts the group (the others return LQ-NN-MESH).
+ * The exchanges are ltxv_transformer.h's (ltxv_cp_attention,
+ * ltxv_cp_gather), through one group per stream.  The negative controls:
+ * LATENTQ_MESH_NO_KV_GATHER=1 skips every exchange (ltxv_cp_no_gather),
+ * LATENTQ_MESH_NO_CROSS_KV_GATHER=1 only the cross-modal gathers (so Q =
+ * audio attends over 1/P of the video's keys and back, the upstream bug
+ * of issue 15); outputs then differ from one device.
+ *
+ * set_context makes m rank `rank` of the video stream's group `video`
+ * (ltxv_cp_group_create(P, B, N, inner_dim): B rows at most, N the
+ * grid's every token) and the audio's `audio` (P, B, L,
+ * audio_inner_dim); both NULL: the whole sequences, the default.  Both
+ * streams' heads must divide by P (preflight's LQ-MESH-005), else
+ * LQ_FAILED LQ-NN-SHAPE, as for groups of other degrees or widths.
+ */
+enum lq_status ltx2_transformer_set_context(struct ltx2_transformer *m,
+    struct ltxv_cp_group *video, struct ltxv_cp_group *audio, int rank,
+    struct lq_error *err);
 
 /* Device bytes: weights, and the activation pool's capacity and peak. */
 void ltx2_transformer_memory(const struct ltx2_transformer *m, size_t *weights,

@@ -9,10 +9,15 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
+#include "nn/ltx2_audio_vae.h"
+#include "nn/ltx2_connectors.h"
+#include "nn/ltx2_transformer.h"
+#include "nn/ltx2_vocoder.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 #include "nn/plan.h"
 #include "nn/t5.h"
+#include "sampler/latents.h"
 
 uint64_t
 nn_plan_bytes_device(const struct nn_plan_bytes *b)
@@ -304,6 +309,131 @@ nn_plan_render(const struct nn_plan_request *r, struct nn_plan *out)
 	}
 }
 
+/* ---- LTX-2 ---- */
+
+static void
+ltx2_fixed(const struct nn_plan_ltx2_request *r, int num_frames, int height,
+    int width, struct nn_plan *p)
+{
+	const struct ltxv_vae_config *vc = r->vae;
+	const struct ltx2_transformer_config *tc = r->transformer;
+	const struct diffusers_ltx2_model *m = r->model;
+	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
+	int sr = vc->spatial_compression_ratio, tr = vc->temporal_compression_ratio;
+	int F = (num_frames - 1) / (tr > 0 ? tr : 1) + 1;
+	int H = height / (sr > 0 ? sr : 1), W = width / (sr > 0 ? sr : 1);
+	int B = r->batch > 0 ? r->batch : 1;
+	int rows = r->guidance ? 2 * B : B;
+	int T = r->max_sequence_length > 0 ? r->max_sequence_length : 1;
+	int64_t L = latents_audio_num_frames(num_frames, r->frame_rate,
+	    ac->sample_rate, ac->mel_hop_length, 4);
+	int64_t M = (ac->mel_bins > 0 ? ac->mel_bins : 64) / 4;
+	int64_t z[4] = {B, ac->latent_channels, L > 0 ? L : 1, M}, mel[4];
+	uint64_t nv = (uint64_t)F * H * W * tc->in_channels;
+	uint64_t na = (uint64_t)z[2] * tc->audio_in_channels;
+
+	memset(p, 0, sizeof(*p));
+	p->ltx2 = 1;
+	p->budget = budget_of(r->caps, r->memory_margin);
+	ltx2_connectors_plan(&m->connectors_config, r->w_connectors, rows, T,
+	    &p->connectors);
+	{
+		struct ltx2_transformer_shape ts = {
+			.B = rows, .N = F * H * W, .L = (int)z[2], .T = T, .Ta = T,
+			.use_cross_timestep = r->use_cross_timestep,
+		};
+		ltx2_transformer_plan(tc, r->w_transformer, r->caps, &ts,
+		    &p->transformer);
+	}
+	ltx2_audio_vae_plan(ac, r->w_audio_vae, z, &p->audio_vae);
+	ltx2_audio_vae_mel_shape(ac, z, mel);
+	ltx2_vocoder_plan(&m->vocoder_config, m->vocoder_bwe ?
+	    &m->vocoder_bwe_config : NULL, r->w_vocoder, r->caps, mel,
+	    &p->vocoder);
+	ltxv_vae_plan(vc, r->w_vae, r->caps, B, F, H, W, NULL, &p->vae);
+	ltxv_vae_tiling_init(&p->tiling);
+	p->vae_tile[0] = F;
+	p->vae_tile[1] = H;
+	p->vae_tile[2] = W;
+	p->phase_device[NN_PHASE_ENCODE_TEXT] =
+	    nn_plan_bytes_device(&p->connectors);
+	p->phase_device[NN_PHASE_DENOISE] = nn_plan_bytes_device(&p->transformer);
+	{
+		/* the mel stays allocated from the audio VAE to the vocoder
+		 * (both count it in their io); each decoder alone */
+		uint64_t d[3] = {nn_plan_bytes_device(&p->audio_vae),
+		    nn_plan_bytes_device(&p->vocoder), nn_plan_bytes_device(&p->vae)};
+		for (int i = 0; i < 3; i++)
+			if (d[i] > p->phase_device[NN_PHASE_DECODE])
+				p->phase_device[NN_PHASE_DECODE] = d[i];
+	}
+	p->peak_phase = NN_PHASE_ENCODE_TEXT;
+	for (int i = 0; i < NN_PHASE_COUNT; i++)
+		if (p->phase_device[i] > p->phase_device[p->peak_phase])
+			p->peak_phase = (enum nn_plan_phase)i;
+	p->peak_device_bytes = p->phase_device[p->peak_phase];
+	/* render/ltx2.c's host arrays: both streams' state, the CFG pass's
+	 * inputs and outputs (rows), the STG / isolation / guided ones (B),
+	 * both streams' text rows and the mask */
+	p->host_bytes = p->connectors.host;
+	if (p->transformer.host > p->host_bytes)
+		p->host_bytes = p->transformer.host;
+	if (p->vae.host > p->host_bytes)
+		p->host_bytes = p->vae.host;
+	if (p->vocoder.host > p->host_bytes)
+		p->host_bytes = p->vocoder.host;
+	p->host_bytes += 4 * ((uint64_t)B * (nv + na) * 4 +
+	    (uint64_t)rows * (nv + na) * 2 + (uint64_t)rows * T *
+	    (2 * (uint64_t)m->connectors_config.caption_channels + 1) + rows);
+	p->fits = p->budget == 0 || p->peak_device_bytes <= p->budget;
+}
+
+void
+nn_plan_ltx2(const struct nn_plan_ltx2_request *r, struct nn_plan *out)
+{
+	struct nn_plan alt;
+	int tr, sr;
+
+	memset(out, 0, sizeof(*out));
+	if (r->model == NULL || r->transformer == NULL || r->vae == NULL ||
+	    r->num_frames < 1 || r->height < 1 || r->width < 1 ||
+	    r->frame_rate <= 0)
+		return;
+	tr = r->vae->temporal_compression_ratio > 0 ?
+	    r->vae->temporal_compression_ratio : 1;
+	sr = r->vae->spatial_compression_ratio > 0 ?
+	    r->vae->spatial_compression_ratio : 1;
+	ltx2_fixed(r, r->num_frames, r->height, r->width, out);
+	if (out->fits)
+		return;
+	for (int nf = r->num_frames - tr; nf >= 1; nf -= tr) {
+		ltx2_fixed(r, nf, r->height, r->width, &alt);
+		if (alt.fits) {
+			snprintf(out->change_key, sizeof(out->change_key),
+			    "num_frames");
+			snprintf(out->change, sizeof(out->change),
+			    "num_frames: %d", nf);
+			return;
+		}
+	}
+	for (int k = 1; k < 64; k++) {
+		double f = 1.0 - 0.05 * k;
+		int h = (int)(r->height * f) / sr * sr;
+		int w = (int)(r->width * f) / sr * sr;
+
+		if (h < sr || w < sr)
+			break;
+		ltx2_fixed(r, 1 + tr, h, w, &alt);
+		if (alt.fits) {
+			snprintf(out->change_key, sizeof(out->change_key),
+			    "height");
+			snprintf(out->change, sizeof(out->change),
+			    "height: %d, width: %d, num_frames: %d", h, w, 1 + tr);
+			return;
+		}
+	}
+}
+
 static cJSON *
 bytes_json(const struct nn_plan_bytes *b)
 {
@@ -360,9 +490,18 @@ nn_plan_to_json(const struct nn_plan *p)
 		cJSON_AddNumberToObject(ph, nn_plan_phase_name((enum nn_plan_phase)i),
 		    (double)p->phase_device[i]);
 	c = cJSON_AddObjectToObject(j, "components");
-	cJSON_AddItemToObject(c, "text_encoder", bytes_json(&p->text_encoder));
-	cJSON_AddItemToObject(c, "transformer", bytes_json(&p->transformer));
-	cJSON_AddItemToObject(c, "vae", bytes_json(&p->vae));
+	if (p->ltx2) {
+		cJSON_AddItemToObject(c, "connectors", bytes_json(&p->connectors));
+		cJSON_AddItemToObject(c, "transformer", bytes_json(&p->transformer));
+		cJSON_AddItemToObject(c, "audio_vae", bytes_json(&p->audio_vae));
+		cJSON_AddItemToObject(c, "vocoder", bytes_json(&p->vocoder));
+		cJSON_AddItemToObject(c, "vae", bytes_json(&p->vae));
+	} else {
+		cJSON_AddItemToObject(c, "text_encoder",
+		    bytes_json(&p->text_encoder));
+		cJSON_AddItemToObject(c, "transformer", bytes_json(&p->transformer));
+		cJSON_AddItemToObject(c, "vae", bytes_json(&p->vae));
+	}
 	if (!p->fits) {
 		cJSON_AddStringToObject(j, "change_key", p->change_key);
 		cJSON_AddStringToObject(j, "change", p->change);

@@ -10,13 +10,16 @@
  *   ltxv_transformer_plan  nn/ltxv_transformer.c  (pool of _reserve)
  *   ltxv_vae_plan          nn/ltxv_vae.c    (pool of _reserve, tiles)
  *   t5_encoder_plan        nn/t5.c          (per-tensor buffers, pool)
- *   ltx2_transformer_plan  nn/ltx2_transformer.c  (pool of _forward;
- *                          `forward -v` only so far: no LTX-2 render yet)
+ *   ltx2_transformer_plan  nn/ltx2_transformer.c  (pool of _forward)
+ *   ltx2_connectors_plan   nn/ltx2_connectors.c   (pool of _forward)
+ *   ltx2_audio_vae_plan    nn/ltx2_audio_vae.c    (pool of _decode)
+ *   ltx2_vocoder_plan      nn/ltx2_vocoder.c      (pool of _forward)
  *   wan_vae_plan           nn/wan_vae.c     (pool of the chunked decode:
  *                          post_quant_conv, feature caches, one chunk)
  * nn_plan_render (plan.c) puts them together in the order render.c loads
  * and frees them, chooses VAE tiling and weight streaming, and names the
- * smallest change that makes a job fit.
+ * smallest change that makes a job fit; nn_plan_ltx2 does the same for
+ * render/ltx2.c (no tiling or streaming choices there yet).
  *
  * Bytes are what latentq asks Vulkan for (buffer sizes rounded as
  * gpu_buffer_create rounds them); a driver's own rounding and the few KiB
@@ -131,6 +134,11 @@ const char *nn_plan_phase_name(enum nn_plan_phase p);
 
 struct nn_plan {
 	struct nn_plan_bytes text_encoder, transformer, vae;
+	/* an LTX-2 plan (nn_plan_ltx2): text_encoder is unused, the
+	 * connectors run in encode-text, the audio VAE and the vocoder in
+	 * decode beside the video VAE (vae) */
+	int ltx2;
+	struct nn_plan_bytes connectors, audio_vae, vocoder;
 	uint64_t phase_device[NN_PHASE_COUNT];	/* device bytes per phase */
 	uint64_t peak_device_bytes;
 	enum nn_plan_phase peak_phase;
@@ -157,6 +165,38 @@ struct nn_plan {
  * width.  Pure; never fails (a config it cannot plan gives zeros).
  */
 void nn_plan_render(const struct nn_plan_request *req, struct nn_plan *out);
+
+/* An LTX-2 job (render/ltx2.c), as the plan needs it. */
+struct nn_plan_ltx2_request {
+	const struct diffusers_ltx2_model *model;	/* audio VAE, vocoder,
+							 * connectors configs */
+	const struct ltx2_transformer_config *transformer;
+	const struct ltxv_vae_config *vae;
+	/* weights from headers (nn_weights_plan, all resident; "decoder."
+	 * for both VAEs); NULL counts none */
+	const struct nn_weights_layout *w_transformer, *w_vae, *w_audio_vae,
+	    *w_vocoder, *w_connectors;
+	int batch;			/* videos: the embeddings' batch */
+	int guidance;			/* CFG rows (2B) */
+	int use_cross_timestep;
+	int num_frames, height, width;	/* pixels */
+	double frame_rate;		/* the audio's length */
+	int max_sequence_length;	/* text tokens T */
+	const struct device_caps *caps;	/* NULL: no budget */
+	double memory_margin;
+};
+
+/*
+ * Plans an LTX-2 job in render/ltx2.c's order, each component alone on
+ * the device: encode-text the connectors (on the CFG rows), denoise the
+ * dual-stream transformer (its largest call: the CFG rows), decode the
+ * audio VAE, then the vocoder (the mel kept between them), then the video
+ * VAE (untiled: the LTX-2 render does not tile).  When it does not fit,
+ * the change is the largest num_frames on the VAE's grid that fits, then
+ * height / width.  Pure; never fails (zeros for a request it cannot
+ * plan).
+ */
+void nn_plan_ltx2(const struct nn_plan_ltx2_request *req, struct nn_plan *out);
 
 /*
  * The plan as JSON (latentq preflight --json, the render's "plan"

@@ -233,25 +233,30 @@ struct walk {
 	int64_t B, T, H, W;
 	int first;
 	int fused;		/* ltxv_attention_opts' fused */
-	int64_t slot;		/* largest tensor a slot holds (elements) */
+	int64_t slot[NSLOTS];	/* largest tensor each slot holds (elements) */
 	int64_t *cache;		/* [ncache] elements, or NULL */
-	int64_t scores;		/* attention scores when C > ATTN_MAX_DIM */
+	int64_t scores;		/* one frame's attention scores, unfused */
 };
 
+/* A tensor [B, c, t, h, w] in slot `role`; S_A stands for both ping-pong
+ * slots (a layer's input and output). */
 static void
-see(struct walk *k, int64_t c, int64_t t, int64_t h, int64_t w)
+see(struct walk *k, int role, int64_t c, int64_t t, int64_t h, int64_t w)
 {
 	int64_t n = k->B * c * t * h * w;
 
-	if (n > k->slot)
-		k->slot = n;
+	if (n > k->slot[role])
+		k->slot[role] = n;
+	if (role == S_A && n > k->slot[S_B])
+		k->slot[S_B] = n;
 }
 
-/* A cached causal conv over the current T frames with a K-frame cache. */
+/* A cached causal conv over the current T frames with a K-frame cache:
+ * its window. */
 static void
 see_conv(struct walk *k, const struct wan_conv *cv, int K, int64_t cin)
 {
-	see(k, cin, K + k->T, k->H, k->W);
+	see(k, S_WND, cin, K + k->T, k->H, k->W);
 	if (k->cache && cv->cache >= 0)
 		k->cache[cv->cache] = k->B * cin * K * k->H * k->W;
 }
@@ -278,22 +283,30 @@ walk_fail(const struct wan_half *h, struct lq_error *err, const char *fmt, ...)
 static enum lq_status
 walk_chunk(const struct wan_half *h, struct walk *k, struct lq_error *err)
 {
-	see(k, h->cin, k->T, k->H, k->W);
+	see(k, S_A, h->cin, k->T, k->H, k->W);
 	see_conv(k, &h->conv_in, CACHE_T, h->cin);
-	see(k, h->c0, k->T, k->H, k->W);
+	see(k, S_A, h->c0, k->T, k->H, k->W);
 	for (int i = 0; i < h->nlayers; i++) {
 		const struct wan_layer *l = &h->layers[i];
 
 		switch (l->kind) {
 		case WAN_RES:
-			see(k, l->cin, k->T, k->H, k->W);
-			see(k, l->cout, k->T, k->H, k->W);
+			/* x, y; the shortcut; norm outputs and conv1's */
+			see(k, S_A, l->cin, k->T, k->H, k->W);
+			see(k, S_A, l->cout, k->T, k->H, k->W);
+			see(k, S_SC, l->cout, k->T, k->H, k->W);
+			see(k, S_TMP, l->cin, k->T, k->H, k->W);
+			see(k, S_TMP, l->cout, k->T, k->H, k->W);
 			see_conv(k, &l->conv1, CACHE_T, l->cin);
 			see_conv(k, &l->conv2, CACHE_T, l->cout);
 			break;
 		case WAN_ATTN:
-			/* q in one slot; k, v and the output in the window */
-			see(k, 3 * (int64_t)l->cin, k->T, k->H, k->W);
+			/* x, y; tokens and the projection; norm and q; k, v
+			 * and the output */
+			see(k, S_A, l->cin, k->T, k->H, k->W);
+			see(k, S_SC, l->cin, k->T, k->H, k->W);
+			see(k, S_TMP, l->cin, k->T, k->H, k->W);
+			see(k, S_WND, 3 * (int64_t)l->cin, k->T, k->H, k->W);
 			if (l->cin > ATTN_MAX_DIM || !k->fused) {
 				/* one frame's scores at a time */
 				int64_t s = k->H * k->W * k->H * k->W;
@@ -305,16 +318,20 @@ walk_chunk(const struct wan_half *h, struct walk *k, struct lq_error *err)
 		case WAN_UP3D:
 			see_conv(k, &l->conv2, CACHE_T, l->cin);
 			if (!k->first) {
-				see(k, 2 * (int64_t)l->cin, k->T, k->H, k->W);
+				/* time_conv's 2C channels; the interleaved frames */
+				see(k, S_TMP, 2 * (int64_t)l->cin, k->T, k->H, k->W);
+				see(k, S_SC, l->cin, 2 * k->T, k->H, k->W);
 				k->T *= 2;
 			}
 			/* fall through */
 		case WAN_UP2D:
-			see(k, l->cin, k->T, k->H, k->W);
+			see(k, S_A, l->cin, k->T, k->H, k->W);
 			k->H *= 2;
 			k->W *= 2;
-			see(k, l->cin, 1, k->H, k->W);	/* one frame at a time */
-			see(k, l->cout, k->T, k->H, k->W);
+			/* one frame at a time: upsampled, convolved */
+			see(k, S_WND, l->cin, 1, k->H, k->W);
+			see(k, S_TMP, l->cout, 1, k->H, k->W);
+			see(k, S_A, l->cout, k->T, k->H, k->W);
 			break;
 		case WAN_DOWN2D:
 		case WAN_DOWN3D:
@@ -325,11 +342,13 @@ walk_chunk(const struct wan_half *h, struct walk *k, struct lq_error *err)
 				    "video a height and width of at least %d)",
 				    l->path, (long long)k->H, (long long)k->W,
 				    2 * h->cfg.spatial_ratio);
-			see(k, l->cin, k->T, k->H, k->W);
+			see(k, S_A, l->cin, k->T, k->H, k->W);
 			k->H = (k->H - 2) / 2 + 1;
 			k->W = (k->W - 2) / 2 + 1;
-			see(k, l->cout, k->T, k->H, k->W);
+			see(k, S_A, l->cout, k->T, k->H, k->W);
 			if (l->kind == WAN_DOWN3D) {
+				/* the spatial result, then its time_conv */
+				see(k, S_TMP, l->cout, k->T, k->H, k->W);
 				see_conv(k, &l->conv2, 1, l->cout);
 				if (!k->first) {
 					if (k->T < 2)
@@ -349,9 +368,9 @@ walk_chunk(const struct wan_half *h, struct walk *k, struct lq_error *err)
 			break;
 		}
 	}
-	see(k, h->clast, k->T, k->H, k->W);
+	see(k, S_A, h->clast, k->T, k->H, k->W);
 	see_conv(k, &h->conv_out, CACHE_T, h->clast);
-	see(k, h->cout, k->T, k->H, k->W);
+	see(k, S_A, h->cout, k->T, k->H, k->W);
 	return LQ_OK;
 }
 
@@ -361,15 +380,17 @@ walk_chunk(const struct wan_half *h, struct walk *k, struct lq_error *err)
  * caches, the five slots and the attention scores, in carving order
  * (bytes, caller frees).  shape: z [B, z_dim, F, H, W] (decoder) or x
  * [B, C, T, H, W] (encoder).  *lat gets the output's frames / size (the
- * decoder's sample, the encoder's latent) and *slot the slot's elements.
+ * decoder's sample, the encoder's latent) and slot[] each slot's
+ * elements.
  */
 static enum lq_status
 carves(const struct wan_half *h, const int64_t shape[5], uint64_t **out,
-    int *n, int64_t lat[5], int64_t *slot, struct lq_error *err)
+    int *n, int64_t lat[5], int64_t slot[NSLOTS], struct lq_error *err)
 {
 	int64_t B = shape[0], F = shape[2], H = shape[3], W = shape[4];
 	int64_t *cache = xcalloc((size_t)h->ncache, sizeof(*cache));
-	int64_t chunks, Tn = h->decoder ? 1 : ENC_CHUNK, scores = 0, mx = 0;
+	int64_t chunks, Tn = h->decoder ? 1 : ENC_CHUNK, scores = 0;
+	int64_t mx[NSLOTS] = { 0 };
 	int64_t of = 0, oh = 0, ow = 0;
 	struct ltxv_attention_opts att;
 	uint64_t *b;
@@ -392,8 +413,9 @@ carves(const struct wan_half *h, const int64_t shape[5], uint64_t **out,
 		wk.fused = att.fused;
 		wk.cache = cache;
 		st = walk_chunk(h, &wk, err);
-		if (wk.slot > mx)
-			mx = wk.slot;
+		for (int i = 0; i < NSLOTS; i++)
+			if (wk.slot[i] > mx[i])
+				mx[i] = wk.slot[i];
 		if (wk.scores > scores)
 			scores = wk.scores;
 		of += pass == 0 ? wk.T : wk.T * (chunks - 1);
@@ -418,14 +440,15 @@ carves(const struct wan_half *h, const int64_t shape[5], uint64_t **out,
 	}
 	for (int i = 0; i < h->ncache; i++)
 		b[k++] = (uint64_t)(cache[i] > 0 ? cache[i] : 1) * 4;
-	for (int i = 0; i < NSLOTS; i++)
-		b[k++] = (uint64_t)mx * 4;
+	for (int i = 0; i < NSLOTS; i++) {
+		b[k++] = (uint64_t)(mx[i] > 0 ? mx[i] : 1) * 4;
+		slot[i] = mx[i] > 0 ? mx[i] : 1;
+	}
 	if (scores > 0)
 		b[k++] = (uint64_t)scores * 4;
 	free(cache);
 	*out = b;
 	*n = k;
-	*slot = mx;
 	return LQ_OK;
 }
 
@@ -1077,10 +1100,10 @@ prepare(struct wan_half *h, const int64_t shape[5], struct run *r,
 {
 	uint64_t *b = NULL, need;
 	int n, k = 0, nbig = h->decoder ? 1 : 2;
-	int64_t slot;
+	int64_t slot[NSLOTS];
 	enum lq_status st;
 
-	if ((st = carves(h, shape, &b, &n, lat, &slot, err)))
+	if ((st = carves(h, shape, &b, &n, lat, slot, err)))
 		return st;
 	need = gpu_pool_plan(gpu_ctx_caps(h->ctx), b, n);
 	if (h->pool == NULL || gpu_pool_capacity(h->pool) < need) {
@@ -1110,7 +1133,7 @@ prepare(struct wan_half *h, const int64_t shape[5], struct run *r,
 		st = gpu_pool_tensor(h->pool, GPU_F32, 1, SHAPE((int64_t)(b[k] / 4)),
 		    &r->cache[i], err);
 	for (int i = 0; i < NSLOTS && st == LQ_OK; i++, k++)
-		st = gpu_pool_tensor(h->pool, GPU_F32, 1, SHAPE(slot), &r->slot[i],
+		st = gpu_pool_tensor(h->pool, GPU_F32, 1, SHAPE(slot[i]), &r->slot[i],
 		    err);
 	if (st == LQ_OK && k < n)
 		st = gpu_pool_tensor(h->pool, GPU_F32, 1, SHAPE((int64_t)(b[k] / 4)),
@@ -1249,13 +1272,13 @@ wan_vae_encoder_latent_shape(const struct wan_vae_encoder *e,
 	const struct wan_half *h = &e->h;
 	uint64_t *b = NULL;
 	int n;
-	int64_t slot;
+	int64_t slot[NSLOTS];
 	enum lq_status st;
 
 	if (x[1] != h->cin)
 		return walk_fail(h, err, "x must be [B, %d, T, H, W], not %lld "
 		    "channels", h->cin, (long long)x[1]);
-	st = carves(h, x, &b, &n, out, &slot, err);
+	st = carves(h, x, &b, &n, out, slot, err);
 	free(b);
 	out[1] = h->cfg.z_dim;	/* the mean's; quant_conv gives 2 z_dim */
 	return st;
@@ -1359,8 +1382,8 @@ wan_vae_plan(const struct wan_vae_config *c, const struct nn_weights_layout *w,
     struct nn_plan_bytes *out)
 {
 	struct wan_half h;
-	int64_t z[5] = { B, c->z_dim, F, H, W }, lat[5], slot = 0, o[5];
-	uint64_t *b = NULL, video;
+	int64_t z[5] = { B, c->z_dim, F, H, W }, lat[5], slot[NSLOTS], o[5];
+	uint64_t *b = NULL, video, big = 0;
 	int n = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -1369,8 +1392,11 @@ wan_vae_plan(const struct wan_vae_config *c, const struct nn_weights_layout *w,
 	h.decoder = 1;
 	h.name = "decoder";
 	(void)build(&h);
-	if (carves(&h, z, &b, &n, lat, &slot, NULL) == LQ_OK)
+	if (carves(&h, z, &b, &n, lat, slot, NULL) == LQ_OK)
 		out->activations = gpu_pool_plan(caps, b, n);
+	for (int i = 0; i < n; i++)
+		if (b[i] > big)
+			big = b[i];
 	free(b);
 	free(h.layers);
 	wan_vae_output_shape(c, z, o);
@@ -1380,10 +1406,11 @@ wan_vae_plan(const struct wan_vae_config *c, const struct nn_weights_layout *w,
 	out->io = gpu_buffer_plan_size((uint64_t)(B * c->z_dim * F * H * W) * 4) +
 	    gpu_buffer_plan_size(video);
 	out->host = video;
-	out->largest = (uint64_t)slot * 4 > video ? (uint64_t)slot * 4 : video;
+	out->largest = big > video ? big : video;
 	snprintf(out->largest_what, sizeof(out->largest_what), "%s",
-	    (uint64_t)slot * 4 > video ? "the Wan VAE decoder's largest "
-	    "chunk activation" : "the decoded video");
+	    big > video ? "the Wan VAE decoder's largest pool tensor (a "
+	    "chunk activation, feature cache or attention scores)" :
+	    "the decoded video");
 	if (w != NULL && w->resident.largest > out->largest) {
 		out->largest = w->resident.largest;
 		snprintf(out->largest_what, sizeof(out->largest_what),

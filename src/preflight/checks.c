@@ -37,8 +37,11 @@
 #include "nn/ltx2_vocoder.h"
 #include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
+#include "nn/wan_transformer.h"
+#include "nn/wan_vae.h"
 #include "preflight/preflight-int.h"
 #include "sampler/latents.h"
+#include "sampler/unipc.h"
 #include "text/tokenizer.h"
 
 #define RAW_ROPE_BASE_FRAMES 20
@@ -476,6 +479,7 @@ pf_check_geometry(struct pf_job_state *s)
 	}
 	/* LTXPipeline.check_inputs: height and width divisible by 32. */
 	int64_t sp = 1, tp = 0, patch = 1, patch_t = 1;
+	int wan = 0;
 	char why[160];
 	if (s->pm && s->pm->dm) {
 		sp = s->pm->dm->vae_config.spatial_compression_ratio;
@@ -487,8 +491,19 @@ pf_check_geometry(struct pf_job_state *s)
 		 * pf_check_ltx2 refuses others) */
 		sp = s->pm->l2_v.spatial_compression_ratio;
 		tp = s->pm->l2_v.temporal_compression_ratio;
+	} else if (s->pm && s->pm->wan) {
+		/* WanPipeline: multiples of vae_scale_factor_spatial x the
+		 * transformer's patch (its own rule, not LTX's 32), frames
+		 * vae_scale_factor_temporal k + 1; upstream rounds both
+		 * with a warning, latentq refuses (or snaps frames) */
+		const struct wan_transformer_config *wt = &s->pm->wan_t;
+		sp = s->pm->wan_v.scale_factor_spatial;
+		tp = s->pm->wan_v.scale_factor_temporal;
+		patch = wt->patch_size[1] / gcd64(wt->patch_size[1],
+		    wt->patch_size[2]) * wt->patch_size[2];
+		wan = 1;
 	}
-	int have_model = s->pm && (s->pm->dm || s->pm->l2);
+	int have_model = s->pm && (s->pm->dm || s->pm->l2 || s->pm->wan);
 	/* diffusers_parse_* refuse values below 1; be safe all the same. */
 	if (sp < 1)
 		sp = 1;
@@ -499,8 +514,12 @@ pf_check_geometry(struct pf_job_state *s)
 	if (have_model && tp < 1)
 		tp = 1;
 	int64_t model_grid = sp * patch;
-	int64_t grid = model_grid / gcd64(model_grid, 32) * 32;
-	if (have_model) {
+	int64_t grid = wan ? model_grid : model_grid / gcd64(model_grid, 32) *
+	    32;
+	if (wan) {
+		snprintf(why, sizeof(why), "WanPipeline: VAE spatial %" PRId64
+		    " × patch %" PRId64, sp, patch);
+	} else if (have_model) {
 		if (grid == model_grid)
 			snprintf(why, sizeof(why), "VAE spatial compression %"
 			    PRId64 " × patch %" PRId64, sp, patch);
@@ -1128,6 +1147,54 @@ pf_check_latents(struct pf_job_state *s)
 	st_file_close(f);
 }
 
+/*
+ * LQ-MESH-005 for one stream: the context and tensor degrees divide its
+ * `heads` attention heads ("the transformer's" for LTX-Video, "the video
+ * stream's" / "the audio stream's" for LTX-2: every stream is checked,
+ * never the video alone, issue 15).
+ */
+static void
+mesh_check_heads(struct pf_job_state *s, const char *stream, int heads)
+{
+	static const char *const axes[3] = { "data", "context", "tensor" };
+	const int64_t ax[3] = { s->data, s->context, s->tensor };
+	char key[32];
+	for (int i = 1; i < 3; i++) {
+		if (heads % ax[i] == 0)
+			continue;
+		snprintf(key, sizeof(key), "mesh.%s", axes[i]);
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+		    "LQ-MESH-005", "%s degree %" PRId64 " does not "
+		    "divide %s %d attention heads", axes[i], ax[i], stream,
+		    heads);
+		int64_t lo = ax[i];
+		while (lo > 1 && heads % lo != 0)
+			lo--;
+		error_set_hint(e, "nearest valid: %" PRId64, lo);
+	}
+}
+
+/*
+ * LQ-MESH-004 for one stream: the context degree divides its `tokens`
+ * (`what` says where they come from); latentq does not pad sequences.
+ */
+void
+pf_mesh_check_tokens(struct pf_job_state *s, const char *stream,
+    int64_t tokens, const char *what)
+{
+	if (!s->mesh_ok || tokens < 1 || tokens % s->context == 0)
+		return;
+	struct lq_error *e = pf_job_add(s, "mesh.context", LQ_FAILED,
+	    "LQ-MESH-004", "context degree %" PRId64 " does not divide %s %"
+	    PRId64 " tokens (%s); latentq does not pad sequences", s->context,
+	    stream, tokens, what);
+	int64_t lo = s->context;
+	while (lo > 1 && tokens % lo != 0)
+		lo--;
+	error_set_hint(e, "nearest valid context: %" PRId64
+	    ", or a size whose token count it divides", lo);
+}
+
 void
 pf_check_mesh(struct pf_job_state *s)
 {
@@ -1246,50 +1313,44 @@ pf_check_mesh(struct pf_job_state *s)
 	for (int i = 0; i < 3; i++)
 		set_int(cm, axes[i], ax[i]);
 
-	/* the data axis splits transformer rows (videos × CFG halves), as
-	 * the render does (job_rows_per_device) */
+	/* the data axis splits transformer rows (videos × CFG halves; for
+	 * LTX-2 × its passes), as the render does (job_rows_per_device_of) */
 	int64_t rows;
-	if (job_rows_per_device(&s->jc, &rows) == 0) {
-		int cfg = job_cfg_rows(&s->jc);
+	int ltx2 = s->pm != NULL && s->pm->l2 != NULL;
+	int cfg = ltx2 ? job_ltx2_passes(&s->jc, NULL) : job_cfg_rows(&s->jc);
+	if (job_rows_per_device_of(&s->jc, cfg, &rows) == 0) {
 		struct lq_error *e = pf_job_add(s, "per_device_batch_size",
 		    LQ_FAILED, "LQ-MESH-006", "%" PRId64 " transformer rows "
 		    "(batch %" PRId64 " × %d %s) do not split across data %"
 		    PRId64 ": %s per device is not a whole number of rows",
-		    rows, s->global_batch, cfg, cfg == 2 ? "CFG halves" :
-		    "row without guidance", s->data,
+		    rows, s->global_batch, cfg, ltx2 ? "guidance passes" :
+		    cfg == 2 ? "CFG halves" : "row without guidance", s->data,
 		    pf_job_text(s, "per_device_batch_size", t, sizeof(t)));
+		/* the nearest larger size that is whole rows per device and
+		 * a whole batch (per_device_batch_size × data) */
+		int64_t r = (int64_t)ceil(s->jc.per_device_batch_size * cfg);
+		while ((r * s->data) % cfg != 0)
+			r++;
 		error_set_hint(e, "per_device_batch_size: %g (a whole number "
-		    "of rows per device: %" PRId64 " in all)",
-		    ceil(s->jc.per_device_batch_size * cfg) / cfg,
-		    (int64_t)ceil(s->jc.per_device_batch_size * cfg) * s->data);
+		    "of rows per device: %" PRId64 " in all)", (double)r / cfg,
+		    r * s->data);
 	}
-	if (s->pm && s->pm->dm) {
-		int heads = s->pm->dm->transformer_config.num_attention_heads;
-		for (int i = 1; i < 3; i++) {
-			if (heads % ax[i] == 0)
-				continue;
-			snprintf(key, sizeof(key), "mesh.%s", axes[i]);
-			struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
-			    "LQ-MESH-005", "%s degree %" PRId64 " does not "
-			    "divide the transformer's %d attention heads",
-			    axes[i], ax[i], heads);
-			int64_t lo = ax[i];
-			while (lo > 1 && heads % lo != 0)
-				lo--;
-			error_set_hint(e, "nearest valid: %" PRId64, lo);
-		}
+	if (s->pm && s->pm->dm)
+		mesh_check_heads(s, "the transformer's",
+		    s->pm->dm->transformer_config.num_attention_heads);
+	if (ltx2) {
+		/* both streams; a2v / v2a attention has the audio's heads */
+		mesh_check_heads(s, "the video stream's",
+		    s->pm->l2_t.num_attention_heads);
+		mesh_check_heads(s, "the audio stream's (and the a2v / v2a "
+		    "cross-attention's)", s->pm->l2_t.audio_num_attention_heads);
 	}
-	if (s->geometry_ok && s->tokens % s->context != 0) {
-		struct lq_error *e = pf_job_add(s, "mesh.context", LQ_FAILED,
-		    "LQ-MESH-004", "context degree %" PRId64 " does not divide "
-		    "the video's %" PRId64 " tokens (latent %" PRId64 " × %"
-		    PRId64 " × %" PRId64 "); latentq does not pad sequences",
-		    s->context, s->tokens, s->lat_f, s->lat_h, s->lat_w);
-		int64_t lo = s->context;
-		while (lo > 1 && s->tokens % lo != 0)
-			lo--;
-		error_set_hint(e, "nearest valid context: %" PRId64
-		    ", or a size whose token count it divides", lo);
+	if (s->geometry_ok) {
+		char what[96];
+		snprintf(what, sizeof(what), "latent %" PRId64 " × %" PRId64
+		    " × %" PRId64, s->lat_f, s->lat_h, s->lat_w);
+		pf_mesh_check_tokens(s, ltx2 ? "the video stream's" :
+		    "the video's", s->tokens, what);
 	}
 }
 
@@ -1335,6 +1396,121 @@ size_text(double b)
 }
 
 /*
+ * The LTX-2 job's memory plan (nn_plan_ltx2: connectors, the dual-stream
+ * transformer, the audio VAE, the vocoder and the video VAE, each alone,
+ * weights from the headers preflight opened) and, with a device, the
+ * refusal of a job that does not fit (LQ-DEV-001, naming the phase, the
+ * component and the plan's change), a tensor larger than one buffer
+ * (LQ-DEV-002) and 16-bit weights without 16-bit storage (LQ-DEV-003).
+ */
+static void
+check_device_ltx2(struct pf_job_state *s)
+{
+	const struct device_caps *caps = s->ctx->opt->caps;
+	const struct pf_model *pm = s->pm;
+	const struct job_config *jc = &s->jc;
+	if (!s->geometry_ok || jc->frame_rate <= 0)
+		return;
+	struct nn_weights_layout w[5];
+	static const char *const prefix[5] = {
+		[PF_L2_TRANSFORMER] = NULL, [PF_L2_VAE] = "decoder.",
+		[PF_L2_AUDIO_VAE] = "decoder.", [PF_L2_VOCODER] = NULL,
+		[PF_L2_CONNECTORS] = NULL,
+	};
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 5; i++) {
+		struct lq_error werr;
+		error_clear(&werr);
+		/* a tensor larger than a buffer is the LQ-DEV-002 check */
+		if (pm->l2_w[i] != NULL)
+			(void)nn_weights_plan(pm->l2_w[i], prefix[i], NULL, caps,
+			    &w[i].resident, &werr);
+	}
+	int embeds = present(s, "prompt_embeds");
+	struct job_ltx2_passes ps;
+	(void)job_ltx2_passes(jc, &ps);
+	struct nn_plan_ltx2_request rq = {
+		.model = pm->l2, .transformer = &pm->l2_t, .vae = &pm->l2_v,
+		.w_transformer = pm->l2_w[PF_L2_TRANSFORMER] ?
+		    &w[PF_L2_TRANSFORMER] : NULL,
+		.w_vae = pm->l2_w[PF_L2_VAE] ? &w[PF_L2_VAE] : NULL,
+		.w_audio_vae = pm->l2_w[PF_L2_AUDIO_VAE] ? &w[PF_L2_AUDIO_VAE] :
+		    NULL,
+		.w_vocoder = pm->l2_w[PF_L2_VOCODER] ? &w[PF_L2_VOCODER] : NULL,
+		.w_connectors = pm->l2_w[PF_L2_CONNECTORS] ?
+		    &w[PF_L2_CONNECTORS] : NULL,
+		.batch = (int)render_batch(s),
+		/* the render's CFG pass (job_ltx2_passes: either stream's
+		 * scale > 1); on a mesh a rank runs at most that */
+		.guidance = ps.cfg,
+		.use_cross_timestep = jc->use_cross_timestep,
+		.num_frames = (int)s->num_frames,
+		.height = (int)s->height,
+		.width = (int)s->width,
+		.frame_rate = jc->frame_rate,
+		.max_sequence_length = embeds && s->embeds_T > 0 ?
+		    (int)s->embeds_T : (int)jc->max_sequence_length,
+		.caps = caps,
+		.memory_margin = s->ctx->opt->memory_margin,
+	};
+	nn_plan_ltx2(&rq, &s->plan);
+	s->has_plan = 1;
+	if (caps == NULL)
+		return;
+	const struct nn_plan *p = &s->plan;
+	const struct {
+		const struct nn_plan_bytes *b;
+		const char *name;
+		enum nn_plan_phase phase;
+	} parts[] = {
+		{&p->connectors, "connectors", NN_PHASE_ENCODE_TEXT},
+		{&p->transformer, "transformer", NN_PHASE_DENOISE},
+		{&p->audio_vae, "audio VAE decoder", NN_PHASE_DECODE},
+		{&p->vocoder, "vocoder", NN_PHASE_DECODE},
+		{&p->vae, "VAE decoder", NN_PHASE_DECODE},
+	};
+	if (!p->fits) {
+		const char *what = "transformer";
+		for (size_t i = 0; i < LQ_ARRAY_LEN(parts); i++)
+			if (parts[i].phase == p->peak_phase &&
+			    nn_plan_bytes_device(parts[i].b) == p->peak_device_bytes)
+				what = parts[i].name;
+		const char *key = p->change_key[0] ? p->change_key : "model";
+		struct lq_error *e = pf_job_add(s, key, LQ_FAILED,
+		    "LQ-DEV-001", "planned peak device memory %s while %s "
+		    "(%s) exceeds %s: the %s heap less a %.0f%% margin",
+		    size_text((double)p->peak_device_bytes),
+		    nn_plan_phase_name(p->peak_phase), what,
+		    size_text((double)p->budget), caps->name,
+		    (s->ctx->opt->memory_margin > 0 && s->ctx->opt->memory_margin
+		    < 1 ? s->ctx->opt->memory_margin : DEVICE_CAPS_MEMORY_MARGIN) *
+		    100);
+		if (p->change[0])
+			error_set_hint(e, "%s", p->change);
+		else
+			error_set_hint(e, "a device with more memory");
+	}
+	const struct nn_plan_bytes *big = parts[0].b;
+	for (size_t i = 1; i < LQ_ARRAY_LEN(parts); i++)
+		if (parts[i].b->largest > big->largest)
+			big = parts[i].b;
+	struct lq_error terr;
+	error_clear(&terr);
+	if (device_caps_check_tensor(caps, big->largest_what, big->largest,
+	    &terr) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-DEV-002", "%s", terr.message);
+		error_set_hint(e, "a smaller size or fewer frames");
+	}
+	if (pm->has_16bit && !caps->storage_16bit) {
+		struct lq_error *e = pf_job_add(s, "model", LQ_FAILED,
+		    "LQ-DEV-003", "the model has F16/BF16 weights but %s lacks "
+		    "storageBuffer16BitAccess", caps->name);
+		error_set_hint(e, "F32 weights, or another device");
+	}
+}
+
+/*
  * The device check asks the memory plan (nn/plan.h: the functions render
  * sizes its allocations with) for this job's bytes, from the configs and
  * the safetensors headers, and refuses a job whose plan does not fit the
@@ -1344,6 +1520,10 @@ void
 pf_check_device(struct pf_job_state *s)
 {
 	const struct device_caps *caps = s->ctx->opt->caps;
+	if (s->pm != NULL && s->pm->l2 != NULL) {
+		check_device_ltx2(s);
+		return;
+	}
 	if (s->pm == NULL || s->pm->dm == NULL)
 		return;
 	const struct diffusers_model *dm = s->pm->dm;
@@ -1790,8 +1970,14 @@ pf_check_ltx2(struct pf_job_state *s)
 		    m->connectors_config.text_proj_in_factor;
 		if (st_file_open(path, &f, &fe) == LQ_OK) {
 			const struct st_tensor *e = st_file_find(f, "prompt_embeds");
-			int cfg = jc->guidance_scale > 1 ||
-			    jc->audio_guidance_scale > 1;
+			struct job_ltx2_passes ps;
+			(void)job_ltx2_passes(jc, &ps);
+			int cfg = ps.cfg;
+			/* the render's batch and text length (the plan's) */
+			if (e != NULL && e->ndim == 3) {
+				s->embeds_B = e->shape[0];
+				s->embeds_T = e->shape[1];
+			}
 			if (e == NULL || e->ndim != 3 || e->shape[2] != want ||
 			    st_file_find(f, "prompt_attention_mask") == NULL ||
 			    (cfg && (st_file_find(f, "negative_prompt_embeds") ==
@@ -1826,15 +2012,17 @@ pf_check_ltx2(struct pf_job_state *s)
 		    ltxv_only[i]);
 		error_set_hint(e, "leave %s out of LTX-2 jobs", ltxv_only[i]);
 	}
-	if (s->jc.mesh.devices > 1 || s->devices > 1) {
-		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
-		    "LQ-LTX2-002", "an LTX-2 job renders on one device: its "
-		    "sharding over both streams is not implemented yet");
-		error_set_hint(e, "mesh: {devices: 1}");
-	}
 	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
 	int64_t L = latents_audio_num_frames((int)jc->num_frames, jc->frame_rate,
 	    ac->sample_rate, ac->mel_hop_length, 4);
+	/* the mesh shards both streams' tokens (pf_check_mesh: the video's
+	 * and both streams' heads) */
+	if (jc->frame_rate > 0 && L >= 1) {
+		char what[96];
+		snprintf(what, sizeof(what), "%" PRId64 " frames at %g fps",
+		    jc->num_frames, jc->frame_rate);
+		pf_mesh_check_tokens(s, "the audio stream's", L, what);
+	}
 	if (jc->frame_rate > 0 && L < 1) {
 		/* round(num_frames / frame_rate x sample_rate / hop / 4) */
 		double per = (double)ac->sample_rate / ac->mel_hop_length / 4.0;
@@ -1878,5 +2066,226 @@ pf_check_ltx2(struct pf_job_state *s)
 			    "ignore the blocks (as upstream does, silently)");
 			error_set_hint(e, "stg_scale: 0 and audio_stg_scale: 0");
 		}
+	}
+}
+
+/* ---- Wan 2.1 ---------------------------------------------------------- */
+
+/* prompt_embeds' tensor `name` [B, T, text_dim] of the file; 0 when fine. */
+static int
+wan_embeds_bad(const struct st_file *f, const char *name, int64_t B,
+    int64_t D, int64_t *T)
+{
+	const struct st_tensor *t = st_file_find(f, name);
+	if (t == NULL || t->ndim != 3 || t->shape[2] != D || t->shape[1] < 1 ||
+	    (B > 0 && t->shape[0] != B) || t->shape[0] < 1)
+		return 1;
+	if (T != NULL)
+		*T = t->shape[1];
+	return 0;
+}
+
+/*
+ * What a WanPipeline job needs beyond the shared checks (geometry is
+ * pf_check_geometry's with the Wan grid; config against weights and the
+ * components' agreement pf_model_get's): prompt_embeds of the
+ * transformer's text_dim, with negative_prompt_embeds of the same batch
+ * under guidance (latentq has no UMT5 encoder: LQ-WAN-001); a latent grid
+ * the transformer runs (each axis a multiple of its patch, at most
+ * rope_max_seq_len after patching: wan_transformer_check_grid, LQ-WAN-002);
+ * no key of the LTX families (LQ-WAN-003); one device (LQ-WAN-004); the
+ * job's flow_shift (LQ-WAN-005; on an LTX model, LQ-WAN-006) and the
+ * schedule of its step count
+ * (unipc_set_timesteps, LQ-SAMP-002); and the memory plan of the
+ * transformer and the VAE decoder (their plan functions, LQ-DEV-001).
+ */
+void
+pf_check_wan(struct pf_job_state *s)
+{
+	if (s->pm != NULL && s->pm->wan == NULL && (s->pm->dm != NULL ||
+	    s->pm->l2 != NULL) && s->jc.has_flow_shift) {
+		struct lq_error *e = pf_job_add(s, "flow_shift", LQ_FAILED,
+		    "LQ-WAN-006", "flow_shift is the Wan scheduler's "
+		    "(UniPCMultistepScheduler); this model is an LTX pipeline, "
+		    "whose FlowMatchEulerDiscreteScheduler would ignore it");
+		error_set_hint(e, "leave flow_shift out (the LTX schedulers' "
+		    "shift is their scheduler_config.json's), or use a "
+		    "WanPipeline model");
+	}
+	if (s->pm == NULL || s->pm->wan == NULL)
+		return;
+	const struct wan_transformer_config *tc = &s->pm->wan_t;
+	const struct wan_vae_config *vc = &s->pm->wan_v;
+	const struct job_config *jc = &s->jc;
+	int cfg = jc->guidance_scale > 1.0;
+	char t[64];
+
+	/* the text */
+	if (!present(s, "prompt_embeds")) {
+		struct lq_error *e = pf_job_add(s, "prompt", LQ_FAILED,
+		    "LQ-WAN-001", "a Wan job needs prompt_embeds: latentq does "
+		    "not run Wan's UMT5 text encoder");
+		error_set_hint(e, "give prompt_embeds: a safetensors of "
+		    "prompt_embeds [B, T, %d] (UMT5 last_hidden_state, zero "
+		    "rows past the prompt), with negative_prompt_embeds for "
+		    "guidance", tc->text_dim);
+	} else {
+		const char *path = json_get_string(s->config, "prompt_embeds",
+		    NULL);
+		struct st_file *f = NULL;
+		struct lq_error fe;
+		error_clear(&fe);
+		if (path != NULL && st_file_open(path, &f, &fe) == LQ_OK) {
+			int64_t T = 0, Tn = 0;
+			const struct st_tensor *pe = st_file_find(f,
+			    "prompt_embeds");
+			int64_t B = pe != NULL && pe->ndim == 3 ? pe->shape[0] : 0;
+			if (wan_embeds_bad(f, "prompt_embeds", 0, tc->text_dim,
+			    &T) || (cfg && wan_embeds_bad(f,
+			    "negative_prompt_embeds", B, tc->text_dim, &Tn))) {
+				struct lq_error *e = pf_job_add(s,
+				    "prompt_embeds", LQ_FAILED, "LQ-WAN-001",
+				    "%s does not hold prompt_embeds [B, T, %d]%s",
+				    path, tc->text_dim, cfg ? " and "
+				    "negative_prompt_embeds [B, T', same width] "
+				    "(guidance is on)" : "");
+				error_set_hint(e, "the transformer's text_dim is "
+				    "%d (UMT5-XXL's 4096 for Wan 2.1)%s",
+				    tc->text_dim, cfg ? "; or guidance_scale: 1" :
+				    "");
+			} else {
+				s->embeds_B = B;
+				s->embeds_T = T > Tn ? T : Tn;
+			}
+			st_file_close(f);
+		}
+	}
+
+	/* the latent grid against the transformer's patch and RoPE tables */
+	if (s->geometry_ok) {
+		struct lq_error ge;
+		error_clear(&ge);
+		if (wan_transformer_check_grid(tc, (int)s->lat_f, (int)s->lat_h,
+		    (int)s->lat_w, &ge) != LQ_OK) {
+			int64_t ms = (int64_t)tc->rope_max_seq_len *
+			    tc->patch_size[1] * vc->scale_factor_spatial;
+			int64_t mf = ((int64_t)tc->rope_max_seq_len *
+			    tc->patch_size[0] - 1) * vc->scale_factor_temporal + 1;
+			struct lq_error *e = pf_job_add(s, s->lat_f >
+			    (int64_t)tc->rope_max_seq_len * tc->patch_size[0] ?
+			    "num_frames" : s->height >= s->width ? "height" :
+			    "width", LQ_FAILED, "LQ-WAN-002", "the transformer "
+			    "cannot run this video: %s", ge.message);
+			error_set_hint(e, "at most %" PRId64 " frames and %" PRId64
+			    " pixels a side (rope_max_seq_len %d x patch x VAE "
+			    "scale)", mf, ms, tc->rope_max_seq_len);
+		}
+	}
+
+	/* keys of the LTX families the Wan render does not take */
+	static const char *const ltx_only[] = { "image", "conditions",
+	    "denoise_strength", "loras", "second_stage", "vae_tiling",
+	    "decode_noise" };
+	for (size_t i = 0; i < LQ_ARRAY_LEN(ltx_only); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->config,
+		    ltx_only[i]);
+		if (v == NULL || cJSON_IsNull(v) || (cJSON_IsArray(v) &&
+		    cJSON_GetArraySize(v) == 0))
+			continue;
+		struct lq_error *e = pf_job_add(s, ltx_only[i], LQ_FAILED,
+		    "LQ-WAN-003", "%s is an LTX key; latentq's Wan render "
+		    "(text-to-video, WanPipeline) does not take it", ltx_only[i]);
+		error_set_hint(e, "leave %s out of Wan jobs", ltx_only[i]);
+	}
+	if (jc->guidance_rescale != 0.0 || jc->decode_timestep != 0.0) {
+		const char *k = jc->guidance_rescale != 0.0 ?
+		    "guidance_rescale" : "decode_timestep";
+		struct lq_error *e = pf_job_add(s, k, LQ_FAILED, "LQ-WAN-003",
+		    "%s is %s: WanPipeline has no %s", k,
+		    pf_job_text(s, k, t, sizeof(t)), k);
+		error_set_hint(e, "%s: 0", k);
+	}
+	if (s->jc.mesh.devices > 1 || s->devices > 1) {
+		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
+		    "LQ-WAN-004", "a Wan job renders on one device: its "
+		    "sharding is not implemented yet");
+		error_set_hint(e, "mesh: {devices: 1}");
+	}
+
+	/* the scheduler the render resolves, and its schedule */
+	struct unipc_config sc = s->pm->wan_sched;
+	struct lq_error se;
+	error_clear(&se);
+	if (jc->has_flow_shift && unipc_config_set_flow_shift(&sc,
+	    jc->flow_shift, &se) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "flow_shift", LQ_FAILED,
+		    se.code, "%s is not above 0",
+		    pf_job_text(s, "flow_shift", t, sizeof(t)));
+		error_set_hint(e, "%s", se.hint);
+	} else if (s->pm->wan_sched_ok && jc->num_inference_steps >= 1) {
+		struct unipc_schedule sch;
+		if (unipc_set_timesteps(&sc, (int)jc->num_inference_steps, &sch,
+		    &se) == LQ_OK) {
+			unipc_schedule_free(&sch);
+		} else {
+			struct lq_error *e = pf_job_add(s, "num_inference_steps",
+			    LQ_FAILED, "LQ-SAMP-002", "the UniPC scheduler "
+			    "refuses the schedule: %s (%s)", se.message, se.code);
+			error_set_hint(e, "%s", se.hint[0] ? se.hint :
+			    "another flow_shift");
+		}
+	}
+
+	/* the memory plan: the transformer (denoise), then the VAE decoder,
+	 * each alone on the device as the render loads them */
+	const struct device_caps *caps = s->ctx->opt->caps;
+	if (!s->geometry_ok || s->embeds_B < 1)
+		return;
+	struct nn_weights_layout wt, wv;
+	memset(&wt, 0, sizeof(wt));
+	memset(&wv, 0, sizeof(wv));
+	struct lq_error werr;
+	error_clear(&werr);
+	if (s->pm->w_transformer)
+		(void)nn_weights_plan(s->pm->w_transformer, NULL, NULL, caps,
+		    &wt.resident, &werr);
+	if (s->pm->w_vae)
+		(void)nn_weights_plan(s->pm->w_vae, "decoder.", NULL, caps,
+		    &wv.resident, &werr);
+	struct wan_transformer_shape shp = {
+		.B = (int)s->embeds_B, .F = (int)s->lat_f, .H = (int)s->lat_h,
+		.W = (int)s->lat_w, .T = (int)s->embeds_T, .context = 1,
+		.streaming = NN_WEIGHTS_RESIDENT,
+	};
+	struct nn_plan_bytes pt, pv;
+	memset(&pt, 0, sizeof(pt));
+	memset(&pv, 0, sizeof(pv));
+	wan_transformer_plan(tc, &wt, caps, &shp, &pt);
+	wan_vae_plan(vc, &wv, caps, (int)s->embeds_B, (int)s->lat_f,
+	    (int)s->lat_h, (int)s->lat_w, &pv);
+	if (caps == NULL)
+		return;
+	uint64_t budget = device_caps_memory_budget(caps,
+	    s->ctx->opt->memory_margin);
+	uint64_t dt = nn_plan_bytes_device(&pt), dv = nn_plan_bytes_device(&pv);
+	if (budget > 0 && (dt > budget || dv > budget)) {
+		int vae = dv > dt;
+		struct lq_error *e = pf_job_add(s, "height", LQ_FAILED,
+		    "LQ-DEV-001", "planned peak device memory %s while %s (the "
+		    "%s) exceeds %s on %s", size_text((double)(vae ? dv : dt)),
+		    vae ? "decoding" : "denoising", vae ? "Wan VAE decoder" :
+		    "Wan transformer", size_text((double)budget), caps->name);
+		error_set_hint(e, "a smaller height and width or fewer frames "
+		    "(latentq has no VAE tiling for Wan yet), or a device with "
+		    "more memory");
+	}
+	const struct nn_plan_bytes *big = pt.largest >= pv.largest ? &pt : &pv;
+	struct lq_error terr;
+	error_clear(&terr);
+	if (device_caps_check_tensor(caps, big->largest_what, big->largest,
+	    &terr) != LQ_OK) {
+		struct lq_error *e = pf_job_add(s, "height", LQ_FAILED,
+		    "LQ-DEV-002", "%s", terr.message);
+		error_set_hint(e, "a smaller size or fewer frames");
 	}
 }

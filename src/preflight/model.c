@@ -393,6 +393,112 @@ inspect_ltx2(struct pf_model *pm, const struct diffusers_overrides *ov)
 		error_set_hint(e, "use the components of one LTX-2 release "
 		    "together");
 	}
+	/* each component's weights against its config's table (seed bug
+	 * 1b: one release's config with another's weights) */
+	struct diffusers_ltx2_model *m = pm->l2;
+	struct tensor_table t = {0};
+	expected_ltx2_transformer(tc, &t);
+	pm->l2_w[PF_L2_TRANSFORMER] = open_weights(pm, ov->transformer ?
+	    "transformer" : "model", "transformer", m->transformer.dir, &t);
+	expected_ltxv_vae(&pm->l2_v, &t);
+	pm->l2_w[PF_L2_VAE] = open_weights(pm, ov->vae ? "vae" : "model", "vae",
+	    m->vae.dir, &t);
+	expected_ltx2_audio_vae(ac, &t);
+	pm->l2_w[PF_L2_AUDIO_VAE] = open_weights(pm, "model", "audio_vae",
+	    m->audio_vae.dir, &t);
+	if (m->vocoder_bwe)
+		expected_ltx2_vocoder_bwe(&m->vocoder_bwe_config, &t);
+	else
+		expected_ltx2_vocoder(&m->vocoder_config, &t);
+	pm->l2_w[PF_L2_VOCODER] = open_weights(pm, "model", "vocoder",
+	    m->vocoder.dir, &t);
+	expected_ltx2_connectors(&m->connectors_config, &t);
+	pm->l2_w[PF_L2_CONNECTORS] = open_weights(pm, "model", "connectors",
+	    m->connectors.dir, &t);
+	tensor_table_free(&t);
+}
+
+/*
+ * A WanPipeline folder: its components (diffusers_open_wan), the
+ * transformer's and the VAE's configs (their parsers), each component's
+ * weights against its tensor table (expected_wan_*: LQ-MDL-005..007),
+ * the UniPC scheduler's config (the sampler's parser, its codes), and
+ * that they agree: the VAE's z_dim is the transformer's in_channels and
+ * out_channels, and it has one latents_mean / latents_std entry per
+ * latent channel (LQ-MDL-008).
+ */
+static void
+inspect_wan(struct pf_model *pm, const struct diffusers_overrides *ov)
+{
+	struct lq_error err;
+	error_clear(&err);
+	if (diffusers_open_wan(pm->dir, ov, &pm->wan, &err) != LQ_OK) {
+		model_problem(pm, &err, "model");
+		return;
+	}
+	cJSON *j = NULL;
+	enum lq_status s = diffusers_load_json(pm->wan->transformer.config_path,
+	    &j, &err);
+	if (s == LQ_OK)
+		s = diffusers_parse_wan_transformer(j,
+		    pm->wan->transformer.config_path, &pm->wan_t, &err);
+	cJSON_Delete(j);
+	j = NULL;
+	if (s == LQ_OK && (s = diffusers_load_json(pm->wan->vae.config_path,
+	    &j, &err)) == LQ_OK)
+		s = diffusers_parse_wan_vae(j, pm->wan->vae.config_path,
+		    &pm->wan_v, &err);
+	cJSON_Delete(j);
+	if (s != LQ_OK) {
+		model_problem(pm, &err, "model");
+		diffusers_wan_free(pm->wan);
+		pm->wan = NULL;
+		return;
+	}
+	struct tensor_table t = {0};
+	expected_wan_transformer(&pm->wan_t, &t);
+	pm->w_transformer = open_weights(pm, ov->transformer ? "transformer"
+	    : "model", "transformer", pm->wan->transformer.dir, &t);
+	expected_wan_vae(&pm->wan_v, &t);
+	pm->w_vae = open_weights(pm, ov->vae ? "vae" : "model", "vae",
+	    pm->wan->vae.dir, &t);
+	tensor_table_free(&t);
+
+	error_clear(&err);
+	if (unipc_config_load(pm->wan->scheduler.config_path, &pm->wan_sched,
+	    &err) == LQ_OK) {
+		pm->wan_sched_ok = 1;
+	} else {
+		struct lq_error *e = pf_list_add(&pm->problems, LQ_FAILED,
+		    err.code, "%s: %s%s%s", rel(pm, err.file[0] ? err.file :
+		    pm->wan->scheduler.config_path), err.field[0] ? err.field :
+		    "", err.field[0] ? ": " : "", err.message);
+		snprintf(e->field, sizeof(e->field), "%s",
+		    ov->scheduler ? "scheduler" : "model");
+		error_set_hint(e, "%s", err.hint[0] ? err.hint : "use the "
+		    "scheduler config Wan 2.1 ships (UniPCMultistepScheduler, "
+		    "flow sigmas)");
+	}
+
+	const struct wan_transformer_config *tc = &pm->wan_t;
+	const struct wan_vae_config *vc = &pm->wan_v;
+	char msg[256] = "";
+	if (vc->z_dim != tc->in_channels || vc->z_dim != tc->out_channels)
+		snprintf(msg, sizeof(msg), "the VAE has %d latent channels "
+		    "(z_dim) but the transformer takes %d in and gives %d out",
+		    vc->z_dim, tc->in_channels, tc->out_channels);
+	else if (vc->n_latents != vc->z_dim)
+		snprintf(msg, sizeof(msg), "the VAE's latents_mean / "
+		    "latents_std have %d entries for its %d latent channels",
+		    vc->n_latents, vc->z_dim);
+	if (msg[0] != '\0') {
+		struct lq_error *e = pf_list_add(&pm->problems, LQ_FAILED,
+		    "LQ-MDL-008", "%s", msg);
+		snprintf(e->field, sizeof(e->field), "%s", ov->vae ? "vae" :
+		    ov->transformer ? "transformer" : "model");
+		error_set_hint(e, "use the transformer and VAE of one Wan "
+		    "release together (Wan 2.1: z_dim 16)");
+	}
 }
 
 static void
@@ -412,6 +518,10 @@ inspect(struct pf_model *pm, const struct diffusers_overrides *ov)
 	if (diffusers_pipeline_class(pm->dir, cls, sizeof(cls), &err) ==
 	    LQ_OK && strcmp(cls, "LTX2Pipeline") == 0) {
 		inspect_ltx2(pm, ov);
+		return;
+	}
+	if (strcmp(cls, DIFFUSERS_WAN_PIPELINE) == 0) {
+		inspect_wan(pm, ov);
 		return;
 	}
 	error_clear(&err);
@@ -514,8 +624,11 @@ pf_model_free(struct pf_model *pm)
 	st_set_close(pm->w_transformer);
 	st_set_close(pm->w_vae);
 	st_set_close(pm->w_text);
+	for (size_t i = 0; i < LQ_ARRAY_LEN(pm->l2_w); i++)
+		st_set_close(pm->l2_w[i]);
 	diffusers_free(pm->dm);
 	diffusers_ltx2_free(pm->l2);
+	diffusers_wan_free(pm->wan);
 	text_tokenizer_free(pm->tok);
 	tensor_table_free(&pm->table);
 	pf_list_free(&pm->problems);
@@ -557,6 +670,9 @@ pf_model_digest(struct pf_model *pm, const struct model_hash_cache *cache,
 		    &pm->digest_err) != LQ_OK)
 			pm->digest[0] = '\0';
 		if (pm->l2 != NULL && model_ref_identity_ltx2(pm->l2, cache,
+		    pm->digest, &pm->digest_err) != LQ_OK)
+			pm->digest[0] = '\0';
+		if (pm->wan != NULL && model_ref_identity_wan(pm->wan, cache,
 		    pm->digest, &pm->digest_err) != LQ_OK)
 			pm->digest[0] = '\0';
 	}

@@ -21,6 +21,7 @@
 #include "nn/plan.h"
 #include "preflight/preflight.h"
 #include "sampler/scheduler.h"
+#include "sampler/unipc.h"
 
 struct text_tokenizer;
 
@@ -39,6 +40,10 @@ struct pf_extra {
 	char name[64], class_name[64];
 };
 
+/* pf_model.l2_w's components */
+enum pf_l2_weights { PF_L2_TRANSFORMER, PF_L2_VAE, PF_L2_AUDIO_VAE,
+	PF_L2_VOCODER, PF_L2_CONNECTORS };
+
 /* One inspected model folder (with a set of overrides). */
 struct pf_model {
 	char *key;			/* folder + overrides, the cache key */
@@ -50,7 +55,18 @@ struct pf_model {
 	struct diffusers_ltx2_model *l2;
 	struct ltx2_transformer_config l2_t;
 	struct ltxv_vae_config l2_v;
+	/* a WanPipeline folder instead (dm, l2 NULL): its components, the
+	 * transformer's, VAE's and UniPC scheduler's configs (wan NULL when
+	 * unusable; wan_sched_ok 0 when the scheduler is refused) */
+	struct diffusers_wan_model *wan;
+	struct wan_transformer_config wan_t;
+	struct wan_vae_config wan_v;
+	struct unipc_config wan_sched;
+	int wan_sched_ok;
 	struct st_set *w_transformer, *w_vae, *w_text;	/* NULL: absent or broken */
+	/* an LTX2Pipeline's weights, checked against their tables
+	 * (model/expected.h), in enum pf_l2_weights order; NULL: broken */
+	struct st_set *l2_w[5];
 	int has_16bit;			/* any F16/BF16 weight */
 	/* scheduler_config.json as the render's sampler parses it
 	 * (sampler/scheduler.h); sched_ok 0 when absent or refused (the
@@ -144,11 +160,17 @@ void pf_check_model(struct pf_job_state *s);
 void pf_check_geometry(struct pf_job_state *s);
 void pf_check_latents(struct pf_job_state *s);
 void pf_check_ltx2(struct pf_job_state *s);
+void pf_check_wan(struct pf_job_state *s);
 void pf_check_sampling(struct pf_job_state *s);
 void pf_check_condition(struct pf_job_state *s);
 void pf_check_second_stage(struct pf_job_state *s);
 void pf_check_prompt(struct pf_job_state *s);
 void pf_check_mesh(struct pf_job_state *s);
+/* LQ-MESH-004 for one stream of the job (after pf_check_mesh): the
+ * context degree divides its `tokens` ("the audio stream's"; `what`: where
+ * they come from, for the message). */
+void pf_mesh_check_tokens(struct pf_job_state *s, const char *stream,
+    int64_t tokens, const char *what);
 void pf_check_lora(struct pf_job_state *s);
 void pf_check_image(struct pf_job_state *s);
 void pf_check_device(struct pf_job_state *s);

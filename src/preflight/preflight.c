@@ -118,6 +118,7 @@ preflight_check_manifests(struct manifest *const *ms, size_t n_ms,
 			pf_check_mesh(&s);
 			pf_check_latents(&s);
 			pf_check_ltx2(&s);
+			pf_check_wan(&s);
 			pf_check_lora(&s);
 			pf_check_image(&s);
 			pf_check_device(&s);

@@ -13,6 +13,8 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "gpu/gpu.h"
+#include "media/media.h"
 #include "render/render-int.h"
 #include "sampler/rng.h"
 #include "store/checkpoints.h"
@@ -87,6 +89,82 @@ render_commit_artifact(void *ud, struct file_temp *t, const char *code,
 }
 
 enum lq_status
+render_write_videos(const struct render_job_ctx *c,
+    const struct render_videos *v, char **output, struct lq_error *err)
+{
+	const struct job_config *jc = c->jc;
+	enum lq_status s = LQ_OK;
+	size_t vb = (size_t)v->F * v->H * v->W * 3;
+	struct media_provenance prov = {
+		.job = c->job->name, .prompt = jc->prompt,
+		.negative_prompt = jc->negative_prompt, .has_seed = 1,
+		.seed = jc->seed, .model_digest = v->model_digest,
+		.config_digest = c->job->config_digest,
+	};
+	struct render_artifact mp4_a = {c->st, c->job->id, "mp4"};
+	struct render_artifact sheet_a = {c->st, c->job->id, "contact_sheet"};
+	struct file_commit mp4_c = {render_commit_artifact, &mp4_a};
+	struct file_commit sheet_c = {render_commit_artifact, &sheet_a};
+	*output = NULL;
+	for (int b = 0; b < v->B && s == LQ_OK; b++) {
+		char *mp4 = job_output_path(jc, c->base_dir, b, v->B);
+		struct media_video_options vo = {.fps = jc->frame_rate,
+		    .crf = -1, .provenance = &prov, .tags = v->tags,
+		    .n_tags = v->n_tags, .commit = &mp4_c,
+		    .audio = v->audio != NULL ? &v->audio[b] : NULL};
+		struct media_frames fr = {v->F, v->H, v->W, v->u8 +
+		    (size_t)b * vb};
+		if ((s = render_make_parent_dirs(mp4, err)) == LQ_OK)
+			s = media_write_mp4(mp4, &fr, &vo, err);
+		if (s == LQ_OK) {
+			struct media_sheet_options so = media_sheet_defaults;
+			so.commit = &sheet_c;
+			char *sheet = job_path_sibling(mp4, ".sheet.png");
+			s = media_write_contact_sheet(sheet, &fr, &so, &prov, NULL,
+			    NULL, err);
+			if (s == LQ_OK)
+				log_info("job %lld %s: wrote %s and %s",
+				    (long long)c->job->id, c->job->name, mp4,
+				    sheet);
+			free(sheet);
+		}
+		if (s == LQ_OK && b == 0)
+			*output = xstrdup(mp4);
+		free(mp4);
+	}
+	return s;
+}
+
+enum lq_status
+render_write_tensors(const struct render_job_ctx *c, struct st_writer *w,
+    struct lq_error *err)
+{
+	struct render_artifact ta = {c->st, c->job->id, "tensors"};
+	struct file_commit tc = {render_commit_artifact, &ta};
+	char *path = job_resolve_path(c->base_dir, c->jc->save_tensors);
+	enum lq_status s = render_make_parent_dirs(path, err);
+	if (s == LQ_OK)
+		s = st_writer_write_commit(w, path, &tc, err);
+	free(path);
+	return s;
+}
+
+enum lq_status
+render_upload(struct gpu_ctx *ctx, int ndim, const int64_t *shape,
+    const float *x, struct gpu_buffer **buf, struct gpu_tensor *t,
+    struct lq_error *err)
+{
+	size_t n = 1;
+	for (int i = 0; i < ndim; i++)
+		n *= (size_t)shape[i];
+	enum lq_status s = gpu_buffer_create(ctx, n * sizeof(float), buf, err);
+	if (s != LQ_OK)
+		return s;
+	*t = gpu_tensor_make(*buf, 0, GPU_F32, ndim, shape);
+	return x != NULL ? gpu_tensor_upload_f32(ctx, t, x, err) : LQ_OK;
+}
+
+enum lq_status
 render_make_parent_dirs(const char *path, struct lq_error *err)
 {
 	char *p = xstrdup(path);
@@ -145,16 +223,13 @@ render_pin_model(struct store *st, const struct store_job *job,
 }
 
 void
-render_device_fingerprint(const struct gpu_ctx *gpu, char out[DIGEST_HEX_SIZE])
+render_device_fingerprint(const struct gpu_ctx *gpu, const char *resolved,
+    char out[DIGEST_HEX_SIZE])
 {
 	const struct device_caps *caps = gpu_ctx_caps(gpu);
-	char fp[768];
-	snprintf(fp, sizeof(fp), "%s|%s|%u|%s", caps->name, caps->uuid,
-	    caps->driver_version, PACKAGE_VERSION);
-	/* the shader-only path keeps the fingerprints made before there
-	 * was another, so their checkpoints still resume */
-	const char *v = gpu_ctx_kernel_variant(gpu);
-	if (strcmp(v, "shader") != 0)
-		snprintf(fp + strlen(fp), sizeof(fp) - strlen(fp), "|+%s", v);
+	char *fp = xasprintf("%s|%s|%u|%s|%s|%s", caps->name, caps->uuid,
+	    caps->driver_version, PACKAGE_VERSION, gpu_ctx_variant(gpu),
+	    resolved != NULL ? resolved : "");
 	digest_hex(fp, strlen(fp), out);
+	free(fp);
 }

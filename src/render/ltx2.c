@@ -19,7 +19,13 @@
  * video's packed [B, S, C] followed by the audio's packed [B, L, C·M], in
  * one row, so both streams commit in one transaction.
  *
- * Not here yet (refused by preflight): meshes, a text encoder (Gemma 3:
+ * On a device mesh (issue 15 item 6, doc/mesh.md) the transformer runs on
+ * every rank at once: the data axis splits the step's rows (videos × the
+ * passes, job_ltx2_passes), the context axis both streams' tokens
+ * (ltx2_transformer_set_context); the host state and everything else are
+ * as on one device, so the bits are too.
+ *
+ * Not here yet (refused by preflight): a text encoder (Gemma 3:
  * prompt_embeds only), image-to-video, noise_scale > 0.
  */
 #include <inttypes.h>
@@ -45,6 +51,8 @@
 #include "nn/ltx2_transformer.h"
 #include "nn/ltx2_vocoder.h"
 #include "nn/ltxv_vae.h"
+#include "nn/plan.h"
+#include "nn/weights.h"
 #include "render/render-int.h"
 #include "sampler/latents.h"
 #include "sampler/rng.h"
@@ -53,13 +61,32 @@
 #include "store/jobs.h"
 #include "store/models.h"
 
+/*
+ * One rank of the job's mesh (render_mesh): its transformer (the same
+ * weights), its rows [row0, row0 + rows) of a step's row list and its
+ * tokens of each stream, and their host staging.
+ */
+struct l2_rank {
+	struct ltx2_transformer *m;
+	int data;			/* its data coordinate */
+	int row0, rows;
+	int tok0, toks;			/* video tokens */
+	int atok0, atoks;		/* audio tokens */
+	float *vin, *ain;		/* [rows, toks, C], [rows, atoks, D] */
+	float *vout, *aout;
+};
+
 struct l2 {
 	const struct render_job_ctx *c;
 	const struct job_config *jc;
 	struct diffusers_ltx2_model *dm;
 	struct ltx2_transformer_config tcfg;
 	struct ltxv_vae_config vcfg;
-	struct gpu_ctx *gpu;
+	struct render_mesh mesh;	/* the job's devices */
+	struct l2_rank *ranks;		/* one per mesh rank, while denoising */
+	/* context > 1: each data coordinate's groups, video and audio */
+	struct ltxv_cp_group **cp, **acp;
+	struct gpu_ctx *gpu;		/* mesh rank 0's (borrowed) */
 	struct st_file *noise;		/* noise: FILE, or NULL */
 	struct scheduler_config sched_cfg;
 	struct scheduler_schedule sched;
@@ -76,29 +103,56 @@ struct l2 {
 	size_t nv, na;			/* floats of each stream's state */
 	int cfg, stg, iso;		/* the passes run per step */
 	int rows;			/* CFG pass rows: 2B or B */
+	int R;				/* a step's rows: B × job_ltx2_passes */
 
 	/* host state and buffers */
 	float *video, *audio;		/* [B, S, C], [B, L, D] */
 	float *vtext, *atext, *tmask;	/* [rows, T, Cc] x2, [rows, T] */
-	float *vin, *ain;		/* [rows, ...] model inputs */
-	float *vout, *aout;		/* [rows, ...] CFG pass outputs */
-	float *vstg, *astg, *viso, *aiso;	/* [B, ...] */
+	/* a step's outputs, [R, ...]: the CFG pass's rows (unconditional
+	 * first), then the STG pass's, then the isolation pass's */
+	float *vall, *aall;
+	float *vout, *aout;		/* [rows, ...] CFG pass outputs (in all) */
+	float *vstg, *astg, *viso, *aiso;	/* [B, ...] (in all) */
 	float *vg, *ag;			/* guided velocities [B, ...] */
-	float *ts;			/* [rows] timesteps (= sigma) */
+	float *ts;			/* [R] timesteps (= sigma) */
 	float *traj;			/* [N, nv + na] with save_tensors */
+	struct nn_plan plan;		/* the memory plan (nn_plan_ltx2) */
 };
+
+/* Frees the ranks' transformers and staging, and the context groups. */
+static void
+ranks_free(struct l2 *r)
+{
+	for (int i = 0; r->ranks != NULL && i < r->mesh.n_ranks; i++) {
+		struct l2_rank *k = &r->ranks[i];
+		ltx2_transformer_free(k->m);
+		free(k->vin);
+		free(k->ain);
+		free(k->vout);
+		free(k->aout);
+	}
+	free(r->ranks);
+	r->ranks = NULL;
+	for (int d = 0; r->cp != NULL && d < r->mesh.data; d++) {
+		ltxv_cp_group_free(r->cp[d]);
+		ltxv_cp_group_free(r->acp[d]);
+	}
+	free(r->cp);
+	free(r->acp);
+	r->cp = r->acp = NULL;
+}
 
 static void
 l2_free(struct l2 *r)
 {
 	float *bufs[] = { r->video, r->audio, r->vtext, r->atext, r->tmask,
-	    r->vin, r->ain, r->vout, r->aout, r->vstg, r->astg, r->viso,
-	    r->aiso, r->vg, r->ag, r->ts, r->traj };
+	    r->vall, r->aall, r->vg, r->ag, r->ts, r->traj };
 	for (size_t i = 0; i < LQ_ARRAY_LEN(bufs); i++)
 		free(bufs[i]);
+	ranks_free(r);
 	st_file_close(r->noise);
 	scheduler_schedule_free(&r->sched);
-	gpu_ctx_free(r->gpu);
+	render_mesh_close(&r->mesh);
 	diffusers_ltx2_free(r->dm);
 }
 
@@ -218,9 +272,11 @@ phase_load(struct l2 *r, struct lq_error *err)
 
 	/* the passes: do_classifier_free_guidance, _spatio_temporal_
 	 * guidance, _modality_isolation_guidance */
-	r->cfg = jc->guidance_scale > 1.0 || jc->audio_guidance_scale > 1.0;
-	r->stg = jc->stg_scale > 0.0 || jc->audio_stg_scale > 0.0;
-	r->iso = jc->modality_scale > 1.0 || jc->audio_modality_scale > 1.0;
+	struct job_ltx2_passes ps;
+	r->R = r->B * job_ltx2_passes(jc, &ps);
+	r->cfg = ps.cfg;
+	r->stg = ps.stg;
+	r->iso = ps.iso;
 	r->rows = r->cfg ? 2 * r->B : r->B;
 	r->N = (int)jc->num_inference_steps;
 	if ((s = scheduler_set_timesteps(&r->sched_cfg, r->N, r->S, &r->sched,
@@ -233,24 +289,23 @@ phase_load(struct l2 *r, struct lq_error *err)
 		if (s != LQ_OK)
 			return s;
 	}
-	size_t rv = (size_t)r->rows * r->S * r->C;
-	size_t ra = (size_t)r->rows * r->L * r->D;
+	size_t pv = r->nv / (size_t)r->B, pa = r->na / (size_t)r->B;
 	r->video = xcalloc(r->nv, sizeof(float));
 	r->audio = xcalloc(r->na, sizeof(float));
 	r->vtext = xcalloc((size_t)r->rows * r->T * r->Cc, sizeof(float));
 	r->atext = xcalloc((size_t)r->rows * r->T * r->Cc, sizeof(float));
 	r->tmask = xcalloc((size_t)r->rows * r->T, sizeof(float));
-	r->vin = xcalloc(rv, sizeof(float));
-	r->ain = xcalloc(ra, sizeof(float));
-	r->vout = xcalloc(rv, sizeof(float));
-	r->aout = xcalloc(ra, sizeof(float));
-	r->vstg = xcalloc(r->nv, sizeof(float));
-	r->astg = xcalloc(r->na, sizeof(float));
-	r->viso = xcalloc(r->nv, sizeof(float));
-	r->aiso = xcalloc(r->na, sizeof(float));
+	r->vall = xcalloc((size_t)r->R * pv, sizeof(float));
+	r->aall = xcalloc((size_t)r->R * pa, sizeof(float));
+	r->vout = r->vall;
+	r->aout = r->aall;
+	r->vstg = r->vout + (size_t)r->rows * pv;
+	r->astg = r->aout + (size_t)r->rows * pa;
+	r->viso = r->vstg + (r->stg ? r->nv : 0);
+	r->aiso = r->astg + (r->stg ? r->na : 0);
 	r->vg = xcalloc(r->nv, sizeof(float));
 	r->ag = xcalloc(r->na, sizeof(float));
-	r->ts = xcalloc((size_t)r->rows, sizeof(float));
+	r->ts = xcalloc((size_t)r->R, sizeof(float));
 	if (jc->save_tensors != NULL)
 		r->traj = xcalloc((size_t)r->N * (r->nv + r->na), sizeof(float));
 	return LQ_OK;
@@ -262,11 +317,77 @@ phase_compile(struct l2 *r, struct lq_error *err)
 	enum lq_status s;
 	if ((s = phase(r, "compile", -1, err)) != LQ_OK)
 		return s;
-	struct gpu_ctx_opts o = {.device = r->c->opt->device};
-	if ((s = gpu_ctx_create(&o, &r->gpu, err)) != LQ_OK)
+	/* --device, or main's LATENTQ_DEVICE default (cmd_globals) */
+	if ((s = render_mesh_open(r->c->st, r->c->job, r->c->opt->device,
+	    &r->jc->mesh, &r->mesh, err)) != LQ_OK)
 		return s;
-	render_device_fingerprint(r->gpu, r->device_fingerprint);
-	return gpu_ctx_warmup(r->gpu, err);
+	r->gpu = r->mesh.ranks[0].gpu;
+	render_device_fingerprint(r->gpu, NULL, r->device_fingerprint);
+	return render_mesh_warmup(&r->mesh, err);
+}
+
+/*
+ * The memory plan for this job on this device (nn_plan_ltx2, what
+ * preflight asked), recorded as a "plan" event before anything large is
+ * allocated; the phases load each component alone, as it counts them.
+ */
+static enum lq_status
+make_plan(struct l2 *r, struct lq_error *err)
+{
+	const struct device_caps *caps = gpu_ctx_caps(r->gpu);
+	const struct diffusers_component *comp[5] = {&r->dm->transformer,
+	    &r->dm->vae, &r->dm->audio_vae, &r->dm->vocoder,
+	    &r->dm->connectors};
+	/* the loaders' prefixes: the VAEs upload decoder.* only */
+	static const char *const prefix[5] = {NULL, "decoder.", "decoder.",
+	    NULL, NULL};
+	struct nn_weights_layout w[5];
+	enum lq_status s = LQ_OK;
+
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 5 && s == LQ_OK; i++) {
+		struct st_set *set = NULL;
+		if ((s = st_set_open(comp[i]->dir, &set, err)) == LQ_OK)
+			s = nn_weights_plan(set, prefix[i], NULL, caps,
+			    &w[i].resident, err);
+		st_set_close(set);
+	}
+	if (s != LQ_OK)
+		return s;
+	struct nn_plan_ltx2_request rq = {
+		.model = r->dm, .transformer = &r->tcfg, .vae = &r->vcfg,
+		.w_transformer = &w[0], .w_vae = &w[1], .w_audio_vae = &w[2],
+		.w_vocoder = &w[3], .w_connectors = &w[4],
+		.batch = r->B, .guidance = r->cfg,
+		.use_cross_timestep = r->jc->use_cross_timestep,
+		.num_frames = (int)r->jc->num_frames,
+		.height = (int)r->jc->height, .width = (int)r->jc->width,
+		.frame_rate = r->jc->frame_rate, .max_sequence_length = r->T,
+		.caps = caps,
+	};
+	nn_plan_ltx2(&rq, &r->plan);
+	cJSON *j = nn_plan_to_json(&r->plan);
+	char *detail = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	s = store_add_event(r->c->st, r->c->job->id, "plan", detail, err);
+	free(detail);
+	return s;
+}
+
+/* The measured high-water mark of device memory (gpu_ctx_memory) as the
+ * job's "peak_device_bytes" event, beside the plan's. */
+static enum lq_status
+record_peak(struct l2 *r, struct lq_error *err)
+{
+	uint64_t peak = 0;
+	char detail[160];
+
+	gpu_ctx_memory(r->gpu, NULL, &peak);
+	snprintf(detail, sizeof(detail), "{\"peak_device_bytes\":%" PRIu64
+	    ",\"planned_peak_device_bytes\":%" PRIu64 "}", peak,
+	    r->plan.peak_device_bytes);
+	return store_add_event(r->c->st, r->c->job->id, "peak_device_bytes",
+	    detail, err);
 }
 
 /* One [B, T, ...] tensor of the embeddings file as floats, or NULL. */
@@ -423,10 +544,14 @@ initial_latents(struct l2 *r, int *start, struct lq_error *err)
 	return s;
 }
 
-/* One transformer pass over `rows` rows starting at text row `t0`. */
+/*
+ * One transformer pass over `rows` rows starting at text row `t0`, of
+ * `toks` video and `atoks` audio tokens each (a context rank's shard of
+ * the grid and of the audio's r->L frames).
+ */
 static enum lq_status
-dit(struct l2 *r, struct ltx2_transformer *m, int rows, int t0,
-    const float *vin, const float *ain, float *vout, float *aout,
+dit(struct l2 *r, struct ltx2_transformer *m, int rows, int t0, int toks,
+    int atoks, const float *vin, const float *ain, float *vout, float *aout,
     int isolate, int stg, struct lq_error *err)
 {
 	const struct job_config *jc = r->jc;
@@ -438,7 +563,7 @@ dit(struct l2 *r, struct ltx2_transformer *m, int rows, int t0,
 		.timestep = r->ts, .sigma = r->ts,
 		.encoder_attention_mask = r->tmask + (size_t)t0 * r->T,
 		.audio_encoder_attention_mask = r->tmask + (size_t)t0 * r->T,
-		.B = rows, .N = r->S, .L = (int)r->L, .T = r->T, .Ta = r->T,
+		.B = rows, .N = toks, .L = atoks, .T = r->T, .Ta = r->T,
 		.num_frames = (int)r->vs.frames, .height = (int)r->vs.height,
 		.width = (int)r->vs.width, .fps = jc->frame_rate,
 		.audio_num_frames = (int)r->L,
@@ -459,6 +584,120 @@ dit(struct l2 *r, struct ltx2_transformer *m, int rows, int t0,
 	return ltx2_transformer_forward(m, &a, &o, NULL, err);
 }
 
+/*
+ * Each rank's share of a step's r->R rows (R / data per data coordinate,
+ * in the order of r->vall) and of both streams' tokens (S / context and
+ * L / context per context coordinate; preflight's LQ-MESH-006 / -004 keep
+ * them whole), its transformer on its device, its context group, and host
+ * staging.
+ */
+static enum lq_status
+ranks_load(struct l2 *r, struct lq_error *err)
+{
+	const struct render_mesh *mh = &r->mesh;
+	int P = mh->context;
+	enum lq_status s;
+	if (r->R % mh->data != 0)
+		return error_set(err, LQ_FAILED, "LQ-MESH-006", "%d transformer "
+		    "rows (%d videos × %d passes) do not split over data %d",
+		    r->R, r->B, r->R / r->B, mh->data);
+	if (r->S % P != 0 || r->L % P != 0)
+		return error_set(err, LQ_FAILED, "LQ-MESH-004", "context %d does "
+		    "not divide the video's %d tokens and the audio's %" PRId64,
+		    P, r->S, r->L);
+	int rpd = r->R / mh->data, tpc = r->S / P, apc = (int)r->L / P;
+	if (P > 1) {
+		r->cp = xcalloc((size_t)mh->data, sizeof(*r->cp));
+		r->acp = xcalloc((size_t)mh->data, sizeof(*r->acp));
+		for (int d = 0; d < mh->data; d++)
+			if ((s = ltxv_cp_group_create(P, rpd, r->S,
+			    r->tcfg.inner_dim, &r->cp[d], err)) != LQ_OK ||
+			    (s = ltxv_cp_group_create(P, rpd, r->L,
+			    r->tcfg.audio_inner_dim, &r->acp[d], err)) != LQ_OK)
+				return s;
+	}
+	r->ranks = xcalloc((size_t)mh->n_ranks, sizeof(*r->ranks));
+	for (int i = 0; i < mh->n_ranks; i++) {
+		struct l2_rank *k = &r->ranks[i];
+		const struct render_mesh_rank *mr = &mh->ranks[i];
+		k->data = mr->data;
+		k->row0 = mr->data * rpd;
+		k->rows = rpd;
+		k->tok0 = mr->context * tpc;
+		k->toks = tpc;
+		k->atok0 = mr->context * apc;
+		k->atoks = apc;
+		if ((s = ltx2_transformer_load(mr->gpu, r->dm->transformer.dir,
+		    &k->m, err)) != LQ_OK)
+			return s;
+		if (r->cp != NULL && (s = ltx2_transformer_set_context(k->m,
+		    r->cp[k->data], r->acp[k->data], mr->context, err)) != LQ_OK)
+			return s;
+		k->vin = xcalloc((size_t)rpd * tpc * r->C, sizeof(float));
+		k->vout = xcalloc((size_t)rpd * tpc * r->C, sizeof(float));
+		k->ain = xcalloc((size_t)rpd * apc * r->D, sizeof(float));
+		k->aout = xcalloc((size_t)rpd * apc * r->D, sizeof(float));
+	}
+	return LQ_OK;
+}
+
+/*
+ * One rank's part of a step: its rows of each pass (the CFG pass's rows
+ * [0, rows), the STG pass's, the isolation pass's, as r->vall orders
+ * them), each a forward of its tokens of video row (row mod B), into its
+ * rows and tokens of r->vall / r->aall.  The ranks of a context group
+ * have the same rows, so they make the same calls.
+ */
+static enum lq_status
+rank_step(void *ud, int rank, struct lq_error *err)
+{
+	struct l2 *r = ud;
+	struct l2_rank *k = &r->ranks[rank];
+	int t_row = r->cfg ? r->B : 0;	/* the positive text rows */
+	/* the passes: first row, rows, text row of the first, flags */
+	const struct { int j0, n, t0, isolate, stg; } pass[3] = {
+		{ 0, r->rows, 0, 0, 0 },
+		{ r->rows, r->stg ? r->B : 0, t_row, 0, 1 },
+		{ r->rows + (r->stg ? r->B : 0), r->iso ? r->B : 0, t_row, 1, 0 },
+	};
+	enum lq_status s = LQ_OK;
+	for (int p = 0; p < 3 && s == LQ_OK; p++) {
+		int a = pass[p].j0 > k->row0 ? pass[p].j0 : k->row0;
+		int b = pass[p].j0 + pass[p].n < k->row0 + k->rows ?
+		    pass[p].j0 + pass[p].n : k->row0 + k->rows;
+		if (a >= b)
+			continue;
+		for (int j = a; j < b; j++) {
+			int v = j % r->B;	/* its video */
+			render_mesh_share(r->video, r->S, k->vin + (size_t)(j - a) *
+			    k->toks * r->C, v, 1, k->tok0, k->toks, r->C, 1);
+			render_mesh_share(r->audio, r->L, k->ain + (size_t)(j - a) *
+			    k->atoks * r->D, v, 1, k->atok0, k->atoks, r->D, 1);
+		}
+		s = dit(r, k->m, b - a, pass[p].t0 + (a - pass[p].j0), k->toks,
+		    k->atoks, k->vin, k->ain, k->vout, k->aout,
+		    pass[p].isolate, pass[p].stg, err);
+		if (s != LQ_OK)
+			break;
+		render_mesh_share(r->vall, r->S, k->vout, a, b - a, k->tok0,
+		    k->toks, r->C, 0);
+		render_mesh_share(r->aall, r->L, k->aout, a, b - a, k->atok0,
+		    k->atoks, r->D, 0);
+	}
+	return s;
+}
+
+/* A failed rank's context groups must not wait for it. */
+static void
+rank_abort(void *ud, int rank)
+{
+	struct l2 *r = ud;
+	if (r->cp != NULL) {
+		ltxv_cp_group_abort(r->cp[r->ranks[rank].data]);
+		ltxv_cp_group_abort(r->acp[r->ranks[rank].data]);
+	}
+}
+
 static enum lq_status
 phase_denoise(struct l2 *r, struct lq_error *err)
 {
@@ -470,9 +709,7 @@ phase_denoise(struct l2 *r, struct lq_error *err)
 		return s;
 	if ((s = initial_latents(r, &start, err)) != LQ_OK)
 		return s;
-	struct ltx2_transformer *m = NULL;
-	if ((s = ltx2_transformer_load(r->gpu, r->dm->transformer.dir, &m,
-	    err)) != LQ_OK)
+	if ((s = ranks_load(r, err)) != LQ_OK)
 		return s;
 	struct scheduler_guidance_x0 gv = {jc->guidance_scale, jc->stg_scale,
 	    jc->modality_scale, jc->guidance_rescale};
@@ -483,26 +720,15 @@ phase_denoise(struct l2 *r, struct lq_error *err)
 	int keep = jc->save_tensors != NULL ? 0 : c->opt->keep_checkpoints;
 	int64_t cp_shape[2] = {1, (int64_t)(r->nv + r->na)};
 	float *blob = xmalloc((r->nv + r->na) * sizeof(float));
-	int t_row = r->cfg ? r->B : 0;	/* the positive text rows */
 	for (int k = start; k < r->N && s == LQ_OK; k++) {
 		float t = r->sched.timesteps[k];
 		float sg = r->sched.sigmas[k], sn = r->sched.sigmas[k + 1];
-		for (int i = 0; i < r->rows; i++)
+		for (int i = 0; i < r->R; i++)
 			r->ts[i] = t;
-		/* latent_model_input = cat([latents] * 2) with CFG */
-		for (int h = 0; h < r->rows / r->B; h++) {
-			memcpy(r->vin + h * r->nv, r->video, r->nv * sizeof(float));
-			memcpy(r->ain + h * r->na, r->audio, r->na * sizeof(float));
-		}
-		s = dit(r, m, r->rows, 0, r->vin, r->ain, r->vout, r->aout, 0, 0,
-		    err);
-		if (s == LQ_OK && r->stg)
-			s = dit(r, m, r->B, t_row, r->video, r->audio, r->vstg,
-			    r->astg, 0, 1, err);
-		if (s == LQ_OK && r->iso)
-			s = dit(r, m, r->B, t_row, r->video, r->audio, r->viso,
-			    r->aiso, 1, 0, err);
-		if (s != LQ_OK)
+		/* the passes over the mesh (latent_model_input = cat([latents]
+		 * * 2) with CFG: each row reads its video's latents) */
+		if ((s = render_mesh_run(&r->mesh, rank_step, rank_abort, r,
+		    err)) != LQ_OK)
 			break;
 		scheduler_apply_guidance_x0(r->vg, r->video, (size_t)r->B, pv, sg,
 		    r->vout, r->cfg, r->stg ? r->vstg : NULL,
@@ -560,7 +786,7 @@ phase_denoise(struct l2 *r, struct lq_error *err)
 		}
 	}
 	free(blob);
-	ltx2_transformer_free(m);
+	ranks_free(r);	/* the decoders have the devices alone */
 	return s;
 }
 
@@ -580,21 +806,6 @@ component_tensor(const char *dir, const char *name, int64_t want,
 		    PRId64 " values", dir, name, want);
 	st_set_close(set);
 	return v;
-}
-
-/* Uploads host floats into a fresh device tensor. */
-static enum lq_status
-upload(struct gpu_ctx *ctx, int ndim, const int64_t *shape, const float *x,
-    struct gpu_buffer **buf, struct gpu_tensor *t, struct lq_error *err)
-{
-	size_t n = 1;
-	for (int i = 0; i < ndim; i++)
-		n *= (size_t)shape[i];
-	enum lq_status s = gpu_buffer_create(ctx, n * sizeof(float), buf, err);
-	if (s != LQ_OK)
-		return s;
-	*t = gpu_tensor_make(*buf, 0, GPU_F32, ndim, shape);
-	return x != NULL ? gpu_tensor_upload_f32(ctx, t, x, err) : LQ_OK;
 }
 
 /*
@@ -633,8 +844,8 @@ decode_audio(struct l2 *r, float **wave, int64_t wshape[3],
 	if ((s = ltx2_audio_vae_load(r->gpu, r->dm->audio_vae.dir, &av, err)) ==
 	    LQ_OK) {
 		ltx2_audio_vae_output_shape(av, zs, ms);
-		if ((s = upload(r->gpu, 4, zs, z, &bz, &tz, err)) == LQ_OK &&
-		    (s = upload(r->gpu, 4, ms, NULL, &bm, &tm, err)) == LQ_OK)
+		if ((s = render_upload(r->gpu, 4, zs, z, &bz, &tz, err)) == LQ_OK &&
+		    (s = render_upload(r->gpu, 4, ms, NULL, &bm, &tm, err)) == LQ_OK)
 			s = ltx2_audio_vae_decode(av, &tz, &tm, NULL, err);
 	}
 	ltx2_audio_vae_free(av);
@@ -646,7 +857,7 @@ decode_audio(struct l2 *r, float **wave, int64_t wshape[3],
 		ltx2_vocoder_output_shape(voc, ms, wshape);
 		size_t n = (size_t)(wshape[0] * wshape[1] * wshape[2]);
 		*wave = xmalloc(n * sizeof(float));
-		if ((s = upload(r->gpu, 3, wshape, NULL, &bw, &tw, err)) == LQ_OK &&
+		if ((s = render_upload(r->gpu, 3, wshape, NULL, &bw, &tw, err)) == LQ_OK &&
 		    (s = ltx2_vocoder_forward(voc, &tm, &tw, NULL, err)) == LQ_OK)
 			s = gpu_tensor_download_f32(r->gpu, &tw, *wave, err);
 	}
@@ -732,8 +943,8 @@ decode_video(struct l2 *r, float **np, uint8_t **u8, int64_t os[5],
 	struct gpu_tensor tz, to;
 	size_t no = (size_t)(os[0] * os[1] * os[2] * os[3] * os[4]);
 	float *raw = xmalloc(no * sizeof(float));
-	if (s == LQ_OK && (s = upload(r->gpu, 5, zs, z, &bz, &tz, err)) ==
-	    LQ_OK && (s = upload(r->gpu, 5, os, NULL, &bo, &to, err)) == LQ_OK) {
+	if (s == LQ_OK && (s = render_upload(r->gpu, 5, zs, z, &bz, &tz, err)) ==
+	    LQ_OK && (s = render_upload(r->gpu, 5, os, NULL, &bo, &to, err)) == LQ_OK) {
 		struct inject in = {r, 0};
 		struct ltxv_vae_noise noise = {fill_inject, &in};
 		struct ltxv_vae_decode_args a = {
@@ -774,56 +985,30 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 	if (s == LQ_OK)
 		s = phase(r, "encode-video", r->N, err);
 	int F = (int)os[2], H = (int)os[3], W = (int)os[4];
-	size_t vb = (size_t)F * H * W * 3;
-	struct media_provenance prov = {
-		.job = c->job->name, .prompt = jc->prompt,
-		.negative_prompt = jc->negative_prompt, .has_seed = 1,
-		.seed = jc->seed, .model_digest = r->model_digest,
-		.config_digest = c->job->config_digest,
+	/* the audio's provenance beside the rest */
+	char rate[16], chans[16], samples[24];
+	int sample_rate = r->dm->audio_sample_rate;
+	snprintf(rate, sizeof(rate), "%d", sample_rate);
+	snprintf(chans, sizeof(chans), "%d", (int)ws[1]);
+	snprintf(samples, sizeof(samples), "%" PRId64, ws[2]);
+	const struct media_tag tags[] = {
+		{"latentq_pipeline", "LTX2Pipeline"},
+		{"latentq_audio_sample_rate", rate},
+		{"latentq_audio_channels", chans},
+		{"latentq_audio_samples", samples},
 	};
-	struct render_artifact mp4_a = {c->st, c->job->id, "mp4"};
-	struct render_artifact sheet_a = {c->st, c->job->id, "contact_sheet"};
-	struct file_commit mp4_c = {render_commit_artifact, &mp4_a};
-	struct file_commit sheet_c = {render_commit_artifact, &sheet_a};
-	for (int b = 0; b < r->B && s == LQ_OK; b++) {
-		char *mp4 = job_output_path(jc, c->base_dir, b, r->B);
-		struct media_audio au = {
-			.sample_rate = r->dm->audio_sample_rate,
+	struct media_audio *au = xcalloc((size_t)r->B, sizeof(*au));
+	for (int b = 0; s == LQ_OK && b < r->B; b++)
+		au[b] = (struct media_audio){
+			.sample_rate = sample_rate,
 			.channels = (int)ws[1], .samples = ws[2],
 			.pcm = wave + (size_t)b * ws[1] * ws[2],
 		};
-		/* the audio's provenance beside the rest */
-		char rate[16], chans[16], samples[24];
-		snprintf(rate, sizeof(rate), "%d", au.sample_rate);
-		snprintf(chans, sizeof(chans), "%d", au.channels);
-		snprintf(samples, sizeof(samples), "%" PRId64, au.samples);
-		const struct media_tag tags[] = {
-			{"latentq_pipeline", "LTX2Pipeline"},
-			{"latentq_audio_sample_rate", rate},
-			{"latentq_audio_channels", chans},
-			{"latentq_audio_samples", samples},
-		};
-		struct media_video_options vo = {.fps = jc->frame_rate, .crf = -1,
-		    .provenance = &prov, .tags = tags,
-		    .n_tags = LQ_ARRAY_LEN(tags), .commit = &mp4_c, .audio = &au};
-		struct media_frames fr = {F, H, W, u8 + (size_t)b * vb};
-		if ((s = render_make_parent_dirs(mp4, err)) == LQ_OK)
-			s = media_write_mp4(mp4, &fr, &vo, err);
-		if (s == LQ_OK) {
-			struct media_sheet_options so = media_sheet_defaults;
-			so.commit = &sheet_c;
-			char *sheet = job_path_sibling(mp4, ".sheet.png");
-			s = media_write_contact_sheet(sheet, &fr, &so, &prov, NULL,
-			    NULL, err);
-			if (s == LQ_OK)
-				log_info("job %lld %s: wrote %s and %s",
-				    (long long)c->job->id, c->job->name, mp4, sheet);
-			free(sheet);
-		}
-		if (s == LQ_OK && b == 0)
-			*output = xstrdup(mp4);
-		free(mp4);
-	}
+	struct render_videos rv = {r->B, F, H, W, u8, r->model_digest, tags,
+	    LQ_ARRAY_LEN(tags), au};
+	if (s == LQ_OK)
+		s = render_write_videos(c, &rv, output, err);
+	free(au);
 	if (s == LQ_OK && jc->save_tensors != NULL) {
 		/* named as the goldens name them */
 		size_t per = r->nv + r->na;
@@ -844,13 +1029,8 @@ phase_decode_and_write(struct l2 *r, char **output, struct lq_error *err)
 		st_writer_add(w, "video_np", ST_F32, 5, vs, np);
 		st_writer_add(w, "video_uint8", ST_U8, 5, vs, u8);
 		st_writer_add(w, "audio_waveform", ST_F32, 3, ws, wave);
-		struct render_artifact ta = {c->st, c->job->id, "tensors"};
-		struct file_commit tc = {render_commit_artifact, &ta};
-		char *path = job_path(r, jc->save_tensors);
-		if ((s = render_make_parent_dirs(path, err)) == LQ_OK)
-			s = st_writer_write_commit(w, path, &tc, err);
+		s = render_write_tensors(c, w, err);
 		st_writer_free(w);
-		free(path);
 		free(vt);
 		free(at);
 	}
@@ -873,11 +1053,15 @@ render_ltx2(const struct render_job_ctx *c, struct lq_error *err)
 	if (s == LQ_OK)
 		s = phase_compile(&r, err);
 	if (s == LQ_OK)
+		s = make_plan(&r, err);
+	if (s == LQ_OK)
 		s = phase_encode_text(&r, err);
 	if (s == LQ_OK)
 		s = phase_denoise(&r, err);
 	if (s == LQ_OK)
 		s = phase_decode_and_write(&r, &output, err);
+	if (s == LQ_OK)
+		s = record_peak(&r, err);
 	if (s == LQ_OK)
 		s = store_set_output(c->st, c->job->id, output, err);
 	free(output);

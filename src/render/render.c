@@ -23,7 +23,6 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,30 +70,23 @@
 volatile sig_atomic_t render_interrupted;
 
 /*
- * One device of the job's mesh (issue 16, doc/mesh.md): rank i = data
- * coordinate × context + context coordinate.  Each holds its own
- * transformer (the same weights), input/output buffers and host staging,
- * and runs the transformer on its rows (data) and its tokens (context);
- * everything else (text encoder, scheduler, guidance, VAE) runs on rank 0,
- * whose ctx is r->gpu.
+ * What one rank of the job's mesh (render_mesh, render-int.h; issue 16,
+ * doc/mesh.md) holds: its own transformer (the same weights), input/output
+ * buffers and host staging, to run the transformer on its rows (data) and
+ * its tokens (context); everything else (text encoder, scheduler,
+ * guidance, VAE) runs on rank 0, whose ctx is r->gpu.
  */
 struct mesh_rank {
 	struct render *r;
-	int slot;			/* device slot (gpu_devices_match) */
-	int data, context;		/* mesh coordinates */
-	struct gpu_ctx *gpu;		/* owned */
+	int data;			/* its data coordinate */
+	struct gpu_ctx *gpu;		/* the mesh's (borrowed) */
 	struct ltxv_transformer *transformer;
 	struct gpu_buffer *buf_in, *buf_text, *buf_out;
 	int row0, rows;			/* transformer rows [row0, row0+rows) */
 	int tok0, toks;			/* video tokens [tok0, tok0+toks) */
 	float *in, *out;		/* [rows, toks, C] host staging */
 	float *tt;			/* [rows, toks] per-token timesteps */
-	/* per step */
-	pthread_t thread;
-	int started;
-	struct ltxv_transformer_args args;
-	enum lq_status status;
-	struct lq_error err;
+	struct ltxv_transformer_args args;	/* per step */
 };
 
 /* Everything one render holds; released by render_free. */
@@ -127,9 +119,10 @@ struct render {
 	char *base_dir;			/* the manifest's folder */
 
 	struct diffusers_model *dm;
-	struct gpu_ctx *gpu;		/* ranks[0].gpu (borrowed) */
-	struct mesh_rank *ranks;	/* n_ranks = data × context */
-	int n_ranks, data, context;
+	struct render_mesh mesh;	/* the job's devices */
+	struct gpu_ctx *gpu;		/* mesh rank 0's (borrowed) */
+	struct mesh_rank *ranks;	/* one per mesh rank */
+	int n_ranks, data, context;	/* the mesh's */
 	struct ltxv_cp_group **cp;	/* one per data coordinate, context > 1 */
 	struct ltxv_vae *vae;
 	struct ltxv_vae_encoder *enc;	/* image-to-video, while encoding */
@@ -210,9 +203,8 @@ render_free(struct render *r)
 	free(r->cond_mask);
 	free(r->init_latents);
 	free(r->icn);
-	for (int i = r->n_ranks - 1; i >= 0; i--)
-		gpu_ctx_free(r->ranks[i].gpu);
 	free(r->ranks);
+	render_mesh_close(&r->mesh);
 	diffusers_free(r->dm);
 	scheduler_schedule_free(&r->sched);
 	free(r->latents);
@@ -246,23 +238,6 @@ static char *
 job_path(const struct render *r, const char *p)
 {
 	return job_resolve_path(r->base_dir, p);
-}
-
-/* The pipeline cache lives in the queue database. */
-static enum lq_status
-cache_load(void *ud, const char *fp, void **blob, size_t *n)
-{
-	struct lq_error err;
-	error_clear(&err);
-	return store_get_pipeline_cache(ud, fp, blob, n, &err);
-}
-
-static enum lq_status
-cache_save(void *ud, const char *fp, const void *blob, size_t n)
-{
-	struct lq_error err;
-	error_clear(&err);
-	return store_put_pipeline_cache(ud, fp, blob, n, &err);
 }
 
 /*
@@ -501,97 +476,26 @@ stage_setup(struct render *r, int stage, struct lq_error *err)
 	return LQ_OK;
 }
 
-/*
- * Opens the mesh's devices: the first mesh.devices slots that --device /
- * LATENTQ_DEVICE names (gpu_devices_match), all of one kind, one ctx for
- * each rank of data × context (the tensor axis is not split: its devices
- * are required, and idle).  Fewer devices than the mesh, or devices of
- * different kinds, is LQ_FATAL LQ-RUN-MESH-HOST: the worker gives the job
- * back untouched (worker_exit_for: EXIT_UNAVAILABLE), never rendering a
- * mesh on fewer devices (issue 16), as preflight's LQ-MESH-007 refuses it
- * on this host.  Records the devices_used event.
- */
+/* The job's mesh (render_mesh_open) and one share per rank. */
 static enum lq_status
 open_mesh(struct render *r, struct lq_error *err)
 {
 	/* --device, or main's LATENTQ_DEVICE default (cmd_globals) */
-	const char *spec = r->opt->device;
-	int want = r->jc.mesh.devices > 1 ? (int)r->jc.mesh.devices : 1;
-	struct device_caps *all = NULL;
-	int n = 0;
-	enum lq_status s = gpu_devices_list(&all, &n, err);
+	enum lq_status s = render_mesh_open(r->st, r->job, r->opt->device,
+	    &r->jc.mesh, &r->mesh, err);
 	if (s != LQ_OK)
 		return s;
-	int *slots = xcalloc((size_t)n + 1, sizeof(*slots));
-	int others = 0;
-	int m = gpu_devices_select(all, n, spec, slots, n, &others, err);
-	if (m < 0) {
-		free(slots);
-		free(all);
-		return err->status;
-	}
-	if (m < want) {
-		char named[160], left[64] = "";
-		if (spec != NULL)
-			snprintf(named, sizeof(named), "--device \"%s\" names %d",
-			    spec, m);
-		else
-			snprintf(named, sizeof(named), "this host has %d", m);
-		if (others > 0)
-			snprintf(left, sizeof(left), " (and %d of another kind)",
-			    others);
-		error_set(err, LQ_FATAL, "LQ-RUN-MESH-HOST", "job %lld's mesh "
-		    "needs %d devices of one kind but %s%s; the job is left for "
-		    "a host that has them", (long long)r->job->id, want, named,
-		    left);
-		error_set_hint(err, "render it where %d devices of one kind are "
-		    "present (LATENTQ_LOGICAL_DEVICES=%d for logical ones), or "
-		    "submit it again with a smaller mesh", want, want);
-		free(slots);
-		free(all);
-		return LQ_FATAL;
-	}
-	r->data = r->jc.mesh.data > 1 ? (int)r->jc.mesh.data : 1;
-	r->context = r->jc.mesh.context > 1 ? (int)r->jc.mesh.context : 1;
-	r->n_ranks = r->data * r->context;
+	r->data = r->mesh.data;
+	r->context = r->mesh.context;
+	r->n_ranks = r->mesh.n_ranks;
 	r->ranks = xcalloc((size_t)r->n_ranks, sizeof(*r->ranks));
-	struct gpu_cache_io io = {cache_load, cache_save, r->st};
-	cJSON *used = cJSON_CreateArray();
-	for (int i = 0; i < r->n_ranks && s == LQ_OK; i++) {
-		struct mesh_rank *k = &r->ranks[i];
-		char dev[16];
-
-		k->r = r;
-		k->slot = slots[i];
-		k->data = i / r->context;
-		k->context = i % r->context;
-		snprintf(dev, sizeof(dev), "%d", k->slot);
-		struct gpu_ctx_opts o = {.device = dev, .cache =
-		    getenv("LATENTQ_NO_PIPELINE_CACHE") ? NULL : &io};
-		s = gpu_ctx_create(&o, &k->gpu, err);
-		cJSON *d = cJSON_CreateObject();
-		cJSON_AddNumberToObject(d, "index", k->slot);
-		cJSON_AddStringToObject(d, "uuid", all[k->slot].uuid);
-		cJSON *c = cJSON_AddObjectToObject(d, "mesh");
-		cJSON_AddNumberToObject(c, "data", k->data);
-		cJSON_AddNumberToObject(c, "context", k->context);
-		cJSON_AddNumberToObject(c, "tensor", 0);
-		cJSON_AddItemToArray(used, d);
-	}
-	free(slots);
-	free(all);
-	if (s != LQ_OK) {
-		cJSON_Delete(used);
-		return s;
+	for (int i = 0; i < r->n_ranks; i++) {
+		r->ranks[i].r = r;
+		r->ranks[i].data = r->mesh.ranks[i].data;
+		r->ranks[i].gpu = r->mesh.ranks[i].gpu;
 	}
 	r->gpu = r->ranks[0].gpu;
-	cJSON *ev = cJSON_CreateObject();
-	cJSON_AddItemToObject(ev, "devices_used", used);
-	char *detail = json_canonical(ev);
-	cJSON_Delete(ev);
-	s = store_add_event(r->st, r->job->id, "devices_used", detail, err);
-	free(detail);
-	return s;
+	return LQ_OK;
 }
 
 static enum lq_status
@@ -602,14 +506,8 @@ phase_compile(struct render *r, struct lq_error *err)
 		return s;
 	if ((s = open_mesh(r, err)) != LQ_OK)
 		return s;
-	render_device_fingerprint(r->gpu, r->device_fingerprint);
-	for (int i = 0; i < r->n_ranks; i++) {
-		if ((s = gpu_ctx_warmup(r->ranks[i].gpu, err)) != LQ_OK)
-			return s;
-		gpu_ctx_save_cache(r->ranks[i].gpu, err);
-		error_clear(err);
-	}
-	return LQ_OK;
+	render_device_fingerprint(r->gpu, NULL, r->device_fingerprint);
+	return render_mesh_warmup(&r->mesh, err);
 }
 
 /* Copies row `src` [T, D] (and mask) into the text batch at row b. */
@@ -776,10 +674,11 @@ mesh_reserve(struct render *r, int rows, struct lq_error *err)
 		struct mesh_rank *k = &r->ranks[i];
 		k->row0 = k->data * rpd;
 		k->rows = rpd;
-		k->tok0 = k->context * tpc;
+		k->tok0 = r->mesh.ranks[i].context * tpc;
 		k->toks = tpc;
 		if (r->cp != NULL && (s = ltxv_transformer_set_context(
-		    k->transformer, r->cp[k->data], k->context, err)) != LQ_OK)
+		    k->transformer, r->cp[k->data], r->mesh.ranks[i].context,
+		    err)) != LQ_OK)
 			return s;
 		if ((s = ltxv_transformer_reserve(k->transformer, rpd, tpc, r->T,
 		    err)) != LQ_OK)
@@ -1429,56 +1328,55 @@ show_progress(struct render *r, int step, double t0, int first)
 	}
 }
 
-/* Rows [row0, row0+rows) × tokens [tok0, tok0+toks) of a host
- * [.., S, w] array into (gather 1) or out of (0) the rank's [rows, toks,
- * w] staging. */
+/* Rank k's rows and tokens of a host [.., S, w] array into (gather 1)
+ * or out of (0) its [rows, toks, w] staging. */
 static void
 mesh_share(const struct render *r, const struct mesh_rank *k, float *whole,
     float *share, int w, int gather)
 {
-	for (int b = 0; b < k->rows; b++) {
-		float *a = whole + ((size_t)(k->row0 + b) * r->S + k->tok0) * w;
-		float *p = share + (size_t)b * k->toks * w;
-		if (gather)
-			memcpy(p, a, (size_t)k->toks * w * sizeof(float));
-		else
-			memcpy(a, p, (size_t)k->toks * w * sizeof(float));
-	}
+	render_mesh_share(whole, r->S, share, k->row0, k->rows, k->tok0,
+	    k->toks, w, gather);
 }
 
 /* One rank's transformer forward on its share: upload, run, download. */
-static void *
-rank_forward(void *ud)
+static enum lq_status
+rank_forward(void *ud, int rank, struct lq_error *err)
 {
-	struct mesh_rank *k = ud;
-	struct render *r = k->r;
+	struct render *r = ud;
+	struct mesh_rank *k = &r->ranks[rank];
 	int64_t shape[3] = {k->rows, k->toks, r->C};
 	struct gpu_tensor t_in = gpu_tensor_make(k->buf_in, 0, GPU_F32, 3, shape);
 	struct gpu_tensor t_out = gpu_tensor_make(k->buf_out, 0, GPU_F32, 3,
 	    shape);
 	struct gpu_tensor t_text = gpu_tensor_make(k->buf_text, 0, GPU_F32, 3,
 	    (int64_t[]){k->rows, r->T, r->Cc});
+	enum lq_status s;
 
-	error_clear(&k->err);
 	k->args.hidden_states = &t_in;
 	k->args.encoder_hidden_states = &t_text;
-	k->status = gpu_tensor_upload_f32(k->gpu, &t_in, k->in, &k->err);
-	if (k->status == LQ_OK)
-		k->status = ltxv_transformer_forward(k->transformer, &k->args,
-		    &t_out, NULL, &k->err);
-	if (k->status == LQ_OK)
-		k->status = gpu_tensor_download_f32(k->gpu, &t_out, k->out,
-		    &k->err);
-	if (k->status != LQ_OK && r->cp != NULL)
-		ltxv_cp_group_abort(r->cp[k->data]);
-	return NULL;
+	s = gpu_tensor_upload_f32(k->gpu, &t_in, k->in, err);
+	if (s == LQ_OK)
+		s = ltxv_transformer_forward(k->transformer, &k->args, &t_out,
+		    NULL, err);
+	if (s == LQ_OK)
+		s = gpu_tensor_download_f32(k->gpu, &t_out, k->out, err);
+	return s;
+}
+
+/* A failed rank's context group must not wait for it. */
+static void
+rank_abort(void *ud, int rank)
+{
+	struct render *r = ud;
+	if (r->cp != NULL)
+		ltxv_cp_group_abort(r->cp[r->ranks[rank].data]);
 }
 
 /*
  * The transformer on r->model_in → r->velocity over the mesh: each rank
- * its rows and tokens, all at once (one thread per rank; a ctx is used by
- * one thread), context groups exchanging inside forward.  A failure is
- * the first failing rank's own error (not another's LQ-NN-MESH).
+ * its rows and tokens, all at once (render_mesh_run), context groups
+ * exchanging inside forward.  A failure is the first failing rank's own
+ * error (not another's LQ-NN-MESH).
  */
 static enum lq_status
 mesh_forward(struct render *r, struct lq_error *err)
@@ -1489,38 +1387,10 @@ mesh_forward(struct render *r, struct lq_error *err)
 		if (k->tt != NULL)
 			mesh_share(r, k, r->timestep_tokens, k->tt, 1, 1);
 	}
-	if (r->n_ranks == 1) {
-		rank_forward(&r->ranks[0]);
-	} else {
-		for (int i = 0; i < r->n_ranks; i++) {
-			struct mesh_rank *k = &r->ranks[i];
-			int e = pthread_create(&k->thread, NULL, rank_forward, k);
-			k->started = e == 0;
-			if (k->started)
-				continue;
-			k->status = error_set(&k->err, LQ_RETRY, "LQ-RUN-RETRY",
-			    "cannot start the thread of mesh device %d: %s", i,
-			    strerror(e));
-			if (r->cp != NULL)	/* its group must not wait for it */
-				ltxv_cp_group_abort(r->cp[k->data]);
-		}
-		for (int i = 0; i < r->n_ranks; i++)
-			if (r->ranks[i].started)
-				pthread_join(r->ranks[i].thread, NULL);
-	}
-	int bad = -1;
-	for (int i = 0; i < r->n_ranks; i++) {
-		const struct mesh_rank *k = &r->ranks[i];
-		if (k->status == LQ_OK)
-			continue;
-		if (bad < 0 || (lq_code_find(r->ranks[bad].err.code) ==
-		    LQ_CODE_NN_MESH && lq_code_find(k->err.code) != LQ_CODE_NN_MESH))
-			bad = i;
-	}
-	if (bad >= 0) {
-		*err = r->ranks[bad].err;
-		return r->ranks[bad].status;
-	}
+	enum lq_status s = render_mesh_run(&r->mesh, rank_forward, rank_abort, r,
+	    err);
+	if (s != LQ_OK)
+		return s;
 	for (int i = 0; i < r->n_ranks; i++)
 		mesh_share(r, &r->ranks[i], r->velocity, r->ranks[i].out, r->C, 0);
 	return LQ_OK;
@@ -2284,7 +2154,8 @@ phase_encode_video(struct render *r, struct video_out *vo,
 
 /*
  * A job whose model is an LTX2Pipeline renders through render_ltx2
- * (ltx2.c); *handled says whether it did (then its status is returned).
+ * (ltx2.c), a WanPipeline through render_wan (wan.c); *handled says
+ * whether one did (then its status is returned).
  */
 static enum lq_status
 render_if_ltx2(struct render *r, int *handled, struct lq_error *err)
@@ -2300,11 +2171,12 @@ render_if_ltx2(struct render *r, int *handled, struct lq_error *err)
 	    jc->text_encoder, jc->scheduler, r->base_dir, &res, &ref, err)) !=
 	    LQ_OK)
 		return s;
-	if (model_ref_is_ltx2(&ref)) {
+	if (model_ref_is_ltx2(&ref) || model_ref_is_wan(&ref)) {
 		*handled = 1;
 		struct render_job_ctx c = {r->st, r->job, r->owner, r->opt,
 		    &r->jc, r->config, r->base_dir, &ref};
-		s = render_ltx2(&c, err);
+		s = model_ref_is_wan(&ref) ? render_wan(&c, err) :
+		    render_ltx2(&c, err);
 	}
 	model_ref_clear(&ref);
 	return s;

@@ -197,6 +197,24 @@ latents_denormalize(const struct latents_shape *sh, float *x,
 }
 
 void
+latents_denormalize_wan(const struct latents_shape *sh, float *x,
+    const double *latents_mean, const double *latents_std)
+{
+	size_t spatial = (size_t)(sh->frames * sh->height * sh->width);
+
+	for (int64_t b = 0; b < sh->batch; b++)
+		for (int64_t c = 0; c < sh->channels; c++) {
+			float *px = x + (size_t)(b * sh->channels + c) * spatial;
+			float inv = 1.0f / (float)latents_std[c];
+			float mean = (float)latents_mean[c];
+			for (size_t i = 0; i < spatial; i++) {
+				float v = px[i] / inv;
+				px[i] = v + mean;
+			}
+		}
+}
+
+void
 latents_normalize(const struct latents_shape *sh, float *x,
     const float *latents_mean, const float *latents_std,
     double scaling_factor)

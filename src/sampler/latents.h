@@ -117,6 +117,17 @@ enum lq_status latents_import_check(const struct latents_shape *sh, int ndim,
 int64_t latents_find_nonfinite(const float *x, size_t n);
 
 /*
+ * WanPipeline.__call__'s de-normalisation before vae.decode, in place on
+ * [B, C, F, H, W] (sh's patch sizes unused):
+ *   latents_std = 1.0 / tensor(vae.config.latents_std)   (float32)
+ *   x = x / latents_std[c] + latents_mean[c]              (float32)
+ * mean and std have C values, as config.json lists them (Python floats,
+ * rounded to float32 as torch.tensor does).
+ */
+void latents_denormalize_wan(const struct latents_shape *sh, float *x,
+    const double *latents_mean, const double *latents_std);
+
+/*
  * LTXPipeline._denormalize_latents, in place on [B, C, F, H, W]:
  * x = x * latents_std[c] / scaling_factor + latents_mean[c]  (float32,
  * three roundings; scaling_factor rounded to float32 as torch does with a

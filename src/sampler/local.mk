@@ -29,5 +29,5 @@ tests_sampler_ltx2_loop_SOURCES = tests/sampler/ltx2-loop.c
 tests_sampler_ltx2_loop_LDADD = $(LQ_TEST_LDADD)
 tests_sampler_test_unipc_SOURCES = tests/sampler/test-unipc.c
 tests_sampler_test_unipc_LDADD = $(LQ_TEST_LDADD)
-EXTRA_DIST += tests/data/sampler tests/data/wan/pipeline \
+EXTRA_DIST += tests/data/sampler \
 	tests/sampler/rng_reference.py tests/sampler/ltx2-loop.sh

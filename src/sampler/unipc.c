@@ -308,6 +308,22 @@ unipc_config_load(const char *path, struct unipc_config *cfg,
 	return st;
 }
 
+enum lq_status
+unipc_config_set_flow_shift(struct unipc_config *cfg, double flow_shift,
+    struct lq_error *err)
+{
+	if (!(flow_shift > 0.0) || !isfinite(flow_shift)) {
+		error_set(err, LQ_FAILED, "LQ-WAN-005", "flow_shift is %g; it "
+		    "must be a number greater than 0", flow_shift);
+		error_set_field(err, "flow_shift");
+		error_set_hint(err, "Wan 2.1 uses 3.0 (480p) or 5.0 (720p); "
+		    "leave it out for the scheduler config's");
+		return LQ_FAILED;
+	}
+	cfg->flow_shift = flow_shift;
+	return LQ_OK;
+}
+
 void
 unipc_schedule_free(struct unipc_schedule *s)
 {
@@ -764,26 +780,17 @@ pack_flags(const struct unipc_state *st)
 	return f;
 }
 
-static size_t
-arrays_of(uint64_t flags, int order)
-{
-	size_t k = 0;
-	for (int i = 0; i < order; i++)
-		k += (flags >> i) & 1;
-	return k + ((flags >> 8) & 1);
-}
-
 size_t
 unipc_state_packed_size(const struct unipc_state *st)
 {
-	return PACK_HEADER + arrays_of(pack_flags(st), st->solver_order) *
-	    st->n * 4;
+	/* every slot and last_sample, set or not: one size per config, so
+	 * checkpoints of every step are alike (absent arrays are zeros) */
+	return PACK_HEADER + ((size_t)st->solver_order + 1) * st->n * 4;
 }
 
 void
 unipc_state_pack(const struct unipc_state *st, unsigned char *out)
 {
-	uint64_t flags = pack_flags(st);
 	unsigned char *p = out + PACK_HEADER;
 
 	memcpy(out, PACK_MAGIC, 8);
@@ -792,13 +799,12 @@ unipc_state_pack(const struct unipc_state *st, unsigned char *out)
 	put_u64(out + 24, (uint64_t)st->step_index);
 	put_u64(out + 32, (uint64_t)st->lower_order_nums);
 	put_u64(out + 40, (uint64_t)st->this_order);
-	put_u64(out + 48, flags);
-	for (int i = 0; i < st->solver_order; i++) {
-		if (!st->have_output[i])
-			continue;
-		put_f32s(p, st->model_outputs + (size_t)i * st->n, st->n);
-		p += st->n * 4;
-	}
+	put_u64(out + 48, pack_flags(st));
+	memset(p, 0, ((size_t)st->solver_order + 1) * st->n * 4);
+	for (int i = 0; i < st->solver_order; i++, p += st->n * 4)
+		if (st->have_output[i])
+			put_f32s(p, st->model_outputs + (size_t)i * st->n,
+			    st->n);
 	if (st->have_last_sample)
 		put_f32s(p, st->last_sample, st->n);
 }
@@ -833,21 +839,18 @@ unipc_state_unpack(struct unipc_state *st, const unsigned char *data,
 		    "%llu, lower_order_nums %llu, this_order %llu)",
 		    (unsigned long long)k, (unsigned long long)lon,
 		    (unsigned long long)to);
-	if (len != PACK_HEADER + arrays_of(flags, (int)order) * n * 4)
+	if (len != unipc_state_packed_size(st))
 		return error_set(err, LQ_FAILED, "LQ-RUN-CKPT", "the "
-		    "checkpoint's UniPC state is %zu bytes; its header says "
-		    "%zu", len, (size_t)(PACK_HEADER + arrays_of(flags,
-		    (int)order) * n * 4));
+		    "checkpoint's UniPC state is %zu bytes, not %zu", len,
+		    unipc_state_packed_size(st));
 	st->step_index = (int)k;
 	st->lower_order_nums = (int)lon;
 	st->this_order = (int)to;
 	p = data + PACK_HEADER;
-	for (int i = 0; i < st->solver_order; i++) {
+	for (int i = 0; i < st->solver_order; i++, p += n * 4) {
 		st->have_output[i] = (int)((flags >> i) & 1);
-		if (!st->have_output[i])
-			continue;
-		get_f32s(p, st->model_outputs + (size_t)i * n, n);
-		p += n * 4;
+		if (st->have_output[i])
+			get_f32s(p, st->model_outputs + (size_t)i * n, n);
 	}
 	st->have_last_sample = (int)((flags >> 8) & 1);
 	if (st->have_last_sample)

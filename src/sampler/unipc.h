@@ -93,6 +93,15 @@ enum lq_status unipc_config_from_json(const cJSON *json, const char *path,
 enum lq_status unipc_config_load(const char *path, struct unipc_config *cfg,
     struct lq_error *err);
 
+/*
+ * The job's flow_shift in place of the config's, as
+ * UniPCMultistepScheduler.from_config(config, flow_shift=x) makes it (the
+ * manifest key flow_shift).  Not above 0: LQ_FAILED LQ-WAN-005, field
+ * flow_shift, *cfg unchanged.
+ */
+enum lq_status unipc_config_set_flow_shift(struct unipc_config *cfg,
+    double flow_shift, struct lq_error *err);
+
 /* The schedule of set_timesteps(N): sigmas[N + 1], timesteps[N]. */
 struct unipc_schedule {
 	int num_steps;
@@ -165,9 +174,11 @@ void unipc_step(const struct unipc_config *cfg,
 /*
  * The state as bytes, for a checkpoint: a fixed little-endian header
  * (magic "LQUNIPC1", solver_order, n, step_index, lower_order_nums,
- * this_order, flags) then the float32 arrays that hold data (each
- * model_outputs slot with have_output set, last_sample when set).
- * unipc_state_packed_size is the exact length of the current state.
+ * this_order, flags: bit i = model_outputs slot i set, bit 8 = last_sample
+ * set: 56 bytes) then the solver_order slots and last_sample as float32,
+ * zeros where unset.  unipc_state_packed_size is the same for every step
+ * of one config and n (56 + 4 (solver_order + 1) n bytes, a multiple of
+ * 4: a checkpoint can carry it as floats after the latents).
  */
 size_t unipc_state_packed_size(const struct unipc_state *st);
 void unipc_state_pack(const struct unipc_state *st, unsigned char *out);

@@ -140,11 +140,11 @@ linear_on(struct env *e, int64_t M, int64_t N, int64_t K, enum gpu_dtype dt,
 static void
 test_variant(void)
 {
-	const char *v = gpu_ctx_kernel_variant(host.ctx);
+	const char *v = gpu_ctx_gemm_variant(host.ctx);
 	printf("host variant: %s\n", v);
 	CHECK(strncmp(v, "host-gemm:OpenBLAS ", 19) == 0);
 	CHECK(strstr(v, " t=2") != NULL);
-	CHECK_STR(gpu_ctx_kernel_variant(shade.ctx), "shader");
+	CHECK_STR(gpu_ctx_gemm_variant(shade.ctx), "shader");
 	/* the default on a CPU device is the host path */
 	unsetenv("LATENTQ_GPU_HOST_GEMM");
 	struct lq_error err;
@@ -153,15 +153,15 @@ test_variant(void)
 	if (gpu_ctx_create(NULL, &c, &err) != LQ_OK)
 		die(&err);
 	if (strcmp(gpu_ctx_caps(c)->device_type, "cpu") == 0)
-		CHECK_STR(gpu_ctx_kernel_variant(c), v);
+		CHECK_STR(gpu_ctx_gemm_variant(c), v);
 	else
-		CHECK_STR(gpu_ctx_kernel_variant(c), "shader");
+		CHECK_STR(gpu_ctx_gemm_variant(c), "shader");
 	gpu_ctx_free(c);
 	setenv("LATENTQ_GEMM_THREADS", "1", 1);
 	if (gpu_ctx_create(NULL, &c, &err) != LQ_OK)
 		die(&err);
 	if (strcmp(gpu_ctx_caps(c)->device_type, "cpu") == 0)
-		CHECK(strstr(gpu_ctx_kernel_variant(c), " t=1") != NULL);
+		CHECK(strstr(gpu_ctx_gemm_variant(c), " t=1") != NULL);
 	gpu_ctx_free(c);
 	unsetenv("LATENTQ_GEMM_THREADS");
 }
@@ -522,7 +522,7 @@ main(void)
 		error_print(&err, stderr);
 		return rc;
 	}
-	if (strcmp(gpu_ctx_kernel_variant(host.ctx), "shader") == 0) {
+	if (strcmp(gpu_ctx_gemm_variant(host.ctx), "shader") == 0) {
 		printf("SKIP: no libopenblas.so.0, so no host GEMM\n");
 		return 77;
 	}

@@ -150,6 +150,45 @@ test_pipeline_cache(void)
 	CHECK_INT(m.saves, saves0 + 1);
 	CHECK(m.n >= 32);
 
+	/*
+	 * One resolved kernel option flipped misses the cache (issue 20
+	 * item 4): LATENTQ_GPU_MAX_BINDING (the binding size tensors split
+	 * at) and LATENTQ_NO_TEXEL (the texel-buffer kernels off, where the
+	 * device has them) each give another fingerprint; unflipped, the
+	 * first one hits again.
+	 */
+	cache_session(&m, &loaded, &created);
+	CHECK_INT(loaded, 1);
+	snprintf(fp, sizeof(fp), "%s", m.fp);
+	setenv("LATENTQ_GPU_MAX_BINDING", "65536", 1);
+	cache_session(&m, &loaded, &created);
+	unsetenv("LATENTQ_GPU_MAX_BINDING");
+	CHECK_INT(loaded, 0);
+	CHECK(strcmp(m.fp, fp) != 0);
+	struct gpu_ctx_opts vo = {0};
+	struct gpu_ctx *vc = NULL;
+	struct lq_error verr;
+	error_clear(&verr);
+	if (gpu_ctx_create(&vo, &vc, &verr) == LQ_OK) {
+		char v0[256], v1[256];
+		snprintf(v0, sizeof(v0), "%s", gpu_ctx_variant(vc));
+		gpu_ctx_free(vc);
+		setenv("LATENTQ_NO_TEXEL", "1", 1);
+		CHECK_INT(gpu_ctx_create(&vo, &vc, &verr), LQ_OK);
+		snprintf(v1, sizeof(v1), "%s", gpu_ctx_variant(vc));
+		gpu_ctx_free(vc);
+		unsetenv("LATENTQ_NO_TEXEL");
+		CHECK_CONTAINS(v1, "texel=0/0 ");
+		/* lavapipe has texel buffers: the variant must change */
+		if (strncmp(v0, "texel=0/", 8) != 0)
+			CHECK(strcmp(v0, v1) != 0);
+		printf("kernel variants: %s; LATENTQ_NO_TEXEL=1: %s\n", v0, v1);
+	}
+	setenv("LATENTQ_NO_TEXEL", "1", 1);
+	cache_session(&m, &loaded, &created);
+	unsetenv("LATENTQ_NO_TEXEL");
+	CHECK(loaded == 0 || strcmp(m.fp, fp) == 0);
+
 	/* LATENTQ_NO_PIPELINE_CACHE=1: io is neither read nor written */
 	int loads = m.loads, saves = m.saves;
 	setenv("LATENTQ_NO_PIPELINE_CACHE", "1", 1);

@@ -379,6 +379,70 @@ test_ltx2_sets(void)
 	free(dir);
 }
 
+/*
+ * A Wan model: a WanPipeline folder diffusers_open_wan takes, whose
+ * configs parse with upstream's rules (z_dim, text_dim as the preset
+ * says), whose weights are exactly the Wan tensor tables, and whose demo
+ * embeddings have the transformer's text_dim.
+ */
+static void
+test_wan(const char *preset, int z_dim, int text_dim)
+{
+	struct lq_error err;
+	char *dir = xasprintf("%s/wan-%s", tmp, preset);
+	error_clear(&err);
+	CHECK_INT(model_synth(dir, "wan", preset, 3, &err), LQ_OK);
+	struct diffusers_wan_model *m = NULL;
+	CHECK_INT(diffusers_open_wan(dir, NULL, &m, &err), LQ_OK);
+	if (m == NULL) {
+		error_print(&err, stderr);
+		free(dir);
+		return;
+	}
+	cJSON *j = NULL;
+	struct wan_transformer_config tc;
+	struct wan_vae_config vc;
+	LQ_ASSERT(diffusers_load_json(m->transformer.config_path, &j, &err) ==
+	    LQ_OK);
+	CHECK_INT(diffusers_parse_wan_transformer(j, "t", &tc, &err), LQ_OK);
+	cJSON_Delete(j);
+	LQ_ASSERT(diffusers_load_json(m->vae.config_path, &j, &err) == LQ_OK);
+	CHECK_INT(diffusers_parse_wan_vae(j, "v", &vc, &err), LQ_OK);
+	cJSON_Delete(j);
+	CHECK_INT(vc.z_dim, z_dim);
+	CHECK_INT(vc.n_latents, z_dim);
+	CHECK_INT(tc.in_channels, z_dim);
+	CHECK_INT(tc.text_dim, text_dim);
+	struct tensor_table t = {0};
+	for (int c = 0; c < 2; c++) {
+		struct st_set *set = NULL;
+		struct expected_report r;
+		if (c == 0)
+			expected_wan_transformer(&tc, &t);
+		else
+			expected_wan_vae(&vc, &t);
+		CHECK_INT(st_set_open(c == 0 ? m->transformer.dir : m->vae.dir,
+		    &set, &err), LQ_OK);
+		CHECK_INT(expected_check(&t, set, "wan", &r, &err), LQ_OK);
+		CHECK_INT(st_set_count(set), t.n);
+		expected_report_free(&r);
+		st_set_close(set);
+	}
+	tensor_table_free(&t);
+	char *ep = xasprintf("%s/demo_prompt_embeds.safetensors", dir);
+	struct st_file *f = NULL;
+	CHECK_INT(st_file_open(ep, &f, &err), LQ_OK);
+	const struct st_tensor *pe = f ? st_file_find(f, "prompt_embeds") : NULL;
+	CHECK(pe != NULL && pe->ndim == 3 && pe->shape[2] == text_dim);
+	CHECK(f != NULL && st_file_find(f, "negative_prompt_embeds") != NULL);
+	st_file_close(f);
+	printf("wan %s: transformer %d layers, z_dim %d, text_dim %d\n",
+	    preset, tc.num_layers, z_dim, text_dim);
+	diffusers_wan_free(m);
+	free(ep);
+	free(dir);
+}
+
 int
 main(void)
 {
@@ -393,8 +457,13 @@ main(void)
 	struct lq_error err;
 	error_clear(&err);
 	char *bad = xasprintf("%s/bad", tmp);
-	CHECK_INT(model_synth(bad, "wan", "tiny", 1, &err), LQ_FAILED);
+	CHECK_INT(model_synth(bad, "hunyuan", "tiny", 1, &err), LQ_FAILED);
 	CHECK_STR(err.code, "LQ-MODEL-030");
+	error_clear(&err);
+	CHECK_INT(model_synth(bad, "wan", "huge", 1, &err), LQ_FAILED);
+	CHECK_STR(err.code, "LQ-MODEL-030");
+	test_wan("tiny", 4, 32);
+	test_wan("demo", 16, 64);
 	/* tiny again into a non-empty folder */
 	char *tiny = xasprintf("%s/tiny", tmp);
 	error_clear(&err);

@@ -8,13 +8,21 @@
  *   - ltxv_vae_tiling_call gives upstream's largest decoder call;
  *   - nn_plan_render picks untiled / resident first, tiles or streams
  *     only when the budget says so, and names a shorter num_frames that
- *     does fit.
+ *     does fit;
+ *   - LTX-2's connectors, audio VAE and vocoder allocate what their plan
+ *     functions count, and nn_plan_ltx2 puts them into the phases.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util.h"
 #include "gpu/gpu.h"
+#include "model/diffusers.h"
 #include "model/synth.h"
+#include "nn/ltx2_audio_vae.h"
+#include "nn/ltx2_connectors.h"
+#include "nn/ltx2_vocoder.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/ltxv_vae.h"
 #include "nn/plan.h"
 #include "test.h"
@@ -258,9 +266,173 @@ test_mesh(void)
 	CHECK(cp.vae.activations == one.vae.activations);
 }
 
+/*
+ * The LTX-2 plan pieces against the components themselves on the device:
+ * the synthesised demo model's connectors, audio VAE and vocoder each
+ * allocate exactly the weights and the pool their plan counts, and
+ * nn_plan_ltx2 puts those into the phases.
+ */
+static void
+test_ltx2(void)
+{
+	char tmp[] = "/tmp/lq-plan-ltx2-XXXXXX";
+	struct lq_error err;
+	struct gpu_ctx *ctx = NULL;
+	struct gpu_ctx_opts o = {0};
+	struct diffusers_ltx2_model *m = NULL;
+
+	LQ_ASSERT(mkdtemp(tmp) != NULL);
+	char *dir = xasprintf("%s/m", tmp);
+	error_clear(&err);
+	CHECK_INT(model_synth(dir, "ltx2", "demo", 3, &err), LQ_OK);
+	CHECK_INT(diffusers_open_ltx2(dir, NULL, &m, &err), LQ_OK);
+	CHECK_INT(gpu_ctx_create(&o, &ctx, &err), LQ_OK);
+	if (m == NULL || ctx == NULL)
+		goto out;
+	const struct device_caps *caps = gpu_ctx_caps(ctx);
+	struct nn_weights_layout w[3];
+	const char *dirs[3] = {m->connectors.dir, m->audio_vae.dir,
+	    m->vocoder.dir}, *prefix[3] = {NULL, "decoder.", NULL};
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 3; i++) {
+		struct st_set *set = NULL;
+		CHECK_INT(st_set_open(dirs[i], &set, &err), LQ_OK);
+		CHECK_INT(nn_weights_plan(set, prefix[i], NULL, caps,
+		    &w[i].resident, &err), LQ_OK);
+		st_set_close(set);
+	}
+	size_t wb, cap, peak;
+	struct nn_plan_bytes pb;
+
+	/* the connectors on 2 x 2 rows of 8 tokens */
+	struct ltx2_connectors *cn = NULL;
+	int B = 4, T = 8, C = m->connectors_config.caption_channels;
+	int CL = C * m->connectors_config.text_proj_in_factor;
+	float *hs = xcalloc((size_t)B * T * CL, sizeof(float));
+	int64_t *mask = xcalloc((size_t)B * T, sizeof(int64_t));
+	float *ve = xcalloc((size_t)B * T * C, sizeof(float));
+	float *ae = xcalloc((size_t)B * T * C, sizeof(float));
+	int64_t *mo = xcalloc((size_t)B * T, sizeof(int64_t));
+	for (int i = 0; i < B * T * CL; i++)
+		hs[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+	for (int i = 0; i < B * T; i++)
+		mask[i] = i % T >= 2;
+	CHECK_INT(ltx2_connectors_load(ctx, m->connectors.dir, &cn, &err), LQ_OK);
+	if (cn != NULL) {
+		struct ltx2_connectors_args a = {
+			.text_encoder_hidden_states = hs, .attention_mask = mask,
+			.B = B, .T = T,
+		};
+		ltx2_connectors_call_init(&a.call);
+		struct ltx2_connectors_out co = {ve, ae, mo};
+		CHECK_INT(ltx2_connectors_forward(cn, &a, &co, NULL, &err), LQ_OK);
+		ltx2_connectors_memory(cn, &wb, &cap, &peak);
+		ltx2_connectors_plan(&m->connectors_config, &w[0], B, T, &pb);
+		CHECK_INT(pb.weights, wb);
+		CHECK_INT(pb.activations, cap);
+		printf("connectors: weights %zu, pool %zu (plan %llu)\n", wb, cap,
+		    (unsigned long long)pb.activations);
+	}
+	ltx2_connectors_free(cn);
+	free(hs);
+	free(mask);
+	free(ve);
+	free(ae);
+	free(mo);
+
+	/* the audio VAE on 2 x 26 latent frames, then the vocoder */
+	const struct ltx2_audio_vae_config *ac = &m->audio_vae_config;
+	int64_t z[4] = {2, ac->latent_channels, 26, ac->mel_bins / 4}, mel[4],
+	    wave[3];
+	struct ltx2_audio_vae *av = NULL;
+	struct gpu_buffer *bz = NULL, *bm = NULL, *bw = NULL;
+	ltx2_audio_vae_mel_shape(ac, z, mel);
+	CHECK_INT(ltx2_audio_vae_load(ctx, m->audio_vae.dir, &av, &err), LQ_OK);
+	CHECK_INT(gpu_buffer_create(ctx, sizeof(float) * (size_t)(z[0] * z[1] *
+	    z[2] * z[3]), &bz, &err), LQ_OK);
+	CHECK_INT(gpu_buffer_create(ctx, sizeof(float) * (size_t)(mel[0] *
+	    mel[1] * mel[2] * mel[3]), &bm, &err), LQ_OK);
+	if (av != NULL && bz != NULL && bm != NULL) {
+		struct gpu_tensor tz = gpu_tensor_make(bz, 0, GPU_F32, 4, z);
+		struct gpu_tensor tm = gpu_tensor_make(bm, 0, GPU_F32, 4, mel);
+		CHECK_INT(ltx2_audio_vae_decode(av, &tz, &tm, NULL, &err), LQ_OK);
+		ltx2_audio_vae_memory(av, &wb, &cap, &peak);
+		ltx2_audio_vae_plan(ac, &w[1], z, &pb);
+		CHECK_INT(pb.weights, wb);
+		CHECK_INT(pb.activations, cap);
+		CHECK_INT(pb.io, gpu_buffer_size(bz) + gpu_buffer_size(bm));
+		printf("audio VAE: weights %zu, pool %zu (plan %llu)\n", wb, cap,
+		    (unsigned long long)pb.activations);
+		struct ltx2_vocoder *voc = NULL;
+		CHECK_INT(ltx2_vocoder_load(ctx, m->vocoder.dir, &voc, &err), LQ_OK);
+		ltx2_vocoder_waveform_shape(&m->vocoder_config, NULL, mel, wave);
+		/* 10 ms of 24 kHz waveform per 10 ms mel frame */
+		CHECK_INT(wave[2], mel[2] * 240);
+		CHECK_INT(gpu_buffer_create(ctx, sizeof(float) * (size_t)(wave[0] *
+		    wave[1] * wave[2]), &bw, &err), LQ_OK);
+		if (voc != NULL && bw != NULL) {
+			struct gpu_tensor tw = gpu_tensor_make(bw, 0, GPU_F32, 3,
+			    wave);
+			CHECK_INT(ltx2_vocoder_forward(voc, &tm, &tw, NULL, &err),
+			    LQ_OK);
+			ltx2_vocoder_memory(voc, &wb, &cap, &peak);
+			ltx2_vocoder_plan(&m->vocoder_config, NULL, &w[2], caps, mel,
+			    &pb);
+			CHECK_INT(pb.weights, wb);
+			CHECK_INT(pb.activations, cap);
+		}
+		ltx2_vocoder_free(voc);
+	}
+	ltx2_audio_vae_free(av);
+	gpu_buffer_free(bz);
+	gpu_buffer_free(bm);
+	gpu_buffer_free(bw);
+
+	/* the phases: encode-text the connectors alone, decode the largest
+	 * decoder */
+	struct ltx2_transformer_config tc;
+	struct ltxv_vae_config vc;
+	cJSON *j = NULL;
+	CHECK_INT(diffusers_load_json(m->transformer.config_path, &j, &err), LQ_OK);
+	CHECK_INT(diffusers_parse_ltx2_transformer(j, "t", &tc, &err), LQ_OK);
+	cJSON_Delete(j);
+	CHECK_INT(diffusers_load_json(m->vae.config_path, &j, &err), LQ_OK);
+	CHECK_INT(diffusers_parse_vae(j, "v", &vc, &err), LQ_OK);
+	cJSON_Delete(j);
+	struct nn_plan_ltx2_request rq = {
+		.model = m, .transformer = &tc, .vae = &vc, .batch = 2,
+		.guidance = 1, .use_cross_timestep = 1, .num_frames = 25,
+		.height = 128, .width = 192, .frame_rate = 24,
+		.max_sequence_length = 8,
+	};
+	struct nn_plan p, small;
+	nn_plan_ltx2(&rq, &p);
+	CHECK(p.ltx2 && p.fits);
+	CHECK_INT(p.phase_device[NN_PHASE_ENCODE_TEXT],
+	    nn_plan_bytes_device(&p.connectors));
+	CHECK_INT(p.phase_device[NN_PHASE_DENOISE],
+	    nn_plan_bytes_device(&p.transformer));
+	CHECK(p.phase_device[NN_PHASE_DECODE] >= nn_plan_bytes_device(&p.vae));
+	CHECK(p.phase_device[NN_PHASE_DECODE] >= nn_plan_bytes_device(&p.audio_vae));
+	CHECK(p.phase_device[NN_PHASE_DECODE] >= nn_plan_bytes_device(&p.vocoder));
+	/* a shorter clip decodes fewer frames */
+	rq.num_frames = 9;
+	nn_plan_ltx2(&rq, &small);
+	CHECK(small.vae.activations < p.vae.activations);
+	CHECK(small.audio_vae.activations < p.audio_vae.activations);
+out:
+	gpu_ctx_free(ctx);
+	diffusers_ltx2_free(m);
+	free(dir);
+	char *cmd = xasprintf("rm -rf '%s'", tmp);
+	(void)!system(cmd);
+	free(cmd);
+}
+
 int
 main(void)
 {
+	test_ltx2();
 	test_mesh();
 	test_tile();
 	test_choices();

@@ -68,6 +68,20 @@ act() { sed -n 's/.*memory plan: .*activations \([0-9]*\),.*/\1/p' "$1"; }
 checks=$((checks + 1))
 [ "$(act "$T/err")" -gt "$(act "$T/dec_b.err")" ] ||
     fail "LATENTQ_NN_UNFUSED_ATTENTION=1 planned no scores"
+# causal: a prefix of the latent frames decodes to that prefix of the
+# video (F = 1 -> frame 0, F = 2 -> frames 0..4, as dec_a's)
+for f in 1 2; do
+	"$ST" crop "$T/zp.st" "$T/dec_a.in.st" z 2 0 $f || fail "st-tool crop z"
+	expect_status 0 "$LATENTQ" forward --model "$M" --component vae-decoder \
+	    --inputs "$T/zp.st" --out "$T/p$f.st"
+	n=$((1 + 4 * (f - 1)))
+	"$ST" crop "$T/gp.st" "$V/dec_a.safetensors" output 2 0 $n ||
+	    fail "st-tool crop output"
+	"$ST" pick "$T/gpn.st" "$T/gp.st" output:sample || fail "st-tool pick"
+	checks=$((checks + 1))
+	"$ST" diff "$T/p$f.st" "$T/gpn.st" sample 3e-5 >/dev/null ||
+	    fail "the first $f latent frames did not decode to dec_a's first $n"
+done
 # the pipeline-style parent folder (model/ holding vae/) decodes the same
 expect_status 0 "$LATENTQ" forward --model "$V/model" \
     --component vae-decoder --inputs "$T/dec_b.in.st" --out "$T/b2.st"

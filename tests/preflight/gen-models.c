@@ -464,6 +464,29 @@ gen_ltx2(void)
 	free(m);
 }
 
+/*
+ * Wan: models/wan, the pipeline golden's WanPipeline folder
+ * (tests/data/wan/pipeline/model), and wan-embeds.safetensors with
+ * prompt_embeds and negative_prompt_embeds of its shape [1, 8, 32].
+ */
+static void
+gen_wan(void)
+{
+	char *m = xasprintf("%s/tests/data/wan/pipeline/model", srcdir);
+	link_abs(m, "models/wan");
+	struct st_writer *w = st_writer_new();
+	float z[8 * 32] = {0};
+	int64_t shape[3] = {1, 8, 32};
+	st_writer_add(w, "prompt_embeds", ST_F32, 3, shape, z);
+	st_writer_add(w, "negative_prompt_embeds", ST_F32, 3, shape, z);
+	char *e = xasprintf("%s/wan-embeds.safetensors", tmp);
+	struct lq_error err;
+	LQ_ASSERT(st_writer_write(w, e, &err) == LQ_OK);
+	st_writer_free(w);
+	free(e);
+	free(m);
+}
+
 void
 pfgen_generate(const char *dir, const char *top_srcdir)
 {
@@ -485,6 +508,7 @@ pfgen_generate(const char *dir, const char *top_srcdir)
 	g = good; g.upsampler = 2; gen_model("upsampler-bad", &g);
 	g = good; g.upsampler = 3; gen_model("upsampler-temporal", &g);
 	gen_ltx2();
+	gen_wan();
 	gen_scheduler_static("sched-static");
 	gen_scheduler("sched-karras", "\"use_karras_sigmas\": true");
 	gen_scheduler("sched-exponential", "\"use_exponential_sigmas\": true");

@@ -9,9 +9,11 @@
 # upstream's audio latents make (L = round(25 / 24 x 16000 / 160 / 4) = 26:
 # 24240 samples, 1.010 s).  Preflight does not warn about the audio's
 # length (LQ-LTX2-007) for the synthesised model and does for the goldens'
-# 8x vocoder.  The BWE vocoder (--preset demo-bwe, LTX-2.3's
-# LTX2VocoderWithBWE) renders too: 48 kHz, the same duration.  About 60 s
-# on lavapipe under load.
+# 8x vocoder.  The memory plan (connectors, transformer, audio VAE,
+# vocoder, video VAE) is what the render measures, and a 64 MiB device
+# refuses the job (LQ-DEV-001) with a num_frames that fits.  The BWE
+# vocoder (--preset demo-bwe, LTX-2.3's LTX2VocoderWithBWE) renders too:
+# 48 kHz, the same duration.  About 60 s on lavapipe under load.
 . "${top_srcdir:-.}/tests/cli/common.sh"
 
 ST=${top_builddir:-.}/tests/render/st-tool
@@ -77,6 +79,41 @@ checks=$((checks + 1))
 peak=$(sed -n 's/.*max abs \([^ ]*\) .*/\1/p' "$T/wave.txt")
 checks=$((checks + 1))
 awk -v p="$peak" 'BEGIN { exit !(p > 1e-3) }' || fail "waveform silent (peak $peak)"
+
+# the memory plan (nn_plan_ltx2) the render recorded is what it used: the
+# measured peak within the context's few KiB of it
+planned=$(sqlite3 "$T/ex.db" "SELECT json_extract(detail, '$.planned_peak_device_bytes') FROM events WHERE kind = 'peak_device_bytes'")
+measured=$(sqlite3 "$T/ex.db" "SELECT json_extract(detail, '$.peak_device_bytes') FROM events WHERE kind = 'peak_device_bytes'")
+echo "demo job: planned peak $planned device bytes, measured $measured"
+checks=$((checks + 1))
+[ -n "$planned" ] && [ "$planned" -gt 0 ] && [ "$measured" -ge "$planned" ] &&
+    [ "$measured" -le $((planned + 65536)) ] ||
+	fail "planned peak $planned, measured $measured"
+expect_eq "$(sqlite3 "$T/ex.db" "SELECT json_extract(detail, '$.peak_device_bytes') FROM events WHERE kind = 'plan'")" \
+    "$planned" "the plan event's peak is the one compared"
+# preflight plans the same bytes; on a 64 MiB device the job does not fit
+# (LQ-DEV-001, the video VAE's decode) and the plan's num_frames does
+expect_status 0 "$LATENTQ" preflight --json \
+    --device-caps "$top_srcdir/tests/preflight/caps/caps-lavapipe.json" \
+    "$T/ex/ltx2-demo.yaml"
+expect_grep "\"peak_device_bytes\":[[:space:]]*$planned" "$T/out"
+expect_grep '"audio_vae":' "$T/out"
+expect_grep '"vocoder":' "$T/out"
+sed -e 's/"size":[[:space:]]*2147483648/"size": 67108864/' \
+    "$top_srcdir/tests/preflight/caps/caps-lavapipe.json" > "$T/caps64.json"
+expect_status 65 "$LATENTQ" preflight --device-caps "$T/caps64.json" \
+    "$T/ex/ltx2-demo.yaml"
+expect_grep "error LQ-DEV-001: job ltx2-demo: defaults.num_frames: planned peak device memory .* while decode \(VAE decoder\) exceeds 57.60 MiB.*; num_frames: [0-9]+" "$T/out"
+nf=$(sed -n 's/.*; num_frames: \([0-9]*\).*/\1/p' "$T/out" | head -1)
+checks=$((checks + 1))
+[ -n "$nf" ] && [ "$nf" -lt 25 ] && [ $(((nf - 1) % 8)) -eq 0 ] ||
+	fail "num_frames hint '$nf' is not a shorter clip on the 8k+1 grid"
+sed "s/num_frames: 25/num_frames: $nf/" "$T/ex/ltx2-demo.yaml" > "$T/ex/fits.yaml"
+expect_status 0 "$LATENTQ" preflight --device-caps "$T/caps64.json" "$T/ex/fits.yaml"
+expect_grep '^1 valid, 0 rejected' "$T/out"
+sed "s/num_frames: 25/num_frames: $((nf + 8))/" "$T/ex/ltx2-demo.yaml" > "$T/ex/over.yaml"
+expect_status 65 "$LATENTQ" preflight --device-caps "$T/caps64.json" "$T/ex/over.yaml"
+expect_grep 'error LQ-DEV-001' "$T/out"
 
 # the goldens' vocoder (8 samples per 10 ms mel frame): warned about
 sed -e 's|model: models/ltx2-demo|model: '"$D"'/pipeline/pipe/model|' \

@@ -7,7 +7,8 @@
 # theirs, video_uint8 within +-1, and one MP4 per video holding an H.264
 # and an AAC stream at the vocoder's rate.  With latentq's own draws, a
 # render killed (SIGKILL) after step 2 resumes there to byte-identical MP4s
-# and save_tensors.  Preflight refuses what the LTX-2 render does not take.
+# and save_tensors.  Preflight refuses what the LTX-2 render does not take
+# (and a mesh whose context degree does not divide the audio's tokens).
 . "${top_srcdir:-.}/tests/cli/common.sh"
 
 D=$top_srcdir/tests/data/ltx2
@@ -95,7 +96,11 @@ refuse() {
 	expect_status 65 "$LATENTQ" preflight --no-device "$T/p/m.yaml"
 	expect_grep "$2" "$T/out"
 }
-refuse "    mesh: {devices: 2, context: 2}" "error LQ-LTX2-002: .*mesh.devices"
+# a mesh shards both streams: the golden's 9 audio latent frames do not
+# split over context 2 (its 24 video tokens would; tests/mesh/ltx2.sh
+# renders meshes)
+refuse "    mesh: {devices: 2, context: 2}" \
+    "error LQ-MESH-004: .*mesh.context: .*the audio stream's 9 tokens"
 refuse "    spatio_temporal_guidance_blocks: [2]" \
     "error LQ-LTX2-005: .*block 2 is not one of the transformer's 2"
 refuse "    latents: $D/pipeline/pipe/inputs.safetensors" "error LQ-LTX2-006: .*latents"

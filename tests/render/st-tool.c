@@ -12,6 +12,9 @@
  *   st-tool crop OUT IN KEY DIM START LEN
  *                                     tensor KEY of IN sliced to
  *                                     [START, START + LEN) along DIM, as F32
+ *   st-tool index OUT IN KEY I NEW    KEY[I] of IN (dim 0 dropped: one step
+ *                                     of a [steps, ...] save_tensors
+ *                                     stack) as F32 tensor NEW
  *   st-tool pick OUT IN KEY[:NEW]...  tensors KEY of IN (renamed NEW) into
  *                                     OUT; a missing KEY is an error
  *   st-tool unprefix OUT IN PREFIX    every tensor of IN, PREFIX dropped
@@ -374,6 +377,39 @@ do_image(const char *out, const char *in, const char *key)
 }
 
 static int
+do_index(const char *out, const char *in, const char *key, int64_t i,
+    const char *name)
+{
+	struct st_file *f = open_or_die(in);
+	const struct st_tensor *t = st_file_find(f, key);
+	struct lq_error err;
+	int rc = 0;
+
+	if (t == NULL || t->ndim < 2 || i < 0 || i >= t->shape[0]) {
+		fprintf(stderr, "st-tool: %s: no tensor %s with an index %lld "
+		    "on dim 0\n", in, key, (long long)i);
+		st_file_close(f);
+		return 1;
+	}
+	size_t inner = 1;
+	for (int d = 1; d < t->ndim; d++)
+		inner *= (size_t)t->shape[d];
+	float *all = st_tensor_to_f32(t);
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, name, ST_F32, t->ndim - 1, t->shape + 1,
+	    all + (size_t)i * inner);
+	error_clear(&err);
+	if (st_writer_write(w, out, &err) != LQ_OK) {
+		error_print(&err, stderr);
+		rc = 1;
+	}
+	st_writer_free(w);
+	free(all);
+	st_file_close(f);
+	return rc;
+}
+
+static int
 do_crop(const char *out, const char *in, const char *key, int dim,
     int64_t start, int64_t len)
 {
@@ -453,6 +489,9 @@ main(int argc, char **argv)
 	if (argc == 8 && strcmp(argv[1], "crop") == 0)
 		return do_crop(argv[2], argv[3], argv[4], atoi(argv[5]),
 		    atoll(argv[6]), atoll(argv[7]));
+	if (argc == 7 && strcmp(argv[1], "index") == 0)
+		return do_index(argv[2], argv[3], argv[4], atoll(argv[5]),
+		    argv[6]);
 	if (argc == 7 && strcmp(argv[1], "lora") == 0)
 		return do_lora(argv[2], argv[3], atoll(argv[4]), atoll(argv[5]),
 		    atoll(argv[6]));
@@ -477,7 +516,7 @@ main(int argc, char **argv)
 		return do_pick(argv[2], argv[3], argc - 4, argv + 4);
 	fprintf(stderr, "usage: st-tool diff MINE GOLD KEY ATOL | merge OUT IN... | "
 	    "fill OUT NAME D0 [D1...] | zeros OUT NAME D0 [D1...] | "
-	    "crop OUT IN KEY DIM START LEN | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
+	    "crop OUT IN KEY DIM START LEN | index OUT IN KEY I NEW | pick OUT IN KEY[:NEW]... | png OUT IN KEY | "
 	    "png-chw OUT IN KEY | image OUT IMAGE KEY | unprefix OUT IN PREFIX | "
 	    "prefix OUT IN PREFIX | resize OUT IMAGE KEY H W | "
 	    "lora OUT MODULE OUT IN RANK\n");

@@ -241,6 +241,8 @@ test_golden(void)
 
 		/* bit-exact resume: pack, restore into a fresh state */
 		size_t len = unipc_state_packed_size(&st);
+		/* one size at every step, a whole number of floats */
+		CHECK_INT(len, 56 + 4 * 3 * n);
 		unsigned char *blob = xmalloc(len);
 		unipc_state_pack(&st, blob);
 		unipc_state_init(&st2, &cfg, n);

@@ -76,9 +76,10 @@ SAN_CI_TESTS = tests/core/test-codes tests/store/test-store tests/store/test-che
 	tests/render/parity.sh tests/render/i2v.sh tests/preflight/plan.sh \
 	tests/nn/ltx2-vocoder.sh tests/nn/ltx2-audio-vae.sh tests/nn/ltx2-connectors.sh \
 	tests/nn/ltx2-transformer.sh tests/nn/test-ltx2-rope tests/nn/test-ltx2-pipe-passes \
-	tests/nn/ltx2-vae.sh tests/render/ltx2.sh tests/sampler/ltx2-loop.sh \
+	tests/nn/ltx2-vae.sh tests/render/ltx2.sh tests/sampler/ltx2-loop.sh tests/nn/test-plan \
 	tests/nn/wan-vae.sh tests/nn/test-wan-vae-decode tests/nn/test-wan-vae-plan \
-	tests/gpu/test-runtime tests/mesh/context3.sh \
+	tests/nn/wan-transformer.sh tests/nn/test-wan-cp tests/nn/wan-pipe-passes.sh \
+	tests/gpu/test-runtime tests/mesh/context3.sh tests/sampler/test-unipc \
 	tests/pg/store.sh tests/pg/queue.sh tests/pg/outage.sh
 check-sanitizers-ci:
 	$(MAKE) $(AM_MAKEFLAGS) check-sanitizers TESTS='$(SAN_CI_TESTS)'
