@@ -2182,6 +2182,33 @@ pf_check_wan(struct pf_job_state *s)
 		}
 	}
 
+	/* latents: FILE, as prepare_latents takes it: [B, C, F, H, W] */
+	const char *lp = json_get_string(s->config, "latents", NULL);
+	if (lp != NULL && s->geometry_ok && s->embeds_B > 0) {
+		struct st_file *f = NULL;
+		struct lq_error le;
+		error_clear(&le);
+		if (st_file_open(lp, &f, &le) == LQ_OK) {
+			const struct st_tensor *x = st_file_find_or_only(f,
+			    "latents");
+			int64_t want[5] = {s->embeds_B, tc->in_channels, s->lat_f,
+			    s->lat_h, s->lat_w};
+			if (x == NULL || x->ndim != 5 || memcmp(x->shape, want,
+			    sizeof(want)) != 0) {
+				struct lq_error *e = pf_job_add(s, "latents",
+				    LQ_FAILED, "LQ-LAT-001", "%s: latents must be "
+				    "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %"
+				    PRId64 ", %" PRId64 "] (B, C, F, H, W) for "
+				    "this job", lp, want[0], want[1], want[2],
+				    want[3], want[4]);
+				error_set_hint(e, "write the latents of a job with "
+				    "this height, width, num_frames and batch, or "
+				    "change the job to the latents' size");
+			}
+			st_file_close(f);
+		}
+	}
+
 	/* keys of the LTX families the Wan render does not take */
 	static const char *const ltx_only[] = { "image", "conditions",
 	    "denoise_strength", "loras", "second_stage", "vae_tiling",

@@ -147,6 +147,8 @@ refuse() {
 	expect_status 65 "$LATENTQ" preflight --no-device "$T/p/m.yaml"
 	expect_grep "$2" "$T/out"
 }
+"$ST" fill "$T/lat-2f.safetensors" latents 1 4 2 4 6
+refuse "    latents: $T/lat-2f.safetensors" "error LQ-LAT-001: .*latents must be \\[1, 4, 3, 4, 6\\]"
 refuse "    mesh: {devices: 2, context: 2}" "error LQ-WAN-004: .*mesh.devices"
 refuse "    guidance_rescale: 0.7" "error LQ-WAN-003: .*guidance_rescale"
 refuse "    image: x.png" "error LQ-WAN-003: .*image"
