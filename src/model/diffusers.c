@@ -934,6 +934,12 @@ diffusers_parse_wan_vae(const cJSON *j, const char *path,
 		return cfg_fail(err, path, "z_dim", "LQ-MODEL-006",
 		    "z_dim %d is over latentq's %d latent channels", o->z_dim,
 		    DIFFUSERS_MAX_WAN_Z);
+	if (nm != o->z_dim)
+		return cfg_fail(err, path, "latents_mean", "LQ-MODEL-004",
+		    "latents_mean and latents_std have %d entries%s but z_dim "
+		    "is %d: WanPipeline views them as (1, z_dim, 1, 1, 1); give "
+		    "z_dim values of each", nm, cfg_item(&c, "latents_mean") ?
+		    "" : " (upstream's Wan 2.1 defaults)", o->z_dim);
 	for (int i = 0; i < ns; i++)
 		if (o->latents_std[i] == 0.0)
 			return cfg_fail(err, path, "latents_std", "LQ-MODEL-003",

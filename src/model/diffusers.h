@@ -292,9 +292,10 @@ struct wan_vae_config {
 	double attn_scales[DIFFUSERS_MAX_BLOCKS];
 	int n_temperal_downsample;
 	int temperal_downsample[DIFFUSERS_MAX_BLOCKS];	/* F, T, T */
-	/* the pipeline's latents / (1 / std) + mean before decode; n_latents
-	 * entries (upstream's 16 Wan 2.1 defaults when absent), which the
-	 * pipeline needs equal to z_dim */
+	/* the pipeline's latents / (1 / std) + mean before decode
+	 * (latents_denormalize_wan, sampler/latents.h); n_latents = z_dim
+	 * entries (upstream's 16 Wan 2.1 defaults when absent; the parse
+	 * refuses another count, which WanPipeline cannot view) */
 	int n_latents;
 	double latents_mean[DIFFUSERS_MAX_WAN_Z];
 	double latents_std[DIFFUSERS_MAX_WAN_Z];
@@ -585,10 +586,11 @@ enum lq_status diffusers_parse_ltx2_connectors(const cJSON *cfg,
 enum lq_status diffusers_parse_ltx2_transformer(const cJSON *cfg,
     const char *path, struct ltx2_transformer_config *out,
     struct lq_error *err);
-/* AutoencoderKLWan's config: what upstream's __init__ or forward cannot
- * run (LQ-MODEL-003 / -004 naming the key: a temperal_downsample shorter
- * than len(dim_mult) - 1, over DIFFUSERS_MAX_WAN_Z latent channels,
- * latents_std with a zero) and what latentq does not implement, named
+/* AutoencoderKLWan's config: what upstream's __init__, forward or
+ * WanPipeline cannot run (LQ-MODEL-003 / -004 naming the key: a
+ * temperal_downsample shorter than len(dim_mult) - 1, over
+ * DIFFUSERS_MAX_WAN_Z latent channels, latents_mean / latents_std of
+ * another length than z_dim, latents_std with a zero) and what latentq does not implement, named
  * (LQ-MODEL-006: is_residual true and patch_size other than null / 1, the
  * Wan 2.2 TI2V VAE).  attn_scales are kept for the encoder, which refuses
  * the ones upstream's encode cannot call. */

@@ -1344,36 +1344,6 @@ out:
 	return st;
 }
 
-enum lq_status
-wan_latents_denormalize(const struct wan_vae_config *c, const float *x,
-    int64_t B, int64_t S, float *out, struct lq_error *err)
-{
-	int64_t C = c->z_dim;
-
-	if (c->n_latents != c->z_dim) {
-		error_set(err, LQ_FAILED, "LQ-MODEL-004", "latents_mean and "
-		    "latents_std have %d entries but z_dim is %d: WanPipeline "
-		    "views them as (1, z_dim, 1, 1, 1)", c->n_latents, c->z_dim);
-		error_set_field(err, "latents_mean");
-		return LQ_FAILED;
-	}
-	for (int64_t b = 0; b < B; b++)
-		for (int64_t ch = 0; ch < C; ch++) {
-			/* torch.tensor(list) is float32; 1.0 / it stays float32 */
-			float inv = 1.0f / (float)c->latents_std[ch];
-			float mean = (float)c->latents_mean[ch];
-			const float *xi = x + (b * C + ch) * S;
-			float *o = out + (b * C + ch) * S;
-
-			for (int64_t i = 0; i < S; i++) {
-				float t = xi[i] / inv;
-
-				o[i] = t + mean;
-			}
-		}
-	return LQ_OK;
-}
-
 /* ---- the memory plan ---- */
 
 void

@@ -27,8 +27,9 @@
  *   or wan_vae_decode_host(vae, z, z_shape, sample, &err);   (host arrays)
  *   wan_vae_free(vae);
  * z is what upstream passes to vae.decode: the pipeline's latents already
- * de-normalised (wan_latents_denormalize: latents / (1 / latents_std) +
- * latents_mean, per channel, from the config); decode does not apply them.
+ * de-normalised (sampler/latents.h latents_denormalize_wan: latents /
+ * (1 / latents_std) + latents_mean, per channel, from the config); decode
+ * does not apply them.
  * The sample is clamped to [-1, 1] (upstream's decode does).
  *
  * Ownership: each half owns its weights (decoder.* + post_quant_conv.*,
@@ -104,19 +105,6 @@ enum lq_status wan_vae_decode(struct wan_vae *vae, const struct gpu_tensor *z,
  */
 enum lq_status wan_vae_decode_host(struct wan_vae *vae, const float *z,
     const int64_t z_shape[5], float *sample, struct lq_error *err);
-
-/*
- * WanPipeline's pre-decode step on the host, float32 as upstream
- * (pipelines/wan/pipeline_wan.py: latents_std = 1.0 /
- * tensor(latents_std); latents = latents / latents_std + latents_mean):
- *   out[b, c, s] = x[b, c, s] / (1 / std[c]) + mean[c]
- * for x [B, z_dim, S] (S = F*H*W), mean / std from the config (cast to
- * float32 first, as torch.tensor does).  In place ok.  Errors (LQ_FAILED,
- * LQ-MODEL-004, field latents_mean): the config's n_latents is not z_dim
- * (upstream's view(1, z_dim, 1, 1, 1) fails).
- */
-enum lq_status wan_latents_denormalize(const struct wan_vae_config *c,
-    const float *x, int64_t B, int64_t S, float *out, struct lq_error *err);
 
 /*
  * The memory plan (nn/plan.h) of one decode of z [B, z_dim, F, H, W]:

@@ -157,6 +157,9 @@ bad_config 's/"patch_size": null/"patch_size": 2/' LQ-MODEL-006 \
 bad_config '/"temperal_downsample"/,/\]/{/true,$/d;}' LQ-MODEL-004 \
     'temperal_downsample has 2 entries; dim_mult.s 4 levels need 3' \
     vae-decoder "$T/dec_b.in.st"
+bad_config '/"latents_mean"/,/\]/{/0.3,$/d;}; /"latents_std"/,/\]/{/1.5,$/d;}' \
+    LQ-MODEL-004 'latents_mean and latents_std have 3 entries but z_dim is 4' \
+    vae-decoder "$T/dec_b.in.st"
 bad_config 's/"attn_scales": \[\]/"attn_scales": [0.5]/' LQ-MODEL-006 \
     'attn_scales puts a WanAttentionBlock after encoder.down_blocks.2' \
     vae-encoder "$T/enc.in.st"
