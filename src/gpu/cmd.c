@@ -46,6 +46,11 @@ gpu_cmd_create(struct gpu_ctx *ctx, struct gpu_cmd **out, struct lq_error *err)
 		free(c);
 		return gpu_vk_fail(err, r, "vkCreateFence");
 	}
+	c->cbs = xmalloc(sizeof(*c->cbs));
+	c->cbs[0] = c->cb;
+	c->ncbs = 1;
+	c->capsegs = 4;
+	c->segs = xcalloc((size_t)c->capsegs, sizeof(*c->segs));
 	*out = c;
 	return LQ_OK;
 }
@@ -61,7 +66,11 @@ gpu_cmd_free(struct gpu_cmd *cmd)
 		vkDestroyDescriptorPool(dev, cmd->dpools[i], NULL);
 	free(cmd->dpools);
 	vkDestroyFence(dev, cmd->fence, NULL);
-	vkFreeCommandBuffers(dev, cmd->ctx->pool, 1, &cmd->cb);
+	vkFreeCommandBuffers(dev, cmd->ctx->pool, (uint32_t)cmd->ncbs,
+	    cmd->cbs);
+	free(cmd->cbs);
+	free(cmd->segs);
+	free(cmd->hops);
 	for (int i = 0; i < cmd->nviews; i++)
 		vkDestroyBufferView(dev, cmd->views[i], NULL);
 	free(cmd->views);
@@ -74,6 +83,81 @@ gpu_cmd_free(struct gpu_cmd *cmd)
 	free(cmd);
 }
 
+/*
+ * Starts segment nsegs: its command buffer (made on first need, reset
+ * otherwise) begun and cmd->cb pointing at it.  Failures set the sticky
+ * error.
+ */
+static enum lq_status
+seg_start(struct gpu_cmd *cmd)
+{
+	VkDevice dev = cmd->ctx->device;
+	int k = cmd->nsegs;
+	if (k == cmd->capsegs) {
+		cmd->capsegs *= 2;
+		cmd->segs = xrealloc(cmd->segs, (size_t)cmd->capsegs *
+		    sizeof(*cmd->segs));
+	}
+	VkResult r;
+	if (k == cmd->ncbs) {
+		cmd->cbs = xrealloc(cmd->cbs, (size_t)(k + 1) *
+		    sizeof(*cmd->cbs));
+		VkCommandBufferAllocateInfo ai = {
+			.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+			.commandPool = cmd->ctx->pool,
+			.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+			.commandBufferCount = 1,
+		};
+		r = vkAllocateCommandBuffers(dev, &ai, &cmd->cbs[k]);
+		if (r != VK_SUCCESS)
+			return gpu_vk_fail(&cmd->error, r,
+			    "vkAllocateCommandBuffers(segment %d)", k);
+		cmd->ncbs++;
+	} else {
+		r = vkResetCommandBuffer(cmd->cbs[k], 0);
+		if (r != VK_SUCCESS)
+			return gpu_vk_fail(&cmd->error, r,
+			    "vkResetCommandBuffer");
+	}
+	VkCommandBufferBeginInfo bi = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	r = vkBeginCommandBuffer(cmd->cbs[k], &bi);
+	if (r != VK_SUCCESS)
+		return gpu_vk_fail(&cmd->error, r, "vkBeginCommandBuffer");
+	cmd->segs[k] = (struct gpu_seg){cmd->cbs[k], 0, cmd->nhops, 0};
+	cmd->cb = cmd->cbs[k];
+	cmd->nsegs = k + 1;
+	/* what the next segment's dispatches see was finished by a wait */
+	cmd->nreads = cmd->nwrites = 0;
+	return LQ_OK;
+}
+
+/*
+ * Ends the current segment's command buffer; when host ops follow it,
+ * first makes the shaders' writes visible to the host.
+ */
+static enum lq_status
+seg_end(struct gpu_cmd *cmd)
+{
+	struct gpu_seg *sg = &cmd->segs[cmd->nsegs - 1];
+	if (sg->nhop > 0 && sg->dispatches > 0) {
+		VkMemoryBarrier mb = {
+			.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+			.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+			.dstAccessMask = VK_ACCESS_HOST_READ_BIT |
+			    VK_ACCESS_HOST_WRITE_BIT,
+		};
+		vkCmdPipelineBarrier(sg->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+		    VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	}
+	VkResult r = vkEndCommandBuffer(sg->cb);
+	if (r != VK_SUCCESS)
+		return gpu_vk_fail(&cmd->error, r, "vkEndCommandBuffer");
+	return LQ_OK;
+}
+
 void
 gpu_cmd_begin(struct gpu_cmd *cmd)
 {
@@ -81,6 +165,7 @@ gpu_cmd_begin(struct gpu_cmd *cmd)
 	LQ_ASSERT(!cmd->pending);
 	error_clear(&cmd->error);
 	cmd->dispatches = 0;
+	cmd->host_ops = 0;
 	cmd->nreads = cmd->nwrites = 0;
 	cmd->dpool_cur = 0;
 	/* submits wait, so nothing recorded earlier still uses these */
@@ -97,20 +182,10 @@ gpu_cmd_begin(struct gpu_cmd *cmd)
 			return;
 		}
 	}
-	VkResult r = vkResetCommandBuffer(cmd->cb, 0);
-	if (r != VK_SUCCESS) {
-		gpu_vk_fail(&cmd->error, r, "vkResetCommandBuffer");
+	cmd->nsegs = 0;
+	cmd->nhops = 0;
+	if (seg_start(cmd) != LQ_OK)
 		return;
-	}
-	VkCommandBufferBeginInfo bi = {
-		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-	};
-	r = vkBeginCommandBuffer(cmd->cb, &bi);
-	if (r != VK_SUCCESS) {
-		gpu_vk_fail(&cmd->error, r, "vkBeginCommandBuffer");
-		return;
-	}
 	cmd->recording = 1;
 }
 
@@ -134,6 +209,27 @@ gpu_cmd_ctx(const struct gpu_cmd *cmd)
 	return cmd->ctx;
 }
 
+/*
+ * Submits segment k's command buffer with the fence (fence_busy).  The
+ * first is always submitted (the transfer command records copies into it
+ * directly); a later one holds dispatches, or it would not have started.
+ */
+static enum lq_status
+seg_submit(struct gpu_cmd *cmd, int k)
+{
+	VkSubmitInfo si = {
+		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		.commandBufferCount = 1,
+		.pCommandBuffers = &cmd->segs[k].cb,
+	};
+	VkResult r = vkQueueSubmit(cmd->ctx->queue, 1, &si, cmd->fence);
+	if (r != VK_SUCCESS)
+		return gpu_vk_fail(&cmd->error, r,
+		    "vkQueueSubmit(%u dispatches)", cmd->segs[k].dispatches);
+	cmd->fence_busy = 1;
+	return LQ_OK;
+}
+
 enum lq_status
 gpu_cmd_submit_async(struct gpu_cmd *cmd, struct lq_error *err)
 {
@@ -142,47 +238,54 @@ gpu_cmd_submit_async(struct gpu_cmd *cmd, struct lq_error *err)
 		gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-STATE",
 		    "gpu_cmd_submit without gpu_cmd_begin");
 	if (cmd->recording) {
-		VkResult r = vkEndCommandBuffer(cmd->cb);
 		cmd->recording = 0;
-		if (r != VK_SUCCESS && cmd->error.status == LQ_OK)
-			gpu_vk_fail(&cmd->error, r, "vkEndCommandBuffer");
+		if (cmd->error.status == LQ_OK)
+			seg_end(cmd);
 	}
 	if (cmd->error.status != LQ_OK)
 		return gpu_cmd_status(cmd, err);
-	VkSubmitInfo si = {
-		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-		.commandBufferCount = 1,
-		.pCommandBuffers = &cmd->cb,
-	};
-	VkResult r = vkQueueSubmit(cmd->ctx->queue, 1, &si, cmd->fence);
-	if (r != VK_SUCCESS) {
-		gpu_vk_fail(&cmd->error, r, "vkQueueSubmit(%u dispatches)",
-		    cmd->dispatches);
+	/* The first segment runs now; gpu_cmd_wait runs its host ops and
+	 * the segments after it in order. */
+	if (seg_submit(cmd, 0) != LQ_OK)
 		return gpu_cmd_status(cmd, err);
-	}
 	cmd->pending = 1;
+	return LQ_OK;
+}
+
+/* Waits for the submitted segment's fence. */
+static enum lq_status
+seg_wait(struct gpu_cmd *cmd, int k)
+{
+	VkDevice dev = cmd->ctx->device;
+	if (!cmd->fence_busy)
+		return LQ_OK;
+	cmd->fence_busy = 0;
+	VkResult r = vkWaitForFences(dev, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
+	if (r != VK_SUCCESS)
+		return gpu_vk_fail(&cmd->error, r,
+		    "vkWaitForFences(%u dispatches)", cmd->segs[k].dispatches);
+	r = vkResetFences(dev, 1, &cmd->fence);
+	if (r != VK_SUCCESS)
+		return gpu_vk_fail(&cmd->error, r, "vkResetFences");
 	return LQ_OK;
 }
 
 enum lq_status
 gpu_cmd_wait(struct gpu_cmd *cmd, struct lq_error *err)
 {
-	VkDevice dev = cmd->ctx->device;
 	if (!cmd->pending)
 		return gpu_cmd_status(cmd, err);
+	for (int k = 0; k < cmd->nsegs; k++) {
+		if (k > 0 && seg_submit(cmd, k) != LQ_OK)
+			break;
+		if (seg_wait(cmd, k) != LQ_OK)
+			break;
+		const struct gpu_seg *sg = &cmd->segs[k];
+		for (int i = 0; i < sg->nhop; i++)
+			gpu_host_run(cmd->ctx, &cmd->hops[sg->first_hop + i]);
+	}
 	cmd->pending = 0;
-	VkResult r = vkWaitForFences(dev, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
-	if (r != VK_SUCCESS) {
-		gpu_vk_fail(&cmd->error, r, "vkWaitForFences(%u dispatches)",
-		    cmd->dispatches);
-		return gpu_cmd_status(cmd, err);
-	}
-	r = vkResetFences(dev, 1, &cmd->fence);
-	if (r != VK_SUCCESS) {
-		gpu_vk_fail(&cmd->error, r, "vkResetFences");
-		return gpu_cmd_status(cmd, err);
-	}
-	return LQ_OK;
+	return gpu_cmd_status(cmd, err);
 }
 
 enum lq_status
@@ -410,6 +513,10 @@ gpu_cmd_dispatch_tex(struct gpu_cmd *cmd, enum gpu_kernel k,
 		    c->max_workgroup_count[2]);
 	if (gx == 0 || gy == 0 || gz == 0)
 		return LQ_OK;
+	/* after host ops: a new segment, run once they have */
+	if (cmd->segs[cmd->nsegs - 1].nhop > 0 &&
+	    (seg_end(cmd) != LQ_OK || seg_start(cmd) != LQ_OK))
+		return cmd->error.status;
 	int nb = gpu_kernel_info[k].nbind;
 	struct gpu_pipeline *pipe;
 	enum lq_status st = gpu_pipeline_get(ctx, k, &pipe, &cmd->error);
@@ -535,5 +642,46 @@ gpu_cmd_dispatch_tex(struct gpu_cmd *cmd, enum gpu_kernel k,
 	    gpu_kernel_info[k].push, push);
 	vkCmdDispatch(cmd->cb, gx, gy, gz);
 	cmd->dispatches++;
+	cmd->segs[cmd->nsegs - 1].dispatches++;
 	return LQ_OK;
+}
+
+void *
+gpu_cmd_host_ptr(const struct gpu_cmd *cmd, const struct gpu_tensor *t)
+{
+	if (t == NULL || !cmd->ctx->host_gemm || t->buf->mapped == NULL)
+		return NULL;
+	return (char *)t->buf->mapped + t->offset;
+}
+
+enum lq_status
+gpu_cmd_host(struct gpu_cmd *cmd, const struct gpu_host_op *op,
+    const char *opname)
+{
+	if (cmd->error.status != LQ_OK)
+		return cmd->error.status;
+	if (!cmd->recording)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-STATE",
+		    "%s: recording without gpu_cmd_begin", opname);
+	if (op->M > INT32_MAX || op->N > INT32_MAX || op->K > INT32_MAX ||
+	    op->ldc > INT32_MAX || op->Nk > INT32_MAX || op->lda > INT32_MAX ||
+	    op->ldb > INT32_MAX || op->ldv > INT32_MAX)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-RANGE",
+		    "%s: %" PRId64 "×%" PRId64 "×%" PRId64 " exceeds the host "
+		    "GEMM's int dimensions", opname, op->M, op->N, op->K);
+	if (cmd->nhops == cmd->caphops) {
+		cmd->caphops = cmd->caphops ? cmd->caphops * 2 : 16;
+		cmd->hops = xrealloc(cmd->hops, (size_t)cmd->caphops *
+		    sizeof(*cmd->hops));
+	}
+	cmd->hops[cmd->nhops++] = *op;
+	cmd->segs[cmd->nsegs - 1].nhop++;
+	cmd->host_ops++;
+	return LQ_OK;
+}
+
+unsigned
+gpu_cmd_host_op_count(const struct gpu_cmd *cmd)
+{
+	return cmd->host_ops;
 }

@@ -485,7 +485,8 @@ gpu_devices_select(const struct device_caps *all, int n, const char *spec,
 /*
  * The kernel variants this ctx resolved to: which texel-buffer formats
  * the fast paths may use (none under LATENTQ_NO_TEXEL), up to how many
- * texels, and the binding size tensors are split at.  What runs depends
+ * texels, the binding size tensors are split at, and where GEMMs run
+ * (gpu_ctx_gemm_variant, set by gpu_host_resolve before this).  What runs depends
  * on them, so the pipeline-cache fingerprint and a render's device
  * fingerprint carry them as resolved here, not as the environment said.
  */
@@ -497,8 +498,10 @@ variant_make(struct gpu_ctx *ctx)
 		if (ctx->tex_ok[f] && !gpu_texel_disabled())
 			mask |= 1u << f;
 	snprintf(ctx->variant, sizeof(ctx->variant), "texel=%#x/%llu "
-	    "binding=%llu", mask, mask ? (unsigned long long)ctx->max_texels :
-	    0ull, (unsigned long long)ctx->caps.max_storage_buffer_range);
+	    "binding=%llu gemm=%s", mask, mask ?
+	    (unsigned long long)ctx->max_texels : 0ull,
+	    (unsigned long long)ctx->caps.max_storage_buffer_range,
+	    ctx->gemm_variant);
 }
 
 static void
@@ -754,6 +757,7 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		    ctx->queue_family);
 		goto fail;
 	}
+	gpu_host_resolve(ctx);
 	fingerprint_make(ctx);
 	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
 		ctx->cache_io_copy = *opts->cache;
@@ -799,6 +803,7 @@ gpu_ctx_free(struct gpu_ctx *ctx)
 		vkDestroyCommandPool(ctx->device, ctx->pool, NULL);
 		vkDestroyDevice(ctx->device, NULL);
 	}
+	gpu_host_free(ctx);
 	if (ctx->messenger != VK_NULL_HANDLE) {
 		PFN_vkDestroyDebugUtilsMessengerEXT fn =
 		    (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
@@ -821,6 +826,12 @@ unsigned
 gpu_ctx_validation_messages(const struct gpu_ctx *ctx)
 {
 	return ctx->validation_messages;
+}
+
+const char *
+gpu_ctx_gemm_variant(const struct gpu_ctx *ctx)
+{
+	return ctx->gemm_variant;
 }
 
 const char *

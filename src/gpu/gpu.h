@@ -57,6 +57,12 @@
  *                              preflight and vae_tiling: auto plan with)
  *   LATENTQ_GPU_FORCE_STAGING=1  (tests) treat device memory as not
  *                              host-visible, so transfers use staging
+ *   LATENTQ_GPU_HOST_GEMM=0|1  ops_linear / _matmul / _attention as host GEMMs
+ *                              (OpenBLAS on mapped buffers) or as shaders;
+ *                              unset: host GEMMs when the device type is
+ *                              "cpu" (gpu_ctx_gemm_variant)
+ *   LATENTQ_GEMM_THREADS=N     OpenBLAS threads of the host GEMMs
+ *                              (default 2, a constant, not the cores)
  *   LATENTQ_GPU_MAX_BINDING=BYTES  (tests) lower the device's
  *                              maxStorageBufferRange to BYTES (>= 256) in
  *                              its caps, so ops split smaller tensors
@@ -201,6 +207,17 @@ const struct device_caps *gpu_ctx_caps(const struct gpu_ctx *ctx);
 
 /* Validation messages (warnings and errors) seen so far; 0 without layer. */
 unsigned gpu_ctx_validation_messages(const struct gpu_ctx *ctx);
+
+/*
+ * Where GEMM-shaped work (ops_linear, ops_matmul, ops_attention) runs on
+ * this ctx, borrowed: "shader", or on a CPU device (lavapipe) whose
+ * memory is host memory "host-gemm:OpenBLAS <version> <core> t=<threads>"
+ * (OpenBLAS cblas_sgemm on the mapped buffers, loaded with dlopen).  It
+ * is part of gpu_ctx_variant ("gemm=..."), so of the pipeline-cache
+ * fingerprint and of the device fingerprint a checkpoint records: a
+ * render resumes only under the same path.
+ */
+const char *gpu_ctx_gemm_variant(const struct gpu_ctx *ctx);
 
 /* The pipeline-cache fingerprint of this ctx (hex, borrowed): the device
  * UUID, driver version, SPIR-V digest, latentq version and
@@ -387,6 +404,9 @@ enum lq_status gpu_cmd_wait(struct gpu_cmd *cmd, struct lq_error *err);
 enum lq_status gpu_cmd_status(const struct gpu_cmd *cmd, struct lq_error *err);
 /* Dispatches recorded since gpu_cmd_begin (for benchmarks/tests). */
 unsigned gpu_cmd_dispatch_count(const struct gpu_cmd *cmd);
+/* Host GEMMs recorded since gpu_cmd_begin (the CPU-device fast path,
+ * gpu_ctx_gemm_variant; for benchmarks/tests). */
+unsigned gpu_cmd_host_op_count(const struct gpu_cmd *cmd);
 struct gpu_ctx *gpu_cmd_ctx(const struct gpu_cmd *cmd);
 
 #endif

@@ -137,4 +137,78 @@ enum lq_status gpu_cmd_fail(struct gpu_cmd *cmd, enum lq_status st,
     const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/*
+ * The CPU-device fast path (host.c): on a device whose memory is host
+ * memory, ops_linear and ops_matmul record a host GEMM instead of a
+ * dispatch.  A host op is c[z] = act(alpha · a[z] · op(b[z]) + bias) for
+ * z < batch on mapped pointers: a [M, K] f32 (batch stride sa elements),
+ * b [N, K] when trans_b else [K, N] in b_dtype (stride sb, 0 = shared),
+ * bias [N] in bias_dtype or NULL, c f32 rows of ldc elements (stride sc).
+ * Every sgemm call has GPU_HOST_GEMM_ROWS rows (host.c says why); OpenBLAS
+ * runs on LATENTQ_GEMM_THREADS threads, default GPU_HOST_GEMM_THREADS.
+ */
+#define GPU_HOST_GEMM_ROWS 256
+#define GPU_HOST_GEMM_THREADS 2
+
+enum gpu_host_kind {
+	GPU_HOST_GEMM,		/* c = act(alpha · a · op(b) + bias) */
+	GPU_HOST_ATTENTION,	/* ops_attention */
+};
+
+/*
+ * GPU_HOST_ATTENTION (ops.h ops_attention, softmax in one pass per row
+ * instead of online): for b < batch, h < heads, query rows i < M,
+ *   out[b, i, h·Dv + d] = Σ_j softmax_j(alpha · q[b,i,h]·k[b,j,h]
+ *                         + key_bias[b, j] + bias[(b,) h, i, j]) · v[b,j,h,d]
+ * q at a + b·sa + i·lda + h·Dh (Dh = K), k at b + b·sb + j·ldb + h·Dh,
+ * v at v + b·sv + j·ldv + h·Dv (Dv = N), j < Nk; out contiguous, c;
+ * key_bias (bias_dtype, row stride skb, 0 = shared) and attn_bias
+ * ([B or 1, H, M, Nk], attn_bias_dtype, attn_bias_b = 1 when per b) may
+ * be NULL.  Every sgemm has GPU_HOST_GEMM_ROWS query rows.
+ */
+struct gpu_host_op {
+	enum gpu_host_kind kind;
+	float *c;
+	const float *a;
+	const void *b, *bias;
+	enum gpu_dtype b_dtype, bias_dtype;
+	int64_t batch, M, N, K, sa, sb, sc, ldc;
+	int trans_b;
+	unsigned act;
+	float alpha;
+	/* GPU_HOST_ATTENTION only */
+	const float *v;
+	const void *attn_bias;
+	enum gpu_dtype attn_bias_dtype;
+	int attn_bias_b;
+	int64_t heads, Nk, lda, ldb, ldv, sv, skb;
+};
+
+/*
+ * Sets ctx->host_gemm and ctx->gemm_variant ("shader" or "host-gemm:OpenBLAS
+ * <version> <core> t=<threads>"): on when the device type is "cpu", or as
+ * LATENTQ_GPU_HOST_GEMM=0|1 says, and libopenblas.so.0 loads (else a
+ * warning, once per process, and "shader").
+ */
+void gpu_host_resolve(struct gpu_ctx *ctx);
+/* Runs one host op now (the command's wait calls it in stream order). */
+void gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *op);
+/* Frees the context's host scratch. */
+void gpu_host_free(struct gpu_ctx *ctx);
+
+/*
+ * The host pointer of tensor t's first element when the fast path is on
+ * and t's buffer is mapped, else NULL (then the op records shaders).
+ * NULL t gives NULL.
+ */
+void *gpu_cmd_host_ptr(const struct gpu_cmd *cmd, const struct gpu_tensor *t);
+
+/*
+ * Records host op `op` (copied) into the command stream: it runs after
+ * every dispatch recorded before it and before every one recorded after
+ * (cmd.c cuts the command buffer there).  Failures as gpu_cmd_dispatch.
+ */
+enum lq_status gpu_cmd_host(struct gpu_cmd *cmd, const struct gpu_host_op *op,
+    const char *opname);
+
 #endif

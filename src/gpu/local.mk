@@ -6,7 +6,7 @@ libgpu_a_SOURCES += \
 	src/gpu/caps.c src/gpu/caps.h \
 	src/gpu/gpu.h src/gpu/internal.h src/gpu/kernels.def src/gpu/vk.h \
 	src/gpu/device.c src/gpu/buffer.c src/gpu/tensor.c src/gpu/pool.c \
-	src/gpu/cmd.c \
+	src/gpu/cmd.c src/gpu/host.c \
 	src/gpu/ops.c src/gpu/ops.h
 nodist_libgpu_a_SOURCES += src/gpu/spirv.c
 BUILT_SOURCES += src/gpu/spirv.c
@@ -54,9 +54,9 @@ liblatentq_a_SOURCES += src/cmd/devices.c
 
 # tests
 check_PROGRAMS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/test-split \
-	tests/gpu/test-tensor
+	tests/gpu/test-tensor tests/gpu/test-host
 TESTS += tests/gpu/test-tensor tests/gpu/test-ops tests/gpu/test-runtime \
-	tests/gpu/test-split \
+	tests/gpu/test-split tests/gpu/test-host \
 	tests/gpu/validate.sh \
 	tests/gpu/devices.sh
 EXTRA_DIST += tests/gpu/validate.sh tests/gpu/devices.sh tests/gpu/ref.h
@@ -70,6 +70,8 @@ tests_gpu_test_tensor_SOURCES = tests/gpu/test-tensor.c src/gpu/tensor.c
 tests_gpu_test_tensor_LDADD = libcore.a $(SODIUM_LIBS) -lm
 tests_gpu_test_split_SOURCES = tests/gpu/test-split.c
 tests_gpu_test_split_LDADD = $(LQ_TEST_LDADD)
+tests_gpu_test_host_SOURCES = tests/gpu/test-host.c
+tests_gpu_test_host_LDADD = $(LQ_TEST_LDADD)
 
 # benchmarks (make bench)
 EXTRA_PROGRAMS += tests/bench/bench-gpu

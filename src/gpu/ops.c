@@ -681,6 +681,21 @@ ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	    !gpu_tensor_is_contiguous(b)))
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: bias %s must be [%" PRId64 "]", op, DESC(b), N);
+	float *yh = gpu_cmd_host_ptr(cmd, y);
+	const float *xh = gpu_cmd_host_ptr(cmd, x);
+	const void *wh = gpu_cmd_host_ptr(cmd, w);
+	const void *bh = gpu_cmd_host_ptr(cmd, b);
+	if (yh != NULL && xh != NULL && wh != NULL && (b == NULL || bh)) {
+		/* the CPU-device fast path (host.c): one host GEMM, no split */
+		struct gpu_host_op o = {
+			.c = yh, .a = xh, .b = wh, .bias = bh,
+			.b_dtype = w->dtype,
+			.bias_dtype = b != NULL ? b->dtype : GPU_F32,
+			.batch = 1, .M = M, .N = N, .K = K, .ldc = N,
+			.trans_b = 1, .act = (unsigned)act, .alpha = 1.0f,
+		};
+		return gpu_cmd_host(cmd, &o, op);
+	}
 	struct gpu_tensor x2 = gpu_tensor_reshape(x, 2, (int64_t[]){M, K});
 	struct gpu_tensor y2 = gpu_tensor_reshape(y, 2, (int64_t[]){M, N});
 	const struct gpu_tensor *all[4] = {&y2, &x2, w, b};
@@ -750,6 +765,21 @@ ops_matmul(struct gpu_cmd *cmd, const struct gpu_tensor *c,
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: shapes a %s, b %s%s, c %s do not match", op, DESC(a),
 		    DESC(b), trans_b ? " (transposed)" : "", DESC(c));
+	float *ch = gpu_cmd_host_ptr(cmd, c);
+	const float *ah = gpu_cmd_host_ptr(cmd, a);
+	const void *bh = gpu_cmd_host_ptr(cmd, b);
+	if (ch != NULL && ah != NULL && bh != NULL) {
+		/* the CPU-device fast path (host.c) */
+		struct gpu_host_op o = {
+			.c = ch, .a = ah, .b = bh, .b_dtype = b->dtype,
+			.bias_dtype = GPU_F32, .batch = batch, .M = M, .N = N,
+			.K = K, .sa = ab == 1 ? 0 : M * K,
+			.sb = bb == 1 ? 0 : K * N, .sc = M * N, .ldc = N,
+			.trans_b = trans_b != 0, .act = OPS_ACT_NONE,
+			.alpha = alpha,
+		};
+		return gpu_cmd_host(cmd, &o, op);
+	}
 	const struct gpu_tensor *all[3] = {c, a, b};
 	if (all_fit(cmd, 3, all))
 		return matmul_record(cmd, op, c, a, b, NULL, batch, M, N, K,
@@ -1201,6 +1231,32 @@ ops_attention(struct gpu_cmd *cmd, const struct gpu_tensor *out,
 			    "%s: bias %s must be [H, Nq, Nk] or [B, H, Nq, Nk] "
 			    "= [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
 			    "]", op, DESC(bias), B, H, Nq, Nk);
+	}
+	float *oh = gpu_cmd_host_ptr(cmd, out);
+	const float *qh = gpu_cmd_host_ptr(cmd, q);
+	const float *kh = gpu_cmd_host_ptr(cmd, k);
+	const float *vh = gpu_cmd_host_ptr(cmd, v);
+	const void *kbh = gpu_cmd_host_ptr(cmd, kb);
+	const void *bh = gpu_cmd_host_ptr(cmd, bias);
+	if (oh != NULL && qh != NULL && kh != NULL && vh != NULL &&
+	    (kb == NULL || kbh != NULL) && (bias == NULL || bh != NULL)) {
+		/* the CPU-device fast path (host.c): two GEMMs per head */
+		struct gpu_host_op o = {
+			.kind = GPU_HOST_ATTENTION,
+			.c = oh, .a = qh, .b = kh, .v = vh, .bias = kbh,
+			.bias_dtype = kb != NULL ? kb->dtype : GPU_F32,
+			.skb = kb != NULL && kb->ndim == 2 && kb->shape[0] > 1 ?
+			    kb->stride[0] : 0,
+			.attn_bias = bh,
+			.attn_bias_dtype = bias != NULL ? bias->dtype : GPU_F32,
+			.attn_bias_b = bias != NULL && bias->ndim == 4,
+			.batch = B, .heads = H, .M = Nq, .Nk = Nk, .K = Dh,
+			.N = Dv, .sa = q->stride[0], .lda = q->stride[1],
+			.sb = k->stride[0], .ldb = k->stride[1],
+			.sv = v->stride[0], .ldv = v->stride[1],
+			.alpha = args->scale,
+		};
+		return gpu_cmd_host(cmd, &o, op);
 	}
 	const struct gpu_tensor *all[6] = {out, q, k, v, kb, bias};
 	if (all_fit(cmd, 6, all))

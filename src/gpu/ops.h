@@ -48,6 +48,11 @@
  *   <= 128 (and strides/offsets multiples of 4); both, and ops_conv3d, read
  *   through texel buffers when the device supports the formats.  Other
  *   shapes use generic kernels with identical results up to rounding.
+ * - CPU devices (lavapipe): ops_linear, ops_matmul and ops_attention run
+ *   on the host as OpenBLAS sgemm on the mapped buffers (gpu/host.c,
+ *   gpu_ctx_gemm_variant, LATENTQ_GPU_HOST_GEMM), never split, and
+ *   results equal the shaders' up to rounding; deterministic, and a
+ *   row's bits do not depend on the other rows of its call.
  */
 #ifndef LQ_GPU_OPS_H
 #define LQ_GPU_OPS_H

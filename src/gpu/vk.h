@@ -57,6 +57,17 @@ struct gpu_ctx {
 	/* device memory of buffers other than staging (vkAllocateMemory
 	 * sizes): now, and the high-water mark (gpu_ctx_memory) */
 	uint64_t mem_live, mem_peak;
+	/* the CPU-device fast path (host.c): on or not, its variant string
+	 * (gpu_ctx_gemm_variant, in gpu_ctx_variant), and host scratch: decoded f16/bf16
+	 * weights (0) and biases (1), attention's scores, query panel,
+	 * output panel, row sums, key bias (2-6), the padded last row panel */
+	int host_gemm, host_threads;
+	char gemm_variant[128];
+#define GPU_HOST_SCRATCH 7
+	float *host_scratch[GPU_HOST_SCRATCH];
+	size_t host_scratch_n[GPU_HOST_SCRATCH];
+	float *host_panel;
+	size_t host_panel_n;
 };
 
 struct gpu_buffer {
@@ -86,9 +97,19 @@ struct gpu_range {
 	VkDeviceSize lo, hi;
 };
 
+/*
+ * A segment of a recording: the dispatches in its command buffer, then
+ * host ops [first_hop, first_hop + nhop) once that buffer has run.
+ */
+struct gpu_seg {
+	VkCommandBuffer cb;
+	unsigned dispatches;
+	int first_hop, nhop;
+};
+
 struct gpu_cmd {
 	struct gpu_ctx *ctx;
-	VkCommandBuffer cb;
+	VkCommandBuffer cb;		/* the segment being recorded */
 	VkFence fence;
 	VkDescriptorPool *dpools;
 	int ndpools, dpool_cur;
@@ -103,6 +124,15 @@ struct gpu_cmd {
 	struct gpu_buffer **retired;	/* outgrown scratch, freed at begin */
 	int nretired;
 	int pending;			/* submitted, not yet waited for */
+	/* segments (cut at host ops); segs[0].cb is allocated at create,
+	 * later ones on first need and kept for later recordings */
+	struct gpu_seg *segs;
+	int nsegs, capsegs, ncbs;	/* in use, allocated slots, cbs made */
+	VkCommandBuffer *cbs;		/* ncbs command buffers */
+	struct gpu_host_op *hops;
+	int nhops, caphops;
+	unsigned host_ops;		/* recorded since begin */
+	int fence_busy;			/* a segment was submitted with fence */
 };
 
 /* Vulkan format and bytes of each texel format (device.c). */

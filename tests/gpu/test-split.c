@@ -8,6 +8,9 @@
  * (memcmp of every output), and the full-limit run must not have split
  * (each of its bindings fits).  Also: what cannot be split fails with
  * LQ-GPU-RANGE naming the op, the tensor and the limit.
+ * The shaders are what split: the CPU-device fast path (host GEMMs on
+ * mapped memory, which never split) is turned off here and tested in
+ * test-host.
  * Exits 77 without a Vulkan device.
  */
 #include <inttypes.h>
@@ -412,6 +415,7 @@ main(void)
 	error_clear(&err);
 	log_set_level(LOG_LEVEL_WARN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	setenv("LATENTQ_GPU_HOST_GEMM", "0", 1);
 	for (int i = 0; i < 2; i++) {
 		if (i == 1) {
 			char v[32];

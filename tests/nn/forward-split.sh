@@ -16,15 +16,23 @@ same() {	# NAME
 	    fail "$1: output with LATENTQ_GPU_MAX_BINDING differs"
 }
 
-for g in gridA gridB; do
-	for run in whole:4294967295 split:16384; do
-		expect_status 0 env LATENTQ_GPU_MAX_BINDING="${run#*:}" \
-		    "$LATENTQ" forward --model "$D/transformer/model" \
-		    --component transformer \
-		    --inputs "$D/transformer/$g.inputs.safetensors" \
-		    --out "$T/$g.${run%:*}.st"
+# The transformer on both kernel paths: on lavapipe the default runs its
+# linear layers and attention as host GEMMs, which never split
+# (LATENTQ_GPU_HOST_GEMM, gpu/host.c); =0 splits them as shaders.
+for path in host:1 shader:0; do
+	for g in gridA gridB; do
+		for run in whole:4294967295 split:16384; do
+			expect_status 0 env LATENTQ_GPU_MAX_BINDING="${run#*:}" \
+			    LATENTQ_GPU_HOST_GEMM="${path#*:}" \
+			    "$LATENTQ" forward --model "$D/transformer/model" \
+			    --component transformer \
+			    --inputs "$D/transformer/$g.inputs.safetensors" \
+			    --out "$T/$g.${path%:*}.${run%:*}.st"
+		done
+		checks=$((checks + 1))
+		cmp -s "$T/$g.${path%:*}.whole.st" "$T/$g.${path%:*}.split.st" ||
+		    fail "$g (${path%:*}): output with LATENTQ_GPU_MAX_BINDING differs"
 	done
-	same "$g"
 done
 
 for v in vae090 vae091 vae_causal; do
@@ -40,8 +48,10 @@ for v in vae090 vae091 vae_causal; do
 done
 
 # What no split can fix is refused with the tensor and the limit named:
-# at 1 KiB one sample's attention keys do not fit.
-expect_status 1 env LATENTQ_GPU_MAX_BINDING=1024 "$LATENTQ" forward \
+# at 1 KiB one sample's attention keys do not fit (in the shader; the
+# host path binds nothing).
+expect_status 1 env LATENTQ_GPU_MAX_BINDING=1024 LATENTQ_GPU_HOST_GEMM=0 \
+    "$LATENTQ" forward \
     --model "$D/transformer/model" --component transformer \
     --inputs "$D/transformer/gridA.inputs.safetensors" --out "$T/no.st"
 expect_grep "LQ-GPU-RANGE" "$T/err"

@@ -1,0 +1,543 @@
+/*
+ * test-host.c — the CPU-device fast path (gpu/host.c, issue 18 item 2):
+ * ops_linear, ops_matmul and ops_attention as OpenBLAS GEMMs on mapped
+ * memory.
+ *
+ * Two contexts on the same device: LATENTQ_GPU_HOST_GEMM=1 (host GEMMs)
+ * and =0 (shaders).  Checks:
+ *   - the variant strings ("host-gemm:OpenBLAS ... t=N" and "shader"),
+ *     and that the default on a CPU device is the host path;
+ *   - host and shader results agree within float rounding, for f32, f16
+ *     and bf16 weights, with bias and every activation, batched and
+ *     broadcast matmuls, transposed or not, and alpha;
+ *   - the host path is bit-identical run to run, and a row's bits do not
+ *     depend on which rows share its call (rows alone, shards at any
+ *     offset, the whole batch): what mesh parity needs;
+ *   - host attention (strided q/k/v, key_bias, bf16 bias) agrees with
+ *     the shader's, run to run and for query rows alone the same bits;
+ *   - host ops and shaders interleaved in one recording run in recording
+ *     order (submit and submit_async + wait);
+ *   - a weight larger than a binding needs no split on the host path.
+ * Exits 77 without a Vulkan device or without libopenblas.so.0.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/util.h"
+#include "gpu/gpu.h"
+#include "gpu/ops.h"
+#include "tests/test.h"
+
+struct env {
+	struct gpu_ctx *ctx;
+	struct gpu_pool *pool;
+	struct gpu_cmd *cmd;
+};
+
+static struct env host, shade;	/* LATENTQ_GPU_HOST_GEMM=1 / =0 */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+#define SH(...) ((const int64_t[]){__VA_ARGS__})
+
+static float
+frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static float *
+rand_host(size_t n)
+{
+	float *h = xmalloc(n * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		h[i] = frand();
+	return h;
+}
+
+static void
+die(const struct lq_error *err)
+{
+	error_print(err, stderr);
+	exit(99);
+}
+
+/* A pool tensor of `e` holding h (converted to dt), or zeros when NULL. */
+static struct gpu_tensor
+put(struct env *e, enum gpu_dtype dt, int nd, const int64_t *shape,
+    const float *h)
+{
+	struct gpu_tensor t;
+	struct lq_error err;
+	error_clear(&err);
+	if (gpu_pool_tensor(e->pool, dt, nd, shape, &t, &err) != LQ_OK)
+		die(&err);
+	size_t n = (size_t)gpu_tensor_numel(&t);
+	float *z = NULL;
+	if (h == NULL)
+		h = z = xcalloc(n, sizeof(float));
+	if (gpu_tensor_upload_f32(e->ctx, &t, h, &err) != LQ_OK)
+		die(&err);
+	free(z);
+	return t;
+}
+
+static float *
+get(struct env *e, const struct gpu_tensor *t)
+{
+	struct lq_error err;
+	error_clear(&err);
+	float *h = xmalloc((size_t)gpu_tensor_numel(t) * sizeof(float));
+	if (gpu_tensor_download_f32(e->ctx, t, h, &err) != LQ_OK)
+		die(&err);
+	return h;
+}
+
+static void
+submit(struct env *e)
+{
+	struct lq_error err;
+	error_clear(&err);
+	if (gpu_cmd_submit(e->cmd, &err) != LQ_OK)
+		die(&err);
+}
+
+/* max |a - b| / (1 + |b|) over n */
+static double
+max_rel(const float *a, const float *b, size_t n)
+{
+	double m = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]) / (1.0 + fabs(b[i]));
+		if (!(d <= m))
+			m = d;
+	}
+	return m;
+}
+
+/* y = act(x · wᵀ + b) on env e from host arrays; returns y (malloc'd). */
+static float *
+linear_on(struct env *e, int64_t M, int64_t N, int64_t K, enum gpu_dtype dt,
+    const float *x, const float *w, const float *b, enum ops_act act)
+{
+	gpu_pool_reset(e->pool, 0);
+	struct gpu_tensor tx = put(e, GPU_F32, 2, SH(M, K), x);
+	struct gpu_tensor tw = put(e, dt, 2, SH(N, K), w);
+	struct gpu_tensor tb = b ? put(e, dt, 1, SH(N), b) : (struct gpu_tensor){0};
+	struct gpu_tensor ty = put(e, GPU_F32, 2, SH(M, N), NULL);
+	gpu_cmd_begin(e->cmd);
+	CHECK_INT(ops_linear(e->cmd, &ty, &tx, &tw, b ? &tb : NULL, act), LQ_OK);
+	submit(e);
+	return get(e, &ty);
+}
+
+static void
+test_variant(void)
+{
+	const char *v = gpu_ctx_gemm_variant(host.ctx);
+	printf("host variant: %s\n", v);
+	CHECK(strncmp(v, "host-gemm:OpenBLAS ", 19) == 0);
+	CHECK(strstr(v, " t=2") != NULL);
+	CHECK_STR(gpu_ctx_gemm_variant(shade.ctx), "shader");
+	/* the default on a CPU device is the host path */
+	unsetenv("LATENTQ_GPU_HOST_GEMM");
+	struct lq_error err;
+	error_clear(&err);
+	struct gpu_ctx *c;
+	if (gpu_ctx_create(NULL, &c, &err) != LQ_OK)
+		die(&err);
+	if (strcmp(gpu_ctx_caps(c)->device_type, "cpu") == 0)
+		CHECK_STR(gpu_ctx_gemm_variant(c), v);
+	else
+		CHECK_STR(gpu_ctx_gemm_variant(c), "shader");
+	gpu_ctx_free(c);
+	setenv("LATENTQ_GEMM_THREADS", "1", 1);
+	if (gpu_ctx_create(NULL, &c, &err) != LQ_OK)
+		die(&err);
+	if (strcmp(gpu_ctx_caps(c)->device_type, "cpu") == 0)
+		CHECK(strstr(gpu_ctx_gemm_variant(c), " t=1") != NULL);
+	gpu_ctx_free(c);
+	unsetenv("LATENTQ_GEMM_THREADS");
+}
+
+/* Host and shader linear agree; every dtype and activation. */
+static void
+test_linear_matches(void)
+{
+	static const enum gpu_dtype dts[3] = {GPU_F32, GPU_F16, GPU_BF16};
+	static const enum ops_act acts[] = {OPS_ACT_NONE, OPS_ACT_GELU_TANH,
+	    OPS_ACT_SILU, OPS_ACT_RELU, OPS_ACT_GELU, OPS_ACT_TANH,
+	    OPS_ACT_SIGMOID};
+	int64_t M = 300, N = 72, K = 96;
+	for (int d = 0; d < 3; d++) {
+		for (size_t a = 0; a < sizeof(acts) / sizeof(acts[0]); a++) {
+			float *x = rand_host((size_t)(M * K));
+			float *w = rand_host((size_t)(N * K));
+			float *b = rand_host((size_t)N);
+			unsigned h0 = 0;
+			float *yh = linear_on(&host, M, N, K, dts[d], x, w,
+			    a % 2 ? b : NULL, acts[a]);
+			h0 = gpu_cmd_host_op_count(host.cmd);
+			float *ys = linear_on(&shade, M, N, K, dts[d], x, w,
+			    a % 2 ? b : NULL, acts[a]);
+			CHECK_INT(h0, 1);
+			CHECK_INT(gpu_cmd_host_op_count(shade.cmd), 0);
+			double r = max_rel(yh, ys, (size_t)(M * N));
+			if (!(r < 2e-5))
+				printf("linear %s act %d: max rel %g\n",
+				    gpu_dtype_name(dts[d]), (int)acts[a], r);
+			CHECK(r < 2e-5);
+			free(x);
+			free(w);
+			free(b);
+			free(yh);
+			free(ys);
+		}
+	}
+}
+
+/*
+ * Run to run, and a row's bits whatever rows share its call: the whole
+ * batch, shards at several offsets (a mesh's), single rows.
+ */
+static void
+test_rows_bits(void)
+{
+	static const int64_t Ks[] = {64, 100, 1000, 2048};
+	static const int64_t Ns[] = {8, 96, 640};
+	for (size_t ki = 0; ki < 4; ki++) {
+		for (size_t ni = 0; ni < 3; ni++) {
+			int64_t M = 600, N = Ns[ni], K = Ks[ki];
+			float *x = rand_host((size_t)(M * K));
+			float *w = rand_host((size_t)(N * K));
+			float *b = rand_host((size_t)N);
+			float *all = linear_on(&host, M, N, K, GPU_BF16, x, w, b,
+			    OPS_ACT_GELU_TANH);
+			float *again = linear_on(&host, M, N, K, GPU_BF16, x, w,
+			    b, OPS_ACT_GELU_TANH);
+			CHECK(memcmp(all, again, (size_t)(M * N) * 4) == 0);
+			free(again);
+			static const int64_t offs[] = {0, 1, 5, 255, 300, 599};
+			static const int64_t ms[] = {1, 2, 7, 256, 257, 300};
+			int same = 1, tried = 0;
+			for (size_t oi = 0; oi < 6; oi++) {
+				for (size_t mi = 0; mi < 6; mi++) {
+					int64_t o = offs[oi], m = ms[mi];
+					if (o + m > M)
+						continue;
+					float *part = linear_on(&host, m, N, K,
+					    GPU_BF16, x + o * K, w, b,
+					    OPS_ACT_GELU_TANH);
+					tried++;
+					if (memcmp(part, all + o * N, (size_t)(m *
+					    N) * 4) != 0) {
+						same = 0;
+						printf("rows %lld+%lld of N=%lld "
+						    "K=%lld differ from the "
+						    "whole batch's\n",
+						    (long long)o, (long long)m,
+						    (long long)N, (long long)K);
+					}
+					free(part);
+				}
+			}
+			CHECK(tried > 20);
+			CHECK(same);
+			free(x);
+			free(w);
+			free(b);
+			free(all);
+		}
+	}
+}
+
+/* c = alpha · a · op(b), batched and broadcast, on env e */
+static float *
+matmul_on(struct env *e, int64_t ab, int64_t bb, int64_t batch, int64_t M,
+    int64_t N, int64_t K, int trans_b, enum gpu_dtype dt, const float *a,
+    const float *b, float alpha)
+{
+	gpu_pool_reset(e->pool, 0);
+	struct gpu_tensor ta = put(e, GPU_F32, 3, SH(ab, M, K), a);
+	struct gpu_tensor tb = trans_b ? put(e, dt, 3, SH(bb, N, K), b) :
+	    put(e, dt, 3, SH(bb, K, N), b);
+	struct gpu_tensor tc = put(e, GPU_F32, 3, SH(batch, M, N), NULL);
+	gpu_cmd_begin(e->cmd);
+	CHECK_INT(ops_matmul(e->cmd, &tc, &ta, &tb, trans_b, alpha), LQ_OK);
+	submit(e);
+	return get(e, &tc);
+}
+
+static void
+test_matmul_matches(void)
+{
+	struct {
+		int64_t ab, bb, batch, M, N, K;
+		int trans_b;
+		enum gpu_dtype dt;
+		float alpha;
+	} cs[] = {
+		{3, 3, 3, 70, 50, 40, 0, GPU_F32, 1.0f},
+		{3, 3, 3, 70, 50, 40, 1, GPU_F32, 0.125f},
+		{1, 4, 4, 33, 17, 64, 1, GPU_F16, 2.0f},
+		{4, 1, 4, 300, 24, 36, 0, GPU_BF16, 1.0f},
+	};
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+		float *a = rand_host((size_t)(cs[i].ab * cs[i].M * cs[i].K));
+		float *b = rand_host((size_t)(cs[i].bb * cs[i].N * cs[i].K));
+		float *ch = matmul_on(&host, cs[i].ab, cs[i].bb, cs[i].batch,
+		    cs[i].M, cs[i].N, cs[i].K, cs[i].trans_b, cs[i].dt, a, b,
+		    cs[i].alpha);
+		CHECK_INT(gpu_cmd_host_op_count(host.cmd), 1);
+		float *cs_ = matmul_on(&shade, cs[i].ab, cs[i].bb, cs[i].batch,
+		    cs[i].M, cs[i].N, cs[i].K, cs[i].trans_b, cs[i].dt, a, b,
+		    cs[i].alpha);
+		double r = max_rel(ch, cs_, (size_t)(cs[i].batch * cs[i].M *
+		    cs[i].N));
+		if (!(r < 2e-5))
+			printf("matmul case %zu: max rel %g\n", i, r);
+		CHECK(r < 2e-5);
+		free(a);
+		free(b);
+		free(ch);
+		free(cs_);
+	}
+}
+
+/*
+ * Shaders and host ops interleaved in one recording, each reading what
+ * the one before wrote: y1 = x·2+1 (shader), y2 = y1·w1ᵀ (host),
+ * y3 = y2 + y2 (shader), y4 = silu(y3·w2ᵀ + b) (host), y5 = y4·0.5
+ * (shader).  Compared with the shader-only context.
+ */
+static float *
+chain_on(struct env *e, const float *x, const float *w1, const float *w2,
+    const float *b, int async)
+{
+	int64_t M = 40, K = 32, N = 48;
+	gpu_pool_reset(e->pool, 0);
+	struct gpu_tensor tx = put(e, GPU_F32, 2, SH(M, K), x);
+	struct gpu_tensor t1 = put(e, GPU_F32, 2, SH(M, K), NULL);
+	struct gpu_tensor w1t = put(e, GPU_F16, 2, SH(N, K), w1);
+	struct gpu_tensor t2 = put(e, GPU_F32, 2, SH(M, N), NULL);
+	struct gpu_tensor t3 = put(e, GPU_F32, 2, SH(M, N), NULL);
+	struct gpu_tensor w2t = put(e, GPU_F32, 2, SH(N, N), w2);
+	struct gpu_tensor bt = put(e, GPU_F32, 1, SH(N), b);
+	struct gpu_tensor t4 = put(e, GPU_F32, 2, SH(M, N), NULL);
+	struct gpu_tensor t5 = put(e, GPU_F32, 2, SH(M, N), NULL);
+	gpu_cmd_begin(e->cmd);
+	CHECK_INT(ops_scale(e->cmd, &t1, &tx, 2.0f, 1.0f), LQ_OK);
+	CHECK_INT(ops_linear(e->cmd, &t2, &t1, &w1t, NULL, OPS_ACT_NONE), LQ_OK);
+	CHECK_INT(ops_add(e->cmd, &t3, &t2, &t2), LQ_OK);
+	CHECK_INT(ops_linear(e->cmd, &t4, &t3, &w2t, &bt, OPS_ACT_SILU), LQ_OK);
+	CHECK_INT(ops_scale(e->cmd, &t5, &t4, 0.5f, 0.0f), LQ_OK);
+	struct lq_error err;
+	error_clear(&err);
+	if (async) {
+		if (gpu_cmd_submit_async(e->cmd, &err) != LQ_OK ||
+		    gpu_cmd_wait(e->cmd, &err) != LQ_OK)
+			die(&err);
+	} else {
+		submit(e);
+	}
+	return get(e, &t5);
+}
+
+static void
+test_interleaved(void)
+{
+	float *x = rand_host(40 * 32), *w1 = rand_host(48 * 32);
+	float *w2 = rand_host(48 * 48), *b = rand_host(48);
+	float *ref = chain_on(&shade, x, w1, w2, b, 0);
+	for (int async = 0; async < 2; async++) {
+		float *y = chain_on(&host, x, w1, w2, b, async);
+		CHECK_INT(gpu_cmd_host_op_count(host.cmd), 2);
+		CHECK_INT(gpu_cmd_dispatch_count(host.cmd), 3);
+		double r = max_rel(y, ref, 40 * 48);
+		if (!(r < 1e-4))
+			printf("interleaved (async %d): max rel %g\n", async, r);
+		CHECK(r < 1e-4);
+		free(y);
+	}
+	free(ref);
+	free(x);
+	free(w1);
+	free(w2);
+	free(b);
+}
+
+/*
+ * ops_attention on env e: q, k, v slices of fused [B, N, 3·H·Dh] tensors
+ * (strided rows), key_bias [B, Nk] and, when with_bias, bias [B, H, Nq,
+ * Nk] in bf16.
+ */
+static float *
+attention_on(struct env *e, int64_t B, int64_t Nq, int64_t Nk, int64_t H,
+    int64_t Dh, const float *xq, const float *xkv, const float *kbias,
+    const float *bias)
+{
+	gpu_pool_reset(e->pool, 0);
+	int64_t W = H * Dh;
+	struct gpu_tensor tq = put(e, GPU_F32, 3, SH(B, Nq, 3 * W), xq);
+	struct gpu_tensor tkv = put(e, GPU_F32, 3, SH(B, Nk, 3 * W), xkv);
+	struct gpu_tensor q = gpu_tensor_slice(&tq, 2, W, W);
+	struct gpu_tensor k = gpu_tensor_slice(&tkv, 2, 0, W);
+	struct gpu_tensor v = gpu_tensor_slice(&tkv, 2, 2 * W, W);
+	struct gpu_tensor kb = put(e, GPU_F32, 2, SH(B, Nk), kbias);
+	struct gpu_tensor bt;
+	if (bias != NULL)
+		bt = put(e, GPU_BF16, 4, SH(B, H, Nq, Nk), bias);
+	struct gpu_tensor out = put(e, GPU_F32, 3, SH(B, Nq, W), NULL);
+	struct ops_attention_args args = {
+		.heads = (int)H, .scale = 1.0f / sqrtf((float)Dh),
+		.key_bias = &kb, .bias = bias != NULL ? &bt : NULL,
+	};
+	gpu_cmd_begin(e->cmd);
+	CHECK_INT(ops_attention(e->cmd, &out, &q, &k, &v, &args), LQ_OK);
+	submit(e);
+	return get(e, &out);
+}
+
+/*
+ * Host attention matches the shader's within rounding; it is the same
+ * bits run to run, and a query row's bits do not depend on which query
+ * rows share the call (a context-parallel shard's).
+ */
+static void
+test_attention(void)
+{
+	int64_t B = 2, Nq = 300, Nk = 290, H = 3, Dh = 32, W = H * Dh;
+	for (int with_bias = 0; with_bias < 2; with_bias++) {
+		float *xq = rand_host((size_t)(B * Nq * 3 * W));
+		float *xkv = rand_host((size_t)(B * Nk * 3 * W));
+		float *kb = rand_host((size_t)(B * Nk));
+		for (int64_t j = 0; j < B * Nk; j++)	/* some masked keys */
+			kb[j] = j % 7 == 3 ? -10000.0f : kb[j];
+		float *bias = with_bias ? rand_host((size_t)(B * H * Nq * Nk)) :
+		    NULL;
+		float *yh = attention_on(&host, B, Nq, Nk, H, Dh, xq, xkv, kb,
+		    bias);
+		CHECK_INT(gpu_cmd_host_op_count(host.cmd), 1);
+		float *again = attention_on(&host, B, Nq, Nk, H, Dh, xq, xkv,
+		    kb, bias);
+		CHECK(memcmp(yh, again, (size_t)(B * Nq * W) * 4) == 0);
+		float *ys = attention_on(&shade, B, Nq, Nk, H, Dh, xq, xkv, kb,
+		    bias);
+		double r = max_rel(yh, ys, (size_t)(B * Nq * W));
+		if (!(r < 1e-5))
+			printf("attention (bias %d): max rel %g\n", with_bias, r);
+		CHECK(r < 1e-5);
+		if (!with_bias) {
+			/* queries 5..261 of each sample alone */
+			int64_t o = 5, m = 257;
+			float *sq = xmalloc((size_t)(B * m * 3 * W) * 4);
+			for (int64_t b = 0; b < B; b++)
+				memcpy(sq + b * m * 3 * W, xq + (b * Nq + o) *
+				    3 * W, (size_t)(m * 3 * W) * 4);
+			float *part = attention_on(&host, B, m, Nk, H, Dh, sq,
+			    xkv, kb, NULL);
+			int same = 1;
+			for (int64_t b = 0; b < B; b++)
+				same &= memcmp(part + b * m * W, yh + (b * Nq +
+				    o) * W, (size_t)(m * W) * 4) == 0;
+			CHECK(same);
+			free(sq);
+			free(part);
+		}
+		free(xq);
+		free(xkv);
+		free(kb);
+		free(bias);
+		free(yh);
+		free(again);
+		free(ys);
+	}
+}
+
+/* A weight larger than a (lowered) binding: no split, one host op. */
+static void
+test_no_split(void)
+{
+	setenv("LATENTQ_GPU_HOST_GEMM", "1", 1);
+	setenv("LATENTQ_GPU_MAX_BINDING", "65536", 1);
+	struct lq_error err;
+	error_clear(&err);
+	struct env e;
+	if (gpu_ctx_create(NULL, &e.ctx, &err) != LQ_OK ||
+	    gpu_pool_create(e.ctx, (size_t)4 << 20, &e.pool, &err) != LQ_OK ||
+	    gpu_cmd_create(e.ctx, &e.cmd, &err) != LQ_OK)
+		die(&err);
+	unsetenv("LATENTQ_GPU_MAX_BINDING");
+	int64_t M = 8, N = 64, K = 20000;	/* one row of x > 65536 bytes */
+	float *x = rand_host((size_t)(M * K)), *w = rand_host((size_t)(N * K));
+	float *y = linear_on(&e, M, N, K, GPU_BF16, x, w, NULL, OPS_ACT_NONE);
+	CHECK_INT(gpu_cmd_host_op_count(e.cmd), 1);
+	CHECK_INT(gpu_cmd_dispatch_count(e.cmd), 0);
+	float *ys = linear_on(&shade, M, N, K, GPU_BF16, x, w, NULL,
+	    OPS_ACT_NONE);
+	double r = max_rel(y, ys, (size_t)(M * N));
+	printf("no split: max rel %g\n", r);
+	/* sums of 20000 terms of about ±0.3 (|y| ~ 40): both orders round
+	 * to within 1e-3 of |y| + 1 */
+	CHECK(r < 1e-3);
+	free(x);
+	free(w);
+	free(y);
+	free(ys);
+	gpu_cmd_free(e.cmd);
+	gpu_pool_free(e.pool);
+	gpu_ctx_free(e.ctx);
+}
+
+static int
+open_env(struct env *e, const char *host_gemm, struct lq_error *err)
+{
+	setenv("LATENTQ_GPU_HOST_GEMM", host_gemm, 1);
+	if (gpu_ctx_create(NULL, &e->ctx, err) != LQ_OK)
+		return strcmp(err->code, "LQ-GPU-NODEV") == 0 ? 77 : 99;
+	if (gpu_pool_create(e->ctx, (size_t)64 << 20, &e->pool, err) != LQ_OK ||
+	    gpu_cmd_create(e->ctx, &e->cmd, err) != LQ_OK)
+		return 99;
+	return 0;
+}
+
+int
+main(void)
+{
+	struct lq_error err;
+	error_clear(&err);
+	log_set_level(LOG_LEVEL_WARN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	unsetenv("LATENTQ_GEMM_THREADS");
+	int rc = open_env(&host, "1", &err);
+	if (rc == 0)
+		rc = open_env(&shade, "0", &err);
+	if (rc != 0) {
+		error_print(&err, stderr);
+		return rc;
+	}
+	if (strcmp(gpu_ctx_gemm_variant(host.ctx), "shader") == 0) {
+		printf("SKIP: no libopenblas.so.0, so no host GEMM\n");
+		return 77;
+	}
+	test_variant();
+	test_linear_matches();
+	test_rows_bits();
+	test_matmul_matches();
+	test_interleaved();
+	test_attention();
+	test_no_split();
+	gpu_cmd_free(shade.cmd);
+	gpu_pool_free(shade.pool);
+	gpu_ctx_free(shade.ctx);
+	gpu_cmd_free(host.cmd);
+	gpu_pool_free(host.pool);
+	gpu_ctx_free(host.ctx);
+	return test_summary();
+}
