@@ -716,7 +716,7 @@ wan_transformer_forward(struct wan_transformer *m,
 	const int pt = c->patch_size[0], ph = c->patch_size[1];
 	const int pw = c->patch_size[2];
 	struct gpu_cmd *cmd = m->cmd;
-	struct wan_transformer_shape s;
+	struct wan_transformer_shape s = { 0 };
 	struct carver cv = { 0 };
 	struct work w;
 	const int Pc = m->cp_P;
