@@ -1109,6 +1109,70 @@ out:
 }
 
 /*
+ * The optional `posterior_noise` input of a VAE encoder run: *noise NULL
+ * when absent, else the caller's copy (free it) of a tensor that must have
+ * the latent's shape lat [B, C, F, H, W] (LQ-NN-INPUT naming the field).
+ */
+static enum lq_status
+posterior_noise_input(const struct inputs *in, const int64_t lat[5],
+    float **noise, struct lq_error *err)
+{
+	const struct st_tensor *tn;
+	enum lq_status st;
+
+	*noise = NULL;
+	if (!input_find(in, "posterior_noise"))
+		return LQ_OK;
+	if ((st = input_f32(in, "posterior_noise", 5, "the latent's shape", &tn,
+	    noise, err)))
+		return st;
+	if (memcmp(tn->shape, lat, 5 * sizeof(int64_t)) != 0) {
+		error_set(err, LQ_FAILED, "LQ-NN-INPUT", "posterior_noise must "
+		    "have the latent's shape [%lld, %lld, %lld, %lld, %lld]",
+		    (long long)lat[0], (long long)lat[1], (long long)lat[2],
+		    (long long)lat[3], (long long)lat[4]);
+		error_set_field(err, "posterior_noise");
+		return LQ_FAILED;
+	}
+	return LQ_OK;
+}
+
+/*
+ * An encoder's latent_dist as forward's outputs: par is quant_conv's
+ * [mean | logvar] over lat [B, C, F, H, W] (parameters [B, 2C, F, H, W]);
+ * writes parameters, mean, logvar, std, mode and, with noise (lat's
+ * shape), sample = mean + std * noise: DiagonalGaussianDistribution
+ * (diffusers autoencoders/vae.py), the same for LTX-Video and Wan.  The
+ * arrays it allocates are returned in *mean, *lv, *sd, *smp (NULL when not
+ * made) and stay the caller's to free once the writer is done with them.
+ */
+static void
+write_latent_dist(struct st_writer *w, const int64_t lat[5], float *par,
+    const float *noise, float **mean, float **lv, float **sd, float **smp)
+{
+	int64_t n = lat[0] * lat[1] * lat[2] * lat[3] * lat[4];
+	int64_t S = lat[2] * lat[3] * lat[4], par_shape[5];
+
+	*mean = xmalloc(sizeof(float) * (size_t)n);
+	*lv = xmalloc(sizeof(float) * (size_t)n);
+	*sd = xmalloc(sizeof(float) * (size_t)n);
+	*smp = NULL;
+	ltxv_latent_dist(par, lat[0], lat[1], S, *mean, *lv, *sd);
+	memcpy(par_shape, lat, sizeof(par_shape));
+	par_shape[1] = 2 * lat[1];
+	st_writer_add(w, "parameters", ST_F32, 5, par_shape, par);
+	st_writer_add(w, "mean", ST_F32, 5, lat, *mean);
+	st_writer_add(w, "logvar", ST_F32, 5, lat, *lv);
+	st_writer_add(w, "std", ST_F32, 5, lat, *sd);
+	st_writer_add(w, "mode", ST_F32, 5, lat, *mean);
+	if (noise != NULL) {
+		*smp = xmalloc(sizeof(float) * (size_t)n);
+		ltxv_latent_dist_sample(*mean, *sd, noise, n, *smp);
+		st_writer_add(w, "sample", ST_F32, 5, lat, *smp);
+	}
+}
+
+/*
  * AutoencoderKLWan.encode(x).latent_dist: `x` (or `sample`) [B, 3, T, H, W]
  * -> parameters (quant_conv's [mean | logvar]), mean, logvar, std, mode,
  * and sample = mean + std * posterior_noise when that is given; with
@@ -1120,13 +1184,13 @@ run_wan_vae_encoder(struct gpu_ctx *ctx, const char *dir,
     FILE *report, const struct ltxv_vae_tiling *tiling, struct lq_error *err)
 {
 	struct wan_vae_encoder *e = NULL;
-	const struct st_tensor *tx, *tn = NULL;
+	const struct st_tensor *tx;
 	const char *xname = input_find(in, "sample") ? "sample" : "x";
 	float *x = NULL, *noise = NULL, *par = NULL, *mean = NULL, *lv = NULL;
 	float *sd = NULL, *smp = NULL;
 	struct gpu_buffer *b_x = NULL;
 	struct gpu_tensor g_x;
-	int64_t lat[5], par_shape[5], n, S;
+	int64_t lat[5], n;
 	enum lq_status st;
 
 	if (tiling != NULL) {
@@ -1141,42 +1205,13 @@ run_wan_vae_encoder(struct gpu_ctx *ctx, const char *dir,
 	    (st = wan_vae_encoder_latent_shape(e, tx->shape, lat, err)))
 		goto out;
 	n = lat[0] * lat[1] * lat[2] * lat[3] * lat[4];
-	S = lat[2] * lat[3] * lat[4];
-	if (input_find(in, "posterior_noise")) {
-		if ((st = input_f32(in, "posterior_noise", 5, "the latent's shape",
-		    &tn, &noise, err)))
-			goto out;
-		if (memcmp(tn->shape, lat, sizeof(lat)) != 0) {
-			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
-			    "posterior_noise must have the latent's shape [%lld, "
-			    "%lld, %lld, %lld, %lld]", (long long)lat[0],
-			    (long long)lat[1], (long long)lat[2], (long long)lat[3],
-			    (long long)lat[4]);
-			error_set_field(err, "posterior_noise");
-			goto out;
-		}
-	}
+	if ((st = posterior_noise_input(in, lat, &noise, err)))
+		goto out;
 	par = xmalloc(sizeof(float) * (size_t)(2 * n));
 	if ((st = upload(ctx, 5, tx->shape, x, &b_x, &g_x, err)) ||
 	    (st = wan_vae_encode(e, &g_x, par, dump, err)))
 		goto out;
-	mean = xmalloc(sizeof(float) * (size_t)n);
-	lv = xmalloc(sizeof(float) * (size_t)n);
-	sd = xmalloc(sizeof(float) * (size_t)n);
-	/* DiagonalGaussianDistribution, as for LTX-Video */
-	ltxv_latent_dist(par, lat[0], lat[1], S, mean, lv, sd);
-	memcpy(par_shape, lat, sizeof(lat));
-	par_shape[1] = 2 * lat[1];
-	st_writer_add(w, "parameters", ST_F32, 5, par_shape, par);
-	st_writer_add(w, "mean", ST_F32, 5, lat, mean);
-	st_writer_add(w, "logvar", ST_F32, 5, lat, lv);
-	st_writer_add(w, "std", ST_F32, 5, lat, sd);
-	st_writer_add(w, "mode", ST_F32, 5, lat, mean);
-	if (noise) {
-		smp = xmalloc(sizeof(float) * (size_t)n);
-		ltxv_latent_dist_sample(mean, sd, noise, n, smp);
-		st_writer_add(w, "sample", ST_F32, 5, lat, smp);
-	}
+	write_latent_dist(w, lat, par, noise, &mean, &lv, &sd, &smp);
 	{
 		size_t wb, cap, peak;
 
@@ -1208,13 +1243,13 @@ run_vae_encoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     const struct ltxv_vae_tiling *tiling, struct lq_error *err)
 {
 	struct ltxv_vae_encoder *e = NULL;
-	const struct st_tensor *tx, *tn = NULL;
+	const struct st_tensor *tx;
 	const char *xname = input_find(in, "sample") ? "sample" : "x";
 	float *x = NULL, *noise = NULL, *par = NULL, *mean = NULL, *lv = NULL;
 	float *sd = NULL, *smp = NULL;
 	struct gpu_buffer *b_x = NULL;
 	struct gpu_tensor g_x;
-	int64_t lat[5], par_shape[5], n, S;
+	int64_t lat[5], n;
 	enum lq_status st;
 
 	if ((st = input_f32(in, xname, 5, "sample [B, 3, F, H, W]", &tx, &x, err)))
@@ -1223,21 +1258,8 @@ run_vae_encoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	    (st = ltxv_vae_encoder_latent_shape(e, tx->shape, lat, err)))
 		goto out;
 	n = lat[0] * lat[1] * lat[2] * lat[3] * lat[4];
-	S = lat[2] * lat[3] * lat[4];
-	if (input_find(in, "posterior_noise")) {
-		if ((st = input_f32(in, "posterior_noise", 5, "the latent's shape",
-		    &tn, &noise, err)))
-			goto out;
-		if (memcmp(tn->shape, lat, sizeof(lat)) != 0) {
-			st = error_set(err, LQ_FAILED, "LQ-NN-INPUT",
-			    "posterior_noise must have the latent's shape [%lld, "
-			    "%lld, %lld, %lld, %lld]", (long long)lat[0],
-			    (long long)lat[1], (long long)lat[2], (long long)lat[3],
-			    (long long)lat[4]);
-			error_set_field(err, "posterior_noise");
-			goto out;
-		}
-	}
+	if ((st = posterior_noise_input(in, lat, &noise, err)))
+		goto out;
 	par = xmalloc(sizeof(float) * (size_t)(2 * n));
 	if (tiling != NULL) {
 		/* every tile is its own encoder call on the host's slices */
@@ -1247,22 +1269,7 @@ run_vae_encoder(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	    (st = ltxv_vae_encode(e, &g_x, par, dump, err))) {
 		goto out;
 	}
-	mean = xmalloc(sizeof(float) * (size_t)n);
-	lv = xmalloc(sizeof(float) * (size_t)n);
-	sd = xmalloc(sizeof(float) * (size_t)n);
-	ltxv_latent_dist(par, lat[0], lat[1], S, mean, lv, sd);
-	memcpy(par_shape, lat, sizeof(lat));
-	par_shape[1] = 2 * lat[1];
-	st_writer_add(w, "parameters", ST_F32, 5, par_shape, par);
-	st_writer_add(w, "mean", ST_F32, 5, lat, mean);
-	st_writer_add(w, "logvar", ST_F32, 5, lat, lv);
-	st_writer_add(w, "std", ST_F32, 5, lat, sd);
-	st_writer_add(w, "mode", ST_F32, 5, lat, mean);
-	if (noise) {
-		smp = xmalloc(sizeof(float) * (size_t)n);
-		ltxv_latent_dist_sample(mean, sd, noise, n, smp);
-		st_writer_add(w, "sample", ST_F32, 5, lat, smp);
-	}
+	write_latent_dist(w, lat, par, noise, &mean, &lv, &sd, &smp);
 	{
 		size_t wb, cap, peak;
 
