@@ -500,33 +500,18 @@ out:
 	return st;
 }
 
-/* 1 when `dir`/config.json is an LTX-2 transformer's (an unreadable one
- * is left to the LTX-Video loader to report). */
+/* 1 when `dir`/config.json passes `is` (diffusers_is_ltx2_transformer,
+ * diffusers_is_wan_transformer); an unreadable one is left to the
+ * LTX-Video loader to report. */
 static int
-is_ltx2_transformer(const char *dir)
+config_is(const char *dir, int (*is)(const cJSON *cfg))
 {
 	char *path = xasprintf("%s/config.json", dir);
 	cJSON *j = NULL;
 	int yes = 0;
 
 	if (diffusers_load_json(path, &j, NULL) == LQ_OK)
-		yes = diffusers_is_ltx2_transformer(j);
-	cJSON_Delete(j);
-	free(path);
-	return yes;
-}
-
-/* 1 when `dir`/config.json is a Wan transformer's (an unreadable one is
- * left to the LTX-Video loader to report). */
-static int
-is_wan_transformer(const char *dir)
-{
-	char *path = xasprintf("%s/config.json", dir);
-	cJSON *j = NULL;
-	int yes = 0;
-
-	if (diffusers_load_json(path, &j, NULL) == LQ_OK)
-		yes = diffusers_is_wan_transformer(j);
+		yes = is(j);
 	cJSON_Delete(j);
 	free(path);
 	return yes;
@@ -697,6 +682,16 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	enum lq_status st;
 
 	memset(&a, 0, sizeof(a));
+	/* the config first: a folder of another class (say a Wan VACE
+	 * transformer) is named as such, not met with an input-shape error */
+	if ((st = ltxv_transformer_read_config(dir, &cfg, err))) {
+		if (strcmp(err->code, "LQ-MODEL-002") == 0)
+			error_set_hint(err, "--component transformer runs "
+			    "LTXVideoTransformer3DModel, "
+			    "LTX2VideoTransformer3DModel and "
+			    "WanTransformer3DModel folders");
+		return st;
+	}
 	if ((st = input_f32(in, "hidden_states", 3, "[B, N, in_channels]", &ths, &hs, err)) ||
 	    (st = input_f32(in, "encoder_hidden_states", 3, "[B, T, caption_channels]",
 	    &tehs, &ehs, err)) ||
@@ -751,8 +746,6 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 
 	/* the plan (nn/plan.h) decides streaming, as for a render */
 	if ((st = plan_weights(ctx, dir, 1, NULL, &lay, err)))
-		goto out;
-	if ((st = ltxv_transformer_read_config(dir, &cfg, err)))
 		goto out;
 	ltxv_transformer_plan(&cfg, &lay, gpu_ctx_caps(ctx), (int)B, (int)N,
 	    (int)T, NN_WEIGHTS_RESIDENT, NULL, &plan);
@@ -1594,13 +1587,14 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		goto out;
 	switch (o->component) {
 	case NN_COMPONENT_TRANSFORMER:
-		if (is_ltx2_transformer(dir)) {
+		if (config_is(dir, diffusers_is_ltx2_transformer)) {
 			st = run_ltx2_transformer(ctx, dir, &in, w,
 			    o->dump_intermediates ? &dump : NULL, o->report,
 			    o->ltx2_call, err);
 			break;
 		}
-		if (is_wan_transformer(dir) && o->ltx2_call == NULL) {
+		if (config_is(dir, diffusers_is_wan_transformer) &&
+		    o->ltx2_call == NULL) {
 			st = run_wan_transformer(ctx, dir, &in, w,
 			    o->dump_intermediates ? &dump : NULL, o->report,
 			    o->weight_streaming, err);
@@ -1611,7 +1605,8 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 			    "%s's transformer takes no call arguments "
 			    "(use_cross_timestep, isolate_modalities and "
 			    "spatio_temporal_guidance_blocks are LTX-2's)",
-			    o->ltx2_call_first, is_wan_transformer(dir) ? "Wan" :
+			    o->ltx2_call_first,
+			    config_is(dir, diffusers_is_wan_transformer) ? "Wan" :
 			    "LTX-Video");
 			error_set_field(err, "%s", o->ltx2_call_first);
 			break;

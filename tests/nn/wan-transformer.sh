@@ -175,6 +175,9 @@ bad_config 's/"attention_head_dim": 12/"attention_head_dim": 258/' \
 bad_config '/"patch_size"/,/\]/c\  "patch_size": [1, 2],' LQ-MODEL-003 \
     '"patch_size" must be a list of 3 integers'
 bad_config 's/"eps": 1e-06/"eps": 0/' LQ-MODEL-003 '"eps" must be a positive number'
+# a class latentq does not implement is named, not met with an input error
+bad_config 's/"WanTransformer3DModel"/"WanVACETransformer3DModel"/' LQ-MODEL-002 \
+    'class "WanVACETransformer3DModel" is not supported.*runs LTXVideoTransformer3DModel, LTX2VideoTransformer3DModel and WanTransformer3DModel'
 # weights that do not fit the config name the tensor
 model ffn 's/"ffn_dim": 40/"ffn_dim": 48/'
 expect_status 65 "$LATENTQ" forward --model "$T/ffn" --component transformer \
