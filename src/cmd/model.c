@@ -102,6 +102,87 @@ configs_json(const char *dir, struct diffusers_component *const *cs,
 	return rc;
 }
 
+/* The weights of the component folder `cdir` against its tensor table
+ * (expected.h: the report on stderr, LQ-MDL-* for what does not fit). */
+static enum lq_status
+check_weights(const char *cdir, const struct tensor_table *t,
+    struct lq_error *err)
+{
+	struct st_set *set = NULL;
+	struct expected_report r;
+	enum lq_status rc;
+
+	memset(&r, 0, sizeof(r));
+	if ((rc = st_set_open(cdir, &set, err)) == LQ_OK) {
+		rc = expected_check(t, set, cdir, &r, err);
+		print_report(&r);
+		expected_report_free(&r);
+	}
+	st_set_close(set);
+	return rc;
+}
+
+/* An LTX2Pipeline folder: its components (diffusers_open_ltx2, which
+ * parses the audio VAE's, vocoder's and connectors' configs), the
+ * transformer's and VAE's configs, and every component's weights against
+ * its tensor table, as preflight's inspect_ltx2 checks them. */
+static enum lq_status
+validate_ltx2(const char *dir, char **config_json, struct lq_error *err)
+{
+	struct diffusers_ltx2_model *m;
+	if (diffusers_open_ltx2(dir, NULL, &m, err) != LQ_OK)
+		return LQ_FAILED;
+	struct ltx2_transformer_config tc;
+	struct ltxv_vae_config vc;
+	cJSON *j = NULL;
+	enum lq_status rc = diffusers_load_json(m->transformer.config_path, &j,
+	    err);
+	if (rc == LQ_OK)
+		rc = diffusers_parse_ltx2_transformer(j,
+		    m->transformer.config_path, &tc, err);
+	cJSON_Delete(j);
+	j = NULL;
+	if (rc == LQ_OK && (rc = diffusers_load_json(m->vae.config_path, &j,
+	    err)) == LQ_OK)
+		rc = diffusers_parse_vae(j, m->vae.config_path, &vc, err);
+	cJSON_Delete(j);
+	struct tensor_table t = {0};
+	if (rc == LQ_OK) {
+		expected_ltx2_transformer(&tc, &t);
+		rc = check_weights(m->transformer.dir, &t, err);
+	}
+	if (rc == LQ_OK) {
+		expected_ltxv_vae(&vc, &t);
+		rc = check_weights(m->vae.dir, &t, err);
+	}
+	if (rc == LQ_OK) {
+		expected_ltx2_audio_vae(&m->audio_vae_config, &t);
+		rc = check_weights(m->audio_vae.dir, &t, err);
+	}
+	if (rc == LQ_OK) {
+		if (m->vocoder_bwe)
+			expected_ltx2_vocoder_bwe(&m->vocoder_bwe_config, &t);
+		else
+			expected_ltx2_vocoder(&m->vocoder_config, &t);
+		rc = check_weights(m->vocoder.dir, &t, err);
+	}
+	if (rc == LQ_OK) {
+		expected_ltx2_connectors(&m->connectors_config, &t);
+		rc = check_weights(m->connectors.dir, &t, err);
+	}
+	tensor_table_free(&t);
+	struct diffusers_component *cs[] = {&m->transformer, &m->vae,
+	    &m->audio_vae, &m->vocoder, &m->connectors, &m->text_encoder,
+	    &m->tokenizer, &m->scheduler};
+	const char *names[] = {"transformer", "vae", "audio_vae", "vocoder",
+	    "connectors", "text_encoder", "tokenizer", "scheduler"};
+	if (rc == LQ_OK)
+		rc = configs_json(dir, cs, names, LQ_ARRAY_LEN(cs), config_json,
+		    err);
+	diffusers_ltx2_free(m);
+	return rc;
+}
+
 /*
  * A WanPipeline folder: its components (diffusers_open_wan), the
  * transformer's and VAE's configs by their parsers, their weights against
@@ -131,21 +212,13 @@ validate_wan(const char *dir, char **config_json, struct lq_error *err)
 	if (rc == LQ_OK)
 		rc = unipc_config_load(m->scheduler.config_path, &uc, err);
 	struct tensor_table t = {0};
-	for (int c = 0; rc == LQ_OK && c < 2; c++) {
-		struct st_set *set = NULL;
-		struct expected_report r;
-		memset(&r, 0, sizeof(r));
-		const char *cdir = c == 0 ? m->transformer.dir : m->vae.dir;
-		if (c == 0)
-			expected_wan_transformer(&tc, &t);
-		else
-			expected_wan_vae(&vc, &t);
-		if ((rc = st_set_open(cdir, &set, err)) == LQ_OK) {
-			rc = expected_check(&t, set, cdir, &r, err);
-			print_report(&r);
-			expected_report_free(&r);
-		}
-		st_set_close(set);
+	if (rc == LQ_OK) {
+		expected_wan_transformer(&tc, &t);
+		rc = check_weights(m->transformer.dir, &t, err);
+	}
+	if (rc == LQ_OK) {
+		expected_wan_vae(&vc, &t);
+		rc = check_weights(m->vae.dir, &t, err);
 	}
 	tensor_table_free(&t);
 	struct diffusers_component *cs[] = {&m->transformer, &m->vae,
@@ -167,6 +240,8 @@ validate(const char *dir, char **config_json, struct lq_error *err)
 	struct model_ref ref = {.root = (char *)dir};
 	if (model_ref_is_wan(&ref))
 		return validate_wan(dir, config_json, err);
+	if (model_ref_is_ltx2(&ref))
+		return validate_ltx2(dir, config_json, err);
 	struct diffusers_model *m;
 	if (diffusers_open(dir, NULL, &m, err) != LQ_OK)
 		return LQ_FAILED;

@@ -1737,9 +1737,10 @@ diffusers_open(const char *dir, const struct diffusers_overrides *ov,
 	const char *pc = json_get_string(index, "_class_name", NULL);
 	if (pc != NULL && strcmp(pc, "LTX2Pipeline") == 0) {
 		cfg_fail(err, index_path, "_class_name", "LQ-MODEL-002",
-		    "pipeline class \"LTX2Pipeline\" does not render yet: "
-		    "latentq runs its components (latentq forward --component "
-		    "...) but not the pipeline");
+		    "pipeline class \"LTX2Pipeline\" is LTX-2's: this takes an "
+		    "LTXPipeline (LTX-Video) folder (LTX-2 folders are opened "
+		    "by diffusers_open_ltx2: render, preflight, model add and "
+		    "forward take them)");
 		goto fail;
 	}
 	if (pc == NULL || strcmp(pc, "LTXPipeline") != 0) {

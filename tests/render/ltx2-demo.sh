@@ -134,4 +134,16 @@ expect_status 0 "$LATENTQ" -d "$T/bwe.db" render "$T/ex/bwe.yaml"
 expect_eq "$(probe "$T/ex/out/bwe-0.mp4")" \
     "h264,video,$video aac,audio,48000,2,1.010000 " \
     "BWE: H.264 and 48 kHz stereo AAC of the right lengths"
+# `model add` registers LTX-2 folders as family ltx2 (both vocoders) after
+# checking every component's weights against its config
+expect_status 0 "$LATENTQ" -d "$T/models.db" model add --name l2 "$T/ex/models/ltx2-demo"
+expect_status 0 "$LATENTQ" -d "$T/models.db" model add "$T/ex/models/ltx2-bwe"
+expect_status 0 "$LATENTQ" -d "$T/models.db" model list
+expect_grep '^1 +l2 +ltx2 ' "$T/out"
+expect_grep '^2 +- +ltx2 ' "$T/out"
+cp -r "$T/ex/models/ltx2-demo" "$T/ex/models/ltx2-bad"
+sed -i 's/"num_layers": 4/"num_layers": 7/' "$T/ex/models/ltx2-bad/transformer/config.json"
+expect_status 65 "$LATENTQ" -d "$T/models.db" model add "$T/ex/models/ltx2-bad"
+expect_grep 'transformer_blocks\.4\..*weights do not match the config: 216 missing.*\[LQ-MODEL-010\]' "$T/err"
+expect_eq "$(sqlite3 "$T/models.db" "SELECT count(*) FROM models")" 2 "a refused model add records nothing"
 finish
