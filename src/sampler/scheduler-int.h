@@ -8,6 +8,7 @@
 #define LQ_SAMPLER_SCHEDULER_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -39,6 +40,21 @@ enum lq_status scheduler_json_number(const cJSON *json, const char *path,
     struct lq_error *err);
 enum lq_status scheduler_json_int(const cJSON *json, const char *path,
     const char *key, int64_t *out, int64_t min, struct lq_error *err);
+
+/*
+ * Reads and parses the scheduler_config.json at `path`: the caller's
+ * cJSON (cJSON_Delete it), or NULL with LQ-SCHED-005 (unreadable, not
+ * JSON) at the file.
+ */
+cJSON *scheduler_config_read(const char *path, struct lq_error *err);
+
+/*
+ * diffusers ignores config keys it does not know, with a log line; so do
+ * we: one warning for each key of `json` not in known[0..n_known) and not
+ * metadata (a leading '_').
+ */
+void scheduler_warn_unknown_keys(const cJSON *json, const char *path,
+    const char *const *known, size_t n_known);
 
 /* num_inference_steps >= 1, else LQ-SCHED-010 on field num_inference_steps. */
 enum lq_status scheduler_check_steps(int num_steps, struct lq_error *err);

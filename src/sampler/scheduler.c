@@ -165,7 +165,7 @@ scheduler_config_from_json(const cJSON *json, const char *path,
 	const cJSON *v;
 	bool is_null, flag;
 	char detail[64];
-	size_t i, k;
+	size_t i;
 
 	scheduler_config_init(cfg);
 	if (!cJSON_IsObject(json)) {
@@ -258,17 +258,8 @@ scheduler_config_from_json(const cJSON *json, const char *path,
 
 	/* diffusers ignores keys it does not know (with a log line); so do we,
 	 * except that anything starting with '_' is metadata. */
-	cJSON_ArrayForEach(v, json) {
-		if (v->string == NULL || v->string[0] == '_')
-			continue;
-		for (k = 0; k < LQ_ARRAY_LEN(known_keys); k++)
-			if (strcmp(v->string, known_keys[k]) == 0)
-				break;
-		if (k == LQ_ARRAY_LEN(known_keys))
-			log_warn("%s%sunknown scheduler config key \"%s\" "
-			    "ignored", path ? path : "", path ? ": " : "",
-			    v->string);
-	}
+	scheduler_warn_unknown_keys(json, path, known_keys,
+	    LQ_ARRAY_LEN(known_keys));
 	return LQ_OK;
 }
 
@@ -276,25 +267,11 @@ enum lq_status
 scheduler_config_load(const char *path, struct scheduler_config *cfg,
     struct lq_error *err)
 {
-	char *text;
-	cJSON *json;
+	cJSON *json = scheduler_config_read(path, err);
 	enum lq_status st;
 
-	text = util_read_file(path, NULL);
-	if (text == NULL) {
-		error_set(err, LQ_FAILED, "LQ-SCHED-005", "cannot read: %s",
-		    util_strerror(errno));
-		error_set_where(err, path, 0, 0);
+	if (json == NULL)
 		return LQ_FAILED;
-	}
-	json = json_parse_document(text, strlen(text));
-	free(text);
-	if (json == NULL) {
-		error_set(err, LQ_FAILED, "LQ-SCHED-005",
-		    "not valid JSON");
-		error_set_where(err, path, 0, 0);
-		return LQ_FAILED;
-	}
 	st = scheduler_config_from_json(json, path, cfg, err);
 	cJSON_Delete(json);
 	return st;
@@ -441,6 +418,47 @@ finish_schedule(const struct scheduler_config *cfg, float *s, int n,
 		return LQ_FAILED;
 	}
 	return LQ_OK;
+}
+
+cJSON *
+scheduler_config_read(const char *path, struct lq_error *err)
+{
+	char *text = util_read_file(path, NULL);
+	cJSON *json;
+
+	if (text == NULL) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-005", "cannot read: %s",
+		    util_strerror(errno));
+		error_set_where(err, path, 0, 0);
+		return NULL;
+	}
+	json = json_parse_document(text, strlen(text));
+	free(text);
+	if (json == NULL) {
+		error_set(err, LQ_FAILED, "LQ-SCHED-005", "not valid JSON");
+		error_set_where(err, path, 0, 0);
+	}
+	return json;
+}
+
+void
+scheduler_warn_unknown_keys(const cJSON *json, const char *path,
+    const char *const *known, size_t n_known)
+{
+	const cJSON *v;
+
+	cJSON_ArrayForEach(v, json) {
+		size_t k;
+		if (v->string == NULL || v->string[0] == '_')
+			continue;
+		for (k = 0; k < n_known; k++)
+			if (strcmp(v->string, known[k]) == 0)
+				break;
+		if (k == n_known)
+			log_warn("%s%sunknown scheduler config key \"%s\" "
+			    "ignored", path ? path : "", path ? ": " : "",
+			    v->string);
+	}
 }
 
 enum lq_status

@@ -18,14 +18,11 @@
 
 #include "sampler/unipc.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json.h"
-#include "core/log.h"
 #include "core/util.h"
 #include "sampler/scheduler.h"
 #include "sampler/scheduler-int.h"
@@ -266,18 +263,8 @@ unipc_config_from_json(const cJSON *json, const char *path,
 		}
 	}
 
-	cJSON_ArrayForEach(v, json) {
-		size_t k;
-		if (v->string == NULL || v->string[0] == '_')
-			continue;
-		for (k = 0; k < LQ_ARRAY_LEN(known_keys); k++)
-			if (strcmp(v->string, known_keys[k]) == 0)
-				break;
-		if (k == LQ_ARRAY_LEN(known_keys))
-			log_warn("%s%sunknown scheduler config key \"%s\" "
-			    "ignored", path ? path : "", path ? ": " : "",
-			    v->string);
-	}
+	scheduler_warn_unknown_keys(json, path, known_keys,
+	    LQ_ARRAY_LEN(known_keys));
 	return LQ_OK;
 }
 
@@ -285,24 +272,11 @@ enum lq_status
 unipc_config_load(const char *path, struct unipc_config *cfg,
     struct lq_error *err)
 {
-	char *text;
-	cJSON *json;
+	cJSON *json = scheduler_config_read(path, err);
 	enum lq_status st;
 
-	text = util_read_file(path, NULL);
-	if (text == NULL) {
-		error_set(err, LQ_FAILED, "LQ-SCHED-005", "cannot read: %s",
-		    util_strerror(errno));
-		error_set_where(err, path, 0, 0);
+	if (json == NULL)
 		return LQ_FAILED;
-	}
-	json = json_parse_document(text, strlen(text));
-	free(text);
-	if (json == NULL) {
-		error_set(err, LQ_FAILED, "LQ-SCHED-005", "not valid JSON");
-		error_set_where(err, path, 0, 0);
-		return LQ_FAILED;
-	}
 	st = unipc_config_from_json(json, path, cfg, err);
 	cJSON_Delete(json);
 	return st;
