@@ -497,11 +497,12 @@ variant_make(struct gpu_ctx *ctx)
 	for (int f = 1; f < GPU_TEX_COUNT; f++)
 		if (ctx->tex_ok[f] && !gpu_texel_disabled())
 			mask |= 1u << f;
+	/* host-rows: host_rows.c's norms and elementwise ops, revision 1 */
 	snprintf(ctx->variant, sizeof(ctx->variant), "texel=%#x/%llu "
-	    "binding=%llu gemm=%s", mask, mask ?
+	    "binding=%llu gemm=%s%s", mask, mask ?
 	    (unsigned long long)ctx->max_texels : 0ull,
 	    (unsigned long long)ctx->caps.max_storage_buffer_range,
-	    ctx->gemm_variant);
+	    ctx->gemm_variant, ctx->host_gemm ? " host-rows:1" : "");
 }
 
 static void
@@ -758,6 +759,7 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		goto fail;
 	}
 	gpu_host_resolve(ctx);
+	ctx->profile.on = gpu_profile_wanted();
 	fingerprint_make(ctx);
 	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
 		ctx->cache_io_copy = *opts->cache;
@@ -782,6 +784,7 @@ gpu_ctx_free(struct gpu_ctx *ctx)
 {
 	if (ctx == NULL)
 		return;
+	gpu_profile_print(ctx);
 	if (ctx->device != VK_NULL_HANDLE) {
 		vkDeviceWaitIdle(ctx->device);
 		struct lq_error err;
