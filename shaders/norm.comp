@@ -11,10 +11,21 @@
  * added pairwise at the end - so the result depends on D alone, never on
  * the device, the row count or the workgroup: rows computed alone, in a
  * mesh shard or in the whole tensor are the same bits.
+ *
+ * With NORM_SUBGROUP (norm_sg, for GPUs with subgroup arithmetic; device.c
+ * norm_resolve): a subgroup per row, each lane summing the elements
+ * lane, lane + S, ... (S = gl_SubgroupSize: coalesced reads) and
+ * subgroupAdd / subgroupMax combining them; still no barriers, and the
+ * same bits run to run on one device, rows alone or together.  The rows
+ * go in a grid-stride loop, so any subgroup size covers them all.
  */
 #version 450
 #define KERNEL_NORM
 #include "common.glsl"
+#ifdef NORM_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
 #define NORM_LANES 8
 
@@ -55,6 +66,7 @@ float part_max(vec4 lo, vec4 hi)
 	    max(max(hi.x, hi.y), max(hi.z, hi.w)));
 }
 
+#ifndef NORM_SUBGROUP
 void main()
 {
 	uint row = lq_group_id() * 64u + gl_LocalInvocationID.x;
@@ -127,3 +139,70 @@ void main()
 		STF(y.d, yb + i, v);
 	}
 }
+#else
+/* the modulated, weighted output of element i of a normalised row */
+float norm_out(uint i, float v, uint sb, uint hb, bool has_w, bool has_b,
+    bool has_sc, bool has_sh, uint dtw, uint dtb)
+{
+	if (has_w)
+		v *= LD(w.d, dtw, p.off_w + i);
+	if (has_b)
+		v += LD(b.d, dtb, p.off_b + i);
+	if (has_sc)
+		v *= 1.0 + LDF(sc.d, sb + i);
+	if (has_sh)
+		v += LDF(sh.d, hb + i);
+	return v;
+}
+
+void main()
+{
+	uint mode = p.flags & LQ_NORM_MODE_MASK;
+	bool has_w = LQ_FIELD(p.flags, LQ_NORM_HAS_W, 1u) != 0u;
+	bool has_b = LQ_FIELD(p.flags, LQ_NORM_HAS_B, 1u) != 0u;
+	bool has_sc = LQ_FIELD(p.flags, LQ_NORM_HAS_SCALE, 1u) != 0u;
+	bool has_sh = LQ_FIELD(p.flags, LQ_NORM_HAS_SHIFT, 1u) != 0u;
+	uint dtw = LQ_FIELD(p.flags, LQ_NORM_DTW, LQ_DT_MASK);
+	uint dtb = LQ_FIELD(p.flags, LQ_NORM_DTB, LQ_DT_MASK);
+	uint D = p.D, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+	float fD = float(D);
+	uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+	uint stride = groups * gl_NumSubgroups;
+	/* uniform per subgroup: its lanes leave the loop together */
+	for (uint row = lq_group_id() * gl_NumSubgroups + gl_SubgroupID;
+	    row < p.rows; row += stride) {
+		uint xb = p.off_x + row * D, yb = p.off_y + row * D;
+		if (mode == LQ_NORM_SOFTMAX) {
+			float m = -3.402823466e38;
+			for (uint i = lane; i < D; i += S)
+				m = max(m, LDF(x.d, xb + i));
+			m = subgroupMax(m);
+			float s = 0.0;
+			for (uint i = lane; i < D; i += S)
+				s += exp(LDF(x.d, xb + i) - m);
+			float inv = 1.0 / subgroupAdd(s);
+			for (uint i = lane; i < D; i += S)
+				STF(y.d, yb + i, exp(LDF(x.d, xb + i) - m) * inv);
+			continue;
+		}
+		float mean = 0.0;
+		if (mode == LQ_NORM_LAYER) {
+			float s = 0.0;
+			for (uint i = lane; i < D; i += S)
+				s += LDF(x.d, xb + i);
+			mean = subgroupAdd(s) / fD;
+		}
+		float s2 = 0.0;
+		for (uint i = lane; i < D; i += S) {
+			float v = LDF(x.d, xb + i) - mean;
+			s2 += v * v;
+		}
+		float inv = inversesqrt(subgroupAdd(s2) / fD + p.eps);
+		uint bt = p.N > 0u ? row / p.N : 0u;
+		uint sb = p.off_sc + bt * p.s_sc, hb = p.off_sh + bt * p.s_sh;
+		for (uint i = lane; i < D; i += S)
+			STF(y.d, yb + i, norm_out(i, (LDF(x.d, xb + i) - mean) *
+			    inv, sb, hb, has_w, has_b, has_sc, has_sh, dtw, dtb));
+	}
+}
+#endif

@@ -991,10 +991,14 @@ norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
 		const struct gpu_tensor *bind[6] = {&yr, &xr, weight, bias,
 		    scale, shift};
 		static const unsigned char w[6] = {1, 0, 0, 0, 0, 0};
+		/* norm.comp's 64 invocations: 64 rows, or 64 / subgroup size
+		 * (a grid-stride loop covers any rows a smaller subgroup
+		 * leaves) */
+		enum gpu_kernel k;
+		uint64_t per = gpu_ctx_norm_kernel(gpu_cmd_ctx(cmd), &k);
 		uint32_t gx, gy;
-		gpu_cmd_grid(cmd, ((uint64_t)rc + 63) / 64, &gx, &gy);
-		TRY(gpu_cmd_dispatch(cmd, GPU_K_NORM, bind, w, &pc, gx, gy, 1,
-		    op));
+		gpu_cmd_grid(cmd, ((uint64_t)rc + per - 1) / per, &gx, &gy);
+		TRY(gpu_cmd_dispatch(cmd, k, bind, w, &pc, gx, gy, 1, op));
 		r0 += rc;
 	}
 	return LQ_OK;

@@ -76,6 +76,7 @@ struct gpu_ctx {
 	 * weights (0) and biases (1), attention's scores, query panel,
 	 * output panel, row sums, key bias (2-6), the padded last row panel */
 	int host_gemm, host_threads;
+	int norm_subgroup;		/* norm_sg, not norm (device.c) */
 	char gemm_variant[128];
 #define GPU_HOST_SCRATCH 7
 	float *host_scratch[GPU_HOST_SCRATCH];
