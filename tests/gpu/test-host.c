@@ -257,6 +257,46 @@ test_rows_bits(void)
 	}
 }
 
+/*
+ * The shaders too: a few rows go through linear.comp's GEMV variant, many
+ * through its tiles; a row's bits are the same either way (the same fma
+ * chain), so a data-parallel shard of a timestep projection matches the
+ * whole batch's.
+ */
+static void
+test_gemv_bits(void)
+{
+	static const enum gpu_dtype dts[] = {GPU_F32, GPU_F16, GPU_BF16};
+	for (size_t di = 0; di < 3; di++) {
+		int64_t M = 300, N = 70, K = 132;
+		float *x = rand_host((size_t)(M * K));
+		float *w = rand_host((size_t)(N * K));
+		float *b = rand_host((size_t)N);
+		float *all = linear_on(&shade, M, N, K, dts[di], x, w, b,
+		    OPS_ACT_SILU);
+		int same = 1;
+		for (int64_t m = 1; m <= 4; m++) {
+			for (int64_t o = 0; o + m <= M; o += 97) {
+				float *part = linear_on(&shade, m, N, K, dts[di],
+				    x + o * K, w, b, OPS_ACT_SILU);
+				if (memcmp(part, all + o * N, (size_t)(m * N) *
+				    4) != 0) {
+					same = 0;
+					printf("gemv: rows %lld+%lld (dtype %d) "
+					    "differ from the tiled call's\n",
+					    (long long)o, (long long)m, (int)dts[di]);
+				}
+				free(part);
+			}
+		}
+		CHECK(same);
+		free(x);
+		free(w);
+		free(b);
+		free(all);
+	}
+}
+
 /* c = alpha · a · op(b), batched and broadcast, on env e */
 static float *
 matmul_on(struct env *e, int64_t ab, int64_t bb, int64_t batch, int64_t M,
@@ -535,6 +575,7 @@ main(void)
 	test_variant();
 	test_linear_matches();
 	test_rows_bits();
+	test_gemv_bits();
 	test_matmul_matches();
 	test_interleaved();
 	test_attention();

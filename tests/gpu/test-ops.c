@@ -905,6 +905,10 @@ main(void)
 		test_linear(64, 128, 64, GPU_BF16, 0, 0);
 		test_linear(5, 33, 129, GPU_F32, 0, 3);
 		test_linear(300, 36, 70, GPU_F16, 1, 0);
+		/* few rows: linear.comp's GEMV variant on the shader path */
+		test_linear(2, 128, 67, GPU_BF16, 1, 1);
+		test_linear(4, 64, 130, GPU_F16, 0, 0);
+		test_linear(3, 96, 33, GPU_F32, 1, 2);
 		test_matmul(3, 19, 33, 45, 0, 0);
 		test_matmul(2, 70, 17, 9, 1, 1);
 		test_attention(2, 37, 23, 3, 16, 16, 1, 0, 0.25, 0);
