@@ -128,6 +128,24 @@ split_fail(struct gpu_cmd *cmd, const char *op, const char *name,
 
 /* ---- elementwise ---- */
 
+/*
+ * The host pointers of t[0..n) (NULL entries: NULL) into hp; 1 when every
+ * given tensor is mapped and the host path is on (gpu_cmd_host_ptr), so
+ * the op can run on the host (host_rows.c), else 0.
+ */
+static int
+host_ptrs(const struct gpu_cmd *cmd, int n, const struct gpu_tensor *const *t,
+    void **hp)
+{
+	int ok = 1;
+	for (int i = 0; i < n; i++) {
+		hp[i] = gpu_cmd_host_ptr(cmd, t[i]);
+		if (t[i] != NULL && hp[i] == NULL)
+			ok = 0;
+	}
+	return ok;
+}
+
 /* numpy broadcast of t to y's shape into *out; 0 if incompatible. */
 static int
 bcast(const struct gpu_tensor *t, const struct gpu_tensor *y,
@@ -206,15 +224,9 @@ ew_record(struct gpu_cmd *cmd, const char *op, unsigned code,
 	}
 	const struct gpu_tensor *bind[4] = {&mv[0], a ? &mv[1] : NULL,
 	    b ? &mv[2] : NULL, c ? &mv[3] : NULL};
-	/* the CPU-device host path (host_rows.c): every operand mapped */
+	/* the CPU-device host path (host_rows.c) */
 	void *hp[4];
-	int host = 1;
-	for (int i = 0; i < 4; i++) {
-		hp[i] = gpu_cmd_host_ptr(cmd, bind[i]);
-		if (bind[i] != NULL && hp[i] == NULL)
-			host = 0;
-	}
-	if (host) {
+	if (host_ptrs(cmd, 4, bind, hp)) {
 		struct gpu_host_op o = {.kind = GPU_HOST_EW};
 		struct gpu_host_rows *r = &o.rows;
 		*r = (struct gpu_host_rows){.code = code, .alpha = alpha,
@@ -935,16 +947,10 @@ norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
 			mod_stride[i] = v.stride[0];
 		}
 	}
-	/* the CPU-device host path (host_rows.c): every operand mapped */
+	/* the CPU-device host path (host_rows.c) */
 	const struct gpu_tensor *opnd[6] = {y, x, weight, bias, scale, shift};
 	void *hp[6];
-	int host = 1;
-	for (int i = 0; i < 6; i++) {
-		hp[i] = gpu_cmd_host_ptr(cmd, opnd[i]);
-		if (opnd[i] != NULL && hp[i] == NULL)
-			host = 0;
-	}
-	if (host) {
+	if (host_ptrs(cmd, 6, opnd, hp)) {
 		struct gpu_host_op o = {.kind = GPU_HOST_NORM};
 		o.rows = (struct gpu_host_rows){.code = mode, .eps = eps,
 		    .y = hp[0], .a = hp[1], .b = hp[2], .c = hp[3],
@@ -1474,13 +1480,9 @@ rope_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
 		    hd ? ", a multiple of the even head size" : "", DESC(cos),
 		    DESC(sin), hd ? "D/2" : "D");
 	const struct gpu_tensor *all[4] = {y, x, cos, sin};
-	/* the CPU-device host path (host_rows.c): every operand mapped */
+	/* the CPU-device host path (host_rows.c) */
 	void *hp[4];
-	int host = 1;
-	for (int i = 0; i < 4; i++)
-		if ((hp[i] = gpu_cmd_host_ptr(cmd, all[i])) == NULL)
-			host = 0;
-	if (host) {
+	if (host_ptrs(cmd, 4, all, hp)) {
 		struct gpu_host_op o = {.kind = GPU_HOST_ROPE};
 		o.rows = (struct gpu_host_rows){.y = hp[0], .a = hp[1],
 		    .b = hp[2], .c = hp[3], .dtb = cos->dtype,
