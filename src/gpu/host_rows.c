@@ -15,8 +15,10 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/half.h"
+#include "core/util.h"
 #include "gpu/vk.h"
 
 #define NORM_LANES 8	/* shaders/norm.comp's */
@@ -46,8 +48,29 @@ part_max(const float *s)
 	return fmaxf(a, b);
 }
 
+/*
+ * Element i of a row goes to partial i % NORM_LANES: whole chunks of
+ * NORM_LANES, then the tail, in that order (the same additions as one
+ * loop over i; the chunked form vectorises).
+ */
+static inline void
+sum_into(float *s, const float *x, int64_t D, float mean, int squares)
+{
+	int64_t i = 0;
+	for (; i + NORM_LANES <= D; i += NORM_LANES)
+		for (int j = 0; j < NORM_LANES; j++) {
+			float v = x[i + j] - mean;
+			s[j] += squares ? v * v : v;
+		}
+	for (int j = 0; i < D; i++, j++) {
+		float v = x[i] - mean;
+		s[j] += squares ? v * v : v;
+	}
+}
+
 static void
-norm_row(const struct gpu_host_rows *r, int64_t row)
+norm_row(const struct gpu_host_rows *r, int64_t row, const float *w,
+    const float *b)
 {
 	const float *x = (const float *)r->a + row * r->D;
 	float *y = r->y + row * r->D;
@@ -73,39 +96,58 @@ norm_row(const struct gpu_host_rows *r, int64_t row)
 	if (r->code == LQ_NORM_LAYER) {
 		for (int j = 0; j < NORM_LANES; j++)
 			s[j] = 0.0f;
-		for (int64_t i = 0; i < D; i++)
-			s[i % NORM_LANES] += x[i];
+		sum_into(s, x, D, 0.0f, 0);
 		mean = part_sum(s) / (float)D;
 	}
 	for (int j = 0; j < NORM_LANES; j++)
 		s[j] = 0.0f;
-	for (int64_t i = 0; i < D; i++) {
-		float v = x[i] - mean;
-		s[i % NORM_LANES] += v * v;
-	}
+	sum_into(s, x, D, mean, 1);
 	float inv = 1.0f / sqrtf(part_sum(s) / (float)D + r->eps);
 	int64_t bt = r->N > 0 ? row / r->N : 0;
 	const float *sc = r->scale ? r->scale + bt * r->s_sc : NULL;
 	const float *sh = r->shift ? r->shift + bt * r->s_sh : NULL;
-	for (int64_t i = 0; i < D; i++) {
-		float v = (x[i] - mean) * inv;
-		if (r->b != NULL)	/* weight */
-			v *= ld(r->b, r->dtb, i);
-		if (r->c != NULL)	/* bias */
-			v += ld(r->c, r->dtc, i);
-		if (sc != NULL)
-			v *= 1.0f + sc[i];
-		if (sh != NULL)
-			v += sh[i];
-		y[i] = v;
-	}
+	/* the shader's order: weight, bias, scale, shift; a pass each, so
+	 * every loop vectorises (the same roundings as one loop) */
+	for (int64_t i = 0; i < D; i++)
+		y[i] = (x[i] - mean) * inv;
+	if (w != NULL)
+		for (int64_t i = 0; i < D; i++)
+			y[i] *= w[i];
+	if (b != NULL)
+		for (int64_t i = 0; i < D; i++)
+			y[i] += b[i];
+	if (sc != NULL)
+		for (int64_t i = 0; i < D; i++)
+			y[i] *= 1.0f + sc[i];
+	if (sh != NULL)
+		for (int64_t i = 0; i < D; i++)
+			y[i] += sh[i];
+}
+
+/* n elements of a parameter of dtype dt as f32: p itself, or a copy */
+static const float *
+param_f32(const void *p, enum gpu_dtype dt, int64_t n, float **owned)
+{
+	*owned = NULL;
+	if (p == NULL || dt == GPU_F32)
+		return p;
+	float *f = xmalloc((size_t)n * sizeof(float));
+	for (int64_t i = 0; i < n; i++)
+		f[i] = ld(p, dt, i);
+	*owned = f;
+	return f;
 }
 
 void
 gpu_host_norm(const struct gpu_host_rows *r)
 {
+	float *wo, *bo;
+	const float *w = param_f32(r->b, r->dtb, r->D, &wo);
+	const float *b = param_f32(r->c, r->dtc, r->D, &bo);
 	for (int64_t row = 0; row < r->rows; row++)
-		norm_row(r, row);
+		norm_row(r, row, w, b);
+	free(wo);
+	free(bo);
 }
 
 /* ew.comp's op on one element */
@@ -146,9 +188,94 @@ ew_op(const struct gpu_host_rows *r, float va, float vb, float vc)
 	}
 }
 
+/*
+ * The common case at full speed: every operand f32 with an inner stride
+ * of 1 (or 0: a broadcast row or scalar), the op chosen once per run of
+ * the inner dim.  The same arithmetic as ew_op.  Returns 0 when the views
+ * are not of that kind.
+ */
+static int
+ew_fast(const struct gpu_host_rows *r)
+{
+	const int64_t *n = r->shape;
+	const void *in[3] = {r->a, r->b, r->c};
+	const enum gpu_dtype dt[3] = {r->dta, r->dtb, r->dtc};
+	const int64_t *st[3] = {r->sa, r->sb, r->sc};
+	if (r->sy[4] != 1)
+		return 0;
+	for (int k = 0; k < 3; k++)
+		if (in[k] != NULL && (dt[k] != GPU_F32 || st[k][4] > 1 ||
+		    st[k][4] < 0))
+			return 0;
+	/* the operands each op reads must all be given (ew_op reads an
+	 * absent one as 0) */
+	int need_b = 0, need_c = 0;
+	switch (r->code) {
+	case LQ_EW_COPY: case LQ_EW_SCALE:
+		break;
+	case LQ_EW_ADD: case LQ_EW_MUL:
+		need_b = 1;
+		break;
+	case LQ_EW_ADDMUL: case LQ_EW_MODULATE:
+		need_b = need_c = 1;
+		break;
+	default:
+		return 0;
+	}
+	if (r->a == NULL || (need_b && r->b == NULL) || (need_c && r->c == NULL))
+		return 0;
+	for (int64_t i0 = 0; i0 < n[0]; i0++)
+	for (int64_t i1 = 0; i1 < n[1]; i1++)
+	for (int64_t i2 = 0; i2 < n[2]; i2++)
+	for (int64_t i3 = 0; i3 < n[3]; i3++) {
+		float *y = r->y + i0 * r->sy[0] + i1 * r->sy[1] + i2 * r->sy[2] +
+		    i3 * r->sy[3];
+		const float *p[3];
+		int64_t s4[3];
+		for (int k = 0; k < 3; k++) {
+			p[k] = in[k] == NULL ? NULL : (const float *)in[k] +
+			    i0 * st[k][0] + i1 * st[k][1] + i2 * st[k][2] +
+			    i3 * st[k][3];
+			s4[k] = st[k][4];
+		}
+		const float *a = p[0], *b = p[1], *c = p[2];
+		int64_t sa = s4[0], sb = s4[1], sc = s4[2], m = n[4];
+		float al = r->alpha, be = r->beta;
+		switch (r->code) {
+		case LQ_EW_COPY:
+			for (int64_t i = 0; i < m; i++)
+				y[i] = a[i * sa];
+			break;
+		case LQ_EW_ADD:
+			for (int64_t i = 0; i < m; i++)
+				y[i] = a[i * sa] + b[i * sb];
+			break;
+		case LQ_EW_MUL:
+			for (int64_t i = 0; i < m; i++)
+				y[i] = a[i * sa] * b[i * sb];
+			break;
+		case LQ_EW_ADDMUL:
+			for (int64_t i = 0; i < m; i++)
+				y[i] = a[i * sa] + b[i * sb] * c[i * sc];
+			break;
+		case LQ_EW_SCALE:
+			for (int64_t i = 0; i < m; i++)
+				y[i] = a[i * sa] * al + be;
+			break;
+		default:	/* LQ_EW_MODULATE */
+			for (int64_t i = 0; i < m; i++)
+				y[i] = a[i * sa] * (al + b[i * sb]) + c[i * sc];
+			break;
+		}
+	}
+	return 1;
+}
+
 void
 gpu_host_ew(const struct gpu_host_rows *r)
 {
+	if (ew_fast(r))
+		return;
 	const int64_t *n = r->shape;
 	int fill = r->code == LQ_EW_FILL;
 	for (int64_t i0 = 0; i0 < n[0]; i0++)

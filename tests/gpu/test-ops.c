@@ -366,8 +366,13 @@ test_elementwise(void)
 	struct gpu_tensor scale = gpu_tensor_slice(&ada2, 1, D, D);
 	struct gpu_tensor gate = gpu_tensor_slice(&ada2, 1, 2 * D, D);
 	struct gpu_tensor y2 = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor y3 = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor y4 = T(GPU_F32, 3, SH(B, N, D));
 	ops_modulate(cmd, &y, &x, &scale, &shift);
 	ops_gated_add(cmd, &y2, &y, &gate, &r);
+	/* one of scale / shift absent (0) */
+	ops_modulate(cmd, &y3, &x, &scale, NULL);
+	ops_modulate(cmd, &y4, &x, NULL, &shift);
 	run();
 	for (int b = 0; b < B; b++)
 		for (int i = 0; i < N; i++)
@@ -378,9 +383,13 @@ test_elementwise(void)
 				double g = ht[2 * D + d] + (double)he[b * 6 * D + 2 * D + d];
 				ref[k] = hx[k] * (1 + sc) + sh;
 				ref[n + k] = ref[k] + g * hr[k];
+				ref[2 * n + k] = hx[k] * (1 + sc);
+				ref[3 * n + k] = hx[k] + sh;
 			}
 	compare("modulate (table rows)", &y, ref, 1e-5, 1e-5);
 	compare("gated_add", &y2, ref + n, 1e-5, 1e-5);
+	compare("modulate (no shift)", &y3, ref + 2 * n, 1e-5, 1e-5);
+	compare("modulate (no scale)", &y4, ref + 3 * n, 1e-5, 1e-5);
 
 	/* broadcast add / mul / add_mul / scale / fill / act */
 	begin();
