@@ -300,6 +300,13 @@ host_act(host_v8f x, unsigned act)
 	}
 }
 
+/* host_act on one float (host_rows.c's elementwise activations) */
+float
+gpu_host_act(float x, unsigned act)
+{
+	return host_act(host_splat(x), act)[0];
+}
+
 /* dst[j] = act(alpha · src[j] + bias[j]) for j < n (bias may be NULL) */
 HOST_CLONES static void
 host_epilogue_row(float *dst, const float *src, const float *bias,
@@ -682,6 +689,19 @@ host_attention_task(const struct host_job *j, int64_t i, int t)
 void
 gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 {
+	switch (o->kind) {
+	case GPU_HOST_NORM:
+		gpu_host_norm(&o->rows);
+		return;
+	case GPU_HOST_EW:
+		gpu_host_ew(&o->rows);
+		return;
+	case GPU_HOST_ROPE:
+		gpu_host_rope(&o->rows);
+		return;
+	default:
+		break;
+	}
 	pthread_mutex_lock(&host_lock);
 	struct host_job j = {.ctx = ctx, .o = o};
 	if (o->kind == GPU_HOST_ATTENTION) {
