@@ -209,10 +209,12 @@ const struct device_caps *gpu_ctx_caps(const struct gpu_ctx *ctx);
 unsigned gpu_ctx_validation_messages(const struct gpu_ctx *ctx);
 
 /*
- * Where GEMM-shaped work (ops_linear, ops_matmul, ops_attention) runs on
+ * Where GEMM-shaped work (ops_linear, ops_matmul, ops_attention,
+ * ops_conv3d) runs on
  * this ctx, borrowed: "shader", or on a CPU device (lavapipe) whose
- * memory is host memory "host-gemm:6x16 fma|mul-add t=<threads>" (host.c's
- * GEMM on the mapped buffers: its tile, its steps, its threads).  It
+ * memory is host memory "host-gemm:6x16 fma|mul-add t=<threads>
+ * conv3d=im2col" (host.c's GEMM on the mapped buffers: its tile, its
+ * steps, its threads; conv3d through it).  It
  * is part of gpu_ctx_variant ("gemm=..."), so of the pipeline-cache
  * fingerprint and of the device fingerprint a checkpoint records: a
  * render resumes only under the same path.

@@ -2,9 +2,11 @@
  * host.c — the CPU-device fast path (internal.h, issue 18 item 2): on a
  * Vulkan device that is a CPU implementation (lavapipe / llvmpipe,
  * VK_PHYSICAL_DEVICE_TYPE_CPU) every buffer is host memory, mapped, so
- * ops_linear, ops_matmul and ops_attention (two GEMMs per head around a
- * row softmax) run here, in C, on the mapped pointers instead of as
- * shaders; everything else stays a shader.  The command stream is cut
+ * ops_linear, ops_matmul, ops_attention (two GEMMs per head around a
+ * row softmax) and ops_conv3d (each output position's patch a row of an
+ * im2col GEMM) run here, in C, on the mapped pointers instead of as
+ * shaders (host_rows.c does the row norms, elementwise ops and rope);
+ * everything else stays a shader.  The command stream is cut
  * there (cmd.c): the dispatches before a host op are submitted and waited
  * for, the host op runs, the next dispatches follow.
  *
@@ -37,6 +39,7 @@
 #include "core/half.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "gpu/ops.h"
 #include "gpu/vk.h"
 
 /* LATENTQ_GEMM_THREADS's largest: the pool's threads and their scratch */
@@ -54,7 +57,8 @@ static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * One pool thread's scratch (ctx->host_tls[t]): GEMM: the tile rows of c
- * (0); attention: packed keys (0) and values (1), scores (2), outputs (3).
+ * (0); attention: packed keys (0) and values (1), scores (2), outputs (3);
+ * conv3d: the tile rows (0), the im2col rows (1).
  */
 #define HOST_TLS_SLOTS 4
 struct gpu_host_tls {
@@ -102,8 +106,8 @@ gpu_host_resolve(struct gpu_ctx *ctx)
 	ctx->host_tls = xcalloc((size_t)ctx->host_threads,
 	    sizeof(*ctx->host_tls));
 	snprintf(ctx->gemm_variant, sizeof(ctx->gemm_variant), "host-gemm:"
-	    "%dx%d %s t=%d", HOST_MR, HOST_NR, host_fma ? "fma" : "mul-add",
-	    ctx->host_threads);
+	    "%dx%d %s t=%d conv3d=im2col", HOST_MR, HOST_NR, host_fma ? "fma" :
+	    "mul-add", ctx->host_threads);
 }
 
 /* float of element i of a parameter in dtype dt */
@@ -686,6 +690,83 @@ host_attention_task(const struct host_job *j, int64_t i, int t)
 	}
 }
 
+/*
+ * Index of input coordinate i (may be outside [0, n)) under padding
+ * mode m (ops_pad_mode), or -1 for a zero.
+ */
+static inline int64_t
+host_pad_index(int64_t i, int64_t n, int m)
+{
+	if (i >= 0 && i < n)
+		return i;
+	if (m == OPS_PAD_REPLICATE)
+		return i < 0 ? 0 : n - 1;
+	if (m == OPS_PAD_REFLECT)
+		return i < 0 ? -i : 2 * (n - 1) - i;
+	return -1;
+}
+
+/*
+ * Conv3d task i: output positions [i % per_batch · HOST_TASK_ROWS, +48)
+ * of sample i / per_batch (flattened over Fo, Ho, Wo): each position's
+ * patch (ci, kt, kh, kw in w's order) as one row of a, times the packed
+ * wᵀ, plus the bias, written to y's channel planes.
+ */
+static void
+host_conv3d_task(const struct host_job *j, int64_t i, int t)
+{
+	const struct gpu_host_op *o = j->o;
+	const struct gpu_host_conv *g = &o->conv;
+	int64_t npos = g->Fo * g->Ho * g->Wo;
+	int64_t bi = i / j->per_batch, p0 = i % j->per_batch * HOST_TASK_ROWS;
+	int64_t pc = npos - p0 < HOST_TASK_ROWS ? npos - p0 : HOST_TASK_ROWS;
+	int64_t kt = g->kk[0], kh = g->kk[1], kw = g->kk[2];
+	int64_t K = g->Ci * kt * kh * kw, npad = host_npad(g->Co);
+	int64_t rows = (pc + HOST_MR - 1) / HOST_MR * HOST_MR;
+	float *cols = host_tls_buf(j->ctx, t, 1, (size_t)(pc * K) *
+	    sizeof(float));
+	float *ct = host_tls_buf(j->ctx, t, 0, (size_t)(rows * npad) *
+	    sizeof(float));
+	const float *x = o->a + bi * g->Ci * g->F * g->H * g->W;
+	int64_t plane = g->H * g->W;
+	for (int64_t r = 0; r < pc; r++) {
+		int64_t p = p0 + r, wo = p % g->Wo, ho = p / g->Wo % g->Ho;
+		int64_t fo = p / (g->Wo * g->Ho);
+		float *row = cols + r * K;
+		for (int64_t a = 0; a < kt; a++) {
+			int64_t f = host_pad_index(fo * g->st[0] - g->pad0[0] + a,
+			    g->F, g->t_rep ? OPS_PAD_REPLICATE : OPS_PAD_ZERO);
+			for (int64_t b = 0; b < kh; b++) {
+				int64_t h = host_pad_index(ho * g->st[1] -
+				    g->pad0[1] + b, g->H, g->s_mode);
+				for (int64_t c = 0; c < kw; c++) {
+					int64_t w = host_pad_index(wo * g->st[2] -
+					    g->pad0[2] + c, g->W, g->s_mode);
+					int64_t k = (a * kh + b) * kw + c;
+					if (f < 0 || h < 0 || w < 0) {
+						for (int64_t ci = 0; ci < g->Ci; ci++)
+							row[ci * kt * kh * kw + k] = 0.0f;
+						continue;
+					}
+					const float *src = x + (f * g->H + h) * g->W +
+					    w;
+					for (int64_t ci = 0; ci < g->Ci; ci++)
+						row[ci * kt * kh * kw + k] =
+						    src[ci * g->F * plane];
+				}
+			}
+		}
+	}
+	host_gemm_block(cols, K, rows, pc, j->bp, K, npad, ct);
+	float *y = o->c + bi * g->Co * npos;
+	for (int64_t co = 0; co < g->Co; co++) {
+		float bv = j->bias != NULL ? j->bias[co] : 0.0f;
+		float *dst = y + co * npos + p0;
+		for (int64_t r = 0; r < pc; r++)
+			dst[r] = ct[r * npad + co] + bv;
+	}
+}
+
 void
 gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 {
@@ -712,6 +793,19 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 			    o->Nk;
 			j.kb = host_f32(ctx, 2, o->bias, o->bias_dtype, n);
 		}
+	} else if (o->kind == GPU_HOST_CONV3D) {
+		const struct gpu_host_conv *g = &o->conv;
+		int64_t K = g->Ci * g->kk[0] * g->kk[1] * g->kk[2];
+		j.task = host_conv3d_task;
+		j.per_batch = (g->Fo * g->Ho * g->Wo + HOST_TASK_ROWS - 1) /
+		    HOST_TASK_ROWS;
+		j.ntasks = g->B * j.per_batch;
+		j.bias = o->bias == NULL ? NULL :
+		    host_f32(ctx, 1, o->bias, o->bias_dtype, g->Co);
+		float *bp = host_buf(ctx, 0, (size_t)(host_npad(g->Co) * K) *
+		    sizeof(float));
+		host_pack(bp, o->b, o->b_dtype, 1, g->Co, K, K);
+		j.bp = bp;
 	} else {
 		j.task = host_gemm_task;
 		j.per_batch = (o->M + HOST_TASK_ROWS - 1) / HOST_TASK_ROWS;

@@ -154,6 +154,7 @@ enum lq_status gpu_cmd_fail(struct gpu_cmd *cmd, enum lq_status st,
 enum gpu_host_kind {
 	GPU_HOST_GEMM,		/* c = act(alpha · a · op(b) + bias) */
 	GPU_HOST_ATTENTION,	/* ops_attention */
+	GPU_HOST_CONV3D,	/* ops_conv3d (struct gpu_host_conv) */
 	GPU_HOST_NORM,		/* norm.comp's work (host_rows.c) */
 	GPU_HOST_EW,		/* ew.comp's work (host_rows.c) */
 	GPU_HOST_ROPE,		/* rope.comp's work (host_rows.c) */
@@ -209,6 +210,18 @@ struct gpu_host_op {
 	enum gpu_dtype attn_bias_dtype;
 	int attn_bias_b;
 	int64_t heads, Nk, lda, ldb, ldv, sv, skb;
+	/*
+	 * GPU_HOST_CONV3D: y (c) [B, Co, Fo, Ho, Wo] from x (a) [B, Ci, F,
+	 * H, W] and w (b, b_dtype) [Co, Ci, kk], bias (bias) [Co] or NULL,
+	 * strides st, leading pads pad0, temporal edges replicated or zero
+	 * (t_rep), spatial by s_mode (ops_pad_mode's values).  Each output
+	 * is one sum over (ci, kt, kh, kw) in w's order: its bits do not
+	 * depend on the volume's size (tiles are the whole's bits).
+	 */
+	struct gpu_host_conv {
+		int64_t B, Ci, F, H, W, Co, Fo, Ho, Wo;
+		int kk[3], st[3], pad0[3], t_rep, s_mode;
+	} conv;
 	/* GPU_HOST_NORM, GPU_HOST_EW only */
 	struct gpu_host_rows rows;
 	const char *opname;	/* the recording op's name (profile.c) */
@@ -216,8 +229,9 @@ struct gpu_host_op {
 
 /*
  * Sets ctx->host_gemm and ctx->gemm_variant ("shader" or "host-gemm:6x16
- * fma|mul-add t=<threads>": the tile, whether its steps are fused
- * multiply-adds (CPUs with AVX2 and FMA) and the thread count): on when
+ * fma|mul-add t=<threads> conv3d=im2col": the tile, whether its steps
+ * are fused multiply-adds (CPUs with AVX2 and FMA), the thread count, and
+ * ops_conv3d as im2col rows through it): on when
  * the device type is "cpu", or as LATENTQ_GPU_HOST_GEMM=0|1 says.
  */
 void gpu_host_resolve(struct gpu_ctx *ctx);

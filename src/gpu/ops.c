@@ -1727,6 +1727,28 @@ ops_conv3d(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	    (p->s_mode == OPS_PAD_REPLICATE ? 1u << LQ_CONV_S_REPLICATE : 0) |
 	    (p->s_mode == OPS_PAD_REFLECT ? 1u << LQ_CONV_S_REFLECT : 0);
 	g.w_sco = w->stride[0];
+	const struct gpu_tensor *opnd[4] = {y, x, w, b};
+	void *hp[4];
+	if (host_ptrs(cmd, 4, opnd, hp)) {
+		/* the CPU-device fast path (host.c): im2col rows through the
+		 * host GEMM's tile, no split */
+		struct gpu_host_op o = {
+			.kind = GPU_HOST_CONV3D, .c = hp[0], .a = hp[1],
+			.b = hp[2], .bias = hp[3], .b_dtype = w->dtype,
+			.bias_dtype = b != NULL ? b->dtype : GPU_F32,
+			.conv = {
+				.B = B, .Ci = x->shape[1], .F = x->shape[2],
+				.H = x->shape[3], .W = x->shape[4], .Co = Co,
+				.Fo = out[0], .Ho = out[1], .Wo = out[2],
+				.kk = {kk[0], kk[1], kk[2]},
+				.st = {st[0], st[1], st[2]},
+				.pad0 = {pad0[0], pad0[1], pad0[2]},
+				.t_rep = p->t_mode == OPS_PAD_REPLICATE,
+				.s_mode = (int)p->s_mode,
+			},
+		};
+		return gpu_cmd_host(cmd, &o, op);
+	}
 	return conv_split(cmd, op, conv3d_emit, &g, y, x, w, b, 0);
 }
 

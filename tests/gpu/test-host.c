@@ -17,6 +17,9 @@
  *     the shader's, run to run and for query rows alone (shards at
  *     several offsets) the same bits;
  *   - linear and attention give the same bits on 1, 2 and 3 threads;
+ *   - host conv3d (im2col through the same tile) agrees with the
+ *     shader's for each padding mode, stride 2, f16/bf16 weights, with
+ *     and without bias, and is the same bits run to run;
  *   - host ops and shaders interleaved in one recording run in recording
  *     order (submit and submit_async + wait);
  *   - a weight larger than a binding needs no split on the host path.
@@ -144,8 +147,8 @@ test_variant(void)
 {
 	const char *v = gpu_ctx_gemm_variant(host.ctx);
 	printf("host variant: %s\n", v);
-	CHECK(strcmp(v, "host-gemm:6x16 fma t=2") == 0 ||
-	    strcmp(v, "host-gemm:6x16 mul-add t=2") == 0);
+	CHECK(strcmp(v, "host-gemm:6x16 fma t=2 conv3d=im2col") == 0 ||
+	    strcmp(v, "host-gemm:6x16 mul-add t=2 conv3d=im2col") == 0);
 	CHECK_STR(gpu_ctx_gemm_variant(shade.ctx), "shader");
 	/* the default on a CPU device is the host path */
 	unsetenv("LATENTQ_GPU_HOST_GEMM");
@@ -555,7 +558,7 @@ test_threads(void)
 			die(&err);
 		unsetenv("LATENTQ_GEMM_THREADS");
 		char t[8];
-		snprintf(t, sizeof(t), " t=%s", ts[i]);
+		snprintf(t, sizeof(t), " t=%s ", ts[i]);
 		CHECK(strstr(gpu_ctx_gemm_variant(e.ctx), t) != NULL);
 		float *y = linear_on(&e, M, N, K, GPU_F16, x, w, b, OPS_ACT_SILU);
 		CHECK(memcmp(y, ref, (size_t)(M * N) * 4) == 0);
@@ -582,6 +585,82 @@ test_threads(void)
 	free(xkv);
 	free(kb);
 	free(aref);
+}
+
+/* y = conv3d(x, w, b) on env e (ops_conv3d), y's shape from the op's rule */
+static float *
+conv_on(struct env *e, const int64_t *xs, const int64_t *ws, enum gpu_dtype dt,
+    const float *x, const float *w, const float *b,
+    const struct ops_conv3d_params *p, int64_t *yn)
+{
+	gpu_pool_reset(e->pool, 0);
+	int64_t ys[5] = {xs[0], ws[0], 0, 0, 0};
+	const int *pads[3] = {p->pad_t, p->pad_h, p->pad_w};
+	for (int i = 0; i < 3; i++) {
+		int st = p->stride[i] > 0 ? p->stride[i] : 1;
+		ys[2 + i] = (xs[2 + i] + pads[i][0] + pads[i][1] - ws[2 + i]) /
+		    st + 1;
+	}
+	*yn = ys[0] * ys[1] * ys[2] * ys[3] * ys[4];
+	struct gpu_tensor tx = put(e, GPU_F32, 5, xs, x);
+	struct gpu_tensor tw = put(e, dt, 5, ws, w);
+	struct gpu_tensor tb = b ? put(e, dt, 1, SH(ws[0]), b) :
+	    (struct gpu_tensor){0};
+	struct gpu_tensor ty = put(e, GPU_F32, 5, ys, NULL);
+	gpu_cmd_begin(e->cmd);
+	CHECK_INT(ops_conv3d(e->cmd, &ty, &tx, &tw, b ? &tb : NULL, p), LQ_OK);
+	submit(e);
+	return get(e, &ty);
+}
+
+static void
+test_conv3d(void)
+{
+	struct {
+		int64_t Ci, Co, F, H, W, kt, kh, kw;
+		struct ops_conv3d_params p;
+		enum gpu_dtype dt;
+		int bias;
+	} cs[] = {
+		{8, 20, 5, 9, 7, 3, 3, 3, {.pad_t = {2, 0}, .pad_h = {1, 1},
+		    .pad_w = {1, 1}, .t_mode = OPS_PAD_REPLICATE}, GPU_BF16, 1},
+		{5, 16, 4, 6, 6, 3, 3, 3, {.pad_t = {1, 1}, .pad_h = {1, 1},
+		    .pad_w = {1, 1}, .t_mode = OPS_PAD_ZERO,
+		    .s_mode = OPS_PAD_REFLECT}, GPU_F16, 0},
+		{6, 7, 5, 8, 10, 3, 3, 3, {.stride = {2, 2, 2}, .pad_t = {1, 1},
+		    .pad_h = {1, 1}, .pad_w = {1, 1},
+		    .t_mode = OPS_PAD_REPLICATE, .s_mode = OPS_PAD_REPLICATE},
+		    GPU_F32, 1},
+		{12, 9, 3, 5, 5, 1, 1, 1, {.stride = {1, 1, 1}}, GPU_F32, 1},
+	};
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+		int64_t xs[5] = {2, cs[i].Ci, cs[i].F, cs[i].H, cs[i].W};
+		int64_t ws[5] = {cs[i].Co, cs[i].Ci, cs[i].kt, cs[i].kh, cs[i].kw};
+		size_t nx = (size_t)(2 * cs[i].Ci * cs[i].F * cs[i].H * cs[i].W);
+		size_t nw = (size_t)(ws[0] * ws[1] * ws[2] * ws[3] * ws[4]);
+		float *x = rand_host(nx), *w = rand_host(nw);
+		float *b = rand_host((size_t)cs[i].Co);
+		int64_t n, n2;
+		float *yh = conv_on(&host, xs, ws, cs[i].dt, x, w,
+		    cs[i].bias ? b : NULL, &cs[i].p, &n);
+		CHECK_INT(gpu_cmd_host_op_count(host.cmd), 1);
+		float *again = conv_on(&host, xs, ws, cs[i].dt, x, w,
+		    cs[i].bias ? b : NULL, &cs[i].p, &n2);
+		CHECK(memcmp(yh, again, (size_t)n * 4) == 0);
+		float *ys = conv_on(&shade, xs, ws, cs[i].dt, x, w,
+		    cs[i].bias ? b : NULL, &cs[i].p, &n2);
+		CHECK_INT(gpu_cmd_host_op_count(shade.cmd), 0);
+		double r = max_rel(yh, ys, (size_t)n);
+		if (!(r < 2e-5))
+			printf("conv3d case %zu: max rel %g\n", i, r);
+		CHECK(r < 2e-5);
+		free(x);
+		free(w);
+		free(b);
+		free(yh);
+		free(again);
+		free(ys);
+	}
 }
 
 /* A weight larger than a (lowered) binding: no split, one host op. */
@@ -654,6 +733,7 @@ main(void)
 	test_interleaved();
 	test_attention();
 	test_threads();
+	test_conv3d();
 	test_no_split();
 	gpu_cmd_free(shade.cmd);
 	gpu_pool_free(shade.pool);
