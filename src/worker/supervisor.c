@@ -91,7 +91,7 @@ scan_event(double at, const char *kind, const char *detail, void *ud)
 /*
  * A worker child: a one-job `exec-job` (order_fd -1), or a serving one
  * (`exec-job --serve`, worker/protocol.h) that takes its orders on
- * order_fd and answers on reply_fd; `jobs` counts the orders it took.
+ * order_fd and answers on reply_fd.  pid 0: none (it ended).
  */
 struct child {
 	pid_t pid;
@@ -99,7 +99,6 @@ struct child {
 	int order_fd, reply_fd;
 	char reply[128];	/* an answer line being read */
 	size_t reply_len;
-	int jobs;
 };
 
 /* LATENTQ_WARM_WORKER: serving children unless "0" (latentq(1)). */
@@ -160,15 +159,20 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		close(fds[0]);
 		close(fds[1]);
 		if (job == NULL) {
-			/* orders on stdin, answers on WORKER_SERVE_REPLY_FD */
-			dup2(ord[0], STDIN_FILENO);
-			dup2(rep[1], WORKER_SERVE_REPLY_FD);
-			close(ord[0]);
-			close(ord[1]);
-			if (rep[1] != WORKER_SERVE_REPLY_FD)
-				close(rep[1]);
-			if (rep[0] != WORKER_SERVE_REPLY_FD)
-				close(rep[0]);
+			/* orders on stdin, answers on WORKER_SERVE_REPLY_FD
+			 * (moved above it first: a pipe end may be fd 3) */
+			int o = fcntl(ord[0], F_DUPFD, WORKER_SERVE_REPLY_FD + 1);
+			int r = fcntl(rep[1], F_DUPFD, WORKER_SERVE_REPLY_FD + 1);
+			if (o < 0 || r < 0)
+				_exit(127);
+			for (int i = 0; i < 2; i++) {
+				close(ord[i]);
+				close(rep[i]);
+			}
+			dup2(o, STDIN_FILENO);
+			dup2(r, WORKER_SERVE_REPLY_FD);
+			close(o);
+			close(r);
 		}
 		signal(SIGINT, SIG_IGN);	/* the supervisor decides */
 		signal(SIGTERM, SIG_DFL);
@@ -250,10 +254,7 @@ child_order(struct child *ch, const struct store_job *job)
 	int n = snprintf(line, sizeof(line), "%lld %d %lld\n",
 	    (long long)job->id, job->attempts, (long long)job->lease_token);
 	ch->reply_len = 0;
-	if (write(ch->order_fd, line, (size_t)n) != n)
-		return -1;
-	ch->jobs++;
-	return 0;
+	return write(ch->order_fd, line, (size_t)n) == n ? 0 : -1;
 }
 
 /* Relays what the child wrote on stderr (tail: kept, may be NULL). */
@@ -423,8 +424,13 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 				return W_EXITCODE(rc, 0);
 			}
 			if (a < 0) {
+				/* no answer will come: the end of its orders
+				 * ends it, and its exit status is the job's */
 				close(ch->reply_fd);
 				ch->reply_fd = -1;
+				if (ch->order_fd >= 0)
+					close(ch->order_fd);
+				ch->order_fd = -1;
 			}
 		}
 		pid_t w = waitpid(ch->pid, &status, WNOHANG);
