@@ -56,7 +56,8 @@
 #define LQ_MM_HAS_BIAS 4u	/* 1 bit */
 #define LQ_MM_DT_BIAS 5u	/* LQ_DT_MASK */
 
-/* norm.comp, normc.comp, gnorm.comp: mode | has_w | has_b | dtw | dtb. */
+/* norm.comp, normc.comp, gnorm.comp: mode | has_w | has_b | dtw | dtb;
+ * norm.comp also has_scale | has_shift. */
 #define LQ_NORM_LAYER 0u	/* layer norm */
 #define LQ_NORM_RMS 1u		/* RMS norm */
 #define LQ_NORM_SOFTMAX 2u	/* softmax (norm.comp only) */
@@ -65,6 +66,8 @@
 #define LQ_NORM_HAS_B 5u
 #define LQ_NORM_DTW 6u		/* LQ_DT_MASK */
 #define LQ_NORM_DTB 8u
+#define LQ_NORM_HAS_SCALE 10u	/* 1 bit: modulate (norm.comp only) */
+#define LQ_NORM_HAS_SHIFT 11u
 
 /* attn.comp, attn_tex.comp: key bias | bias | per-batch bias | dtypes. */
 #define LQ_ATTN_HAS_KB 0u	/* 1 bit */

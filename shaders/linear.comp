@@ -7,6 +7,12 @@
  * lane streams its own rows of x as vec4.  Same summation order on every
  * run (k ascending in 4-wide steps, lanes of a vec4 summed by fma chain).
  * Uses matmul_push; -DWT=0/1/2 selects the weight dtype (f32/f16/bf16).
+ *
+ * -DGEMV (linear_gemv_*, ops.c for M <= TM rows, the timestep and caption
+ * projections): one invocation per output column, all M rows in its
+ * registers, the rows' loads uniform instead of the weights'.  The sum of
+ * each output is the same fma chain in the same k order, so a row has the
+ * same bits through either kernel, alone or among many rows.
  */
 #version 450
 #define KERNEL_MATMUL
@@ -63,6 +69,45 @@ vec4 ldw(uint i)	/* i: index in units of 4 elements */
 #endif
 }
 
+#ifdef GEMV
+void main()
+{
+	uint n = gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x;
+	uint z = gl_WorkGroupID.z;
+	if (n >= p.N)
+		return;
+	uint K4 = p.K / 4u;
+	uint abase = (p.off_a + z * p.sa_batch) / 4u;
+	uint brow = (p.off_b + z * p.sb_batch) / 4u + n * K4;
+	uint arow[TM];
+	[[unroll]] for (uint i = 0u; i < TM; i++)
+		arow[i] = abase + min(i, p.M - 1u) * K4;
+	float acc[TM];
+	[[unroll]] for (uint i = 0u; i < TM; i++)
+		acc[i] = 0.0;
+	for (uint k = 0u; k < K4; k++) {
+		vec4 wv = ldw(brow + k);
+		[[unroll]] for (uint i = 0u; i < TM; i++) {
+			vec4 xv = LDX(arow[i] + k);
+			float s = acc[i];
+			s = fma(xv.x, wv.x, s);
+			s = fma(xv.y, wv.y, s);
+			s = fma(xv.z, wv.z, s);
+			s = fma(xv.w, wv.w, s);
+			acc[i] = s;
+		}
+	}
+	uint act = LQ_FIELD(p.flags, LQ_MM_ACT, LQ_ACT_MASK);
+	bool has_bias = LQ_FIELD(p.flags, LQ_MM_HAS_BIAS, 1u) != 0u;
+	uint dtb = LQ_FIELD(p.flags, LQ_MM_DT_BIAS, LQ_DT_MASK);
+	uint cbase = p.off_c + z * p.sc_batch;
+	float bb = has_bias ? LD(bias.d, dtb, p.off_bias + n) : 0.0;
+	[[unroll]] for (uint i = 0u; i < TM; i++)
+		if (i < p.M)
+			STF(c.d, cbase + i * p.ldc + n,
+			    lq_act(p.alpha * acc[i] + bb, act));
+}
+#else
 void main()
 {
 	uint m0 = (gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x) * TM;
@@ -114,3 +159,4 @@ void main()
 		}
 	}
 }
+#endif

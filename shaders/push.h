@@ -47,17 +47,24 @@ PUSH(matmul_push, {
 })
 #endif
 
-/* norm.comp — one workgroup per row of D: layer/rms norm, softmax. */
+/* norm.comp — one invocation per row of D: layer/rms norm, softmax, then
+ * optionally AdaLN modulation by f32 rows [B, D] (row b = row / N). */
 #if defined(LQ_PUSH_ALL) || defined(KERNEL_NORM)
 PUSH(norm_push, {
 	uint rows;
 	uint D;
-	uint flags;	/* mode | has_w<<4 | has_b<<5 | dtw<<6 | dtb<<8 */
+	uint flags;	/* mode | has_w<<4 | has_b<<5 | dtw<<6 | dtb<<8 |
+			 * has_scale<<10 | has_shift<<11 */
 	float eps;
 	uint off_y;
 	uint off_x;
 	uint off_w;
 	uint off_b;
+	uint N;		/* rows per modulation row (0: none) */
+	uint off_sc;	/* scale, shift: f32 rows, row stride s_sc, s_sh */
+	uint off_sh;
+	uint s_sc;
+	uint s_sh;
 })
 #endif
 

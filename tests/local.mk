@@ -48,5 +48,5 @@ nobase_dist_pkgdata_DATA = jobs/demo.yaml jobs/i2v.yaml jobs/condition.yaml \
 	jobs/models/ltxv-demo/vae/diffusion_pytorch_model.safetensors
 EXTRA_DIST += tests/bench/bench-vae-tiled.sh
 bench_SCRIPTS_LIST += tests/bench/bench-vae-tiled.sh
-EXTRA_DIST += tests/bench/bench-model.sh
+EXTRA_DIST += tests/bench/bench-model.sh tests/bench/reference/diffusers-forward.py
 bench_SCRIPTS_LIST += tests/bench/bench-model.sh

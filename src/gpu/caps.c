@@ -18,7 +18,8 @@
 	X(vendor_id) X(device_id) X(driver_version) \
 	X(max_compute_shared_memory_size) X(max_workgroup_invocations) \
 	X(max_push_constants_size) X(subgroup_size)
-#define CAPS_BOOL(X) X(fp16) X(int8) X(bf16) X(storage_16bit)
+#define CAPS_BOOL(X) X(fp16) X(int8) X(bf16) X(storage_16bit) \
+	X(subgroup_arithmetic)
 #define CAPS_STR(X) \
 	X(name) X(device_type) X(api_version) X(driver_name) X(driver_info) \
 	X(uuid)

@@ -59,6 +59,7 @@ struct device_caps {
 	int int8;		/* shaderInt8 */
 	int bf16;		/* VK_KHR_shader_bfloat16 (latentq decodes BF16 weights itself either way) */
 	int storage_16bit;	/* storageBuffer16BitAccess */
+	int subgroup_arithmetic;	/* VK_SUBGROUP_FEATURE_ARITHMETIC_BIT in compute */
 };
 
 /*

@@ -126,7 +126,8 @@ seg_start(struct gpu_cmd *cmd)
 	r = vkBeginCommandBuffer(cmd->cbs[k], &bi);
 	if (r != VK_SUCCESS)
 		return gpu_vk_fail(&cmd->error, r, "vkBeginCommandBuffer");
-	cmd->segs[k] = (struct gpu_seg){cmd->cbs[k], 0, cmd->nhops, 0};
+	cmd->segs[k] = (struct gpu_seg){.cb = cmd->cbs[k],
+	    .first_hop = cmd->nhops};
 	cmd->cb = cmd->cbs[k];
 	cmd->nsegs = k + 1;
 	/* what the next segment's dispatches see was finished by a wait */
@@ -246,6 +247,8 @@ gpu_cmd_submit_async(struct gpu_cmd *cmd, struct lq_error *err)
 		return gpu_cmd_status(cmd, err);
 	/* The first segment runs now; gpu_cmd_wait runs its host ops and
 	 * the segments after it in order. */
+	if (cmd->ctx->profile.on)
+		cmd->submitted_ms = gpu_profile_now_ms();
 	if (seg_submit(cmd, 0) != LQ_OK)
 		return gpu_cmd_status(cmd, err);
 	cmd->pending = 1;
@@ -275,14 +278,26 @@ gpu_cmd_wait(struct gpu_cmd *cmd, struct lq_error *err)
 {
 	if (!cmd->pending)
 		return gpu_cmd_status(cmd, err);
+	struct gpu_ctx *ctx = cmd->ctx;
+	int prof = ctx->profile.on;
 	for (int k = 0; k < cmd->nsegs; k++) {
+		double t0 = k == 0 ? cmd->submitted_ms : prof ?
+		    gpu_profile_now_ms() : 0;
 		if (k > 0 && seg_submit(cmd, k) != LQ_OK)
 			break;
 		if (seg_wait(cmd, k) != LQ_OK)
 			break;
 		const struct gpu_seg *sg = &cmd->segs[k];
-		for (int i = 0; i < sg->nhop; i++)
-			gpu_host_run(cmd->ctx, &cmd->hops[sg->first_hop + i]);
+		if (prof && sg->dispatches > 0)
+			gpu_profile_add(ctx, sg->op, 0, gpu_profile_now_ms() - t0);
+		for (int i = 0; i < sg->nhop; i++) {
+			const struct gpu_host_op *h = &cmd->hops[sg->first_hop + i];
+			t0 = prof ? gpu_profile_now_ms() : 0;
+			gpu_host_run(ctx, h);
+			if (prof)
+				gpu_profile_add(ctx, h->opname, 1,
+				    gpu_profile_now_ms() - t0);
+		}
 	}
 	cmd->pending = 0;
 	return gpu_cmd_status(cmd, err);
@@ -513,10 +528,13 @@ gpu_cmd_dispatch_tex(struct gpu_cmd *cmd, enum gpu_kernel k,
 		    c->max_workgroup_count[2]);
 	if (gx == 0 || gy == 0 || gz == 0)
 		return LQ_OK;
-	/* after host ops: a new segment, run once they have */
-	if (cmd->segs[cmd->nsegs - 1].nhop > 0 &&
+	/* after host ops: a new segment, run once they have; profiled
+	 * (profile.c), a segment per dispatch */
+	const struct gpu_seg *cur = &cmd->segs[cmd->nsegs - 1];
+	if ((cur->nhop > 0 || (ctx->profile.on && cur->dispatches > 0)) &&
 	    (seg_end(cmd) != LQ_OK || seg_start(cmd) != LQ_OK))
 		return cmd->error.status;
+	cmd->segs[cmd->nsegs - 1].op = op;
 	int nb = gpu_kernel_info[k].nbind;
 	struct gpu_pipeline *pipe;
 	enum lq_status st = gpu_pipeline_get(ctx, k, &pipe, &cmd->error);
@@ -674,7 +692,13 @@ gpu_cmd_host(struct gpu_cmd *cmd, const struct gpu_host_op *op,
 		cmd->hops = xrealloc(cmd->hops, (size_t)cmd->caphops *
 		    sizeof(*cmd->hops));
 	}
-	cmd->hops[cmd->nhops++] = *op;
+	/* profiled (profile.c), each host op alone in its segment */
+	const struct gpu_seg *cur = &cmd->segs[cmd->nsegs - 1];
+	if (cmd->ctx->profile.on && cur->nhop > 0 &&
+	    (seg_end(cmd) != LQ_OK || seg_start(cmd) != LQ_OK))
+		return cmd->error.status;
+	cmd->hops[cmd->nhops] = *op;
+	cmd->hops[cmd->nhops++].opname = opname;
 	cmd->segs[cmd->nsegs - 1].nhop++;
 	cmd->host_ops++;
 	return LQ_OK;

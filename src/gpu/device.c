@@ -184,6 +184,9 @@ caps_fill(VkPhysicalDevice pd, int index, int count, struct device_caps *c)
 	c->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;
 	c->max_push_constants_size = l->maxPushConstantsSize;
 	c->subgroup_size = sub.subgroupSize;
+	c->subgroup_arithmetic = (sub.supportedOperations &
+	    VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0 &&
+	    (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
 
 	VkPhysicalDeviceMaintenance3Properties m3 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES };
@@ -490,6 +493,33 @@ gpu_devices_select(const struct device_caps *all, int n, const char *spec,
  * on them, so the pipeline-cache fingerprint and a render's device
  * fingerprint carry them as resolved here, not as the environment said.
  */
+/*
+ * Which norm.comp variant the row norms dispatch (ops.c norm_rows): a
+ * subgroup per row (norm_sg, subgroupAdd over coalesced reads) where the
+ * device has subgroup arithmetic in compute and is not a CPU device, else
+ * an invocation per row.  LATENTQ_GPU_SUBGROUP=0|1 forces it (1 only where
+ * supported).
+ */
+static void
+norm_resolve(struct gpu_ctx *ctx)
+{
+	const char *e = getenv("LATENTQ_GPU_SUBGROUP");
+	int want = strcmp(ctx->caps.device_type, "cpu") != 0;
+	if (e != NULL && *e != '\0')
+		want = strcmp(e, "0") != 0;
+	ctx->norm_subgroup = want && ctx->caps.subgroup_arithmetic &&
+	    ctx->caps.subgroup_size >= 1 && ctx->caps.subgroup_size <= 64;
+}
+
+unsigned
+gpu_ctx_norm_kernel(const struct gpu_ctx *ctx, enum gpu_kernel *k)
+{
+	*k = ctx->norm_subgroup ? GPU_K_NORM_SG : GPU_K_NORM;
+	if (!ctx->norm_subgroup)
+		return 64;
+	return ctx->caps.subgroup_size >= 64 ? 1 : 64 / ctx->caps.subgroup_size;
+}
+
 static void
 variant_make(struct gpu_ctx *ctx)
 {
@@ -497,11 +527,13 @@ variant_make(struct gpu_ctx *ctx)
 	for (int f = 1; f < GPU_TEX_COUNT; f++)
 		if (ctx->tex_ok[f] && !gpu_texel_disabled())
 			mask |= 1u << f;
+	/* host-rows: host_rows.c's norms and elementwise ops, revision 1 */
 	snprintf(ctx->variant, sizeof(ctx->variant), "texel=%#x/%llu "
-	    "binding=%llu gemm=%s", mask, mask ?
+	    "binding=%llu gemm=%s%s norm=%s", mask, mask ?
 	    (unsigned long long)ctx->max_texels : 0ull,
 	    (unsigned long long)ctx->caps.max_storage_buffer_range,
-	    ctx->gemm_variant);
+	    ctx->gemm_variant, ctx->host_gemm ? " host-rows:1" : "",
+	    ctx->norm_subgroup ? "subgroup" : "row");
 }
 
 static void
@@ -758,6 +790,8 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		goto fail;
 	}
 	gpu_host_resolve(ctx);
+	norm_resolve(ctx);
+	ctx->profile.on = gpu_profile_wanted();
 	fingerprint_make(ctx);
 	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
 		ctx->cache_io_copy = *opts->cache;
@@ -782,6 +816,7 @@ gpu_ctx_free(struct gpu_ctx *ctx)
 {
 	if (ctx == NULL)
 		return;
+	gpu_profile_print(ctx);
 	if (ctx->device != VK_NULL_HANDLE) {
 		vkDeviceWaitIdle(ctx->device);
 		struct lq_error err;

@@ -179,8 +179,8 @@ host_f32(struct gpu_ctx *ctx, int slot, const void *p, enum gpu_dtype dt,
 }
 
 /* shaders/common.glsl lq_act, in C with the same formulas */
-static float
-host_act(float x, unsigned act)
+float
+gpu_host_act(float x, unsigned act)
 {
 	switch (act) {
 	case LQ_ACT_GELU_TANH: {
@@ -255,7 +255,7 @@ host_gemm_rows(struct gpu_ctx *ctx, const struct gpu_host_op *o,
 		for (int64_t i = 0; i < mc; i++) {
 			float *row = cp + i * o->ldc;
 			for (int64_t j = 0; j < N; j++)
-				row[j] = host_act(row[j] + (bias ? bias[j] :
+				row[j] = gpu_host_act(row[j] + (bias ? bias[j] :
 				    0.0f), o->act);
 		}
 	}
@@ -373,6 +373,19 @@ host_attention_head(struct gpu_ctx *ctx, const struct gpu_host_op *o,
 void
 gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 {
+	switch (o->kind) {
+	case GPU_HOST_NORM:
+		gpu_host_norm(&o->rows);
+		return;
+	case GPU_HOST_EW:
+		gpu_host_ew(&o->rows);
+		return;
+	case GPU_HOST_ROPE:
+		gpu_host_rope(&o->rows);
+		return;
+	default:
+		break;
+	}
 	pthread_mutex_lock(&host.lock);
 	host.set_threads(ctx->host_threads);
 	if (o->kind == GPU_HOST_ATTENTION) {

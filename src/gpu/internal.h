@@ -18,7 +18,7 @@ typedef uint32_t uint;
 
 _Static_assert(sizeof(struct ew_push) == 128, "ew push");
 _Static_assert(sizeof(struct matmul_push) == 56, "matmul push");
-_Static_assert(sizeof(struct norm_push) == 32, "norm push");
+_Static_assert(sizeof(struct norm_push) == 52, "norm push");
 _Static_assert(sizeof(struct normc_push) == 48, "normc push");
 _Static_assert(sizeof(struct gnorm_push) == 40, "gnorm push");
 _Static_assert(sizeof(struct attn_push) == 84, "attn push");
@@ -153,6 +153,32 @@ enum lq_status gpu_cmd_fail(struct gpu_cmd *cmd, enum lq_status st,
 enum gpu_host_kind {
 	GPU_HOST_GEMM,		/* c = act(alpha · a · op(b) + bias) */
 	GPU_HOST_ATTENTION,	/* ops_attention */
+	GPU_HOST_NORM,		/* norm.comp's work (host_rows.c) */
+	GPU_HOST_EW,		/* ew.comp's work (host_rows.c) */
+	GPU_HOST_ROPE,		/* rope.comp's work (host_rows.c) */
+};
+
+/*
+ * GPU_HOST_NORM: norm.comp's rows on the host — y[r, :] = norm(x[r, :])
+ * (mode LQ_NORM_*, D, eps, weight w / bias b of dtypes dtw / dtb or NULL)
+ * then, when scale / shift are given, · (1 + scale[r / N]) + shift[r / N]
+ * (f32 rows of stride s_sc / s_sh).
+ * GPU_HOST_EW: ew.comp's op code on 5-D strided views (element strides),
+ * y f32, a, b, c of dtypes dta, dtb, dtc or NULL.
+ * GPU_HOST_ROPE: rope.comp's rotation of x (a) [rows = B, N, D] by cos (b)
+ * and sin (c) of dtypes dtb, dtc, batch stride cs_sb (0: shared); hd 0
+ * interleaved pairs, else LTX-2's split halves in heads of hd.
+ */
+struct gpu_host_rows {
+	unsigned code;			/* LQ_NORM_* mode / LQ_EW_* op */
+	float alpha, beta, eps;
+	float *y;
+	const void *a, *b, *c;		/* norm: x, weight, bias */
+	enum gpu_dtype dta, dtb, dtc;
+	const float *scale, *shift;	/* norm only */
+	int64_t rows, D, N, s_sc, s_sh;	/* norm; rope: rows, D, N */
+	int64_t hd, cs_sb;		/* rope only */
+	int64_t shape[5], sy[5], sa[5], sb[5], sc[5];	/* ew only */
 };
 
 /*
@@ -182,6 +208,9 @@ struct gpu_host_op {
 	enum gpu_dtype attn_bias_dtype;
 	int attn_bias_b;
 	int64_t heads, Nk, lda, ldb, ldv, sv, skb;
+	/* GPU_HOST_NORM, GPU_HOST_EW only */
+	struct gpu_host_rows rows;
+	const char *opname;	/* the recording op's name (profile.c) */
 };
 
 /*
@@ -193,6 +222,19 @@ struct gpu_host_op {
 void gpu_host_resolve(struct gpu_ctx *ctx);
 /* Runs one host op now (the command's wait calls it in stream order). */
 void gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *op);
+/*
+ * The row-norm kernel ctx resolved (device.c norm_resolve): GPU_K_NORM_SG
+ * or GPU_K_NORM into *k; returns the rows one workgroup of it covers at
+ * least (64 / subgroup size, or 64).
+ */
+unsigned gpu_ctx_norm_kernel(const struct gpu_ctx *ctx, enum gpu_kernel *k);
+
+/* host_rows.c: GPU_HOST_NORM, _EW and _ROPE (no BLAS); gpu_host_act is
+ * shaders/common.glsl lq_act in C (host.c). */
+void gpu_host_norm(const struct gpu_host_rows *r);
+void gpu_host_ew(const struct gpu_host_rows *r);
+void gpu_host_rope(const struct gpu_host_rows *r);
+float gpu_host_act(float x, unsigned act);
 /* Frees the context's host scratch. */
 void gpu_host_free(struct gpu_ctx *ctx);
 

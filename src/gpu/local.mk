@@ -6,7 +6,7 @@ libgpu_a_SOURCES += \
 	src/gpu/caps.c src/gpu/caps.h \
 	src/gpu/gpu.h src/gpu/internal.h src/gpu/kernels.def src/gpu/vk.h \
 	src/gpu/device.c src/gpu/buffer.c src/gpu/tensor.c src/gpu/pool.c \
-	src/gpu/cmd.c src/gpu/host.c \
+	src/gpu/cmd.c src/gpu/host.c src/gpu/host_rows.c src/gpu/profile.c \
 	src/gpu/ops.c src/gpu/ops.h
 nodist_libgpu_a_SOURCES += src/gpu/spirv.c
 BUILT_SOURCES += src/gpu/spirv.c
@@ -57,9 +57,10 @@ check_PROGRAMS += tests/gpu/test-ops tests/gpu/test-runtime tests/gpu/test-split
 	tests/gpu/test-tensor tests/gpu/test-host
 TESTS += tests/gpu/test-tensor tests/gpu/test-ops tests/gpu/test-runtime \
 	tests/gpu/test-split tests/gpu/test-host \
-	tests/gpu/validate.sh \
+	tests/gpu/test-ops-shaders.sh tests/gpu/validate.sh \
 	tests/gpu/devices.sh
-EXTRA_DIST += tests/gpu/validate.sh tests/gpu/devices.sh tests/gpu/ref.h
+EXTRA_DIST += tests/gpu/validate.sh tests/gpu/devices.sh tests/gpu/ref.h \
+	tests/gpu/test-ops-shaders.sh
 tests_gpu_test_ops_SOURCES = tests/gpu/test-ops.c tests/gpu/ref.h
 tests_gpu_test_ops_LDADD = $(LQ_TEST_LDADD)
 tests_gpu_test_runtime_SOURCES = tests/gpu/test-runtime.c

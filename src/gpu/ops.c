@@ -128,6 +128,24 @@ split_fail(struct gpu_cmd *cmd, const char *op, const char *name,
 
 /* ---- elementwise ---- */
 
+/*
+ * The host pointers of t[0..n) (NULL entries: NULL) into hp; 1 when every
+ * given tensor is mapped and the host path is on (gpu_cmd_host_ptr), so
+ * the op can run on the host (host_rows.c), else 0.
+ */
+static int
+host_ptrs(const struct gpu_cmd *cmd, int n, const struct gpu_tensor *const *t,
+    void **hp)
+{
+	int ok = 1;
+	for (int i = 0; i < n; i++) {
+		hp[i] = gpu_cmd_host_ptr(cmd, t[i]);
+		if (t[i] != NULL && hp[i] == NULL)
+			ok = 0;
+	}
+	return ok;
+}
+
 /* numpy broadcast of t to y's shape into *out; 0 if incompatible. */
 static int
 bcast(const struct gpu_tensor *t, const struct gpu_tensor *y,
@@ -206,6 +224,27 @@ ew_record(struct gpu_cmd *cmd, const char *op, unsigned code,
 	}
 	const struct gpu_tensor *bind[4] = {&mv[0], a ? &mv[1] : NULL,
 	    b ? &mv[2] : NULL, c ? &mv[3] : NULL};
+	/* the CPU-device host path (host_rows.c) */
+	void *hp[4];
+	if (host_ptrs(cmd, 4, bind, hp)) {
+		struct gpu_host_op o = {.kind = GPU_HOST_EW};
+		struct gpu_host_rows *r = &o.rows;
+		*r = (struct gpu_host_rows){.code = code, .alpha = alpha,
+		    .beta = beta, .y = hp[0], .a = hp[1], .b = hp[2],
+		    .c = hp[3]};
+		r->dta = a ? a->dtype : GPU_F32;
+		r->dtb = b ? b->dtype : GPU_F32;
+		r->dtc = c ? c->dtype : GPU_F32;
+		int64_t *st5[4] = {r->sy, r->sa, r->sb, r->sc};
+		for (int k = 0; k < 5; k++) {
+			int j = k - (5 - nd);
+			r->shape[k] = j < 0 ? 1 : shape[j];
+			for (int i = 0; i < 4; i++)
+				st5[i][k] = j < 0 || bind[i] == NULL ? 0 :
+				    bind[i]->stride[j];
+		}
+		return gpu_cmd_host(cmd, &o, op);
+	}
 	return ew_split(cmd, op, code, bind, nd, 0, alpha, beta);
 }
 
@@ -632,6 +671,12 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		enum gpu_kernel k = b->dtype == GPU_F16 ? GPU_K_LINEAR_F16 :
 		    b->dtype == GPU_BF16 ? GPU_K_LINEAR_BF16 : GPU_K_LINEAR_F32;
 		uint64_t rows = 64 * LINEAR_TM;
+		/* few rows (a timestep or pooled-caption projection): a
+		 * column per invocation, the same sums (linear.comp GEMV) */
+		if (M <= LINEAR_TM)
+			return gpu_cmd_dispatch(cmd, k + (GPU_K_LINEAR_GEMV_F32 -
+			    GPU_K_LINEAR_F32), bind, w, &pc,
+			    (uint32_t)((N + 63) / 64), 1, (uint32_t)batch, op);
 		enum gpu_texfmt tf[4] = {GPU_TEX_NONE, GPU_TEX_RGBA32F,
 		    b->dtype == GPU_F16 ? GPU_TEX_RGBA16F :
 		    b->dtype == GPU_BF16 ? GPU_TEX_RG32UI : GPU_TEX_RGBA32F,
@@ -858,10 +903,19 @@ norm_flags(unsigned mode, const struct gpu_tensor *weight,
 	    (bias ? (uint32_t)bias->dtype << LQ_NORM_DTB : 0);
 }
 
+/*
+ * One norm.comp pass over x's rows of D (x, y same shape, contiguous f32),
+ * then, when scale or shift is given (x then [B, N, D]; scale, shift
+ * [B, D] or [D] f32 views as ops_modulate takes them), the modulation
+ * y · (1 + scale[b]) + shift[b] of row b·N + n.  Rows go in blocks that
+ * fit one binding; with modulation a block starts on a batch row, or lies
+ * inside one batch (then it reads one modulation row: N = 0).
+ */
 static enum lq_status
 norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
     const struct gpu_tensor *y, const struct gpu_tensor *x,
-    const struct gpu_tensor *weight, const struct gpu_tensor *bias, float eps)
+    const struct gpu_tensor *weight, const struct gpu_tensor *bias, float eps,
+    const struct gpu_tensor *scale, const struct gpu_tensor *shift)
 {
 	OP_BEGIN(cmd);
 	TRY(need_f32(cmd, op, "x", x));
@@ -874,7 +928,38 @@ norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
 	int64_t D = x->shape[x->ndim - 1];
 	TRY(param_vec(cmd, op, "weight", weight, D));
 	TRY(param_vec(cmd, op, "bias", bias, D));
-	int64_t rows = gpu_tensor_numel(x) / D;
+	int64_t rows = gpu_tensor_numel(x) / D, N = 0;
+	/* modulation rows: a [B, D] view's row stride (0: one shared row) */
+	const struct gpu_tensor *mod[2] = {scale, shift};
+	static const char *mod_name[2] = {"scale", "shift"};
+	int64_t mod_stride[2] = {0, 0};
+	if (scale != NULL || shift != NULL) {
+		if (x->ndim != 3)
+			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+			    "%s: x %s must be [B, N, D]", op, DESC(x));
+		N = x->shape[1];
+		for (int i = 0; i < 2; i++) {
+			if (mod[i] == NULL)
+				continue;
+			struct gpu_tensor v;
+			TRY(need_f32(cmd, op, mod_name[i], mod[i]));
+			TRY(row_view(cmd, op, mod_name[i], mod[i], x, &v));
+			mod_stride[i] = v.stride[0];
+		}
+	}
+	/* the CPU-device host path (host_rows.c) */
+	const struct gpu_tensor *opnd[6] = {y, x, weight, bias, scale, shift};
+	void *hp[6];
+	if (host_ptrs(cmd, 6, opnd, hp)) {
+		struct gpu_host_op o = {.kind = GPU_HOST_NORM};
+		o.rows = (struct gpu_host_rows){.code = mode, .eps = eps,
+		    .y = hp[0], .a = hp[1], .b = hp[2], .c = hp[3],
+		    .dtb = weight ? weight->dtype : GPU_F32,
+		    .dtc = bias ? bias->dtype : GPU_F32,
+		    .scale = hp[4], .shift = hp[5], .rows = rows, .D = D,
+		    .N = N, .s_sc = mod_stride[0], .s_sh = mod_stride[1]};
+		return gpu_cmd_host(cmd, &o, op);
+	}
 	struct gpu_tensor x2 = gpu_tensor_reshape(x, 2, (int64_t[]){rows, D});
 	struct gpu_tensor y2 = gpu_tensor_reshape(y, 2, (int64_t[]){rows, D});
 	/* Rows are independent: blocks of rows that fit one binding. */
@@ -884,22 +969,48 @@ norm_rows(struct gpu_cmd *cmd, const char *op, unsigned mode,
 		    rows - r0);
 		if (rc == 0)
 			return split_fail(cmd, op, "x", x, "row");
+		uint32_t n_mod = 0;
+		if (N > 0) {
+			if (r0 % N == 0 && rc >= N) {
+				rc -= rc % N;
+				n_mod = (uint32_t)N;
+			} else if (rc > N - r0 % N) {
+				rc = N - r0 % N;
+			}
+		}
 		struct gpu_tensor xr = SL(&x2, 0, r0, rc), yr = SL(&y2, 0, r0, rc);
+		uint32_t flags = norm_flags(mode, weight, bias) |
+		    (scale ? 1u << LQ_NORM_HAS_SCALE : 0) |
+		    (shift ? 1u << LQ_NORM_HAS_SHIFT : 0);
 		struct norm_push pc = {
 			.rows = (uint32_t)rc, .D = (uint32_t)D,
-			.flags = norm_flags(mode, weight, bias),
+			.flags = flags,
 			.eps = eps,
 			.off_y = gpu_bind_offset(cmd, &yr),
 			.off_x = gpu_bind_offset(cmd, &xr),
 			.off_w = gpu_bind_offset(cmd, weight),
 			.off_b = gpu_bind_offset(cmd, bias),
+			.N = n_mod,
+			.s_sc = (uint32_t)mod_stride[0],
+			.s_sh = (uint32_t)mod_stride[1],
 		};
-		const struct gpu_tensor *bind[4] = {&yr, &xr, weight, bias};
-		static const unsigned char w[4] = {1, 0, 0, 0};
+		/* the block's first batch row */
+		int64_t b0 = N > 0 ? r0 / N : 0;
+		pc.off_sc = scale ? gpu_bind_offset(cmd, scale) +
+		    (uint32_t)(b0 * mod_stride[0]) : 0;
+		pc.off_sh = shift ? gpu_bind_offset(cmd, shift) +
+		    (uint32_t)(b0 * mod_stride[1]) : 0;
+		const struct gpu_tensor *bind[6] = {&yr, &xr, weight, bias,
+		    scale, shift};
+		static const unsigned char w[6] = {1, 0, 0, 0, 0, 0};
+		/* norm.comp's 64 invocations: 64 rows, or 64 / subgroup size
+		 * (a grid-stride loop covers any rows a smaller subgroup
+		 * leaves) */
+		enum gpu_kernel k;
+		uint64_t per = gpu_ctx_norm_kernel(gpu_cmd_ctx(cmd), &k);
 		uint32_t gx, gy;
-		gpu_cmd_grid(cmd, (uint64_t)rc, &gx, &gy);
-		TRY(gpu_cmd_dispatch(cmd, GPU_K_NORM, bind, w, &pc, gx, gy, 1,
-		    op));
+		gpu_cmd_grid(cmd, ((uint64_t)rc + per - 1) / per, &gx, &gy);
+		TRY(gpu_cmd_dispatch(cmd, k, bind, w, &pc, gx, gy, 1, op));
 		r0 += rc;
 	}
 	return LQ_OK;
@@ -911,7 +1022,7 @@ ops_layer_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *bias, float eps)
 {
 	return norm_rows(cmd, "ops_layer_norm", LQ_NORM_LAYER, y, x, weight,
-	    bias, eps);
+	    bias, eps, NULL, NULL);
 }
 
 enum lq_status
@@ -919,7 +1030,7 @@ ops_rms_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *weight, float eps)
 {
 	return norm_rows(cmd, "ops_rms_norm", LQ_NORM_RMS, y, x, weight, NULL,
-	    eps);
+	    eps, NULL, NULL);
 }
 
 enum lq_status
@@ -927,7 +1038,21 @@ ops_softmax(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x)
 {
 	return norm_rows(cmd, "ops_softmax", LQ_NORM_SOFTMAX, y, x, NULL, NULL,
-	    0);
+	    0, NULL, NULL);
+}
+
+enum lq_status
+ops_norm_modulate(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, enum ops_norm kind,
+    const struct gpu_tensor *weight, const struct gpu_tensor *bias,
+    float eps, const struct gpu_tensor *scale, const struct gpu_tensor *shift)
+{
+	const char *op = "ops_norm_modulate";
+	if (kind == OPS_NORM_RMS && bias != NULL)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: an RMS norm has no bias", op);
+	return norm_rows(cmd, op, kind == OPS_NORM_LAYER ? LQ_NORM_LAYER :
+	    LQ_NORM_RMS, y, x, weight, bias, eps, scale, shift);
 }
 
 /*
@@ -1355,6 +1480,17 @@ rope_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
 		    hd ? ", a multiple of the even head size" : "", DESC(cos),
 		    DESC(sin), hd ? "D/2" : "D");
 	const struct gpu_tensor *all[4] = {y, x, cos, sin};
+	/* the CPU-device host path (host_rows.c) */
+	void *hp[4];
+	if (host_ptrs(cmd, 4, all, hp)) {
+		struct gpu_host_op o = {.kind = GPU_HOST_ROPE};
+		o.rows = (struct gpu_host_rows){.y = hp[0], .a = hp[1],
+		    .b = hp[2], .c = hp[3], .dtb = cos->dtype,
+		    .dtc = sin->dtype, .rows = x->shape[0], .N = x->shape[1],
+		    .D = x->shape[2], .hd = hd,
+		    .cs_sb = cos->shape[0] == 1 ? 0 : x->shape[1] * cd};
+		return gpu_cmd_host(cmd, &o, op);
+	}
 	if (all_fit(cmd, 4, all))
 		return rope_emit(cmd, op, y, x, cos, sin, hd);
 	/* Split: per sample, blocks of tokens (elementwise per token). */

@@ -112,6 +112,22 @@ enum lq_status ops_layer_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 enum lq_status ops_rms_norm(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *weight, float eps);
 
+/*
+ * A norm and then AdaLN modulation (ops_modulate) in one pass, the norm's
+ * output never stored:
+ *   y[b, n, :] = norm(x[b, n, :]) · (1 + scale[b]) + shift[b]
+ * norm as ops_layer_norm (OPS_NORM_LAYER: weight, bias [D] or NULL) or
+ * ops_rms_norm (OPS_NORM_RMS: weight or NULL, bias must be NULL); x, y
+ * [B, N, D] contiguous f32; scale, shift f32 [B, D] (any row stride) or
+ * [D] views as ops_modulate takes them, either NULL.  In place ok.
+ * Within rounding of the two ops (the same arithmetic, in registers).
+ */
+enum ops_norm { OPS_NORM_LAYER, OPS_NORM_RMS };
+enum lq_status ops_norm_modulate(struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *x, enum ops_norm kind,
+    const struct gpu_tensor *weight, const struct gpu_tensor *bias,
+    float eps, const struct gpu_tensor *scale, const struct gpu_tensor *shift);
+
 /* Softmax over the last dim.  In place ok. */
 enum lq_status ops_softmax(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x);

@@ -25,6 +25,20 @@ struct gpu_pipeline {
 	VkPipeline pipeline;
 };
 
+/* LATENTQ_GPU_PROFILE=1 (profile.c): time per op name and kind */
+#define GPU_PROFILE_ROWS 96
+struct gpu_profile_row {
+	const char *op;		/* the op's static name ("ops_rms_norm") */
+	int host;		/* a host op (host.c), not a dispatch */
+	unsigned calls;
+	double ms;
+};
+struct gpu_profile {
+	int on;
+	int n;
+	struct gpu_profile_row rows[GPU_PROFILE_ROWS];
+};
+
 struct gpu_ctx {
 	VkInstance instance;
 	VkDebugUtilsMessengerEXT messenger;
@@ -62,12 +76,14 @@ struct gpu_ctx {
 	 * weights (0) and biases (1), attention's scores, query panel,
 	 * output panel, row sums, key bias (2-6), the padded last row panel */
 	int host_gemm, host_threads;
+	int norm_subgroup;		/* norm_sg, not norm (device.c) */
 	char gemm_variant[128];
 #define GPU_HOST_SCRATCH 7
 	float *host_scratch[GPU_HOST_SCRATCH];
 	size_t host_scratch_n[GPU_HOST_SCRATCH];
 	float *host_panel;
 	size_t host_panel_n;
+	struct gpu_profile profile;
 };
 
 struct gpu_buffer {
@@ -105,6 +121,7 @@ struct gpu_seg {
 	VkCommandBuffer cb;
 	unsigned dispatches;
 	int first_hop, nhop;
+	const char *op;		/* its last dispatch's op (profile.c) */
 };
 
 struct gpu_cmd {
@@ -133,6 +150,7 @@ struct gpu_cmd {
 	int nhops, caphops;
 	unsigned host_ops;		/* recorded since begin */
 	int fence_busy;			/* a segment was submitted with fence */
+	double submitted_ms;		/* when segment 0 was (profile.c) */
 };
 
 /* Vulkan format and bytes of each texel format (device.c). */
@@ -175,5 +193,17 @@ void gpu_buffer_destroy(struct gpu_buffer *b);
  */
 enum lq_status gpu_pipeline_get(struct gpu_ctx *ctx, enum gpu_kernel k,
     struct gpu_pipeline **out, struct lq_error *err);
+
+/*
+ * LATENTQ_GPU_PROFILE (profile.c): set in the environment and not "0";
+ * the monotonic clock in ms; one timed call of op (a static string) added
+ * to ctx's totals; the totals printed to stderr (gpu_ctx_free does, when
+ * ctx->profile.on).
+ */
+int gpu_profile_wanted(void);
+double gpu_profile_now_ms(void);
+void gpu_profile_add(struct gpu_ctx *ctx, const char *op, int host,
+    double ms);
+void gpu_profile_print(struct gpu_ctx *ctx);
 
 #endif

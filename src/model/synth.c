@@ -342,11 +342,17 @@ write_json(const char *dir, const char *name, cJSON *j, struct lq_error *err)
 	return rc;
 }
 
+/* mkdir -p: the output folder's missing parents are made too */
 static enum lq_status
 make_dir(const char *path, struct lq_error *err)
 {
-	if (mkdir(path, 0777) != 0 && errno != EEXIST)
-		return io_fail(err, path, "cannot create folder");
+	char *failed = NULL;
+	if (util_mkdir_p(path, 0777, &failed) != 0) {
+		enum lq_status st = io_fail(err, failed ? failed : path,
+		    "cannot create folder");
+		free(failed);
+		return st;
+	}
 	return LQ_OK;
 }
 

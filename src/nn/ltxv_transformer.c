@@ -733,6 +733,52 @@ modulate_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
 	return st;
 }
 
+/*
+ * The norm of x [B, N, D] into y then the modulation of run k's tokens by
+ * row k of scale / shift, in one pass (ops_norm_modulate): one call when
+ * the runs are the samples (no timestep_tokens), else one per run.  With
+ * `unfused_dump` (a tensor dump wants the norm's own output under that
+ * name) the norm and the modulation run apart, as before.
+ */
+static enum lq_status
+norm_modulate_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *x, enum ops_norm kind,
+    const struct gpu_tensor *weight, float eps, const struct gpu_tensor *scale,
+    const struct gpu_tensor *shift, int K, const struct nn_dump *dump,
+    const char *unfused_dump, struct lq_error *err)
+{
+	enum lq_status st = LQ_OK;
+	int64_t B = x->shape[0], N = x->shape[1];
+
+	if (dump != NULL && unfused_dump != NULL) {
+		st = kind == OPS_NORM_RMS ?
+		    ops_rms_norm(cmd, y, x, weight, eps) :
+		    ops_layer_norm(cmd, y, x, weight, NULL, eps);
+		if (st == LQ_OK)
+			st = nn_dump_tensor(dump, cmd, unfused_dump, y, err);
+		return st == LQ_OK ? modulate_segments(m, cmd, y, scale, shift,
+		    K) : st;
+	}
+	int whole = K == B;
+	for (int k = 0; k < K && whole; k++)
+		whole = m->seg_b[k] == k && m->seg_start[k] == 0 &&
+		    m->seg_len[k] == N;
+	if (whole)
+		return ops_norm_modulate(cmd, y, x, kind, weight, NULL, eps, scale,
+		    shift);
+	for (int k = 0; k < K && st == LQ_OK; k++) {
+		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
+		    m->seg_len[k]);
+		struct gpu_tensor ys = tokens(y, m->seg_b[k], m->seg_start[k],
+		    m->seg_len[k]);
+		struct gpu_tensor sc = row1(scale, k), sh = row1(shift, k);
+
+		st = ops_norm_modulate(cmd, &ys, &xs, kind, weight, NULL, eps,
+		    &sc, &sh);
+	}
+	return st;
+}
+
 /* ops_gated_add x += gate * r on x, r [B, N, D], per run as above. */
 static enum lq_status
 gated_add_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
@@ -1320,10 +1366,10 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		struct gpu_tensor scale_mlp = row(&ada, 4), gate_mlp = row(&ada, 5);
 
 		OP(ops_add_table(cmd, &ada, &b->scale_shift_table, &temb));
-		OP(ops_rms_norm(cmd, &nrm, &x, opt(&b->norm1_w), (float)c->norm_eps));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.norm1", i);
-		DUMP(name, nrm);
-		OP(modulate_segments(m, cmd, &nrm, &scale_msa, &shift_msa, K));
+		OP(norm_modulate_segments(m, cmd, &nrm, &x, OPS_NORM_RMS,
+		    opt(&b->norm1_w), (float)c->norm_eps, &scale_msa, &shift_msa,
+		    K, dump, name, err));
 		OP(attention(m, cmd, &b->attn1, &proj, &nrm, &nrm, &q, &k, &v, &o,
 		    &cos, &sin, NULL, &sc, 1, err));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn1", i);
@@ -1337,8 +1383,9 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		DUMP(name, proj);
 		OP(ops_gated_add(cmd, &x, &x, NULL, &proj));
 
-		OP(ops_rms_norm(cmd, &nrm, &x, opt(&b->norm2_w), (float)c->norm_eps));
-		OP(modulate_segments(m, cmd, &nrm, &scale_mlp, &shift_mlp, K));
+		OP(norm_modulate_segments(m, cmd, &nrm, &x, OPS_NORM_RMS,
+		    opt(&b->norm2_w), (float)c->norm_eps, &scale_mlp, &shift_mlp,
+		    K, dump, NULL, err));
 		OP(ops_linear(cmd, &ffh, &nrm, &b->ff0_w, &b->ff0_b, m->ff_act));
 		OP(ops_linear(cmd, &proj, &ffh, &b->ff2_w, &b->ff2_b, OPS_ACT_NONE));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.ff", i);
@@ -1387,9 +1434,8 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 
 			OP(ops_add(cmd, &fin, &tab, &eb));
 		}
-		OP(ops_layer_norm(cmd, &nrm, &x, NULL, NULL, 1e-6f));
-		DUMP("norm_out", nrm);
-		OP(modulate_segments(m, cmd, &nrm, &scale, &shift, K));
+		OP(norm_modulate_segments(m, cmd, &nrm, &x, OPS_NORM_LAYER, NULL,
+		    1e-6f, &scale, &shift, K, dump, "norm_out", err));
 	}
 	OP(ops_linear(cmd, output, &nrm, &m->proj_out_w, &m->proj_out_b, OPS_ACT_NONE));
 	if (dump) {

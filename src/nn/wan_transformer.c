@@ -702,6 +702,17 @@ shape_error(struct lq_error *err, const char *what,
 #define BDUMP(what, t) do { \
 	snprintf(name, sizeof(name), "blocks.%d." what, i); \
 	DUMP(name, t); } while (0)
+/* LayerNorm (no affine) of x into y, then modulation: fused
+ * (ops_norm_modulate) unless a dump wants the norm's own output, `what`. */
+#define NORM_MOD(what, y, x, scale, shift) do { \
+	if (dump) { \
+		OP(ops_layer_norm(cmd, &(y), &(x), NULL, NULL, (float)c->eps)); \
+		DUMP(what, y); \
+		OP(ops_modulate(cmd, &(y), &(y), &(scale), &(shift))); \
+	} else { \
+		OP(ops_norm_modulate(cmd, &(y), &(x), OPS_NORM_LAYER, NULL, \
+		    NULL, (float)c->eps, &(scale), &(shift))); \
+	} } while (0)
 
 enum lq_status
 wan_transformer_forward(struct wan_transformer *m,
@@ -884,9 +895,8 @@ wan_transformer_forward(struct wan_transformer *m,
 		OP(ops_add_table(cmd, &w.ada, &b->scale_shift_table, &w.tproj));
 
 		/* 1. self-attention */
-		OP(ops_layer_norm(cmd, &w.nrm, &w.x, NULL, NULL, (float)c->eps));
-		BDUMP("norm1", w.nrm);
-		OP(ops_modulate(cmd, &w.nrm, &w.nrm, &scale_msa, &shift_msa));
+		snprintf(name, sizeof(name), "blocks.%d.norm1", i);
+		NORM_MOD(name, w.nrm, w.x, scale_msa, shift_msa);
 		if (dump) {
 			/* norm_q / norm_k before RoPE (the attention rotates
 			 * its q / k in place) */
@@ -932,9 +942,8 @@ wan_transformer_forward(struct wan_transformer *m,
 		OP(ops_add(cmd, &w.x, &w.x, &w.att));
 
 		/* 3. feed-forward */
-		OP(ops_layer_norm(cmd, &w.nrm, &w.x, NULL, NULL, (float)c->eps));
-		BDUMP("norm3", w.nrm);
-		OP(ops_modulate(cmd, &w.nrm, &w.nrm, &c_scale_msa, &c_shift_msa));
+		snprintf(name, sizeof(name), "blocks.%d.norm3", i);
+		NORM_MOD(name, w.nrm, w.x, c_scale_msa, c_shift_msa);
 		OP(ops_linear(cmd, &w.ffh, &w.nrm, &b->ff0_w, &b->ff0_b,
 		    OPS_ACT_GELU_TANH));
 		OP(ops_linear(cmd, &w.att, &w.ffh, &b->ff2_w, &b->ff2_b,
@@ -971,9 +980,7 @@ wan_transformer_forward(struct wan_transformer *m,
 		struct gpu_tensor scale = ada_row(&w.fin, 1);
 
 		OP(ops_add(cmd, &w.fin, &tab, &eb));
-		OP(ops_layer_norm(cmd, &w.nrm, &w.x, NULL, NULL, (float)c->eps));
-		DUMP("norm_out", w.nrm);
-		OP(ops_modulate(cmd, &w.nrm, &w.nrm, &scale, &shift));
+		NORM_MOD("norm_out", w.nrm, w.x, scale, shift);
 	}
 	OP(ops_linear(cmd, &w.proj, &w.nrm, &m->proj_out_w, &m->proj_out_b,
 	    OPS_ACT_NONE));

@@ -13,6 +13,9 @@
 # and attention FLOPs over the process's wall time) and OpenBLAS sgemm's
 # GF/s on one [2N, 2048] x [2048, 2048] product measured in the same run
 # (tests/bench/bench-gpu sgemm): the ratio is issue 18's done-when figure.
+# When python3 imports diffusers, tests/bench/reference/diffusers-forward.py
+# times diffusers on the same folder and inputs at the same thread count
+# (LATENTQ_GEMM_THREADS, default 2) and the line gains diffusers/latentq.
 set -eu
 LATENTQ=${LATENTQ:-./latentq}
 top_srcdir=${top_srcdir:-.}
@@ -20,6 +23,25 @@ BG=${BENCH_GPU:-./tests/bench/bench-gpu}
 ST=${ST_TOOL:-./tests/render/st-tool}
 T=$(mktemp -d /tmp/latentq-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
+REF=$top_srcdir/tests/bench/reference/diffusers-forward.py
+THREADS=${LATENTQ_GEMM_THREADS:-2}
+if python3 -c "import diffusers, safetensors, torch" 2>/dev/null; then
+	have_ref=1
+else
+	have_ref=0
+	echo "(no diffusers for python3: the diffusers ratio is not measured)"
+fi
+# reference WHAT MODEL INPUTS...: " | diffusers X.XX s, diffusers/latentq R"
+# for a latentq time in $lq, or nothing
+reference() {
+	[ "$have_ref" = 1 ] || return 0
+	what=$1 model=$2; shift 2
+	r=$(python3 "$REF" "$what" "$model" "$THREADS" "$@" 2>/dev/null |
+	    sed -n 's/^\([0-9.]*\) .*/\1/p') || r=
+	[ -n "$r" ] || { echo " | diffusers failed"; return 0; }
+	awk -v r="$r" -v l="$lq" 'BEGIN {
+		printf " | diffusers %.2f s, diffusers/latentq %.2f", r, r / l }'
+}
 [ -x "$ST" ] || make tests/render/st-tool >/dev/null
 [ -x "$BG" ] || make tests/bench/bench-gpu >/dev/null
 "$LATENTQ" model synth --preset 0.9.1-2b --sparse \
@@ -75,8 +97,11 @@ for g in $grids; do
 		gf = fl / (b - a) / 1e9
 		fmt = "transformer 2048x2 layers, %5d tokens %-10s forward %7.2f s"
 		fmt = fmt "  peak %8.1f MiB  %6.1f GF/s  sgemm %6.1f GF/s"
-		fmt = fmt "  forward/sgemm %.2f\n"
+		fmt = fmt "  forward/sgemm %.2f"
 		printf fmt, n, "(" g ")", b - a, p / 1048576, gf, sg, gf / sg }'
+	lq=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+	reference transformer "$T/m/transformer" "$T/in.st"
+	echo
 done
 
 M=$top_srcdir/tests/data/ltxv-extra/models/vae091
@@ -91,6 +116,9 @@ for z in 5x8x8 9x16x16 9x24x24; do
 	t1=$(date +%s.%N)
 	peak=$(sed -n 's/.*measured peak_device_bytes \([0-9]*\).*/\1/p' "$T/log")
 	awk -v z="$z" -v a="$t0" -v b="$t1" -v p="${peak:-0}" 'BEGIN {
-		printf "vae091 decode latent 16x%-8s %7.2f s  peak %8.1f MiB\n",
+		printf "vae091 decode latent 16x%-8s %7.2f s  peak %8.1f MiB",
 		    z, b - a, p / 1048576 }'
+	lq=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+	reference vae-decoder "$M" "$T/z.st" "$T/temb.st"
+	echo
 done

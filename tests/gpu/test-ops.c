@@ -229,6 +229,77 @@ test_norm(int rows, int D, int mode, int affine)
 	free(hx), free(hw), free(hb), free(ref);
 }
 
+/*
+ * ops_norm_modulate: norm then AdaLN modulation, scale / shift rows of a
+ * [B, 3, D] table (row stride 3·D) or one shared [D] row, against the
+ * double reference; and rows [r0, r0 + rc) of batch 1 normalised in a call
+ * of their own are bitwise the rows of the whole call (a row's bits depend
+ * on D alone).
+ */
+static void
+test_norm_modulate(int B, int N, int D, int layer, int affine, int shared)
+{
+	begin();
+	struct gpu_tensor x = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor y = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor w = T(GPU_F16, 1, SH(D));
+	struct gpu_tensor b = T(GPU_F32, 1, SH(D));
+	struct gpu_tensor tab = T(GPU_F32, 2, SH(B, 3 * D));
+	size_t n = (size_t)B * N * D;
+	float *hx = rnd(n, 3), *hw = rnd(D, 1), *hb = rnd(D, 1);
+	float *ht = rnd((size_t)B * 3 * D, 1);
+	for (size_t i = 0; i < n; i++)
+		hx[i] += 1.5f;
+	up(&x, hx);
+	up(&w, hw);
+	up(&b, hb);
+	up(&tab, ht);
+	struct gpu_tensor scale = gpu_tensor_slice(&tab, 1, 0, D);
+	struct gpu_tensor shift = gpu_tensor_slice(&tab, 1, 2 * D, D);
+	struct gpu_tensor first = gpu_tensor_slice(&scale, 0, 0, 1);
+	struct gpu_tensor row0 = gpu_tensor_reshape(&first, 1, SH(D));
+	const struct gpu_tensor *sc = shared ? &row0 : &scale;
+	enum ops_norm kind = layer ? OPS_NORM_LAYER : OPS_NORM_RMS;
+	const struct gpu_tensor *bias = affine && layer ? &b : NULL;
+	CHECK_INT(ops_norm_modulate(cmd, &y, &x, kind, affine ? &w : NULL,
+	    bias, 1e-6f, sc, &shift), LQ_OK);
+	/* rows of batch B-1 alone, into a tensor of their own */
+	int r0 = N / 3, rc = N - N / 3 > 5 ? 5 : N - N / 3;
+	struct gpu_tensor xs = T(GPU_F32, 3, SH(1, rc, D));
+	struct gpu_tensor ys = T(GPU_F32, 3, SH(1, rc, D));
+	up(&xs, hx + ((size_t)(B - 1) * N + r0) * D);
+	struct gpu_tensor scs = shared ? row0 :
+	    gpu_tensor_slice(&scale, 0, B - 1, 1);
+	struct gpu_tensor shs = gpu_tensor_slice(&shift, 0, B - 1, 1);
+	CHECK_INT(ops_norm_modulate(cmd, &ys, &xs, kind, affine ? &w : NULL,
+	    bias, 1e-6f, &scs, &shs), LQ_OK);
+	run();
+	double *ref = malloc(sizeof(double) * n);
+	ref_norm_rows(ref, hx, affine ? hw : NULL, bias ? hb : NULL, B * N, D,
+	    layer ? 0 : 1, 1e-6);
+	for (int bi = 0; bi < B; bi++)
+		for (int i = 0; i < N; i++)
+			for (int d = 0; d < D; d++) {
+				size_t k = ((size_t)bi * N + i) * D + d;
+				int sb = shared ? 0 : bi;
+				ref[k] = ref[k] * (1 + (double)ht[sb * 3 * D + d]) +
+				    ht[bi * 3 * D + 2 * D + d];
+			}
+	char name[96];
+	snprintf(name, sizeof(name), "norm_modulate %s %dx%dx%d%s%s",
+	    layer ? "layer" : "rms", B, N, D, affine ? " affine" : "",
+	    shared ? " shared" : "");
+	compare(name, &y, ref, 2e-5, 2e-5);
+	float *whole = down(&y), *alone = down(&ys);
+	int same = memcmp(whole + ((size_t)(B - 1) * N + r0) * D, alone,
+	    (size_t)rc * D * sizeof(float)) == 0;
+	printf("%-40s %s\n", "  rows alone vs in the whole call",
+	    same ? "bitwise equal" : "DIFFER");
+	CHECK(same);
+	free(whole), free(alone);
+	free(hx), free(hw), free(hb), free(ht), free(ref);
+}
+
 static void
 test_norm_channels(int B, int C, int F, int H, int W, int mode, int G)
 {
@@ -295,8 +366,13 @@ test_elementwise(void)
 	struct gpu_tensor scale = gpu_tensor_slice(&ada2, 1, D, D);
 	struct gpu_tensor gate = gpu_tensor_slice(&ada2, 1, 2 * D, D);
 	struct gpu_tensor y2 = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor y3 = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor y4 = T(GPU_F32, 3, SH(B, N, D));
 	ops_modulate(cmd, &y, &x, &scale, &shift);
 	ops_gated_add(cmd, &y2, &y, &gate, &r);
+	/* one of scale / shift absent (0) */
+	ops_modulate(cmd, &y3, &x, &scale, NULL);
+	ops_modulate(cmd, &y4, &x, NULL, &shift);
 	run();
 	for (int b = 0; b < B; b++)
 		for (int i = 0; i < N; i++)
@@ -307,9 +383,13 @@ test_elementwise(void)
 				double g = ht[2 * D + d] + (double)he[b * 6 * D + 2 * D + d];
 				ref[k] = hx[k] * (1 + sc) + sh;
 				ref[n + k] = ref[k] + g * hr[k];
+				ref[2 * n + k] = hx[k] * (1 + sc);
+				ref[3 * n + k] = hx[k] + sh;
 			}
 	compare("modulate (table rows)", &y, ref, 1e-5, 1e-5);
 	compare("gated_add", &y2, ref + n, 1e-5, 1e-5);
+	compare("modulate (no shift)", &y3, ref + 2 * n, 1e-5, 1e-5);
+	compare("modulate (no scale)", &y4, ref + 3 * n, 1e-5, 1e-5);
 
 	/* broadcast add / mul / add_mul / scale / fill / act */
 	begin();
@@ -834,6 +914,10 @@ main(void)
 		test_linear(64, 128, 64, GPU_BF16, 0, 0);
 		test_linear(5, 33, 129, GPU_F32, 0, 3);
 		test_linear(300, 36, 70, GPU_F16, 1, 0);
+		/* few rows: linear.comp's GEMV variant on the shader path */
+		test_linear(2, 128, 67, GPU_BF16, 1, 1);
+		test_linear(4, 64, 130, GPU_F16, 0, 0);
+		test_linear(3, 96, 33, GPU_F32, 1, 2);
 		test_matmul(3, 19, 33, 45, 0, 0);
 		test_matmul(2, 70, 17, 9, 1, 1);
 		test_attention(2, 37, 23, 3, 16, 16, 1, 0, 0.25, 0);
@@ -859,6 +943,13 @@ main(void)
 	test_norm(9, 300, 1, 1);
 	test_norm(3, 129, 1, 0);
 	test_norm(6, 77, 2, 0);
+	test_norm(4, 2048, 1, 1);
+	test_norm(3, 2051, 0, 1);
+	test_norm(2, 4099, 2, 0);
+	test_norm_modulate(2, 37, 19, 0, 0, 0);
+	test_norm_modulate(2, 40, 128, 1, 1, 0);
+	test_norm_modulate(3, 9, 301, 0, 1, 1);
+	test_norm_modulate(1, 17, 8, 1, 0, 1);
 	test_norm_channels(2, 13, 3, 5, 7, 1, 0);
 	test_norm_channels(1, 8, 2, 3, 3, 0, 0);
 	test_norm_channels(2, 12, 3, 4, 5, 0, 4);

@@ -69,7 +69,19 @@ cache_session_io(struct memcache *m, int *loaded, unsigned *created,
 	struct gpu_ctx *ctx;
 	struct lq_error err;
 	error_clear(&err);
-	if (gpu_ctx_create(&opts, &ctx, &err) != LQ_OK) {
+	/* the fill must be a shader (a pipeline to cache): on a CPU device
+	 * the host path would run it as a C loop */
+	const char *hg = getenv("LATENTQ_GPU_HOST_GEMM");
+	char *saved = hg ? strdup(hg) : NULL;
+	setenv("LATENTQ_GPU_HOST_GEMM", "0", 1);
+	enum lq_status cst = gpu_ctx_create(&opts, &ctx, &err);
+	if (saved) {
+		setenv("LATENTQ_GPU_HOST_GEMM", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("LATENTQ_GPU_HOST_GEMM");
+	}
+	if (cst != LQ_OK) {
 		error_print(&err, stderr);
 		free(io);
 		return 0;

@@ -237,6 +237,16 @@ c_norm_rows(struct env *e, struct gpu_cmd *cmd)
 	ops_layer_norm(cmd, &y1, &x, &w, &b, 1e-6f);
 	ops_rms_norm(cmd, &y2, &x, &w, 1e-5f);
 	ops_softmax(cmd, &y3, &x);
+	/* modulated: blocks start on a batch row or stay inside one batch */
+	struct gpu_tensor tab = in(e, GPU_F32, 2, SH(2, 3 * 48), 1);
+	struct gpu_tensor sc = gpu_tensor_slice(&tab, 1, 0, 48);
+	struct gpu_tensor sh = gpu_tensor_slice(&tab, 1, 96, 48);
+	struct gpu_tensor y4 = out(e, 3, SH(2, 350, 48));
+	struct gpu_tensor y5 = out(e, 3, SH(2, 350, 48));
+	ops_norm_modulate(cmd, &y4, &x, OPS_NORM_LAYER, &w, &b, 1e-6f, &sc,
+	    &sh);
+	ops_norm_modulate(cmd, &y5, &x, OPS_NORM_RMS, NULL, NULL, 1e-6f, NULL,
+	    &sh);
 }
 
 /* Channel norms: one sample over the limit, so blocks of channels with

@@ -19,18 +19,30 @@ T=$(mktemp -d /tmp/latentq-validate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 LATENTQ_VALIDATE=1; export LATENTQ_VALIDATE
 rc=0
+# test-ops twice: on a CPU device its default is the host path, so the
+# shaders the host path replaces are validated with LATENTQ_GPU_HOST_GEMM=0
 "$top_builddir/tests/gpu/test-ops" >"$T/ops.out" 2>"$T/ops.err" || rc=1
+LATENTQ_GPU_HOST_GEMM=0 "$top_builddir/tests/gpu/test-ops" >"$T/ops0.out" \
+    2>"$T/ops0.err" || rc=1
+# and the subgroup row norm (norm_sg), where the device has the arithmetic
+LATENTQ_GPU_HOST_GEMM=0 LATENTQ_GPU_SUBGROUP=1 \
+    "$top_builddir/tests/gpu/test-ops" >"$T/ops1.out" 2>"$T/ops1.err" || rc=1
 "$top_builddir/tests/gpu/test-runtime" >"$T/rt.out" 2>"$T/rt.err" || rc=1
-grep -H "validation messages" "$T/ops.out"
-if grep -q "vulkan validation" "$T/ops.err" "$T/rt.err"; then
+grep -H "validation messages" "$T/ops.out" "$T/ops0.out" "$T/ops1.out"
+if grep -q "vulkan validation" "$T/ops.err" "$T/ops0.err" "$T/ops1.err" \
+    "$T/rt.err"; then
 	echo "FAIL: validation layer reported:"
-	grep -h "vulkan validation" "$T/ops.err" "$T/rt.err" | head -20
+	grep -h "vulkan validation" "$T/ops.err" "$T/ops0.err" "$T/ops1.err" \
+	    "$T/rt.err" | head -20
 	rc=1
 fi
-if ! grep -q "^validation messages: 0$" "$T/ops.out"; then
-	echo "FAIL: test-ops did not report zero validation messages"
-	tail -20 "$T/ops.out" "$T/ops.err"
-	rc=1
-fi
-[ "$rc" -eq 0 ] || { tail -20 "$T/ops.out" "$T/ops.err" "$T/rt.err"; }
+for o in ops ops0 ops1; do
+	if ! grep -q "^validation messages: 0$" "$T/$o.out"; then
+		echo "FAIL: test-ops ($o) did not report zero validation messages"
+		tail -n 20 "$T/$o.out" "$T/$o.err"
+		rc=1
+	fi
+done
+[ "$rc" -eq 0 ] || tail -n 20 "$T/ops.out" "$T/ops.err" "$T/ops0.out" \
+    "$T/ops0.err" "$T/rt.out" "$T/rt.err"
 exit $rc

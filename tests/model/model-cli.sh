@@ -24,6 +24,14 @@ cmp -s "$M/vae/diffusion_pytorch_model.safetensors" "$T/other/vae/diffusion_pyto
 checks=$((checks + 1))
 cmp -s "$M/vae/config.json" "$T/other/vae/config.json" || fail "configs depend on the seed"
 
+# missing parents are made (mkdir -p), the same bytes as anywhere else
+expect_status 0 "$LATENTQ" model synth --preset tiny --seed 7 "$T/deep/er/m"
+checks=$((checks + 1))
+diff -r "$M" "$T/deep/er/m" >/dev/null || fail "synth into new parents differs"
+# a parent that cannot be made is named
+: > "$T/plain"
+expect_status 73 "$LATENTQ" model synth --preset tiny "$T/plain/m"
+expect_grep "$T/plain.*cannot create folder.*\[LQ-MODEL-031\]" "$T/err"
 expect_status 64 "$LATENTQ" model synth --preset huge "$T/huge"
 expect_grep 'LQ-MODEL-030' "$T/err"
 expect_status 73 "$LATENTQ" model synth --preset tiny "$M"
