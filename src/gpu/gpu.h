@@ -58,10 +58,10 @@
  *   LATENTQ_GPU_FORCE_STAGING=1  (tests) treat device memory as not
  *                              host-visible, so transfers use staging
  *   LATENTQ_GPU_HOST_GEMM=0|1  ops_linear / _matmul / _attention as host GEMMs
- *                              (OpenBLAS on mapped buffers) or as shaders;
+ *                              (gpu/host.c, on mapped buffers) or shaders;
  *                              unset: host GEMMs when the device type is
  *                              "cpu" (gpu_ctx_gemm_variant)
- *   LATENTQ_GEMM_THREADS=N     OpenBLAS threads of the host GEMMs
+ *   LATENTQ_GEMM_THREADS=N     threads of the host GEMMs
  *                              (default 2, a constant, not the cores)
  *   LATENTQ_GPU_MAX_BINDING=BYTES  (tests) lower the device's
  *                              maxStorageBufferRange to BYTES (>= 256) in
@@ -211,8 +211,8 @@ unsigned gpu_ctx_validation_messages(const struct gpu_ctx *ctx);
 /*
  * Where GEMM-shaped work (ops_linear, ops_matmul, ops_attention) runs on
  * this ctx, borrowed: "shader", or on a CPU device (lavapipe) whose
- * memory is host memory "host-gemm:OpenBLAS <version> <core> t=<threads>"
- * (OpenBLAS cblas_sgemm on the mapped buffers, loaded with dlopen).  It
+ * memory is host memory "host-gemm:6x16 fma|mul-add t=<threads>" (host.c's
+ * GEMM on the mapped buffers: its tile, its steps, its threads).  It
  * is part of gpu_ctx_variant ("gemm=..."), so of the pipeline-cache
  * fingerprint and of the device fingerprint a checkpoint records: a
  * render resumes only under the same path.

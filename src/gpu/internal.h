@@ -139,15 +139,16 @@ enum lq_status gpu_cmd_fail(struct gpu_cmd *cmd, enum lq_status st,
 
 /*
  * The CPU-device fast path (host.c): on a device whose memory is host
- * memory, ops_linear and ops_matmul record a host GEMM instead of a
- * dispatch.  A host op is c[z] = act(alpha · a[z] · op(b[z]) + bias) for
- * z < batch on mapped pointers: a [M, K] f32 (batch stride sa elements),
- * b [N, K] when trans_b else [K, N] in b_dtype (stride sb, 0 = shared),
- * bias [N] in bias_dtype or NULL, c f32 rows of ldc elements (stride sc).
- * Every sgemm call has GPU_HOST_GEMM_ROWS rows (host.c says why); OpenBLAS
- * runs on LATENTQ_GEMM_THREADS threads, default GPU_HOST_GEMM_THREADS.
+ * memory, ops_linear, ops_matmul and ops_attention record a host op
+ * instead of dispatches.  A GEMM host op is c[z] = act(alpha · a[z] ·
+ * op(b[z]) + bias) for z < batch on mapped pointers: a [M, K] f32 (batch
+ * stride sa elements), b [N, K] when trans_b else [K, N] in b_dtype
+ * (stride sb, 0 = shared), bias [N] in bias_dtype or NULL, c f32 rows of
+ * ldc elements (stride sc).  Each output is one sum over k in order
+ * (host.c), so a row's bits do not depend on the rows beside it or on
+ * the LATENTQ_GEMM_THREADS threads it runs on (default
+ * GPU_HOST_GEMM_THREADS).
  */
-#define GPU_HOST_GEMM_ROWS 256
 #define GPU_HOST_GEMM_THREADS 2
 
 enum gpu_host_kind {
@@ -190,7 +191,7 @@ struct gpu_host_rows {
  * v at v + b·sv + j·ldv + h·Dv (Dv = N), j < Nk; out contiguous, c;
  * key_bias (bias_dtype, row stride skb, 0 = shared) and attn_bias
  * ([B or 1, H, M, Nk], attn_bias_dtype, attn_bias_b = 1 when per b) may
- * be NULL.  Every sgemm has GPU_HOST_GEMM_ROWS query rows.
+ * be NULL.  A query row's bits do not depend on the other query rows.
  */
 struct gpu_host_op {
 	enum gpu_host_kind kind;
@@ -214,10 +215,10 @@ struct gpu_host_op {
 };
 
 /*
- * Sets ctx->host_gemm and ctx->gemm_variant ("shader" or "host-gemm:OpenBLAS
- * <version> <core> t=<threads>"): on when the device type is "cpu", or as
- * LATENTQ_GPU_HOST_GEMM=0|1 says, and libopenblas.so.0 loads (else a
- * warning, once per process, and "shader").
+ * Sets ctx->host_gemm and ctx->gemm_variant ("shader" or "host-gemm:6x16
+ * fma|mul-add t=<threads>": the tile, whether its steps are fused
+ * multiply-adds (CPUs with AVX2 and FMA) and the thread count): on when
+ * the device type is "cpu", or as LATENTQ_GPU_HOST_GEMM=0|1 says.
  */
 void gpu_host_resolve(struct gpu_ctx *ctx);
 /* Runs one host op now (the command's wait calls it in stream order). */

@@ -49,7 +49,7 @@
  *   through texel buffers when the device supports the formats.  Other
  *   shapes use generic kernels with identical results up to rounding.
  * - CPU devices (lavapipe): ops_linear, ops_matmul and ops_attention run
- *   on the host as OpenBLAS sgemm on the mapped buffers (gpu/host.c,
+ *   on the host as C GEMMs on the mapped buffers (gpu/host.c,
  *   gpu_ctx_gemm_variant, LATENTQ_GPU_HOST_GEMM), never split, and
  *   results equal the shaders' up to rounding; deterministic, and a
  *   row's bits do not depend on the other rows of its call.

@@ -72,17 +72,18 @@ struct gpu_ctx {
 	 * sizes): now, and the high-water mark (gpu_ctx_memory) */
 	uint64_t mem_live, mem_peak;
 	/* the CPU-device fast path (host.c): on or not, its variant string
-	 * (gpu_ctx_gemm_variant, in gpu_ctx_variant), and host scratch: decoded f16/bf16
-	 * weights (0) and biases (1), attention's scores, query panel,
-	 * output panel, row sums, key bias (2-6), the padded last row panel */
+	 * (gpu_ctx_gemm_variant, in gpu_ctx_variant), the op's shared host
+	 * scratch: f16/bf16 weights (0), biases (1) and attention key
+	 * biases (2) decoded to f32, and each of the host_threads threads'
+	 * own scratch (host.c's struct gpu_host_tls: padded panels,
+	 * scores, im2col columns) */
 	int host_gemm, host_threads;
 	int norm_subgroup;		/* norm_sg, not norm (device.c) */
 	char gemm_variant[128];
-#define GPU_HOST_SCRATCH 7
+#define GPU_HOST_SCRATCH 3
 	float *host_scratch[GPU_HOST_SCRATCH];
 	size_t host_scratch_n[GPU_HOST_SCRATCH];
-	float *host_panel;
-	size_t host_panel_n;
+	struct gpu_host_tls *host_tls;	/* [host_threads] */
 	struct gpu_profile profile;
 };
 

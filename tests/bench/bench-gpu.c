@@ -11,11 +11,14 @@
  * with sgemm (OpenBLAS, one thread per online CPU) at the row's shape:
  *   linear 4096x2048 -> 2048 and -> 8192, F32 and F16 weights
  *   attention seq 4096, head_dim 64, 32 heads (sgemm: q·kᵀ and p·v per head)
+ *   the demo render's attention (2 x 320 tokens, 4 heads of 32) and
+ *   linears (640 rows, 128 -> 128, 128 -> 512, 512 -> 128)
  *   conv3d VAE-like [1,128,5,64,64] -> 128, k3 causal (sgemm: im2col product)
  *   a chain of 100 small dispatches (one submit)
  *
  * LATENTQ_BENCH_QUICK=1 shrinks every shape 4x (for a smoke run);
- * LATENTQ_BENCH_ONLY=chain,linear,wide,attention,conv picks some.
+ * LATENTQ_BENCH_ONLY=chain,linear,wide,attention,demo,conv picks some
+ * (demo: the demo render's attention and linear shapes, at full size).
  * `bench-gpu sgemm M K N` prints only sgemm's GF/s for C[M,N] = A[M,K]·Bᵀ
  * (what tests/bench/bench-model.sh compares a whole forward with).
  */
@@ -304,6 +307,14 @@ report(const char *what, double dt, double flop, double sgemm_dt)
 	    100 * gs / peak, g / gs);
 }
 
+/* Timed repetitions for `flop` of work: a millisecond-sized call is
+ * noisy on a loaded machine, so the best of 20. */
+static int
+small_reps(double flop)
+{
+	return flop < 1e9 ? 20 : 1;
+}
+
 struct lin { struct gpu_tensor y, x, w; };
 
 
@@ -322,7 +333,7 @@ bench_linear(int M, int K, int N, enum gpu_dtype wdt)
 	    T(wdt, 2, SH(N, K))};
 	fill(&l.x);
 	fill_param(&l.w);
-	double dt = timed(rec_linear, &l, 1);
+	double dt = timed(rec_linear, &l, small_reps(2.0 * M * K * N));
 	char what[96];
 	snprintf(what, sizeof(what), "linear %dx%d -> %d, %s weights", M, K, N,
 	    gpu_dtype_name(wdt));
@@ -340,22 +351,27 @@ rec_attention(void *a)
 }
 
 static void
-bench_attention(int N, int D, int H)
+bench_attention(int B, int N, int D, int H)
 {
 	gpu_pool_reset(pool, 0);
-	struct att t = {T(GPU_F32, 3, SH(1, N, H * D)),
-	    T(GPU_F32, 3, SH(1, N, H * D)), T(GPU_F32, 3, SH(1, N, H * D)),
-	    T(GPU_F32, 3, SH(1, N, H * D)), H};
+	struct att t = {T(GPU_F32, 3, SH(B, N, H * D)),
+	    T(GPU_F32, 3, SH(B, N, H * D)), T(GPU_F32, 3, SH(B, N, H * D)),
+	    T(GPU_F32, 3, SH(B, N, H * D)), H};
 	fill_param(&t.q);
 	fill_param(&t.k);
 	fill_param(&t.v);
-	double dt = timed(rec_attention, &t, 1);
-	/* sgemm: per head q·kᵀ [N,D]x[D,N] and p·v [N,N]x[N,D] */
-	double ds = H * (sgemm_time(N, D, N, 1) + sgemm_time(N, N, D, 0));
+	double dt = timed(rec_attention, &t, small_reps(4.0 * B * N * N * D *
+	    H));
+	/* sgemm: per sample and head q·kᵀ [N,D]x[D,N] and p·v [N,N]x[N,D] */
+	double ds = B * H * (sgemm_time(N, D, N, 1) + sgemm_time(N, N, D, 0));
 	char what[96];
-	snprintf(what, sizeof(what), "attention seq %d, head_dim %d, %d heads",
-	    N, D, H);
-	report(what, dt, 4.0 * N * N * D * H, ds);
+	if (B == 1)
+		snprintf(what, sizeof(what), "attention seq %d, head_dim %d, %d "
+		    "heads", N, D, H);
+	else
+		snprintf(what, sizeof(what), "attention %dx seq %d, head_dim %d, "
+		    "%d heads", B, N, D, H);
+	report(what, dt, 4.0 * B * N * N * D * H, ds);
 }
 
 struct conv { struct gpu_tensor y, x, w, b; };
@@ -468,7 +484,16 @@ main(int argc, char **argv)
 		bench_linear(4096 / q, 2048, 8192, GPU_F16);
 	}
 	if (WANT("attention"))
-		bench_attention(4096 / q, 64, 32);
+		bench_attention(1, 4096 / q, 64, 32);
+	if (WANT("demo")) {
+		/* the demo render's shapes (jobs/models/ltxv-demo at 64x64x9,
+		 * CFG batch 2: 2 x 320 tokens, dim 128, 4 heads of 32, FF 512);
+		 * never shrunk, they are small already */
+		bench_attention(2, 320, 32, 4);
+		bench_linear(640, 128, 128, GPU_F32);
+		bench_linear(640, 128, 512, GPU_F32);
+		bench_linear(640, 512, 128, GPU_F32);
+	}
 	if (WANT("conv"))
 		bench_conv(128, 5, 64 / q, 64 / q);
 	gpu_cmd_free(cmd);
