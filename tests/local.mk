@@ -22,6 +22,8 @@ EXTRA_DIST += tests/bench/bench-store.sh
 bench_SCRIPTS_LIST += tests/bench/bench-store.sh
 EXTRA_DIST += tests/bench/bench-mesh.sh
 bench_SCRIPTS_LIST += tests/bench/bench-mesh.sh
+EXTRA_DIST += tests/bench/bench-warm.sh
+bench_SCRIPTS_LIST += tests/bench/bench-warm.sh
 
 # The two-stage example points at the goldens' random-weight latent
 # upsampler under tests/data (the demo model has none): shipped in the

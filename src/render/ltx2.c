@@ -318,7 +318,8 @@ phase_compile(struct l2 *r, struct lq_error *err)
 	if ((s = phase(r, "compile", -1, err)) != LQ_OK)
 		return s;
 	/* --device, or main's LATENTQ_DEVICE default (cmd_globals) */
-	if ((s = render_mesh_open(r->c->st, r->c->job, r->c->opt->device,
+	if ((s = render_mesh_open(r->c->st, r->c->job,
+	    r->c->opt->warm, r->c->opt->device,
 	    &r->jc->mesh, &r->mesh, err)) != LQ_OK)
 		return s;
 	r->gpu = r->mesh.ranks[0].gpu;

@@ -5,6 +5,7 @@
  * of a rank's rows and tokens.  What each rank computes, and how a
  * context group exchanges inside a forward, is the model's (src/nn/).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "config.h"
 #include "core/codes.h"
 #include "core/json.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "render/render-int.h"
 #include "store/jobs.h"
@@ -35,15 +37,109 @@ cache_save(void *ud, const char *fp, const void *blob, size_t n)
 	return store_put_pipeline_cache(ud, fp, blob, n, &err);
 }
 
+/*
+ * A serving worker's kept mesh (render.h).  States: nothing kept (held 0,
+ * lent 0) → lent to a job (render_mesh_open: lent 1, the key and the
+ * devices_used detail set) → kept (render_mesh_close: held 1) → lent
+ * again to a job with the same key, or freed (warm_drop) for one with
+ * another, or at render_warm_free.
+ */
+struct render_warm {
+	struct store *st;		/* the kept ctxs' pipeline cache (borrowed) */
+	int held, lent;
+	struct render_mesh mesh;	/* held: the kept mesh */
+	/* the key of the mesh lent or held: the --device spec (NULL: none),
+	 * the devices, data and context the job's mesh asked */
+	char *spec;
+	int devices, data, context;
+	char *devices_used;		/* its devices_used event detail */
+};
+
+struct render_warm *
+render_warm_create(struct store *cache_st)
+{
+	struct render_warm *w = xcalloc(1, sizeof(*w));
+	w->st = cache_st;
+	return w;
+}
+
+/* Frees the kept mesh and forgets its key. */
+static void
+warm_drop(struct render_warm *w)
+{
+	if (w->held)
+		render_mesh_close(&w->mesh);
+	w->held = 0;
+	free(w->spec);
+	free(w->devices_used);
+	w->spec = w->devices_used = NULL;
+}
+
+void
+render_warm_free(struct render_warm *w)
+{
+	if (w == NULL)
+		return;
+	assert(!w->lent);
+	warm_drop(w);
+	free(w);
+}
+
+int
+render_warm_holds(const struct render_warm *w)
+{
+	return w != NULL && w->held;
+}
+
+static int
+warm_key_is(const struct render_warm *w, const char *spec, int devices,
+    int data, int context)
+{
+	if ((w->spec == NULL) != (spec == NULL) ||
+	    (spec != NULL && strcmp(w->spec, spec) != 0))
+		return 0;
+	return w->devices == devices && w->data == data &&
+	    w->context == context;
+}
+
+/* Moves mesh *from into *to (the ranks point back at their mesh). */
+static void
+mesh_move(struct render_mesh *to, struct render_mesh *from)
+{
+	*to = *from;
+	for (int i = 0; i < to->n_ranks; i++)
+		to->ranks[i].mesh = to;
+	memset(from, 0, sizeof(*from));
+}
+
 enum lq_status
 render_mesh_open(struct store *st, const struct store_job *job,
-    const char *spec, const struct job_mesh *mesh, struct render_mesh *m,
-    struct lq_error *err)
+    struct render_warm *warm, const char *spec, const struct job_mesh *mesh,
+    struct render_mesh *m, struct lq_error *err)
 {
 	int want = mesh->devices > 1 ? (int)mesh->devices : 1;
+	int data = mesh->data > 1 ? (int)mesh->data : 1;
+	int context = mesh->context > 1 ? (int)mesh->context : 1;
 	struct device_caps *all = NULL;
 	int n = 0;
 	memset(m, 0, sizeof(*m));
+	if (warm != NULL) {
+		assert(!warm->lent);
+		if (warm->held && warm_key_is(warm, spec, want, data, context)) {
+			mesh_move(m, &warm->mesh);
+			warm->held = 0;
+			warm->lent = 1;
+			m->warm = warm;
+			/* the job's peak_device_bytes is its own */
+			for (int i = 0; i < m->n_ranks; i++)
+				gpu_ctx_memory_reset_peak(m->ranks[i].gpu);
+			log_debug("job %lld: the devices of the previous job, "
+			    "pipelines compiled (warm worker)", (long long)job->id);
+			return store_add_event(st, job->id, "devices_used",
+			    warm->devices_used, err);
+		}
+		warm_drop(warm);
+	}
 	enum lq_status s = gpu_devices_list(&all, &n, err);
 	if (s != LQ_OK)
 		return s;
@@ -76,11 +172,14 @@ render_mesh_open(struct store *st, const struct store_job *job,
 		free(all);
 		return LQ_FATAL;
 	}
-	m->data = mesh->data > 1 ? (int)mesh->data : 1;
-	m->context = mesh->context > 1 ? (int)mesh->context : 1;
+	m->data = data;
+	m->context = context;
 	m->n_ranks = m->data * m->context;
 	m->ranks = xcalloc((size_t)m->n_ranks, sizeof(*m->ranks));
-	struct gpu_cache_io io = {cache_load, cache_save, st};
+	/* a kept ctx outlives this job's store handle: it saves its cache
+	 * through the worker's */
+	struct gpu_cache_io io = {cache_load, cache_save, warm != NULL ?
+	    warm->st : st};
 	cJSON *used = cJSON_CreateArray();
 	for (int i = 0; i < m->n_ranks && s == LQ_OK; i++) {
 		struct render_mesh_rank *k = &m->ranks[i];
@@ -115,7 +214,17 @@ render_mesh_open(struct store *st, const struct store_job *job,
 	char *detail = json_canonical(ev);
 	cJSON_Delete(ev);
 	s = store_add_event(st, job->id, "devices_used", detail, err);
-	free(detail);
+	if (warm != NULL) {
+		warm->lent = 1;
+		warm->spec = spec != NULL ? xstrdup(spec) : NULL;
+		warm->devices = want;
+		warm->data = data;
+		warm->context = context;
+		warm->devices_used = detail;
+		m->warm = warm;
+	} else {
+		free(detail);
+	}
 	return s;
 }
 
@@ -135,6 +244,16 @@ render_mesh_warmup(struct render_mesh *m, struct lq_error *err)
 void
 render_mesh_close(struct render_mesh *m)
 {
+	struct render_warm *w = m->warm;
+	if (w != NULL) {
+		/* back to the worker, for its next job */
+		assert(w->lent && !w->held);
+		m->warm = NULL;
+		mesh_move(&w->mesh, m);
+		w->lent = 0;
+		w->held = 1;
+		return;
+	}
 	for (int i = m->n_ranks - 1; i >= 0; i--)
 		gpu_ctx_free(m->ranks[i].gpu);
 	free(m->ranks);

@@ -162,6 +162,8 @@ typedef enum lq_status (*render_mesh_fn)(void *ud, int rank,
 struct render_mesh {
 	int n_ranks, data, context;	/* n_ranks = data × context */
 	struct render_mesh_rank *ranks;	/* owned */
+	struct render_warm *warm;	/* lent by a serving worker: close
+					 * gives it back (NULL: frees it) */
 	/* the render_mesh_run in progress */
 	render_mesh_fn fn;
 	void (*abort)(void *ud, int rank);
@@ -180,16 +182,23 @@ struct render_mesh {
  * devices, as preflight's LQ-MESH-007 refuses it on this host.  Records
  * the devices_used event (each rank's slot, uuid and coordinates).  On
  * error *m may hold some ranks: render_mesh_close frees them.
+ * With `warm` (a serving worker's, render.h; NULL: none): the mesh it
+ * kept from its previous job when that one asked for the same spec,
+ * devices, data and context (no device listed, no ctx created, the same
+ * devices_used event, each ctx's peak reset), else what it kept is freed
+ * and the mesh opened as above, its ctxs saving their pipeline cache
+ * through warm's store; render_mesh_close gives the mesh back to warm.
  */
 enum lq_status render_mesh_open(struct store *st, const struct store_job *job,
-    const char *spec, const struct job_mesh *mesh, struct render_mesh *m,
-    struct lq_error *err);
+    struct render_warm *warm, const char *spec, const struct job_mesh *mesh,
+    struct render_mesh *m, struct lq_error *err);
 
 /* Warms every rank's ctx up (gpu_ctx_warmup) and saves its pipeline
  * cache (a failed save is not an error). */
 enum lq_status render_mesh_warmup(struct render_mesh *m, struct lq_error *err);
 
-/* Frees the ranks' ctxs (last rank first); *m is zeroed. */
+/* Frees the ranks' ctxs (last rank first), or gives a mesh lent by a
+ * serving worker back to it; *m is zeroed. */
 void render_mesh_close(struct render_mesh *m);
 
 /*

@@ -481,8 +481,8 @@ static enum lq_status
 open_mesh(struct render *r, struct lq_error *err)
 {
 	/* --device, or main's LATENTQ_DEVICE default (cmd_globals) */
-	enum lq_status s = render_mesh_open(r->st, r->job, r->opt->device,
-	    &r->jc.mesh, &r->mesh, err);
+	enum lq_status s = render_mesh_open(r->st, r->job, r->opt->warm,
+	    r->opt->device, &r->jc.mesh, &r->mesh, err);
 	if (s != LQ_OK)
 		return s;
 	r->data = r->mesh.data;

@@ -16,6 +16,7 @@
 
 struct store;
 struct store_job;
+struct render_warm;
 
 struct render_options {
 	int keep_checkpoints;	/* newest K kept per job; 0 keeps all */
@@ -29,6 +30,9 @@ struct render_options {
 				 * NULL = the first devices */
 	int attempt;		/* the job's attempt number (for fault injection) */
 	int progress_tty;	/* draw a progress line (else plain log lines) */
+	struct render_warm *warm;	/* a serving worker's (render_warm_create):
+				 * the job's devices come from it and go back
+				 * to it; NULL: opened and freed by this job */
 };
 
 /*
@@ -48,5 +52,33 @@ extern volatile sig_atomic_t render_interrupted;
 enum lq_status render_job(struct store *st, const struct store_job *job,
     const char *owner, const struct render_options *opt,
     struct lq_error *err);
+
+/*
+ * What a serving worker (`exec-job --serve`, worker/protocol.h) keeps
+ * between the jobs it renders: the last job's device mesh, each rank's
+ * gpu ctx with its compiled pipelines (the seconds of startup: Vulkan's
+ * instance and device, and pipeline creation, which on lavapipe only
+ * Mesa's own disk cache shortens).  A job whose mesh asks for the same
+ * --device spec, device count, data and context borrows it
+ * (render_mesh_open, render-int.h) and gives it back at its end; any
+ * other job frees it and opens its own, which is kept instead.  Model
+ * weights are not kept: the memory plan (nn/plan.h) has the text
+ * encoder, the transformer and the VAE each alone on the device, so they
+ * are loaded per job as in a fresh process (the page cache keeps their
+ * files).  Nothing of a job (latents, scheduler, store handle, lease) is
+ * kept.  Outputs are byte-identical to a fresh process's
+ * (tests/cli/warm.sh).
+ *
+ * `cache_st` is the store handle the kept ctxs load and save their
+ * VkPipelineCache through (a job's own handle is closed with the job);
+ * borrowed, it must outlive render_warm_free.
+ */
+struct render_warm *render_warm_create(struct store *cache_st);
+
+/* Frees what is kept (saving the pipeline caches).  NULL is ok. */
+void render_warm_free(struct render_warm *w);
+
+/* 1 when w holds a mesh kept from its last job (NULL: 0). */
+int render_warm_holds(const struct render_warm *w);
 
 #endif

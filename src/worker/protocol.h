@@ -29,6 +29,19 @@
  *                                                    stderr tail); requeue
  *                                                    "crash": one failure
  *
+ * A warm worker (LATENTQ_WARM_WORKER, on unless "0") is the same child
+ * started once for many jobs, `exec-job --serve`: it reads one order per
+ * line on its stdin, "JOB ATTEMPT LEASE_TOKEN" (the claim the supervisor
+ * made), renders that job exactly as a one-job child would, and answers
+ * on fd WORKER_SERVE_REPLY_FD with "JOB STATUS", STATUS being the exit
+ * status above that a one-job child would have ended with (its records
+ * made first, as above).  The supervisor sends the next order only after
+ * that answer.  After 0 or 65 the child waits for the next order, keeping
+ * its devices warm (render_warm, render/render.h); after any other status,
+ * and at the end of its stdin, it frees them and exits.  A child that
+ * dies before it answers is a crash of the job it was given, as above;
+ * the next job gets a fresh child.
+ *
  * The worker_error event ({"code", "grade", "message", "exit"}) carries
  * the child's real error and grade, so that status and show print
  * "LQ-GPU-OOM (retry): out of device memory ..." rather than an exit
@@ -53,6 +66,13 @@ struct store;
  * it, so it is not in core/exit.def.
  */
 #define WORKER_EXIT_LEASE_LOST 77
+
+/* The fd a serving child (exec-job --serve) answers on. */
+#define WORKER_SERVE_REPLY_FD 3
+
+/* A serving child's status after which it waits for the next order. */
+#define WORKER_SERVES_ON(status) ((status) == EXIT_OK || \
+	(status) == EXIT_DATAERR)
 
 /* What a child's wait status means (the table above). */
 enum worker_outcome {

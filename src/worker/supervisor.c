@@ -88,23 +88,64 @@ scan_event(double at, const char *kind, const char *detail, void *ud)
 	return 0;
 }
 
+/*
+ * A worker child: a one-job `exec-job` (order_fd -1), or a serving one
+ * (`exec-job --serve`, worker/protocol.h) that takes its orders on
+ * order_fd and answers on reply_fd.  pid 0: none (it ended).
+ */
 struct child {
 	pid_t pid;
 	int err_fd;
+	int order_fd, reply_fd;
+	char reply[128];	/* an answer line being read */
+	size_t reply_len;
 };
 
+/* LATENTQ_WARM_WORKER: serving children unless "0" (latentq(1)). */
+static int
+warm_worker_enabled(void)
+{
+	const char *e = getenv("LATENTQ_WARM_WORKER");
+	return e == NULL || strcmp(e, "0") != 0;
+}
+
+/*
+ * Starts a child for `job` (a one-job exec-job), or, with job NULL, a
+ * serving one that waits for orders.
+ */
 static int
 spawn_child(const struct supervisor_options *opt, const struct store_job *job,
     const char *owner, int no_cache, struct child *out)
 {
-	int fds[2];
+	int fds[2], ord[2] = {-1, -1}, rep[2] = {-1, -1};
 	if (pipe(fds) != 0)
 		return -1;
+	if (job == NULL && (pipe(ord) != 0 || pipe(rep) != 0)) {
+		int e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		for (int i = 0; i < 2; i++) {
+			if (ord[i] >= 0)
+				close(ord[i]);
+			if (rep[i] >= 0)
+				close(rep[i]);
+		}
+		errno = e;
+		return -1;
+	}
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
+		int e = errno;
 		close(fds[0]);
 		close(fds[1]);
+		if (job == NULL) {
+			close(ord[0]);
+			close(ord[1]);
+			close(rep[0]);
+			close(rep[1]);
+		}
+		errno = e;
 		return -1;
 	}
 	if (pid == 0) {
@@ -117,14 +158,28 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
 		close(fds[1]);
+		if (job == NULL) {
+			/* orders on stdin, answers on WORKER_SERVE_REPLY_FD
+			 * (moved above it first: a pipe end may be fd 3) */
+			int o = fcntl(ord[0], F_DUPFD, WORKER_SERVE_REPLY_FD + 1);
+			int r = fcntl(rep[1], F_DUPFD, WORKER_SERVE_REPLY_FD + 1);
+			if (o < 0 || r < 0)
+				_exit(127);
+			for (int i = 0; i < 2; i++) {
+				close(ord[i]);
+				close(rep[i]);
+			}
+			dup2(o, STDIN_FILENO);
+			dup2(r, WORKER_SERVE_REPLY_FD);
+			close(o);
+			close(r);
+		}
 		signal(SIGINT, SIG_IGN);	/* the supervisor decides */
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		if (no_cache)
 			setenv("LATENTQ_NO_PIPELINE_CACHE", "1", 1);
 		char id[32], attempt[32], keep[32], token[32];
-		snprintf(id, sizeof(id), "%lld", (long long)job->id);
-		snprintf(attempt, sizeof(attempt), "%d", job->attempts);
-		snprintf(token, sizeof(token), "%lld", (long long)job->lease_token);
 		if (opt->keep_checkpoints == 0)
 			snprintf(keep, sizeof(keep), "all");
 		else
@@ -145,10 +200,18 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 		argv[a++] = "exec-job";
 		argv[a++] = "--owner";
 		argv[a++] = owner;
-		argv[a++] = "--attempt";
-		argv[a++] = attempt;
-		argv[a++] = "--lease-token";
-		argv[a++] = token;
+		if (job != NULL) {
+			snprintf(id, sizeof(id), "%lld", (long long)job->id);
+			snprintf(attempt, sizeof(attempt), "%d", job->attempts);
+			snprintf(token, sizeof(token), "%lld",
+			    (long long)job->lease_token);
+			argv[a++] = "--attempt";
+			argv[a++] = attempt;
+			argv[a++] = "--lease-token";
+			argv[a++] = token;
+		} else {
+			argv[a++] = "--serve";
+		}
 		if (opt->keep_checkpoints >= 0) {
 			argv[a++] = "--keep-checkpoints";
 			argv[a++] = keep;
@@ -157,7 +220,8 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 			argv[a++] = "--resume-anywhere";
 		if (opt->allow_download)
 			argv[a++] = "--allow-download";
-		argv[a++] = id;
+		if (job != NULL)
+			argv[a++] = id;
 		argv[a] = NULL;
 		execv("/proc/self/exe", (char *const *)argv);
 		fprintf(stderr, "latentq: cannot exec /proc/self/exe: %s\n",
@@ -166,9 +230,132 @@ spawn_child(const struct supervisor_options *opt, const struct store_job *job,
 	}
 	close(fds[1]);
 	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	memset(out, 0, sizeof(*out));
 	out->pid = pid;
 	out->err_fd = fds[0];
+	out->order_fd = out->reply_fd = -1;
+	if (job == NULL) {
+		close(ord[0]);
+		close(rep[1]);
+		fcntl(ord[1], F_SETFD, FD_CLOEXEC);
+		fcntl(rep[0], F_SETFD, FD_CLOEXEC);
+		fcntl(rep[0], F_SETFL, O_NONBLOCK);
+		out->order_fd = ord[1];
+		out->reply_fd = rep[0];
+	}
 	return 0;
+}
+
+/* Sends a serving child the order for `job`; -1 (errno) if it is gone. */
+static int
+child_order(struct child *ch, const struct store_job *job)
+{
+	char line[96];
+	int n = snprintf(line, sizeof(line), "%lld %d %lld\n",
+	    (long long)job->id, job->attempts, (long long)job->lease_token);
+	ch->reply_len = 0;
+	return write(ch->order_fd, line, (size_t)n) == n ? 0 : -1;
+}
+
+/* Relays what the child wrote on stderr (tail: kept, may be NULL). */
+static void
+relay_stderr(struct child *ch, struct tail *tail)
+{
+	char buf[4096];
+	ssize_t n;
+	while (ch->err_fd >= 0 && (n = read(ch->err_fd, buf, sizeof(buf))) > 0) {
+		if (tail != NULL)
+			tail_add(tail, buf, (size_t)n);
+		fwrite(buf, 1, (size_t)n, stderr);
+		/* a progress line drawn by the child stays open until
+		 * its newline: our own messages clear it first */
+		log_partial_line(buf[n - 1] != '\n');
+	}
+}
+
+/*
+ * Reads what a serving child answered; 1 with *status (the exit status
+ * of protocol.h) once the answer for job_id is complete, else 0 (and -1
+ * when its answers ended or are not the protocol's).
+ */
+static int
+child_answer(struct child *ch, int64_t job_id, int *status)
+{
+	for (;;) {
+		char *nl = memchr(ch->reply, '\n', ch->reply_len);
+		if (nl != NULL) {
+			long long id;
+			int rc;
+			*nl = '\0';
+			int ok = sscanf(ch->reply, "%lld %d", &id, &rc) == 2 &&
+			    id == job_id;
+			if (!ok)
+				log_error("worker %ld answered \"%.60s\" for job "
+				    "%lld", (long)ch->pid, ch->reply,
+				    (long long)job_id);
+			ch->reply_len = 0;
+			if (!ok)
+				return -1;
+			*status = rc;
+			return 1;
+		}
+		if (ch->reply_len >= sizeof(ch->reply) - 1)
+			return -1;
+		ssize_t n = read(ch->reply_fd, ch->reply + ch->reply_len,
+		    sizeof(ch->reply) - 1 - ch->reply_len);
+		if (n > 0) {
+			ch->reply_len += (size_t)n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		return -1;
+	}
+}
+
+/* Closes the supervisor's ends of the child's pipes. */
+static void
+child_close_fds(struct child *ch)
+{
+	int *fds[] = {&ch->err_fd, &ch->order_fd, &ch->reply_fd};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(*fds); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
+/*
+ * Ends a serving child between jobs: the end of its orders makes it free
+ * its devices (saving their pipeline caches) and exit; one that has not
+ * within supervisor_stop_seconds() is killed.
+ */
+static void
+child_retire(struct child *ch)
+{
+	if (ch->pid <= 0)
+		return;
+	if (ch->order_fd >= 0) {
+		close(ch->order_fd);
+		ch->order_fd = -1;
+	}
+	double until = util_monotonic() + supervisor_stop_seconds();
+	int status;
+	for (;;) {
+		relay_stderr(ch, NULL);
+		pid_t w = waitpid(ch->pid, &status, WNOHANG);
+		if (w == ch->pid || (w < 0 && errno != EINTR))
+			break;
+		if (util_monotonic() >= until) {
+			kill(ch->pid, SIGKILL);
+			waitpid(ch->pid, &status, 0);
+			break;
+		}
+		usleep(20000);
+	}
+	relay_stderr(ch, NULL);
+	child_close_fds(ch);
+	ch->pid = 0;
 }
 
 /*
@@ -191,23 +378,29 @@ job_was_ended(struct store *st, int64_t job_id)
 }
 
 /*
- * Waits for the child, relaying its stderr and renewing the lease.
- * Returns its wait status.
+ * Waits for the child to end the job, relaying its stderr and renewing
+ * the lease.  Returns its wait status; for a serving child that answered,
+ * the wait status its answer stands for (*answered = 1: it is still
+ * running, for its next order if the answer lets it serve on).
  */
 static int
 watch_child(struct store *st, const struct store_job *job, const char *owner,
-    double lease, struct child *ch, struct tail *tail, int *lost_lease)
+    double lease, struct child *ch, struct tail *tail, int *lost_lease,
+    int *answered)
 {
 	/* Renew often: a cancel is noticed at the next renewal. */
 	double every = lease / 4 < 2.0 ? lease / 4 : 2.0;
 	double next_renew = util_monotonic() + every;
 	double stop_within = supervisor_stop_seconds(), term_at = 0;
-	int termed = 0, killed = 0, status = 0, released = 0;
+	int termed = 0, killed = 0, status = 0, released = 0, rc = 0;
 	int seen = signals_seen;
+	*answered = 0;
 	for (;;) {
-		struct pollfd p = {ch->err_fd, POLLIN, 0};
-		int pr = ch->err_fd >= 0 ? poll(&p, 1, 200) : (usleep(200000), 0);
-		if (pr > 0) {
+		struct pollfd p[2] = {{ch->err_fd, POLLIN, 0},
+		    {ch->reply_fd, POLLIN, 0}};
+		int pr = ch->err_fd >= 0 || ch->reply_fd >= 0 ? poll(p, 2, 200) :
+		    (usleep(200000), 0);
+		if (pr > 0 && ch->err_fd >= 0 && (p[0].revents & (POLLIN | POLLHUP))) {
 			char buf[4096];
 			ssize_t n = read(ch->err_fd, buf, sizeof(buf));
 			if (n > 0) {
@@ -221,20 +414,34 @@ watch_child(struct store *st, const struct store_job *job, const char *owner,
 				ch->err_fd = -1;
 			}
 		}
+		if (ch->reply_fd >= 0 && (pr == 0 || (p[1].revents & (POLLIN |
+		    POLLHUP)))) {
+			int a = child_answer(ch, job->id, &rc);
+			if (a > 0) {
+				/* its stderr up to the answer is in the pipe */
+				relay_stderr(ch, tail);
+				*answered = 1;
+				return W_EXITCODE(rc, 0);
+			}
+			if (a < 0) {
+				/* no answer will come: the end of its orders
+				 * ends it, and its exit status is the job's */
+				close(ch->reply_fd);
+				ch->reply_fd = -1;
+				if (ch->order_fd >= 0)
+					close(ch->order_fd);
+				ch->order_fd = -1;
+			}
+		}
 		pid_t w = waitpid(ch->pid, &status, WNOHANG);
 		if (w == ch->pid) {
 			/* drain what is left of its stderr */
-			if (ch->err_fd >= 0) {
-				char buf[4096];
-				ssize_t n;
-				while ((n = read(ch->err_fd, buf, sizeof(buf))) > 0) {
-					tail_add(tail, buf, (size_t)n);
-					fwrite(buf, 1, (size_t)n, stderr);
-					log_partial_line(buf[n - 1] != '\n');
-				}
-				close(ch->err_fd);
-				ch->err_fd = -1;
-			}
+			relay_stderr(ch, tail);
+			/* an answer it gave just before it exited still counts */
+			if (ch->reply_fd >= 0 && child_answer(ch, job->id, &rc) > 0)
+				status = W_EXITCODE(rc, 0);
+			child_close_fds(ch);
+			ch->pid = 0;
 			return status;
 		}
 		if (signals_seen != seen) {
@@ -383,12 +590,20 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 	supervisor_owner(owner, sizeof(owner));
 	double lease = util_env_seconds("LATENTQ_LEASE_SECONDS", 60);
 
-	struct sigaction sa = {0}, old_int, old_term;
+	struct sigaction sa = {0}, old_int, old_term, ign = {0}, old_pipe;
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	/* an order to a serving child that died is EPIPE, not our death */
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, &old_pipe);
 	signals_seen = 0;
+	/* the serving child (pid 0: none yet, or it ended) */
+	struct child warm = {.pid = 0, .err_fd = -1, .order_fd = -1,
+	    .reply_fd = -1};
+	int serve = warm_worker_enabled();
 
 	int claims = 0, interrupted = 0, fatal = 0, host = 0, storage = 0;
 	/* notifications a previous run left pending */
@@ -447,8 +662,28 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		log_info("job %lld %s: attempt %d (failures %d/%d)",
 		    (long long)job.id, job.name, job.attempts, job.failures,
 		    job.max_attempts);
-		struct child ch;
-		if (spawn_child(opt, &job, owner, no_cache, &ch) != 0) {
+		/* a cache-off retry runs in a fresh one-job child, its
+		 * environment set for it alone */
+		struct child one, *ch = &one;
+		int spawned = 0;
+		if (serve && !no_cache) {
+			ch = &warm;
+			if (warm.pid > 0 && child_order(&warm, &job) != 0)
+				child_retire(&warm);	/* it died between jobs */
+			else if (warm.pid > 0)
+				spawned = 1;
+			if (!spawned && spawn_child(opt, NULL, owner, 0, &warm) == 0) {
+				log_debug("worker %ld started; it keeps its devices "
+				    "for the jobs after this one", (long)warm.pid);
+				/* if it died already, watch_child sees the crash */
+				(void)child_order(&warm, &job);
+				spawned = 1;
+			}
+		} else {
+			child_retire(&warm);
+			spawned = spawn_child(opt, &job, owner, no_cache, &one) == 0;
+		}
+		if (!spawned) {
 			int e = errno;
 			log_error("cannot start a worker process: %s", strerror(e));
 			requeue_job(st, job.id, owner, 0, JOB_REQUEUE_HOST,
@@ -459,7 +694,11 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		}
 		struct tail tail = {0};
 		int lost = 0;
-		int status = watch_child(st, &job, owner, lease, &ch, &tail, &lost);
+		int answered = 0;
+		int status = watch_child(st, &job, owner, lease, ch, &tail, &lost,
+		    &answered);
+		if (answered && !WORKER_SERVES_ON(WEXITSTATUS(status)))
+			child_retire(ch);	/* it ends after that answer */
 		struct store_job after;
 		struct db_retry d = {0};
 		while ((r = store_get_job(st, job.id, &after, &err)) == LQ_RETRY &&
@@ -583,6 +822,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 			break;
 		worker_deliver_webhooks(st, 0);
 	}
+	child_retire(&warm);
 	if (signals_seen)
 		interrupted = 1;
 	else if (!fatal)
@@ -590,6 +830,7 @@ supervisor_run(struct store *st, const struct supervisor_options *opt,
 		worker_deliver_webhooks(st, util_env_seconds("LATENTQ_WEBHOOK_WAIT", 60));
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	if (host)
 		return EXIT_UNAVAILABLE;
 	if (fatal || storage)

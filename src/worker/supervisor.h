@@ -6,7 +6,10 @@
  * The supervisor never initialises Vulkan.  Per job it:
  *   claims it (store_claim_job) with a lease owned by "host:pid:start:boot";
  *   spawns `latentq exec-job` (this binary, /proc/self/exe) with the job's
- *   stderr piped back, relaying it and keeping its tail;
+ *   stderr piped back, relaying it and keeping its tail — or, unless
+ *   LATENTQ_WARM_WORKER=0, hands the job to the serving child it started
+ *   for an earlier job (`exec-job --serve`, worker/protocol.h), which kept
+ *   its devices and pipelines; a fresh one when there is none, or it died;
  *   renews the lease every LEASE/4 seconds while the child works, and stops
  *   the child if the lease is lost (the job was cancelled);
  *   when the child ends, records what happened and moves the job, as the

@@ -60,8 +60,8 @@ for phase in decode encode-video; do
 done
 expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'finished'")" 1 "finished once"
 expect_eq "$(q "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM events WHERE id > (SELECT id FROM events WHERE kind = 'lease_lost') ORDER BY id) AS e")" \
-    "requeued claimed phase phase devices_used plan phase text_encoded weight_streaming phase resumed phase vae_tiling peak_device_bytes phase finished" \
-    "after the takeover only the new worker's events (the reaper's requeue, then its claim)"
+    "requeued claimed worker phase phase devices_used plan phase text_encoded weight_streaming phase resumed phase vae_tiling peak_device_bytes phase finished" \
+    "after the takeover only the new worker's events (the reaper's requeue, then its claim; its serving child's worker event)"
 expect_eq "$(b2 "$T/videos/k.mp4")" "$ref_mp4" "MP4 identical to the uninterrupted render"
 expect_eq "$(b2 "$T/videos/k.sheet.png")" "$ref_sheet" "contact sheet identical"
 # The artifact rows describe the files as they are on disk.
