@@ -1076,6 +1076,14 @@ ltxv_cp_gather(struct ltxv_cp_group *g, int rank, struct gpu_ctx *ctx,
 	if ((st = gpu_cmd_submit(cmd, err)) != LQ_OK ||
 	    (st = gpu_tensor_download_f32(ctx, part, staging, err)))
 		return st;
+	/* The group's o may still hold an ltxv_cp_attention output that a
+	 * slower rank is reading its rows of (after that call's last
+	 * barrier): every rank arrives here before any overwrites it.
+	 * Without this, a fast rank's rows landed in a slow rank's last
+	 * attention output (test-wan-cp: 64 of 384 outputs off by up to
+	 * 0.3, one run in two to six). */
+	if ((st = cp_barrier(g, err)) != LQ_OK)
+		return st;
 	cp_rows(g->o, N, staging, B, (int64_t)rank * Nl, Nl, K, 1);
 	if ((st = cp_barrier(g, err)) != LQ_OK ||
 	    (st = gpu_tensor_upload_f32(ctx, whole, g->o, err)))
