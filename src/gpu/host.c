@@ -110,17 +110,6 @@ gpu_host_resolve(struct gpu_ctx *ctx)
 	    "mul-add", ctx->host_threads);
 }
 
-/* float of element i of a parameter in dtype dt */
-static float
-host_param(const void *p, enum gpu_dtype dt, int64_t i)
-{
-	if (dt == GPU_F16)
-		return half_f16_to_f32(((const uint16_t *)p)[i]);
-	if (dt == GPU_BF16)
-		return half_bf16_to_f32(((const uint16_t *)p)[i]);
-	return ((const float *)p)[i];
-}
-
 /* a growable scratch buffer of at least `bytes` (*p, *n its size) */
 static float *
 host_grow(float **p, size_t *n, size_t bytes)
@@ -152,8 +141,8 @@ host_tls_buf(struct gpu_ctx *ctx, int t, int slot, size_t bytes)
  * f32 view of n elements of a parameter: p itself when it is f32, else
  * decoded into the context's shared scratch `slot`.
  */
-static const float *
-host_f32(struct gpu_ctx *ctx, int slot, const void *p, enum gpu_dtype dt,
+const float *
+gpu_host_f32(struct gpu_ctx *ctx, int slot, const void *p, enum gpu_dtype dt,
     int64_t n)
 {
 	if (dt == GPU_F32)
@@ -168,7 +157,7 @@ host_f32(struct gpu_ctx *ctx, int slot, const void *p, enum gpu_dtype dt,
 		return f;
 	}
 	for (int64_t i = 0; i < n; i++)
-		f[i] = host_param(p, dt, i);
+		f[i] = gpu_host_param(p, dt, i);
 	return f;
 }
 
@@ -454,7 +443,7 @@ host_pack(float *bp, const void *b, enum gpu_dtype dt, int trans, int64_t N,
 				}
 			} else {
 				for (int64_t k = 0; k < K; k++)
-					dst[k * HOST_NR + j] = host_param(b, dt,
+					dst[k * HOST_NR + j] = gpu_host_param(b, dt,
 					    trans ? n * ldb + k : k * ldb + n);
 			}
 		}
@@ -673,7 +662,7 @@ host_attention_task(const struct host_job *j, int64_t i, int t)
 				int64_t base = (((o->attn_bias_b ? bi : 0) * H +
 				    h) * Nq + i0 + r) * Nk;
 				for (int64_t c = 0; c < Nk; c++)
-					s[c] += host_param(o->attn_bias,
+					s[c] += gpu_host_param(o->attn_bias,
 					    o->attn_bias_dtype, base + c);
 			}
 			l[r] = host_softmax_row(s, Nk);
@@ -772,7 +761,7 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 {
 	switch (o->kind) {
 	case GPU_HOST_NORM:
-		gpu_host_norm(&o->rows);
+		gpu_host_norm(ctx, &o->rows);
 		return;
 	case GPU_HOST_EW:
 		gpu_host_ew(&o->rows);
@@ -791,7 +780,7 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 		if (o->bias != NULL) {
 			int64_t n = (o->skb != 0 ? o->batch - 1 : 0) * o->skb +
 			    o->Nk;
-			j.kb = host_f32(ctx, 2, o->bias, o->bias_dtype, n);
+			j.kb = gpu_host_f32(ctx, 2, o->bias, o->bias_dtype, n);
 		}
 	} else if (o->kind == GPU_HOST_CONV3D) {
 		const struct gpu_host_conv *g = &o->conv;
@@ -801,7 +790,7 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 		    HOST_TASK_ROWS;
 		j.ntasks = g->B * j.per_batch;
 		j.bias = o->bias == NULL ? NULL :
-		    host_f32(ctx, 1, o->bias, o->bias_dtype, g->Co);
+		    gpu_host_f32(ctx, 1, o->bias, o->bias_dtype, g->Co);
 		float *bp = host_buf(ctx, 0, (size_t)(host_npad(g->Co) * K) *
 		    sizeof(float));
 		host_pack(bp, o->b, o->b_dtype, 1, g->Co, K, K);
@@ -811,7 +800,7 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 		j.per_batch = (o->M + HOST_TASK_ROWS - 1) / HOST_TASK_ROWS;
 		j.ntasks = o->batch * j.per_batch;
 		j.bias = o->bias == NULL ? NULL :
-		    host_f32(ctx, 1, o->bias, o->bias_dtype, o->N);
+		    gpu_host_f32(ctx, 1, o->bias, o->bias_dtype, o->N);
 		/* every batch's op(b) packed at once (sb = 0: one, shared) */
 		int64_t nb = o->sb != 0 ? o->batch : 1;
 		size_t esz = gpu_dtype_size(o->b_dtype);

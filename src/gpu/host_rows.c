@@ -15,23 +15,10 @@
  */
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 
-#include "core/half.h"
-#include "core/util.h"
 #include "gpu/vk.h"
 
 #define NORM_LANES 8	/* shaders/norm.comp's */
-
-static inline float
-ld(const void *p, enum gpu_dtype dt, int64_t i)
-{
-	if (dt == GPU_F32)
-		return ((const float *)p)[i];
-	if (dt == GPU_BF16)
-		return half_bf16_to_f32(((const uint16_t *)p)[i]);
-	return half_f16_to_f32(((const uint16_t *)p)[i]);
-}
 
 /* norm.comp's part_sum / part_max: a fixed pairwise tree */
 static inline float
@@ -124,30 +111,14 @@ norm_row(const struct gpu_host_rows *r, int64_t row, const float *w,
 			y[i] += sh[i];
 }
 
-/* n elements of a parameter of dtype dt as f32: p itself, or a copy */
-static const float *
-param_f32(const void *p, enum gpu_dtype dt, int64_t n, float **owned)
-{
-	*owned = NULL;
-	if (p == NULL || dt == GPU_F32)
-		return p;
-	float *f = xmalloc((size_t)n * sizeof(float));
-	for (int64_t i = 0; i < n; i++)
-		f[i] = ld(p, dt, i);
-	*owned = f;
-	return f;
-}
-
 void
-gpu_host_norm(const struct gpu_host_rows *r)
+gpu_host_norm(struct gpu_ctx *ctx, const struct gpu_host_rows *r)
 {
-	float *wo, *bo;
-	const float *w = param_f32(r->b, r->dtb, r->D, &wo);
-	const float *b = param_f32(r->c, r->dtc, r->D, &bo);
+	/* weight and bias decoded once, into scratch slots 0 and 1 */
+	const float *w = r->b ? gpu_host_f32(ctx, 0, r->b, r->dtb, r->D) : NULL;
+	const float *b = r->c ? gpu_host_f32(ctx, 1, r->c, r->dtc, r->D) : NULL;
 	for (int64_t row = 0; row < r->rows; row++)
 		norm_row(r, row, w, b);
-	free(wo);
-	free(bo);
 }
 
 /* ew.comp's op on one element */
@@ -291,12 +262,12 @@ gpu_host_ew(const struct gpu_host_rows *r)
 		int64_t oc = i0 * r->sc[0] + i1 * r->sc[1] + i2 * r->sc[2] +
 		    i3 * r->sc[3];
 		for (int64_t i = 0; i < n[4]; i++) {
-			float va = fill ? 0.0f : ld(r->a, r->dta, oa +
+			float va = fill ? 0.0f : gpu_host_param(r->a, r->dta, oa +
 			    i * r->sa[4]);
-			float vb = r->b ? ld(r->b, r->dtb, ob + i * r->sb[4]) :
-			    0.0f;
-			float vc = r->c ? ld(r->c, r->dtc, oc + i * r->sc[4]) :
-			    0.0f;
+			float vb = r->b ? gpu_host_param(r->b, r->dtb, ob +
+			    i * r->sb[4]) : 0.0f;
+			float vc = r->c ? gpu_host_param(r->c, r->dtc, oc +
+			    i * r->sc[4]) : 0.0f;
 			r->y[oy + i * r->sy[4]] = ew_op(r, va, vb, vc);
 		}
 	}
@@ -315,10 +286,10 @@ gpu_host_rope(const struct gpu_host_rows *r)
 		if (r->hd == 0) {
 			for (int64_t d = 0; d < D; d += 2) {
 				float x0 = xr[d], x1 = xr[d + 1];
-				float c0 = ld(r->b, r->dtb, ct + d);
-				float c1 = ld(r->b, r->dtb, ct + d + 1);
-				float s0 = ld(r->c, r->dtc, ct + d);
-				float s1 = ld(r->c, r->dtc, ct + d + 1);
+				float c0 = gpu_host_param(r->b, r->dtb, ct + d);
+				float c1 = gpu_host_param(r->b, r->dtb, ct + d + 1);
+				float s0 = gpu_host_param(r->c, r->dtc, ct + d);
+				float s1 = gpu_host_param(r->c, r->dtc, ct + d + 1);
 				yr[d] = x0 * c0 - x1 * s0;
 				yr[d + 1] = x1 * c1 + x0 * s1;
 			}
@@ -327,8 +298,8 @@ gpu_host_rope(const struct gpu_host_rows *r)
 		int64_t hh = r->hd / 2;
 		for (int64_t rp = 0; rp < cd; rp++) {
 			int64_t e0 = (rp / hh) * r->hd + rp % hh;
-			float c = ld(r->b, r->dtb, ct + rp);
-			float s = ld(r->c, r->dtc, ct + rp);
+			float c = gpu_host_param(r->b, r->dtb, ct + rp);
+			float s = gpu_host_param(r->c, r->dtc, ct + rp);
 			float x0 = xr[e0], x1 = xr[e0 + hh];
 			yr[e0] = x0 * c - x1 * s;
 			yr[e0 + hh] = x1 * c + x0 * s;

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "core/half.h"
 #include "gpu/gpu.h"
 
 typedef uint32_t uint;
@@ -246,10 +247,29 @@ unsigned gpu_ctx_norm_kernel(const struct gpu_ctx *ctx, enum gpu_kernel *k);
 
 /* host_rows.c: GPU_HOST_NORM, _EW and _ROPE (no BLAS); gpu_host_act is
  * shaders/common.glsl lq_act in C (host.c). */
-void gpu_host_norm(const struct gpu_host_rows *r);
+void gpu_host_norm(struct gpu_ctx *ctx, const struct gpu_host_rows *r);
 void gpu_host_ew(const struct gpu_host_rows *r);
 void gpu_host_rope(const struct gpu_host_rows *r);
 float gpu_host_act(float x, unsigned act);
+
+/* float of element i of a parameter in dtype dt (host.c, host_rows.c) */
+static inline float
+gpu_host_param(const void *p, enum gpu_dtype dt, int64_t i)
+{
+	if (dt == GPU_F16)
+		return half_f16_to_f32(((const uint16_t *)p)[i]);
+	if (dt == GPU_BF16)
+		return half_bf16_to_f32(((const uint16_t *)p)[i]);
+	return ((const float *)p)[i];
+}
+
+/*
+ * f32 view of n elements of a parameter: p itself when it is f32, else
+ * decoded into ctx's host scratch `slot` (0 weights, 1 biases, ...), valid
+ * until the next use of that slot.
+ */
+const float *gpu_host_f32(struct gpu_ctx *ctx, int slot, const void *p,
+    enum gpu_dtype dt, int64_t n);
 /* Frees the context's host scratch. */
 void gpu_host_free(struct gpu_ctx *ctx);
 
