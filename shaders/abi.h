@@ -50,11 +50,25 @@
 #define LQ_EW_HAS_B 18u		/* 1 bit */
 #define LQ_EW_HAS_C 19u
 
-/* matmul.comp, linear.comp: trans_b | act | has_bias | dt_bias. */
+/*
+ * Operand precision of the GEMM-shaped kernels (enum gpu_precision, the
+ * job key `precision`): 2-bit fields.  F32 reads the operands as they
+ * are; BF16 / F16 round each operand to the nearest bfloat16 / binary16
+ * (ties to even; binary16 overflows to infinity) before it is multiplied,
+ * and the sums stay fp32.  A product of two such values is exact in fp32,
+ * so a fused multiply-add and a multiply then add give the same bits.
+ */
+#define LQ_PREC_F32 0u
+#define LQ_PREC_BF16 1u
+#define LQ_PREC_F16 2u
+#define LQ_PREC_MASK 3u
+
+/* matmul.comp, linear.comp: trans_b | act | has_bias | dt_bias | prec. */
 #define LQ_MM_TRANS_B 0u	/* 1 bit */
 #define LQ_MM_ACT 1u		/* LQ_ACT_MASK */
 #define LQ_MM_HAS_BIAS 4u	/* 1 bit */
 #define LQ_MM_DT_BIAS 5u	/* LQ_DT_MASK */
+#define LQ_MM_PREC 7u		/* LQ_PREC_MASK */
 
 /* norm.comp, normc.comp, gnorm.comp: mode | has_w | has_b | dtw | dtb;
  * norm.comp also has_scale | has_shift. */
@@ -69,12 +83,15 @@
 #define LQ_NORM_HAS_SCALE 10u	/* 1 bit: modulate (norm.comp only) */
 #define LQ_NORM_HAS_SHIFT 11u
 
-/* attn.comp, attn_tex.comp: key bias | bias | per-batch bias | dtypes. */
+/* attn.comp, attn_tex.comp: key bias | bias | per-batch bias | dtypes |
+ * prec (q, k, v and the softmax numerators e^(s - max) that multiply v
+ * rounded; the numerators' sum stays fp32, as FlashAttention's). */
 #define LQ_ATTN_HAS_KB 0u	/* 1 bit */
 #define LQ_ATTN_HAS_BIAS 1u
 #define LQ_ATTN_BIAS_B 2u
 #define LQ_ATTN_DT_KB 4u	/* LQ_DT_MASK */
 #define LQ_ATTN_DT_BIAS 6u
+#define LQ_ATTN_PREC 8u		/* LQ_PREC_MASK */
 
 /* rope.comp: the cos and sin tables' dtypes, split halves. */
 #define LQ_ROPE_DT_COS 0u	/* LQ_DT_MASK */

@@ -38,13 +38,14 @@ void main()
 	bool bias_b = LQ_FIELD(p.flags, LQ_ATTN_BIAS_B, 1u) != 0u;
 	uint dtkb = LQ_FIELD(p.flags, LQ_ATTN_DT_KB, LQ_DT_MASK);
 	uint dtbias = LQ_FIELD(p.flags, LQ_ATTN_DT_BIAS, LQ_DT_MASK);
+	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
 	uint Dh = p.Dh, Dv = p.Dv;
 
 	float qv[MAXD];
 	float acc[MAXD];
 	uint qbase = p.off_q + b * p.q_sb + min(i, p.Nq - 1u) * p.q_sn + h * Dh;
 	[[unroll]] for (uint d = 0u; d < MAXD; d++) {
-		qv[d] = d < Dh ? LDF(q.d, qbase + d) : 0.0;
+		qv[d] = d < Dh ? lq_round(LDF(q.d, qbase + d), prec) : 0.0;
 		acc[d] = 0.0;
 	}
 	float m = -3.0e38, l = 0.0;
@@ -57,13 +58,13 @@ void main()
 		barrier();
 		for (uint e = t; e < tk * Dh; e += 64u) {
 			uint j = e / Dh, d = e - j * Dh;
-			Ks[j * MAXD + d] = LDF(k.d, p.off_k + b * p.k_sb +
-			    (j0 + j) * p.k_sn + h * Dh + d);
+			Ks[j * MAXD + d] = lq_round(LDF(k.d, p.off_k +
+			    b * p.k_sb + (j0 + j) * p.k_sn + h * Dh + d), prec);
 		}
 		for (uint e = t; e < tk * Dv; e += 64u) {
 			uint j = e / Dv, d = e - j * Dv;
-			Vs[j * MAXD + d] = LDF(v.d, p.off_v + b * p.v_sb +
-			    (j0 + j) * p.v_sn + h * Dv + d);
+			Vs[j * MAXD + d] = lq_round(LDF(v.d, p.off_v +
+			    b * p.v_sb + (j0 + j) * p.v_sn + h * Dv + d), prec);
 		}
 		barrier();
 		if (!live)
@@ -93,6 +94,7 @@ void main()
 			{
 				float pj = exp(sc[j] - mt);
 				l += pj;
+				pj = lq_round(pj, prec);
 				[[unroll]] for (uint d = 0u; d < MAXD; d++)
 					if (d < Dv)
 						acc[d] = fma(pj, Vs[j * MAXD + d], acc[d]);

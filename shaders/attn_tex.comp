@@ -37,6 +37,7 @@ void main()
 	bool bias_b = LQ_FIELD(p.flags, LQ_ATTN_BIAS_B, 1u) != 0u;
 	uint dtkb = LQ_FIELD(p.flags, LQ_ATTN_DT_KB, LQ_DT_MASK);
 	uint dtbias = LQ_FIELD(p.flags, LQ_ATTN_DT_BIAS, LQ_DT_MASK);
+	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
 	uint Dh4 = p.Dh / 4u, Dv4 = p.Dv / 4u;
 	uint row[TQ];
 	vec4 qv[TQ][D4];
@@ -46,7 +47,8 @@ void main()
 		row[r] = min(i0 + r, p.Nq - 1u);
 		uint qb = (p.off_q + b * p.q_sb + row[r] * p.q_sn + h * p.Dh) / 4u;
 		[[unroll]] for (uint d = 0u; d < D4; d++) {
-			qv[r][d] = d < Dh4 ? texelFetch(tq, int(qb + d)) : vec4(0.0);
+			qv[r][d] = d < Dh4 ? lq_round4(texelFetch(tq,
+			    int(qb + d)), prec) : vec4(0.0);
 			acc[r][d] = vec4(0.0);
 		}
 		m[r] = -3.0e38;
@@ -65,7 +67,8 @@ void main()
 				dots[r] = 0.0;
 			[[unroll]] for (uint d = 0u; d < D4; d++) {
 				if (d < Dh4) {
-					vec4 kv = texelFetch(tk, int(kbs + d));
+					vec4 kv = lq_round4(texelFetch(tk,
+					    int(kbs + d)), prec);
 					[[unroll]] for (uint r = 0u; r < TQ; r++)
 						dots[r] += dot(qv[r][d], kv);
 				}
@@ -90,7 +93,7 @@ void main()
 			[[unroll]] for (uint jj = 0u; jj < TKB; jj++) {
 				float pj = exp(s[r][jj] - mt);
 				l[r] += pj;
-				s[r][jj] = pj;
+				s[r][jj] = lq_round(pj, prec);
 			}
 			m[r] = mt;
 		}
@@ -99,7 +102,8 @@ void main()
 			uint vbs = (p.off_v + b * p.v_sb + j * p.v_sn + h * p.Dv) / 4u;
 			[[unroll]] for (uint d = 0u; d < D4; d++) {
 				if (d < Dv4) {
-					vec4 vv = texelFetch(tv, int(vbs + d));
+					vec4 vv = lq_round4(texelFetch(tv,
+					    int(vbs + d)), prec);
 					[[unroll]] for (uint r = 0u; r < TQ; r++)
 						acc[r][d] += s[r][jj] * vv;
 				}

@@ -23,6 +23,45 @@ float lq_half(uint w, uint dt, uint hi)
 #define LDF(arr, i) uintBitsToFloat(arr[i])
 #define STF(arr, i, v) arr[i] = floatBitsToUint(v)
 
+/*
+ * x rounded to operand precision prec (abi.h LQ_PREC_*), as a float: the
+ * nearest bfloat16 or binary16 value, ties to even, NaN and infinities
+ * kept, binary16 overflowing to infinity and its subnormals kept (core/
+ * half.c's conversions there and back; gpu/internal.h gpu_host_round is
+ * this in C).
+ */
+float lq_round(float x, uint prec)
+{
+	if (prec == LQ_PREC_F32)
+		return x;
+	uint u = floatBitsToUint(x);
+	uint a = u & 0x7fffffffu;
+	if (a >= 0x7f800000u)
+		return x;
+	if (prec == LQ_PREC_BF16) {
+		u += 0x7fffu + ((u >> 16) & 1u);
+		return uintBitsToFloat(u & 0xffff0000u);
+	}
+	if (a >= 0x38800000u) {		/* 2^-14 up: binary16's normals */
+		a += 0xfffu + ((a >> 13) & 1u);
+		a &= 0xffffe000u;
+		if (a > 0x477fe000u)	/* past 65504 */
+			a = 0x7f800000u;
+	} else {			/* its subnormals: multiples of 2^-24 */
+		a = floatBitsToUint(roundEven(uintBitsToFloat(a) *
+		    16777216.0) * (1.0 / 16777216.0));
+	}
+	return uintBitsToFloat((u & 0x80000000u) | a);
+}
+
+vec4 lq_round4(vec4 v, uint prec)
+{
+	if (prec == LQ_PREC_F32)
+		return v;
+	return vec4(lq_round(v.x, prec), lq_round(v.y, prec),
+	    lq_round(v.z, prec), lq_round(v.w, prec));
+}
+
 float lq_erf(float x)
 {
 	/* Abramowitz-Stegun 7.1.26 is too coarse; use erf via tanh-free

@@ -7,6 +7,7 @@
  * lane streams its own rows of x as vec4.  Same summation order on every
  * run (k ascending in 4-wide steps, lanes of a vec4 summed by fma chain).
  * Uses matmul_push; -DWT=0/1/2 selects the weight dtype (f32/f16/bf16).
+ * The flags' LQ_MM_PREC rounds both operands as loaded (lq_round4).
  *
  * -DGEMV (linear_gemv_*, ops.c for M <= TM rows, the timestep and caption
  * projections): one invocation per output column, all M rows in its
@@ -77,6 +78,7 @@ void main()
 	if (n >= p.N)
 		return;
 	uint K4 = p.K / 4u;
+	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
 	uint abase = (p.off_a + z * p.sa_batch) / 4u;
 	uint brow = (p.off_b + z * p.sb_batch) / 4u + n * K4;
 	uint arow[TM];
@@ -86,9 +88,9 @@ void main()
 	[[unroll]] for (uint i = 0u; i < TM; i++)
 		acc[i] = 0.0;
 	for (uint k = 0u; k < K4; k++) {
-		vec4 wv = ldw(brow + k);
+		vec4 wv = lq_round4(ldw(brow + k), prec);
 		[[unroll]] for (uint i = 0u; i < TM; i++) {
-			vec4 xv = LDX(arow[i] + k);
+			vec4 xv = lq_round4(LDX(arow[i] + k), prec);
 			float s = acc[i];
 			s = fma(xv.x, wv.x, s);
 			s = fma(xv.y, wv.y, s);
@@ -114,6 +116,7 @@ void main()
 	uint n0 = gl_WorkGroupID.y * TN;
 	uint z = gl_WorkGroupID.z;
 	uint K4 = p.K / 4u;
+	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
 	uint abase = (p.off_a + z * p.sa_batch) / 4u;
 	uint bbase = (p.off_b + z * p.sb_batch) / 4u;
 	uint arow[TM];
@@ -129,9 +132,9 @@ void main()
 	for (uint k = 0u; k < K4; k++) {
 		vec4 xv[TM];
 		[[unroll]] for (uint i = 0u; i < TM; i++)
-			xv[i] = LDX(arow[i] + k);
+			xv[i] = lq_round4(LDX(arow[i] + k), prec);
 		[[unroll]] for (uint j = 0u; j < TN; j++) {
-			vec4 wv = ldw(brow[j] + k);
+			vec4 wv = lq_round4(ldw(brow[j] + k), prec);
 			[[unroll]] for (uint i = 0u; i < TM; i++) {
 				float s = acc[i][j];
 				s = fma(xv[i].x, wv.x, s);

@@ -3,7 +3,8 @@
  * a [M, K] f32, b [N, K] (trans_b, torch Linear weight) or [K, N] in dtype
  * BT (-DBT=0/1/2: f32/f16/bf16), c [M, N] f32.  Tiles of 64×64 outputs per
  * workgroup of 128 invocations (8×4 per invocation), K in steps of 16
- * through shared memory.  Fixed summation order: k ascending.
+ * through shared memory.  Fixed summation order: k ascending.  The
+ * flags' LQ_MM_PREC rounds a and b as they are staged (lq_round).
  */
 #version 450
 #define KERNEL_MATMUL
@@ -35,6 +36,7 @@ void main()
 	uint n0 = gl_WorkGroupID.x * BN, m0 = gl_WorkGroupID.y * BM;
 	uint z = gl_WorkGroupID.z;
 	bool trans_b = LQ_FIELD(p.flags, LQ_MM_TRANS_B, 1u) != 0u;
+	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
 	uint abase = p.off_a + z * p.sa_batch;
 	uint bbase = p.off_b + z * p.sb_batch;
 	float acc[TM][TN];
@@ -48,7 +50,8 @@ void main()
 			uint m = e / BK, kk = e % BK;
 			uint gm = m0 + m, gk = k0 + kk;
 			As[kk][m] = (gm < p.M && gk < p.K) ?
-			    LDF(a.d, abase + gm * p.K + gk) : 0.0;
+			    lq_round(LDF(a.d, abase + gm * p.K + gk), prec) :
+			    0.0;
 		}
 		[[unroll]] for (uint r = 0u; r < (BN * BK) / 128u; r++) {
 			uint e = tid + 128u * r;
@@ -65,7 +68,7 @@ void main()
 			if (gn < p.N && gk < p.K) {
 				uint idx = bbase + (trans_b ? gn * p.K + gk :
 				    gk * p.N + gn);
-				v = LD(b.d, BT, idx);
+				v = lq_round(LD(b.d, BT, idx), prec);
 			}
 			Bs[kk][n] = v;
 		}

@@ -52,6 +52,7 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		{"dump-intermediates", no_argument, NULL, 'D'},
 		{"seed", required_argument, NULL, 's'},
 		{"weight-streaming", required_argument, NULL, 'W'},
+		{"precision", required_argument, NULL, 'P'},
 		{"set", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -105,6 +106,15 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 				    "off, not \"%s\"", optarg);
 			}
 			break;
+		case 'P':
+			if (gpu_precision_parse(optarg, &fo.precision) != 0) {
+				free(inputs);
+				free(sets);
+				return cmd_misuse(&cmd_forward_entry,
+				    "forward: --precision is f32, bf16 or f16, "
+				    "not \"%s\"", optarg);
+			}
+			break;
 		case 'S':
 			/* --set NAME=VALUE: applied once the component is
 			 * known (VAE tiling attributes, connector arguments) */
@@ -140,6 +150,14 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 		free(sets);
 		return cmd_misuse(&cmd_forward_entry, "forward: unknown component "
 		    "\"%s\" (one of %s)", component, nn_component_names());
+	}
+	if (fo.precision != GPU_PRECISION_F32 &&
+	    fo.component != NN_COMPONENT_TRANSFORMER) {
+		free(inputs);
+		free(sets);
+		return cmd_misuse(&cmd_forward_entry, "forward: --precision %s "
+		    "is the transformer's (--component transformer), not %s's",
+		    gpu_precision_name(fo.precision), component);
 	}
 	if (nsets > 0 && fo.component != NN_COMPONENT_VAE_DECODER &&
 	    fo.component != NN_COMPONENT_VAE_ENCODER &&
@@ -211,7 +229,8 @@ const struct cmd_entry cmd_forward_entry = {
 	.usage = "--model DIR --component "
 	    "transformer|vae-decoder|vae-encoder|latent-upsampler|text-encoder|vocoder|audio-vae-decoder|connectors "
 	    "--inputs FILE [--inputs FILE...] --out FILE [--dump-intermediates] [--seed N] "
-	    "[--weight-streaming auto|on|off] [--set NAME=VALUE...]",
+	    "[--weight-streaming auto|on|off] [--precision f32|bf16|f16] "
+	    "[--set NAME=VALUE...]",
 	.summary = "run one model component on named tensors",
 	.exec = cmd_forward_exec,
 };

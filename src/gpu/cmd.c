@@ -210,6 +210,42 @@ gpu_cmd_ctx(const struct gpu_cmd *cmd)
 	return cmd->ctx;
 }
 
+void
+gpu_cmd_set_precision(struct gpu_cmd *cmd, enum gpu_precision p)
+{
+	LQ_ASSERT(gpu_precision_name(p) != NULL);
+	cmd->precision = p;
+}
+
+enum gpu_precision
+gpu_cmd_precision(const struct gpu_cmd *cmd)
+{
+	return cmd->precision;
+}
+
+static const char *const precision_names[GPU_PRECISION_COUNT] = {
+	[GPU_PRECISION_F32] = "f32",
+	[GPU_PRECISION_BF16] = "bf16",
+	[GPU_PRECISION_F16] = "f16",
+};
+
+const char *
+gpu_precision_name(enum gpu_precision p)
+{
+	return (unsigned)p < GPU_PRECISION_COUNT ? precision_names[p] : NULL;
+}
+
+int
+gpu_precision_parse(const char *s, enum gpu_precision *out)
+{
+	for (int i = 0; s != NULL && i < GPU_PRECISION_COUNT; i++)
+		if (strcmp(s, precision_names[i]) == 0) {
+			*out = (enum gpu_precision)i;
+			return 0;
+		}
+	return -1;
+}
+
 /*
  * Submits segment k's command buffer with the fence (fence_busy).  The
  * first is always submitted (the transfer command records copies into it
@@ -698,6 +734,7 @@ gpu_cmd_host(struct gpu_cmd *cmd, const struct gpu_host_op *op,
 	    (seg_end(cmd) != LQ_OK || seg_start(cmd) != LQ_OK))
 		return cmd->error.status;
 	cmd->hops[cmd->nhops] = *op;
+	cmd->hops[cmd->nhops].prec = (unsigned)cmd->precision;
 	cmd->hops[cmd->nhops++].opname = opname;
 	cmd->segs[cmd->nsegs - 1].nhop++;
 	cmd->host_ops++;

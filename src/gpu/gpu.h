@@ -411,4 +411,33 @@ unsigned gpu_cmd_dispatch_count(const struct gpu_cmd *cmd);
 unsigned gpu_cmd_host_op_count(const struct gpu_cmd *cmd);
 struct gpu_ctx *gpu_cmd_ctx(const struct gpu_cmd *cmd);
 
+/*
+ * The operand precision of the GEMM-shaped ops a command records
+ * (ops_linear, ops_matmul, ops_attention; the job key `precision`,
+ * latentq-manifest(5)): GPU_PRECISION_F32 reads the operands as they are;
+ * BF16 / F16 round both operands of every product to the nearest bfloat16
+ * / binary16 (ties to even) and keep fp32 sums, outputs and everything
+ * else (abi.h LQ_PREC_*: attention rounds q, k, v and the softmax
+ * numerators).  ops_linear and ops_matmul give, on both paths (shaders
+ * and the CPU-device host GEMM), the bits of a plain sum over k in order
+ * of the rounded operands; attention agrees within rounding.  Other ops
+ * (convolutions, norms, elementwise) ignore it.  A command starts at F32
+ * and keeps its precision across gpu_cmd_begin; ops read it as they are
+ * recorded.  Measured against the float32 goldens (tests/nn/precision.sh):
+ * bf16 within 2^-7 and f16 within 2^-10 of a transformer output's
+ * largest magnitude.
+ */
+enum gpu_precision {
+	GPU_PRECISION_F32 = LQ_PREC_F32,
+	GPU_PRECISION_BF16 = LQ_PREC_BF16,
+	GPU_PRECISION_F16 = LQ_PREC_F16,
+};
+void gpu_cmd_set_precision(struct gpu_cmd *cmd, enum gpu_precision p);
+enum gpu_precision gpu_cmd_precision(const struct gpu_cmd *cmd);
+#define GPU_PRECISION_COUNT 3
+/* "f32", "bf16", "f16" (the job key's values, in enum order; NULL for
+ * another value); parse returns 0, or -1 for any other string or NULL. */
+const char *gpu_precision_name(enum gpu_precision p);
+int gpu_precision_parse(const char *s, enum gpu_precision *out);
+
 #endif

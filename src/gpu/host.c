@@ -57,10 +57,11 @@ static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * One pool thread's scratch (ctx->host_tls[t]): GEMM: the tile rows of c
- * (0); attention: packed keys (0) and values (1), scores (2), outputs (3);
+ * (0), a's rows rounded to the op's precision (1); attention: packed keys
+ * (0) and values (1), scores (2), outputs (3), query rows rounded (4);
  * conv3d: the tile rows (0), the im2col rows (1).
  */
-#define HOST_TLS_SLOTS 4
+#define HOST_TLS_SLOTS 5
 struct gpu_host_tls {
 	float *buf[HOST_TLS_SLOTS];
 	size_t n[HOST_TLS_SLOTS];
@@ -411,6 +412,30 @@ host_npad(int64_t n)
 	return (n + HOST_NR - 1) / HOST_NR * HOST_NR;
 }
 
+/* p[i] = gpu_host_round(p[i], prec) for i < n (nothing at LQ_PREC_F32) */
+static void
+host_round_n(float *p, int64_t n, unsigned prec)
+{
+	if (prec == LQ_PREC_F32)
+		return;
+	for (int64_t i = 0; i < n; i++)
+		p[i] = gpu_host_round(p[i], prec);
+}
+
+/*
+ * rows × K floats of a (row stride lda) into dst (row stride K), each
+ * rounded to prec: the operand as the GEMM multiplies it.
+ */
+static const float *
+host_round_rows(float *dst, const float *a, int64_t lda, int64_t rows,
+    int64_t K, unsigned prec)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t k = 0; k < K; k++)
+			dst[r * K + k] = gpu_host_round(a[r * lda + k], prec);
+	return dst;
+}
+
 /*
  * Packs op(b) [K, N] into panels: bp[(p·K + k)·HOST_NR + j] = op(b)[k][p·
  * HOST_NR + j], zero beyond N.  b in dtype dt with rows of ldb elements:
@@ -612,7 +637,11 @@ host_gemm_task(const struct host_job *j, int64_t i, int t)
 	int64_t rows = (mc + HOST_MR - 1) / HOST_MR * HOST_MR;
 	float *ct = host_tls_buf(j->ctx, t, 0, (size_t)(rows * npad) *
 	    sizeof(float));
-	host_gemm_block(o->a + z * o->sa + m0 * K, K, rows, mc,
+	const float *a = o->a + z * o->sa + m0 * K;
+	if (o->prec != LQ_PREC_F32)
+		a = host_round_rows(host_tls_buf(j->ctx, t, 1, (size_t)(mc * K) *
+		    sizeof(float)), a, K, mc, K, o->prec);
+	host_gemm_block(a, K, rows, mc,
 	    j->bp + (o->sb != 0 ? z * j->bp_stride : 0), K, npad, ct);
 	float *c = o->c + z * o->sc + m0 * o->ldc;
 	for (int64_t r = 0; r < mc; r++)
@@ -646,10 +675,19 @@ host_attention_task(const struct host_job *j, int64_t i, int t)
 	host_pack(bk, (const float *)o->b + bi * o->sb + h * Dh, GPU_F32, 1,
 	    Nk, Dh, o->ldb);
 	host_pack(bv, o->v + bi * o->sv + h * Dv, GPU_F32, 0, Dv, Nk, o->ldv);
+	host_round_n(bk, kpad * Dh, o->prec);
+	host_round_n(bv, vpad * Nk, o->prec);
+	float *qr = o->prec == LQ_PREC_F32 ? NULL : host_tls_buf(j->ctx, t, 4,
+	    (size_t)(HOST_MR * Dh) * sizeof(float));
 	for (int64_t i0 = 0; i0 < Nq; i0 += HOST_MR) {
 		int64_t ic = Nq - i0 < HOST_MR ? Nq - i0 : HOST_MR;
-		host_gemm_block(q + i0 * o->lda, o->lda, HOST_MR, ic, bk, Dh,
-		    kpad, S);
+		if (qr != NULL)
+			host_gemm_block(host_round_rows(qr, q + i0 * o->lda,
+			    o->lda, ic, Dh, o->prec), Dh, HOST_MR, ic, bk, Dh,
+			    kpad, S);
+		else
+			host_gemm_block(q + i0 * o->lda, o->lda, HOST_MR, ic,
+			    bk, Dh, kpad, S);
 		float l[HOST_MR];
 		for (int64_t r = 0; r < ic; r++) {
 			float *s = S + r * kpad;
@@ -666,6 +704,9 @@ host_attention_task(const struct host_job *j, int64_t i, int t)
 					    o->attn_bias_dtype, base + c);
 			}
 			l[r] = host_softmax_row(s, Nk);
+			/* the numerators multiply v at the op's precision;
+			 * their sum l stays as it was */
+			host_round_n(s, Nk, o->prec);
 		}
 		/* O over the Nk keys only (the rows' padding columns are
 		 * not summed); rows from ic on are thrown away */
@@ -811,6 +852,7 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 			host_pack(bp + z * j.bp_stride, (const char *)o->b +
 			    (size_t)(z * o->sb) * esz, o->b_dtype, o->trans_b,
 			    o->N, o->K, o->trans_b ? o->K : o->N);
+		host_round_n(bp, nb * j.bp_stride, o->prec);
 		j.bp = bp;
 	}
 	host_job_run(&j, ctx->host_threads);

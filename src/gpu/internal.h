@@ -5,7 +5,9 @@
 #ifndef LQ_GPU_INTERNAL_H
 #define LQ_GPU_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/half.h"
 #include "gpu/gpu.h"
@@ -205,6 +207,9 @@ struct gpu_host_op {
 	int trans_b;
 	unsigned act;
 	float alpha;
+	/* GPU_HOST_GEMM, GPU_HOST_ATTENTION: the recording command's operand
+	 * precision (gpu_cmd_set_precision; gpu_cmd_host sets it) */
+	unsigned prec;
 	/* GPU_HOST_ATTENTION only */
 	const float *v;
 	const void *attn_bias;
@@ -261,6 +266,43 @@ gpu_host_param(const void *p, enum gpu_dtype dt, int64_t i)
 	if (dt == GPU_BF16)
 		return half_bf16_to_f32(((const uint16_t *)p)[i]);
 	return ((const float *)p)[i];
+}
+
+/*
+ * x rounded to operand precision prec (LQ_PREC_*): shaders/common.glsl
+ * lq_round in C, the same bits (the nearest bfloat16 / binary16, ties to
+ * even; NaN, infinities and binary16's subnormals kept, its overflow to
+ * infinity), as core/half.c's conversions there and back give.
+ */
+static inline float
+gpu_host_round(float x, unsigned prec)
+{
+	uint32_t u, a;
+	if (prec == LQ_PREC_F32)
+		return x;
+	memcpy(&u, &x, 4);
+	a = u & 0x7fffffffu;
+	if (a >= 0x7f800000u)
+		return x;
+	if (prec == LQ_PREC_BF16) {
+		u += 0x7fffu + ((u >> 16) & 1u);
+		u &= 0xffff0000u;
+	} else {
+		if (a >= 0x38800000u) {		/* binary16's normals */
+			a += 0xfffu + ((a >> 13) & 1u);
+			a &= 0xffffe000u;
+			if (a > 0x477fe000u)	/* past 65504 */
+				a = 0x7f800000u;
+		} else {	/* subnormals: multiples of 2^-24 */
+			float f;
+			memcpy(&f, &a, 4);
+			f = nearbyintf(f * 16777216.0f) * (1.0f / 16777216.0f);
+			memcpy(&a, &f, 4);
+		}
+		u = (u & 0x80000000u) | a;
+	}
+	memcpy(&x, &u, 4);
+	return x;
 }
 
 /*

@@ -655,7 +655,8 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		.flags = (trans_b ? 1u << LQ_MM_TRANS_B : 0) |
 		    (uint32_t)act << LQ_MM_ACT |
 		    (bias ? 1u << LQ_MM_HAS_BIAS : 0) |
-		    (bias ? (uint32_t)bias->dtype << LQ_MM_DT_BIAS : 0),
+		    (bias ? (uint32_t)bias->dtype << LQ_MM_DT_BIAS : 0) |
+		    (uint32_t)gpu_cmd_precision(cmd) << LQ_MM_PREC,
 		.alpha = alpha,
 		.off_c = gpu_bind_offset(cmd, c),
 		.off_a = gpu_bind_offset(cmd, a),
@@ -1267,7 +1268,8 @@ attn_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *out,
 		    (bias ? 1u << LQ_ATTN_HAS_BIAS : 0) |
 		    (bias_b ? 1u << LQ_ATTN_BIAS_B : 0) |
 		    (kb ? (uint32_t)kb->dtype << LQ_ATTN_DT_KB : 0) |
-		    (bias ? (uint32_t)bias->dtype << LQ_ATTN_DT_BIAS : 0),
+		    (bias ? (uint32_t)bias->dtype << LQ_ATTN_DT_BIAS : 0) |
+		    (uint32_t)gpu_cmd_precision(cmd) << LQ_ATTN_PREC,
 		.off_o = gpu_bind_offset(cmd, out),
 		.off_q = gpu_bind_offset(cmd, q),
 		.q_sb = (uint32_t)q->stride[0], .q_sn = (uint32_t)q->stride[1],

@@ -152,6 +152,7 @@ struct gpu_cmd {
 	unsigned host_ops;		/* recorded since begin */
 	int fence_busy;			/* a segment was submitted with fence */
 	double submitted_ms;		/* when segment 0 was (profile.c) */
+	enum gpu_precision precision;	/* gpu_cmd_set_precision */
 };
 
 /* Vulkan format and bytes of each texel format (device.c). */

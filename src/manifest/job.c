@@ -235,6 +235,7 @@ job_config_from_json(const cJSON *config, struct job_config *jc,
 	jc->truncate = get_bool(&r, "truncate");
 	jc->per_device_batch_size = get_number(&r, "per_device_batch_size");
 	jc->weight_streaming = get_string(&r, "weight_streaming");
+	jc->precision = get_string(&r, "precision");
 	jc->output = get_string(&r, "output");
 	jc->frames = get_string(&r, "frames");
 	jc->save_tensors = get_string(&r, "save_tensors");

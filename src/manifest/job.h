@@ -112,6 +112,7 @@ struct job_config {
 	struct job_mesh mesh;
 	double per_device_batch_size;
 	const char *weight_streaming;		/* "auto", "on" or "off" */
+	const char *precision;			/* gpu_precision_parse's */
 	const char *output, *frames, *save_tensors;	/* templates, expanded */
 	const cJSON *vae_tiling;		/* borrowed; NULL: auto (see
 						   ltxv_vae_tiling_from_json) */

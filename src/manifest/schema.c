@@ -151,6 +151,8 @@ static const struct manifest_key keys[] = {
 	{ "weight_streaming", MANIFEST_STRING, "\"auto\"",
 	  "transformer blocks' weights streamed from host memory: auto, on or off",
 	  NULL, 0 },
+	{ "precision", MANIFEST_STRING, "\"f32\"",
+	  "the transformer's matrix-product operands: f32, bf16 or f16", NULL, 0 },
 	{ "output", MANIFEST_TEMPLATE, "\"{name}.mp4\"",
 	  "MP4 path in the output folder", NULL, 0 },
 	{ "frames", MANIFEST_TEMPLATE, NULL, "folder for PNG frames", NULL, 0 },

@@ -368,7 +368,7 @@ static enum lq_status
 run_ltx2_transformer(struct gpu_ctx *ctx, const char *dir,
     const struct inputs *in, struct st_writer *w, const struct nn_dump *dump,
     FILE *report, const struct ltx2_transformer_call *call,
-    struct lq_error *err)
+    enum gpu_precision prec, struct lq_error *err)
 {
 	struct ltx2_transformer *m = NULL;
 	const struct ltx2_transformer_config *c;
@@ -401,6 +401,7 @@ run_ltx2_transformer(struct gpu_ctx *ctx, const char *dir,
 	    (st = input_fps(in, &a.fps, err)) ||
 	    (st = ltx2_transformer_load(ctx, dir, &m, err)))
 		goto out;
+	ltx2_transformer_set_precision(m, prec);
 	c = ltx2_transformer_config(m);
 	B = ths->shape[0];
 	a.B = (int)B;
@@ -521,7 +522,8 @@ config_is(const char *dir, int (*is)(const cJSON *cfg))
 static enum lq_status
 run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
     const struct inputs *in, struct st_writer *w, const struct nn_dump *dump,
-    FILE *report, enum nn_plan_choice mode, struct lq_error *err)
+    FILE *report, enum nn_plan_choice mode, enum gpu_precision prec,
+    struct lq_error *err)
 {
 	struct wan_transformer *m = NULL;
 	struct wan_transformer_config cfg;
@@ -570,6 +572,7 @@ run_wan_transformer(struct gpu_ctx *ctx, const char *dir,
 	topts.streaming = streaming == NN_WEIGHTS_STREAMED;
 	if ((st = wan_transformer_load_opts(ctx, dir, &topts, &m, err)))
 		goto out;
+	wan_transformer_set_precision(m, prec);
 	c = wan_transformer_config(m);
 	B = ths->shape[0];
 	if (ths->shape[1] != c->in_channels || tehs->shape[0] != B ||
@@ -662,7 +665,7 @@ out:
 static enum lq_status
 run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
     struct st_writer *w, const struct nn_dump *dump, FILE *report,
-    enum nn_plan_choice mode, struct lq_error *err)
+    enum nn_plan_choice mode, enum gpu_precision prec, struct lq_error *err)
 {
 	struct ltxv_transformer_config cfg;
 	struct nn_weights_layout lay;
@@ -757,6 +760,7 @@ run_transformer(struct gpu_ctx *ctx, const char *dir, const struct inputs *in,
 	topts.streaming = streaming == NN_WEIGHTS_STREAMED;
 	if ((st = ltxv_transformer_load_opts(ctx, dir, NULL, &topts, &m, err)))
 		goto out;
+	ltxv_transformer_set_precision(m, prec);
 	c = ltxv_transformer_config(m);
 
 	if ((st = upload(ctx, 3, ths->shape, hs, &b_hs, &g_hs, err)) ||
@@ -1590,14 +1594,14 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		if (config_is(dir, diffusers_is_ltx2_transformer)) {
 			st = run_ltx2_transformer(ctx, dir, &in, w,
 			    o->dump_intermediates ? &dump : NULL, o->report,
-			    o->ltx2_call, err);
+			    o->ltx2_call, o->precision, err);
 			break;
 		}
 		if (config_is(dir, diffusers_is_wan_transformer) &&
 		    o->ltx2_call == NULL) {
 			st = run_wan_transformer(ctx, dir, &in, w,
 			    o->dump_intermediates ? &dump : NULL, o->report,
-			    o->weight_streaming, err);
+			    o->weight_streaming, o->precision, err);
 			break;
 		}
 		if (o->ltx2_call != NULL) {
@@ -1613,7 +1617,7 @@ nn_forward_run(const struct nn_forward_opts *o, struct lq_error *err)
 		}
 		st = run_transformer(ctx, dir, &in, w,
 		    o->dump_intermediates ? &dump : NULL, o->report,
-		    o->weight_streaming, err);
+		    o->weight_streaming, o->precision, err);
 		break;
 	case NN_COMPONENT_VAE_DECODER:
 		if (wan_vae_is_wan(dir)) {

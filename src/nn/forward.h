@@ -91,6 +91,9 @@ struct nn_forward_opts {
 	/* transformer: stream the blocks' weights (on), never (off), or
 	 * when the resident weights do not fit the device (auto, 0) */
 	enum nn_plan_choice weight_streaming;
+	/* transformer: its matrix products' operand precision (the job key
+	 * `precision`, gpu_cmd_set_precision; 0: f32) */
+	enum gpu_precision precision;
 	/* VAE decoder: called for EVERY injected-noise draw, in the decoder's
 	 * call order (so it can count draws), before the inputs are looked
 	 * up; a field the inputs hold then replaces what it wrote.  NULL: a

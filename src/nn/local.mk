@@ -41,7 +41,7 @@ TESTS += tests/nn/test-ltxv-embed tests/nn/test-ltxv-predecode \
 	tests/nn/ltx2-vae.sh tests/nn/test-ltx2-pipe-passes \
 	tests/nn/wan-transformer.sh tests/nn/wan-vae.sh tests/nn/test-wan-vae-plan \
 	tests/nn/test-wan-vae-decode tests/nn/test-wan-cp \
-	tests/nn/wan-pipe-passes.sh
+	tests/nn/wan-pipe-passes.sh tests/nn/precision.sh
 tests_nn_test_wan_cp_SOURCES = tests/nn/test-wan-cp.c
 tests_nn_test_wan_cp_LDADD = $(LQ_TEST_LDADD)
 tests_nn_test_ltxv_embed_SOURCES = tests/nn/test-ltxv-embed.c
@@ -66,7 +66,7 @@ tests_nn_test_wan_vae_decode_SOURCES = tests/nn/test-wan-vae-decode.c
 tests_nn_test_wan_vae_decode_LDADD = $(LQ_TEST_LDADD)
 tests_nn_st_compare_SOURCES = tests/nn/st-compare.c
 tests_nn_st_compare_LDADD = $(LQ_TEST_LDADD)
-EXTRA_DIST += tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
+EXTRA_DIST += tests/nn/precision.sh tests/nn/forward-goldens.sh tests/nn/forward-intermediates.sh \
 	tests/nn/plan-measured.sh tests/nn/forward-split.sh \
 	tests/nn/forward-tiled.sh tests/nn/norm-out-linear.sh \
 	tests/nn/forward-encoder.sh tests/nn/forward-upsampler.sh \

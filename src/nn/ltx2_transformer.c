@@ -302,6 +302,12 @@ load_block(struct ltx2_transformer *m, int i, struct block *b,
 }
 
 void
+ltx2_transformer_set_precision(struct ltx2_transformer *m, enum gpu_precision p)
+{
+	gpu_cmd_set_precision(m->cmd, p);
+}
+
+void
 ltx2_transformer_free(struct ltx2_transformer *m)
 {
 	if (m == NULL)

@@ -104,6 +104,14 @@ enum lq_status ltx2_transformer_load(struct gpu_ctx *ctx, const char *dir,
 
 void ltx2_transformer_free(struct ltx2_transformer *m);
 
+/*
+ * The operand precision of the model's matrix products from its next
+ * forward on (the job key `precision`; gpu_cmd_set_precision says what
+ * it rounds).  A loaded model starts at GPU_PRECISION_F32.
+ */
+void ltx2_transformer_set_precision(struct ltx2_transformer *m,
+    enum gpu_precision p);
+
 const struct ltx2_transformer_config *ltx2_transformer_config(
     const struct ltx2_transformer *m);
 

@@ -444,6 +444,12 @@ ltxv_transformer_set_context(struct ltxv_transformer *m,
 }
 
 void
+ltxv_transformer_set_precision(struct ltxv_transformer *m, enum gpu_precision p)
+{
+	gpu_cmd_set_precision(m->cmd, p);
+}
+
+void
 ltxv_transformer_free(struct ltxv_transformer *m)
 {
 	if (m == NULL)

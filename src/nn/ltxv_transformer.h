@@ -99,6 +99,14 @@ int ltxv_transformer_streaming(const struct ltxv_transformer *m,
 
 void ltxv_transformer_free(struct ltxv_transformer *m);
 
+/*
+ * The operand precision of the model's matrix products from its next
+ * forward on (the job key `precision`; gpu_cmd_set_precision says what
+ * it rounds).  A loaded model starts at GPU_PRECISION_F32.
+ */
+void ltxv_transformer_set_precision(struct ltxv_transformer *m,
+    enum gpu_precision p);
+
 /* The parsed config (borrowed). */
 const struct ltxv_transformer_config *ltxv_transformer_config(
     const struct ltxv_transformer *m);

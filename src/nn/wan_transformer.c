@@ -311,6 +311,12 @@ wan_rope_freqs(const struct wan_transformer_config *c, float *cs, float *sn)
 }
 
 void
+wan_transformer_set_precision(struct wan_transformer *m, enum gpu_precision p)
+{
+	gpu_cmd_set_precision(m->cmd, p);
+}
+
+void
 wan_transformer_free(struct wan_transformer *m)
 {
 	if (m == NULL)

@@ -95,6 +95,14 @@ enum lq_status wan_transformer_weights_layout(const struct st_set *set,
 
 void wan_transformer_free(struct wan_transformer *m);
 
+/*
+ * The operand precision of the model's matrix products from its next
+ * forward on (the job key `precision`; gpu_cmd_set_precision says what
+ * it rounds).  A loaded model starts at GPU_PRECISION_F32.
+ */
+void wan_transformer_set_precision(struct wan_transformer *m,
+    enum gpu_precision p);
+
 /* The parsed config (borrowed). */
 const struct wan_transformer_config *wan_transformer_config(
     const struct wan_transformer *m);

@@ -244,6 +244,20 @@ pf_check_config(struct pf_job_state *s)
 		error_set_hint(e, "auto: stream the transformer's blocks only "
 		    "when its weights do not fit next to the activations");
 	}
+	enum gpu_precision prec;
+	if (gpu_precision_parse(s->jc.precision, &prec) != 0) {
+		char t[64], vals[32] = "";
+		for (int i = 0; i < GPU_PRECISION_COUNT; i++)
+			snprintf(vals + strlen(vals), sizeof(vals) - strlen(vals),
+			    "%s%s", i == 0 ? "" : i + 1 < GPU_PRECISION_COUNT ?
+			    ", " : " or ", gpu_precision_name((enum gpu_precision)i));
+		struct lq_error *e = pf_job_add(s, "precision", LQ_FAILED,
+		    "LQ-CFG-002", "%s is out of range: precision is %s",
+		    pf_job_text(s, "precision", t, sizeof(t)), vals);
+		error_set_hint(e, "f32 (the default) matches diffusers' float32 "
+		    "goldens; bf16 rounds the transformer's matrix-product "
+		    "operands as GPU tensor cores do");
+	}
 	for (size_t i = 0; i < s->jc.n_loras; i++) {
 		double sc = s->jc.loras[i].scale;
 		if (!(fabs(sc) <= 100)) {

@@ -222,6 +222,16 @@ render_pin_model(struct store *st, const struct store_job *job,
 	return store_pin_model_digest(st, job->id, digest, err);
 }
 
+enum gpu_precision
+render_precision(const struct job_config *jc)
+{
+	enum gpu_precision p = GPU_PRECISION_F32;
+	int bad = gpu_precision_parse(jc->precision, &p);
+	LQ_ASSERT(bad == 0);	/* preflight's LQ-CFG-002 */
+	(void)bad;
+	return p;
+}
+
 void
 render_device_fingerprint(const struct gpu_ctx *gpu, const char *resolved,
     char out[DIGEST_HEX_SIZE])

@@ -631,6 +631,7 @@ ranks_load(struct l2 *r, struct lq_error *err)
 		if ((s = ltx2_transformer_load(mr->gpu, r->dm->transformer.dir,
 		    &k->m, err)) != LQ_OK)
 			return s;
+		ltx2_transformer_set_precision(k->m, render_precision(r->c->jc));
 		if (r->cp != NULL && (s = ltx2_transformer_set_context(k->m,
 		    r->cp[k->data], r->acp[k->data], mr->context, err)) != LQ_OK)
 			return s;

@@ -35,6 +35,14 @@ struct render_job_ctx {
 };
 
 /*
+ * The job's `precision` (gpu_cmd_set_precision), for its transformer
+ * (every family's render calls the model's _set_precision with it).
+ * Preflight refused any other value, and a config without the key reads
+ * the table's default, f32.
+ */
+enum gpu_precision render_precision(const struct job_config *jc);
+
+/*
  * Enters a phase of a job's render: the store's progress row (step of
  * `total`, so a crash names where it was), a "phase" event, and the fault
  * injection hook at the phase's start (core/fault.h: an "oom" rule makes

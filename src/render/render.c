@@ -728,6 +728,9 @@ load_networks(struct render *r, struct lq_error *err)
 		s = ltxv_transformer_load_opts(r->ranks[i].gpu,
 		    r->dm->transformer.dir, nl > 0 ? &ls : NULL, &topts,
 		    &r->ranks[i].transformer, err);
+		if (s == LQ_OK)
+			ltxv_transformer_set_precision(r->ranks[i].transformer,
+			    render_precision(&r->jc));
 	}
 	for (size_t i = 0; i < opened; i++)
 		lora_free(loras[i]);

@@ -372,10 +372,13 @@ phase_denoise(struct wan *r, struct lq_error *err)
 		.W = (int)r->ls.width, .T = r->T > r->Tn ? r->T : r->Tn,
 		.context = 1, .streaming = NN_WEIGHTS_RESIDENT,
 	};
+	if (start < r->N && (s = wan_transformer_load(r->gpu,
+	    r->dm->transformer.dir, &m, err)) != LQ_OK)
+		goto out;
+	if (m != NULL)
+		wan_transformer_set_precision(m, render_precision(jc));
 	if (start < r->N &&
-	    ((s = wan_transformer_load(r->gpu, r->dm->transformer.dir, &m,
-	    err)) != LQ_OK ||
-	    (s = wan_transformer_reserve(m, &shp, err)) != LQ_OK ||
+	    ((s = wan_transformer_reserve(m, &shp, err)) != LQ_OK ||
 	    (s = render_upload(r->gpu, 5, xs, NULL, &bx, &tx, err)) != LQ_OK ||
 	    (s = render_upload(r->gpu, 5, xs, NULL, &bo, &to, err)) != LQ_OK ||
 	    (s = render_upload(r->gpu, 3, ts, r->text, &bt, &tt, err)) !=

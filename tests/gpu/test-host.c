@@ -22,7 +22,14 @@
  *     and without bias, and is the same bits run to run;
  *   - host ops and shaders interleaved in one recording run in recording
  *     order (submit and submit_async + wait);
- *   - a weight larger than a binding needs no split on the host path.
+ *   - a weight larger than a binding needs no split on the host path;
+ *   - operand precision (gpu_cmd_set_precision, the job key `precision`):
+ *     at bf16 and f16 an operand is the nearest value of that type (core/
+ *     half.c's conversions, ties, binary16's subnormals and overflow
+ *     included) on both paths, linear and matmul give on both paths the
+ *     bits of a plain sum over k of the rounded operands, and attention
+ *     agrees with a double reference of rounded q, k, v and numerators
+ *     while differing from f32.
  * Exits 77 without a Vulkan device.
  */
 #include <math.h>
@@ -31,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "gpu/gpu.h"
@@ -698,6 +706,233 @@ test_no_split(void)
 	gpu_ctx_free(e.ctx);
 }
 
+/* ---- operand precision ---- */
+
+static const enum gpu_precision precs[2] = {GPU_PRECISION_BF16,
+    GPU_PRECISION_F16};
+
+/* x as operand precision p multiplies it: core/half.c there and back */
+static float
+round_ref(float x, enum gpu_precision p)
+{
+	if (p == GPU_PRECISION_BF16)
+		return half_bf16_to_f32(half_f32_to_bf16(x));
+	if (p == GPU_PRECISION_F16)
+		return half_f16_to_f32(half_f32_to_f16(x));
+	return x;
+}
+
+/* x as a tensor of dtype dt holds it */
+static float
+stored(float x, enum gpu_dtype dt)
+{
+	return dt == GPU_F16 ? round_ref(x, GPU_PRECISION_F16) :
+	    dt == GPU_BF16 ? round_ref(x, GPU_PRECISION_BF16) : x;
+}
+
+static int
+same_bits(float a, float b)
+{
+	return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+/*
+ * Each path's rounding, value by value: rows [v, 0, 0, 0] times the
+ * identity give round(v) in column 0 (the other products are exact
+ * zeros), for ties, both types' extremes, binary16's subnormals and
+ * overflow, and a sweep of bit patterns.
+ */
+static void
+test_precision_round(void)
+{
+	static const float edge[] = {0.0f, -0.0f, 1.0f, -1.5f, 65504.0f,
+	    65519.996f, 65520.0f, -65536.0f, 1e6f, 3.0e38f, 6.1035156e-5f,
+	    6.0975552e-5f, 5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f,
+	    8.940697e-8f, 1.0e-10f, 1.00390625f, 1.01171875f, 1.0009766f,
+	    1.0029297f, 1e-40f};
+	int64_t n0 = (int64_t)(sizeof(edge) / sizeof(edge[0]));
+	int64_t M = n0 + 4000, K = 4;
+	float *x = xcalloc((size_t)(M * K), sizeof(float));
+	float w[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+	for (int64_t i = 0; i < M; i++) {
+		float v;
+		if (i < n0) {
+			v = edge[i];
+		} else {
+			/* a stride through the finite floats */
+			uint32_t u = (uint32_t)(i - n0) * 1073741u;
+			u &= 0xbfffffffu;	/* below 2^1 in magnitude... */
+			u |= (uint32_t)(i & 1) << 30;	/* ...or above */
+			memcpy(&v, &u, 4);
+			if (!isfinite(v))
+				v = 1.0f;
+		}
+		x[i * K] = v;
+	}
+	for (int p = 0; p < 2; p++) {
+		struct env *es[2] = {&host, &shade};
+		for (int e = 0; e < 2; e++) {
+			gpu_cmd_set_precision(es[e]->cmd, precs[p]);
+			float *y = linear_on(es[e], M, 4, K, GPU_F32, x, w, NULL,
+			    OPS_ACT_NONE);
+			gpu_cmd_set_precision(es[e]->cmd, GPU_PRECISION_F32);
+			int bad = 0;
+			for (int64_t i = 0; i < M; i++) {
+				/* + 0: the zero products make -0 +0 */
+				float want = round_ref(x[i * K], precs[p]) + 0.0f;
+				if (!same_bits(y[i * 4], want) && bad++ < 5)
+					printf("%s %s: round(%a) = %a, not %a\n",
+					    e ? "shader" : "host",
+					    gpu_precision_name(precs[p]),
+					    (double)x[i * K], (double)y[i * 4],
+					    (double)want);
+			}
+			CHECK_INT(bad, 0);
+			free(y);
+		}
+	}
+	free(x);
+}
+
+/*
+ * Linear and matmul at bf16 / f16: both paths give exactly Σ_k rx·rw in
+ * k order (each product exact in fp32) times alpha plus the bias, and
+ * not the f32 result.  K 96 takes linear.comp (and its GEMV variant for
+ * M <= 4), K 30 and b [K, N] the generic matmul.comp.
+ */
+static void
+test_precision_gemm(void)
+{
+	static const enum gpu_dtype dts[3] = {GPU_F32, GPU_F16, GPU_BF16};
+	struct {
+		int64_t M, N, K;
+		int trans_b;
+		float alpha;
+	} cs[] = {
+		{300, 72, 96, 1, 1.0f}, {3, 40, 96, 1, 1.0f},
+		{77, 33, 30, 1, 1.0f}, {50, 20, 96, 0, 0.25f},
+	};
+	for (int p = 0; p < 2; p++)
+	for (int d = 0; d < 3; d++)
+	for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+		int64_t M = cs[c].M, N = cs[c].N, K = cs[c].K;
+		int linear = cs[c].trans_b && cs[c].alpha == 1.0f;
+		float *x = rand_host((size_t)(M * K));
+		float *w = rand_host((size_t)(N * K));
+		float *b = rand_host((size_t)N);
+		float *want = xmalloc((size_t)(M * N) * sizeof(float));
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t n = 0; n < N; n++) {
+				float acc = 0.0f;
+				for (int64_t k = 0; k < K; k++) {
+					float wv = stored(cs[c].trans_b ?
+					    w[n * K + k] : w[k * N + n], dts[d]);
+					acc += round_ref(x[i * K + k], precs[p]) *
+					    round_ref(wv, precs[p]);
+				}
+				want[i * N + n] = linear ? acc +
+				    stored(b[n], dts[d]) : cs[c].alpha * acc;
+			}
+		struct env *es[2] = {&host, &shade};
+		float *y[2];
+		for (int e = 0; e < 2; e++) {
+			gpu_cmd_set_precision(es[e]->cmd, precs[p]);
+			y[e] = linear ? linear_on(es[e], M, N, K, dts[d], x, w, b,
+			    OPS_ACT_NONE) : matmul_on(es[e], 1, 1, 1, M, N, K,
+			    cs[c].trans_b, dts[d], x, w, cs[c].alpha);
+			gpu_cmd_set_precision(es[e]->cmd, GPU_PRECISION_F32);
+			CHECK(memcmp(y[e], want, (size_t)(M * N) *
+			    sizeof(float)) == 0);
+		}
+		float *y32 = linear ? linear_on(&host, M, N, K, dts[d], x, w, b,
+		    OPS_ACT_NONE) : matmul_on(&host, 1, 1, 1, M, N, K,
+		    cs[c].trans_b, dts[d], x, w, cs[c].alpha);
+		CHECK(memcmp(y32, want, (size_t)(M * N) * sizeof(float)) != 0);
+		free(x);
+		free(w);
+		free(b);
+		free(want);
+		free(y[0]);
+		free(y[1]);
+		free(y32);
+	}
+}
+
+/*
+ * Attention at bf16 / f16 on both paths against a double reference of
+ * rounded q, k, v and softmax numerators e^(s - max) (their sum
+ * unrounded): the host's one-pass softmax within float rounding of it,
+ * the shaders' online softmax, whose numerators are rounded against the
+ * running maximum as FlashAttention's are, within a few of the type's
+ * ulps; the f32 result further from it than either.
+ */
+static void
+test_precision_attention(void)
+{
+	int64_t B = 2, Nq = 70, Nk = 50, H = 2, Dh = 32, W = H * Dh;
+	float *xq = rand_host((size_t)(B * Nq * 3 * W));
+	float *xkv = rand_host((size_t)(B * Nk * 3 * W));
+	float *kb = rand_host((size_t)(B * Nk));
+	for (size_t i = 0; i < (size_t)(B * Nq * 3 * W); i++)
+		xq[i] *= 4.0f;		/* peaked softmax rows */
+	double *s = xmalloc((size_t)Nk * sizeof(double));
+	for (int p = 0; p < 2; p++) {
+		float *want = xmalloc((size_t)(B * Nq * W) * sizeof(float));
+		for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < H; h++)
+		for (int64_t i = 0; i < Nq; i++) {
+			const float *q = xq + (b * Nq + i) * 3 * W + W + h * Dh;
+			double mx = -1e300, l = 0;
+			for (int64_t j = 0; j < Nk; j++) {
+				const float *k = xkv + (b * Nk + j) * 3 * W + h * Dh;
+				double dot = 0;
+				for (int64_t d = 0; d < Dh; d++)
+					dot += (double)round_ref(q[d], precs[p]) *
+					    round_ref(k[d], precs[p]);
+				s[j] = dot / sqrt((double)Dh) + kb[b * Nk + j];
+				mx = s[j] > mx ? s[j] : mx;
+			}
+			for (int64_t j = 0; j < Nk; j++) {
+				s[j] = exp(s[j] - mx);
+				l += s[j];
+				s[j] = round_ref((float)s[j], precs[p]);
+			}
+			for (int64_t d = 0; d < Dh; d++) {
+				double o = 0;
+				for (int64_t j = 0; j < Nk; j++)
+					o += s[j] * round_ref(xkv[(b * Nk + j) *
+					    3 * W + 2 * W + h * Dh + d], precs[p]);
+				want[(b * Nq + i) * W + h * Dh + d] = (float)(o / l);
+			}
+		}
+		struct env *es[2] = {&host, &shade};
+		for (int e = 0; e < 2; e++) {
+			gpu_cmd_set_precision(es[e]->cmd, precs[p]);
+			float *y = attention_on(es[e], B, Nq, Nk, H, Dh, xq, xkv,
+			    kb, NULL);
+			gpu_cmd_set_precision(es[e]->cmd, GPU_PRECISION_F32);
+			float *y32 = attention_on(es[e], B, Nq, Nk, H, Dh, xq, xkv,
+			    kb, NULL);
+			double r = max_rel(y, want, (size_t)(B * Nq * W));
+			double r32 = max_rel(y32, want, (size_t)(B * Nq * W));
+			printf("attention %s %s: max rel %g to the rounded "
+			    "reference, f32 %g\n", e ? "shader" : "host",
+			    gpu_precision_name(precs[p]), r, r32);
+			double tol = e == 0 ? 1e-4 : precs[p] ==
+			    GPU_PRECISION_BF16 ? 4e-3 : 5e-4;
+			CHECK(r < tol);
+			CHECK(r32 > 2 * r);
+			free(y);
+			free(y32);
+		}
+		free(want);
+	}
+	free(s);
+	free(xq);
+	free(xkv);
+	free(kb);
+}
+
 static int
 open_env(struct env *e, const char *host_gemm, struct lq_error *err)
 {
@@ -735,6 +970,9 @@ main(void)
 	test_threads();
 	test_conv3d();
 	test_no_split();
+	test_precision_round();
+	test_precision_gemm();
+	test_precision_attention();
 	gpu_cmd_free(shade.cmd);
 	gpu_pool_free(shade.pool);
 	gpu_ctx_free(shade.ctx);

@@ -2,7 +2,7 @@
  * st-compare.c — compares tensors of a safetensors file written by latentq
  * against a golden file, with the tolerances of the goldens' index.json.
  *
- *   st-compare INDEX DATA_DIR REL_FILE MINE [KEY...]
+ *   st-compare [--rel R] INDEX DATA_DIR REL_FILE MINE [KEY...]
  *
  * Every statistic in INDEX (an object with "file", "key" and
  * "suggested_atol", anywhere in the tree) whose file is REL_FILE (and whose
@@ -12,6 +12,8 @@
  * line per key with the max abs and max rel error (rel = max abs / max
  * |golden|).  A statistic with an "index" i applies to slice i of the
  * first dimension only (per-step tolerances of a [steps, ...] tensor).
+ * --rel R replaces every suggested_atol by R × max |golden| (the
+ * tolerances latentq measured for its reduced precisions, `precision:`).
  * Exit 0 when all pass and at least one was checked, else 1.
  */
 #include <math.h>
@@ -31,6 +33,7 @@ struct ctx {
 	int nkeys;
 	const struct st_file *gold, *mine;
 	int checked, failed;
+	double rel_tol;		/* --rel, or 0 */
 };
 
 /* NULL when `key` is not to be checked, else the key to read in MINE. */
@@ -106,6 +109,8 @@ check(struct ctx *c, const char *key, const char *mkey, double atol,
 	}
 	free(gf);
 	free(mf);
+	if (c->rel_tol > 0)
+		atol = c->rel_tol * maxg;
 	char shown[160];
 	if (slice >= 0)
 		snprintf(shown, sizeof(shown), "%s[%d]", key, slice);
@@ -155,8 +160,14 @@ main(int argc, char **argv)
 	char *text, *gpath;
 	size_t n;
 
-	if (argc < 5) {
-		fprintf(stderr, "usage: st-compare INDEX DATA_DIR REL_FILE MINE [KEY...]\n");
+	if (argc > 2 && strcmp(argv[1], "--rel") == 0) {
+		c.rel_tol = strtod(argv[2], NULL);
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc < 5 || c.rel_tol < 0) {
+		fprintf(stderr, "usage: st-compare [--rel R] INDEX DATA_DIR "
+		    "REL_FILE MINE [KEY...]\n");
 		return 2;
 	}
 	text = util_read_file(argv[1], &n);
