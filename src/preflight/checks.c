@@ -254,9 +254,15 @@ pf_check_config(struct pf_job_state *s)
 		struct lq_error *e = pf_job_add(s, "precision", LQ_FAILED,
 		    "LQ-CFG-002", "%s is out of range: precision is %s",
 		    pf_job_text(s, "precision", t, sizeof(t)), vals);
-		error_set_hint(e, "f32 (the default) matches diffusers' float32 "
-		    "goldens; bf16 rounds the transformer's matrix-product "
-		    "operands as GPU tensor cores do");
+		/* the nearest value: bfloat16 / bf16 / fp16 / float16 /
+		 * half name the 16-bit types, anything else f32 */
+		const char *v = s->jc.precision != NULL ? s->jc.precision : "";
+		const char *near = strstr(v, "bf") || strstr(v, "BF") ? "bf16" :
+		    strstr(v, "16") || strstr(v, "half") ? "f16" : "f32";
+		error_set_hint(e, "try %s; f32 (the default) matches "
+		    "diffusers' float32 goldens, bf16 and f16 round the "
+		    "transformer's matrix-product operands as GPU tensor cores "
+		    "do", near);
 	}
 	for (size_t i = 0; i < s->jc.n_loras; i++) {
 		double sc = s->jc.loras[i].scale;

@@ -1,0 +1,58 @@
+#!/bin/sh
+# The job key `precision` (issue 18 item 3) end to end on the demo model:
+# a bf16 render killed with SIGKILL mid-denoise resumes and ends with the
+# final latent and the MP4 byte-identical to an uninterrupted bf16 render;
+# the job's config records the precision, and the bf16 latents differ
+# from the f32 ones (the key reaches the transformer); f16 renders too.
+# A value latentq does not know (fp16) is refused by preflight, naming the
+# field, the value, the values it takes and the nearest one (f16), and
+# leaves the queue's done job as it was (the refused one is recorded as
+# rejected).
+. "${top_srcdir:-.}/tests/cli/render-common.sh"
+STEPS=4
+
+# job NAME PRECISION : a one-job demo manifest at PRECISION in $T/NAME
+job() {
+	mkdir -p "$T/$1"
+	write_manifest "$T/$1/m.yaml" $STEPS ref:42
+	echo "    precision: $2" >> "$T/$1/m.yaml"
+}
+
+job bf16 bf16
+ref_db=$(new_db bf16)
+expect_status 0 "$LATENTQ" -d "$ref_db" render "$T/bf16/m.yaml"
+ref_mp4=$(digest "$T/bf16/videos/ref.mp4")
+ref_latent=$(db_sql "$ref_db" "SELECT digest FROM checkpoints WHERE step = $STEPS")
+checks=$((checks + 1)); [ -n "$ref_latent" ] || fail "no final checkpoint"
+db_sql "$ref_db" "SELECT config_json FROM jobs" > "$T/config"
+expect_grep '"precision":[[:space:]]*"bf16"' "$T/config"
+
+job kill bf16
+db=$(new_db kill)
+LATENTQ_FAULT="kill@denoise:2#1" expect_status 0 "$LATENTQ" -d "$db" \
+    render "$T/kill/m.yaml"
+expect_eq "$(db_sql "$db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "bf16: one crash"
+expect_eq "$(db_sql "$db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"step":2}' "bf16: resumed at step 2"
+expect_eq "$(digest "$T/kill/videos/ref.mp4")" "$ref_mp4" "bf16: MP4 identical after the kill"
+expect_eq "$(db_sql "$db" "SELECT digest FROM checkpoints WHERE step = $STEPS")" "$ref_latent" "bf16: final latent identical after the kill"
+
+for p in f32 f16; do
+	job "$p" "$p"
+	pdb=$(new_db "$p")
+	expect_status 0 "$LATENTQ" -d "$pdb" render "$T/$p/m.yaml"
+	checks=$((checks + 1))
+	latent=$(db_sql "$pdb" "SELECT digest FROM checkpoints WHERE step = $STEPS")
+	[ -n "$latent" ] && [ "$latent" != "$ref_latent" ] ||
+	    fail "$p: final latent '$latent' is bf16's"
+done
+
+# refused by preflight (the job recorded as rejected, with the code); the
+# queue's done job is left as it was
+job bad fp16
+expect_status 65 "$LATENTQ" -d "$db" submit "$T/bad/m.yaml"
+expect_grep 'jobs\[0\]\.precision: .*fp16.* is out of range: precision is f32, bf16 or f16' "$T/err"
+expect_grep 'LQ-CFG-002' "$T/err"
+expect_grep 'try f16' "$T/err"
+expect_eq "$(db_sql "$db" "SELECT group_concat(state || ' ' || coalesce(error_code, '-'), ', ') FROM (SELECT * FROM jobs ORDER BY id)")" "done -, rejected LQ-CFG-002" "refused: recorded as rejected, the done job kept"
+expect_eq "$(db_sql "$db" "SELECT digest FROM checkpoints WHERE step = $STEPS")" "$ref_latent" "refused: the done job's checkpoint kept"
+finish
