@@ -82,11 +82,14 @@ expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'claimed'")" 4 "each jo
 expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'phase' AND detail LIKE '%load%'")" 4 "each job loaded once"
 
 # SIGTERM: the job checkpoints and stops, resumable; run exits 75; the
-# attempt is counted, not as a failure.
+# attempt is counted, not as a failure.  (Step 2 lingers 5 s, a slow
+# fault that sleeps through the signal as a long kernel would, so the
+# SIGTERM lands mid-job however fast the steps are.)
 fresh_queue
 write_manifest "$T/m5.yaml" 8 t:9
 "$LATENTQ" submit "$T/m5.yaml" > /dev/null
-"$LATENTQ" -q run --once > /dev/null 2>"$T/term.err" &
+LATENTQ_FAULT="slow=5@denoise:2" "$LATENTQ" -q run --once > /dev/null \
+    2>"$T/term.err" &
 pid=$!
 i=0
 while [ $i -lt 3000 ]; do	# 5 min: the loop ends at the step; loaded machines are slow
