@@ -53,11 +53,15 @@ expect_eq "$(db_sql "$db_decode" "SELECT detail FROM events WHERE kind = 'resume
 resume_case encode "kill@encode-video#1"
 
 # A SIGKILL of the whole render (supervisor and worker), then the same
-# command again: the dead owner's lease is reclaimed at once.
+# command again: the dead owner's lease is reclaimed at once.  Step 3
+# lingers 5 s before its checkpoint (a slow fault), so the kill lands
+# mid-render however fast the steps are (a 64x64 step takes tens of ms on
+# the host path; the loop below polls every 0.1 s).
 mkdir -p "$T/whole"
 write_manifest "$T/whole/m.yaml" $STEPS ref:42
 db=$(new_db whole)
-setsid "$LATENTQ" -q -d "$db" render "$T/whole/m.yaml" > /dev/null 2>&1 &
+LATENTQ_FAULT="slow=5@denoise:3" setsid "$LATENTQ" -q -d "$db" render \
+    "$T/whole/m.yaml" > /dev/null 2>&1 &
 pid=$!
 i=0
 while [ $i -lt 3000 ]; do	# 5 min: the loop ends at the step; loaded machines are slow

@@ -44,11 +44,13 @@ expect_grep 'no Vulkan device matches "no-such-gpu"' "$T/err"
 expect_eq "$(q "SELECT state || ' ' || attempts FROM jobs")" "queued 0" "job untouched"
 
 # SIGKILL of the supervisor mid-job: a new supervisor finishes the job,
-# resuming from its checkpoint.
+# resuming from its checkpoint.  (Step 3 lingers 5 s, a slow fault, so
+# the kill lands mid-job however fast the steps are.)
 fresh_queue
 write_manifest "$T/m3.yaml" 6 k:5
 "$LATENTQ" submit "$T/m3.yaml" > /dev/null
-setsid "$LATENTQ" -q run --once > /dev/null 2>&1 &
+LATENTQ_FAULT="slow=5@denoise:3" setsid "$LATENTQ" -q run --once \
+    > /dev/null 2>&1 &
 pid=$!
 i=0
 while [ $i -lt 3000 ]; do	# 5 min: the loop ends at the step; loaded machines are slow
@@ -80,11 +82,14 @@ expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'claimed'")" 4 "each jo
 expect_eq "$(q "SELECT count(*) FROM events WHERE kind = 'phase' AND detail LIKE '%load%'")" 4 "each job loaded once"
 
 # SIGTERM: the job checkpoints and stops, resumable; run exits 75; the
-# attempt is counted, not as a failure.
+# attempt is counted, not as a failure.  (Step 2 lingers 5 s, a slow
+# fault that sleeps through the signal as a long kernel would, so the
+# SIGTERM lands mid-job however fast the steps are.)
 fresh_queue
 write_manifest "$T/m5.yaml" 8 t:9
 "$LATENTQ" submit "$T/m5.yaml" > /dev/null
-"$LATENTQ" -q run --once > /dev/null 2>"$T/term.err" &
+LATENTQ_FAULT="slow=5@denoise:2" "$LATENTQ" -q run --once > /dev/null \
+    2>"$T/term.err" &
 pid=$!
 i=0
 while [ $i -lt 3000 ]; do	# 5 min: the loop ends at the step; loaded machines are slow

@@ -15,7 +15,10 @@ expect_status 0 "$LATENTQ" -q -d "$(new_db ref)" render "$T/ref/m.yaml"
 ref_mp4=$(digest "$T/ref/videos/clip.mp4")
 
 expect_status 0 "$LATENTQ" -q submit "$T/job/m.yaml"
-LATENTQ_HOST=host-a setsid "$LATENTQ" -q run --once > "$T/a.log" 2>&1 &
+# step 3 lingers 5 s (a slow fault): the kill lands mid-job however fast
+# the steps are
+LATENTQ_HOST=host-a LATENTQ_FAULT="slow=5@denoise:3" setsid "$LATENTQ" -q \
+    run --once > "$T/a.log" 2>&1 &
 pid=$!
 i=0
 while [ $i -lt 900 ]; do
