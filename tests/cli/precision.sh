@@ -3,7 +3,9 @@
 # a bf16 render killed with SIGKILL mid-denoise resumes and ends with the
 # final latent and the MP4 byte-identical to an uninterrupted bf16 render;
 # the job's config records the precision, and the bf16 latents differ
-# from the f32 ones (the key reaches the transformer); f16 renders too.
+# from the f32 ones (the key reaches the transformer); f16 renders too;
+# a warm worker rendering bf16, f32 and bf16 jobs in turn gives each its
+# own precision's latent.
 # A value latentq does not know (fp16) is refused by preflight, naming the
 # field, the value, the values it takes and the nearest one (f16), and
 # leaves the queue's done job as it was (the refused one is recorded as
@@ -44,7 +46,22 @@ for p in f32 f16; do
 	latent=$(db_sql "$pdb" "SELECT digest FROM checkpoints WHERE step = $STEPS")
 	[ -n "$latent" ] && [ "$latent" != "$ref_latent" ] ||
 	    fail "$p: final latent '$latent' is bf16's"
+	eval "latent_$p=\$latent"
 done
+
+# one queue, one warm worker, the precisions alternating: each job's
+# final latent is its own precision's
+mkdir -p "$T/mixed"
+write_manifest "$T/mixed/m.yaml" $STEPS a:42 b:42 c:42
+awk '{ print } /name: a$/ { print "    precision: bf16" }
+    /name: b$/ { print "    precision: f32" }
+    /name: c$/ { print "    precision: bf16" }' "$T/mixed/m.yaml" > "$T/mixed/m2.yaml"
+mdb=$(new_db mixed)
+expect_status 0 "$LATENTQ" -d "$mdb" render "$T/mixed/m2.yaml"
+expect_eq "$(db_sql "$mdb" "SELECT group_concat(c.digest, ' ') FROM (SELECT c.digest FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.step = $STEPS ORDER BY j.name) c")" \
+    "$ref_latent $latent_f32 $ref_latent" "mixed queue: each job's precision"
+expect_eq "$(db_sql "$mdb" "SELECT count(DISTINCT substr(detail, 1, instr(detail, ',') - 1)) || ' ' || count(*) FROM events WHERE kind = 'worker'")" \
+    "1 3" "mixed queue: one warm worker for the three jobs"
 
 # refused by preflight (the job recorded as rejected, with the code); the
 # queue's done job is left as it was
