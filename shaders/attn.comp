@@ -26,7 +26,7 @@ layout(binding = 5) readonly buffer BI { uint d[]; } bi;
 shared float Ks[TKH * MAXD];
 shared float Vs[TKH * MAXD];
 
-void main()
+void run(uint prec)
 {
 	uint t = gl_LocalInvocationID.x;
 	uint i = gl_WorkGroupID.x * 64u + t;
@@ -38,7 +38,6 @@ void main()
 	bool bias_b = LQ_FIELD(p.flags, LQ_ATTN_BIAS_B, 1u) != 0u;
 	uint dtkb = LQ_FIELD(p.flags, LQ_ATTN_DT_KB, LQ_DT_MASK);
 	uint dtbias = LQ_FIELD(p.flags, LQ_ATTN_DT_BIAS, LQ_DT_MASK);
-	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
 	uint Dh = p.Dh, Dv = p.Dv;
 
 	float qv[MAXD];
@@ -109,4 +108,19 @@ void main()
 	[[unroll]] for (uint d = 0u; d < MAXD; d++)
 		if (d < Dv)
 			STF(o.d, obase + d, acc[d] * inv);
+}
+
+/*
+ * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
+ * so the f32 copy's loops have no rounding in them.
+ */
+void main()
+{
+	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
+	if (prec == LQ_PREC_F32)
+		run(LQ_PREC_F32);
+	else if (prec == LQ_PREC_BF16)
+		run(LQ_PREC_BF16);
+	else
+		run(LQ_PREC_F16);
 }

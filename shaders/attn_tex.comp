@@ -25,7 +25,7 @@ layout(binding = 3) uniform samplerBuffer tv;
 layout(binding = 4) readonly buffer KB { uint d[]; } kb;
 layout(binding = 5) readonly buffer BI { uint d[]; } bi;
 
-void main()
+void run(uint prec)
 {
 	uint i0 = (gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x) * TQ;
 	if (i0 >= p.Nq)
@@ -37,7 +37,6 @@ void main()
 	bool bias_b = LQ_FIELD(p.flags, LQ_ATTN_BIAS_B, 1u) != 0u;
 	uint dtkb = LQ_FIELD(p.flags, LQ_ATTN_DT_KB, LQ_DT_MASK);
 	uint dtbias = LQ_FIELD(p.flags, LQ_ATTN_DT_BIAS, LQ_DT_MASK);
-	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
 	uint Dh4 = p.Dh / 4u, Dv4 = p.Dv / 4u;
 	uint row[TQ];
 	vec4 qv[TQ][D4];
@@ -125,4 +124,19 @@ void main()
 			}
 		}
 	}
+}
+
+/*
+ * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
+ * so the f32 copy's loops have no rounding in them.
+ */
+void main()
+{
+	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
+	if (prec == LQ_PREC_F32)
+		run(LQ_PREC_F32);
+	else if (prec == LQ_PREC_BF16)
+		run(LQ_PREC_BF16);
+	else
+		run(LQ_PREC_F16);
 }

@@ -71,14 +71,13 @@ vec4 ldw(uint i)	/* i: index in units of 4 elements */
 }
 
 #ifdef GEMV
-void main()
+void run(uint prec)
 {
 	uint n = gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x;
 	uint z = gl_WorkGroupID.z;
 	if (n >= p.N)
 		return;
 	uint K4 = p.K / 4u;
-	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
 	uint abase = (p.off_a + z * p.sa_batch) / 4u;
 	uint brow = (p.off_b + z * p.sb_batch) / 4u + n * K4;
 	uint arow[TM];
@@ -110,13 +109,12 @@ void main()
 			    lq_act(p.alpha * acc[i] + bb, act));
 }
 #else
-void main()
+void run(uint prec)
 {
 	uint m0 = (gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x) * TM;
 	uint n0 = gl_WorkGroupID.y * TN;
 	uint z = gl_WorkGroupID.z;
 	uint K4 = p.K / 4u;
-	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
 	uint abase = (p.off_a + z * p.sa_batch) / 4u;
 	uint bbase = (p.off_b + z * p.sb_batch) / 4u;
 	uint arow[TM];
@@ -163,3 +161,18 @@ void main()
 	}
 }
 #endif
+
+/*
+ * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
+ * so the f32 copy's loops have no rounding in them.
+ */
+void main()
+{
+	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
+	if (prec == LQ_PREC_F32)
+		run(LQ_PREC_F32);
+	else if (prec == LQ_PREC_BF16)
+		run(LQ_PREC_BF16);
+	else
+		run(LQ_PREC_F16);
+}

@@ -29,14 +29,13 @@ layout(binding = 3) readonly buffer Bias { uint d[]; } bias;
 shared float As[BK][BM + 1];
 shared float Bs[BK][BN + 1];
 
-void main()
+void run(uint prec)
 {
 	uint tid = gl_LocalInvocationID.x;
 	uint tx = tid & 15u, ty = tid >> 4;	/* 16 × 8 */
 	uint n0 = gl_WorkGroupID.x * BN, m0 = gl_WorkGroupID.y * BM;
 	uint z = gl_WorkGroupID.z;
 	bool trans_b = LQ_FIELD(p.flags, LQ_MM_TRANS_B, 1u) != 0u;
-	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
 	uint abase = p.off_a + z * p.sa_batch;
 	uint bbase = p.off_b + z * p.sb_batch;
 	float acc[TM][TN];
@@ -102,4 +101,19 @@ void main()
 				    lq_act(p.alpha * acc[i][j] + bb, act));
 		}
 	}
+}
+
+/*
+ * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
+ * so the f32 copy's loops have no rounding in them.
+ */
+void main()
+{
+	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
+	if (prec == LQ_PREC_F32)
+		run(LQ_PREC_F32);
+	else if (prec == LQ_PREC_BF16)
+		run(LQ_PREC_BF16);
+	else
+		run(LQ_PREC_F16);
 }
