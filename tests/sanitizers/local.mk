@@ -80,7 +80,7 @@ SAN_CI_TESTS = tests/core/test-codes tests/store/test-store tests/store/test-che
 	tests/nn/wan-vae.sh tests/nn/test-wan-vae-decode tests/nn/test-wan-vae-plan \
 	tests/nn/wan-transformer.sh tests/nn/test-wan-cp tests/nn/wan-pipe-passes.sh \
 	tests/gpu/test-runtime tests/mesh/context3.sh tests/sampler/test-unipc \
-	tests/pg/store.sh tests/pg/queue.sh tests/pg/outage.sh
+	tests/pg/store.sh tests/pg/queue.sh tests/pg/outage.sh tests/nn/precision.sh
 check-sanitizers-ci:
 	$(MAKE) $(AM_MAKEFLAGS) check-sanitizers TESTS='$(SAN_CI_TESTS)'
 .PHONY: check-sanitizers-ci
