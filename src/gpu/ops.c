@@ -737,40 +737,6 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 }
 
 /*
- * ops_linear's checks: x [..., K] and y [..., N] contiguous f32, w [N, K]
- * contiguous, b [N] or NULL; the rows into *M, *N, *K.
- */
-static enum lq_status
-linear_check(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
-    const struct gpu_tensor *x, const struct gpu_tensor *w,
-    const struct gpu_tensor *b, int64_t *Mp, int64_t *Np, int64_t *Kp)
-{
-	TRY(need_f32(cmd, op, "x", x));
-	TRY(need_f32(cmd, op, "y", y));
-	TRY(need_contig(cmd, op, "x", x));
-	TRY(need_contig(cmd, op, "y", y));
-	TRY(need_contig(cmd, op, "w", w));
-	int64_t K = x->shape[x->ndim - 1];
-	if (w->ndim != 2 || w->shape[1] != K)
-		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: w %s must be [N, %" PRId64 "] for x %s", op, DESC(w), K,
-		    DESC(x));
-	int64_t N = w->shape[0], M = gpu_tensor_numel(x) / K;
-	if (y->shape[y->ndim - 1] != N || gpu_tensor_numel(y) != M * N)
-		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: y %s must be [..., %" PRId64 "] with %" PRId64
-		    " rows (x %s, w %s)", op, DESC(y), N, M, DESC(x), DESC(w));
-	if (b != NULL && (b->ndim != 1 || b->shape[0] != N ||
-	    !gpu_tensor_is_contiguous(b)))
-		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: bias %s must be [%" PRId64 "]", op, DESC(b), N);
-	*Mp = M;
-	*Np = N;
-	*Kp = K;
-	return LQ_OK;
-}
-
-/*
  * The CPU-device fast path (host.c) of ops_linear (r NULL) or
  * ops_linear_gated_add (r, and the gate as a [B, N, D] view or NULL):
  * one host GEMM, no split, the residual in its epilogue.  Returns 1 when
@@ -865,20 +831,6 @@ linear_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
 	return LQ_OK;
 }
 
-enum lq_status
-ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
-    const struct gpu_tensor *x, const struct gpu_tensor *w,
-    const struct gpu_tensor *b, enum ops_act act)
-{
-	const char *op = "ops_linear";
-	OP_BEGIN(cmd);
-	int64_t M, N, K;
-	TRY(linear_check(cmd, op, y, x, w, b, &M, &N, &K));
-	if (linear_host(cmd, op, y, x, w, b, act, NULL, NULL, M, N, K))
-		return gpu_cmd_status(cmd, NULL);
-	return linear_emit(cmd, op, y, x, w, b, act, NULL, NULL, M, N, K);
-}
-
 /*
  * The gate of ops_linear_gated_add as a [B, N, D] view of y's shape with
  * unit inner stride: [B, D] / [D] as ops_gated_add takes it (row_view:
@@ -900,41 +852,81 @@ gate_view(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *gate,
 	return LQ_OK;
 }
 
+/*
+ * ops_linear (r NULL) and ops_linear_gated_add: the checks, then the
+ * host path, the shaders, or (the gated add where linear.comp does not
+ * apply) ops_linear into the command's scratch and ops_gated_add's
+ * elementwise op, the arithmetic of the pair the op fuses.
+ */
+static enum lq_status
+linear_op(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
+    const struct gpu_tensor *r, const struct gpu_tensor *gate,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, enum ops_act act)
+{
+	OP_BEGIN(cmd);
+	TRY(need_f32(cmd, op, "x", x));
+	TRY(need_f32(cmd, op, "y", y));
+	TRY(need_contig(cmd, op, "x", x));
+	TRY(need_contig(cmd, op, "y", y));
+	TRY(need_contig(cmd, op, "w", w));
+	int64_t K = x->shape[x->ndim - 1];
+	if (w->ndim != 2 || w->shape[1] != K)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: w %s must be [N, %" PRId64 "] for x %s", op, DESC(w), K,
+		    DESC(x));
+	int64_t N = w->shape[0], M = gpu_tensor_numel(x) / K;
+	if (y->shape[y->ndim - 1] != N || gpu_tensor_numel(y) != M * N)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: y %s must be [..., %" PRId64 "] with %" PRId64
+		    " rows (x %s, w %s)", op, DESC(y), N, M, DESC(x), DESC(w));
+	if (b != NULL && (b->ndim != 1 || b->shape[0] != N ||
+	    !gpu_tensor_is_contiguous(b)))
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: bias %s must be [%" PRId64 "]", op, DESC(b), N);
+	struct gpu_tensor gv;
+	const struct gpu_tensor *g = NULL;
+	if (r != NULL) {
+		if (x->ndim != 3 || y->ndim != 3 || !same_shape(y, r) ||
+		    x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1])
+			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+			    "%s: x %s must be [B, N, K] and r %s, y %s [B, N, D]",
+			    op, DESC(x), DESC(r), DESC(y));
+		TRY(need_f32(cmd, op, "r", r));
+		TRY(need_contig(cmd, op, "r", r));
+		if (gate != NULL) {
+			TRY(gate_view(cmd, op, gate, y, &gv));
+			g = &gv;
+		}
+	}
+	if (linear_host(cmd, op, y, x, w, b, act, r, g, M, N, K))
+		return gpu_cmd_status(cmd, NULL);
+	if (r == NULL || (linear_fits(cmd, x, w, K, 0, 0) && (g == NULL ||
+	    gpu_bind_fits(cmd, g))))
+		return linear_emit(cmd, op, y, x, w, b, act, r, g, M, N, K);
+	struct gpu_buffer *sbuf;
+	TRY(gpu_cmd_scratch(cmd, (size_t)(M * N) * sizeof(float), &sbuf));
+	struct gpu_tensor proj = gpu_tensor_make(sbuf, 0, GPU_F32, 3, y->shape);
+	TRY(linear_op(cmd, op, &proj, NULL, NULL, x, w, b, act));
+	return g ? ew_record(cmd, op, LQ_EW_ADDMUL, y, r, g, &proj, 0, 0) :
+	    ew_record(cmd, op, LQ_EW_ADD, y, r, &proj, NULL, 0, 0);
+}
+
+enum lq_status
+ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, enum ops_act act)
+{
+	return linear_op(cmd, "ops_linear", y, NULL, NULL, x, w, b, act);
+}
+
 enum lq_status
 ops_linear_gated_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *r, const struct gpu_tensor *gate,
     const struct gpu_tensor *x, const struct gpu_tensor *w,
     const struct gpu_tensor *b, enum ops_act act)
 {
-	const char *op = "ops_linear_gated_add";
-	OP_BEGIN(cmd);
-	int64_t M, N, K;
-	TRY(linear_check(cmd, op, y, x, w, b, &M, &N, &K));
-	if (x->ndim != 3 || y->ndim != 3 || !same_shape(y, r) ||
-	    x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1])
-		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
-		    "%s: x %s must be [B, N, K] and r %s, y %s [B, N, D]", op,
-		    DESC(x), DESC(r), DESC(y));
-	TRY(need_f32(cmd, op, "r", r));
-	TRY(need_contig(cmd, op, "r", r));
-	struct gpu_tensor gv;
-	if (gate != NULL)
-		TRY(gate_view(cmd, op, gate, y, &gv));
-	const struct gpu_tensor *g = gate ? &gv : NULL;
-	if (linear_host(cmd, op, y, x, w, b, act, r, g, M, N, K))
-		return gpu_cmd_status(cmd, NULL);
-	if (linear_fits(cmd, x, w, K, 0, 0) && (g == NULL ||
-	    gpu_bind_fits(cmd, g)))
-		return linear_emit(cmd, op, y, x, w, b, act, r, g, M, N, K);
-	/* Elsewhere (K % 4 != 0, a misaligned x or w): ops_linear into the
-	 * command's scratch, then ops_gated_add's elementwise op, the
-	 * arithmetic of the pair the op fuses. */
-	struct gpu_buffer *sbuf;
-	TRY(gpu_cmd_scratch(cmd, (size_t)(M * N) * sizeof(float), &sbuf));
-	struct gpu_tensor proj = gpu_tensor_make(sbuf, 0, GPU_F32, 3, y->shape);
-	TRY(ops_linear(cmd, &proj, x, w, b, act));
-	return g ? ew_record(cmd, op, LQ_EW_ADDMUL, y, r, g, &proj, 0, 0) :
-	    ew_record(cmd, op, LQ_EW_ADD, y, r, &proj, NULL, 0, 0);
+	return linear_op(cmd, "ops_linear_gated_add", y, r, gate, x, w, b, act);
 }
 
 enum lq_status
