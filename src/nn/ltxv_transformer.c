@@ -695,16 +695,16 @@ segments(struct ltxv_transformer *m, const struct ltxv_transformer_args *a,
 	*K = k;
 }
 
-/* Tokens [start, start+len) of sample b of x [B, N, D] (contiguous) as a
- * contiguous [1, len, D] tensor. */
+/* Run k's tokens of x [B, N, D] (contiguous: tokens [start, start+len)
+ * of its sample) as a contiguous [1, len, D] tensor. */
 static struct gpu_tensor
-tokens(const struct gpu_tensor *x, int64_t b, int64_t start, int64_t len)
+tokens(const struct ltxv_transformer *m, const struct gpu_tensor *x, int k)
 {
 	int64_t N = x->shape[1], D = x->shape[2];
 
 	return gpu_tensor_make(x->buf, x->offset +
-	    (size_t)((b * N + start) * D) * sizeof(float), GPU_F32, 3,
-	    (int64_t[]){ 1, len, D });
+	    (size_t)((m->seg_b[k] * N + m->seg_start[k]) * D) * sizeof(float),
+	    GPU_F32, 3, (int64_t[]){ 1, m->seg_len[k], D });
 }
 
 /* Row k of a [K, D] view (any row stride) as a [1, D] view. */
@@ -724,8 +724,7 @@ modulate_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
 	enum lq_status st = LQ_OK;
 
 	for (int k = 0; k < K && st == LQ_OK; k++) {
-		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
+		struct gpu_tensor xs = tokens(m, x, k);
 		struct gpu_tensor sc = row1(scale, k), sh = row1(shift, k);
 
 		st = ops_modulate(cmd, &xs, &xs, &sc, &sh);
@@ -776,10 +775,8 @@ norm_modulate_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
 		return ops_norm_modulate(cmd, y, x, kind, weight, NULL, eps, scale,
 		    shift);
 	for (int k = 0; k < K && st == LQ_OK; k++) {
-		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
-		struct gpu_tensor ys = tokens(y, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
+		struct gpu_tensor xs = tokens(m, x, k);
+		struct gpu_tensor ys = tokens(m, y, k);
 		struct gpu_tensor sc = row1(scale, k), sh = row1(shift, k);
 
 		st = ops_norm_modulate(cmd, &ys, &xs, kind, weight, NULL, eps,
@@ -797,10 +794,8 @@ gated_add_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
 	enum lq_status st = LQ_OK;
 
 	for (int k = 0; k < K && st == LQ_OK; k++) {
-		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
-		struct gpu_tensor rs = tokens(r, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
+		struct gpu_tensor xs = tokens(m, x, k);
+		struct gpu_tensor rs = tokens(m, r, k);
 		struct gpu_tensor g = row1(gate, k);
 
 		st = ops_gated_add(cmd, &xs, &xs, &g, &rs);
@@ -838,10 +833,8 @@ linear_gated_add_segments(const struct ltxv_transformer *m,
 		return ops_linear_gated_add(cmd, x, x, gate, h, w, b,
 		    OPS_ACT_NONE);
 	for (int k = 0; k < K && st == LQ_OK; k++) {
-		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
-		struct gpu_tensor hs = tokens(h, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
+		struct gpu_tensor xs = tokens(m, x, k);
+		struct gpu_tensor hs = tokens(m, h, k);
 		struct gpu_tensor g = row1(gate, k);
 
 		st = ops_linear_gated_add(cmd, &xs, &xs, &g, &hs, w, b,
