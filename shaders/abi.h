@@ -63,12 +63,17 @@
 #define LQ_PREC_F16 2u
 #define LQ_PREC_MASK 3u
 
-/* matmul.comp, linear.comp: trans_b | act | has_bias | dt_bias | prec. */
+/* matmul.comp, linear.comp: trans_b | act | has_bias | dt_bias | prec;
+ * linear.comp also the gated residual (ops_linear_gated_add): resid |
+ * has_gate | dt_gate. */
 #define LQ_MM_TRANS_B 0u	/* 1 bit */
 #define LQ_MM_ACT 1u		/* LQ_ACT_MASK */
 #define LQ_MM_HAS_BIAS 4u	/* 1 bit */
 #define LQ_MM_DT_BIAS 5u	/* LQ_DT_MASK */
-#define LQ_MM_PREC 7u		/* LQ_PREC_MASK */
+#define LQ_MM_RESID 7u		/* 1 bit: c = r + gate · act(...) */
+#define LQ_MM_HAS_GATE 8u	/* 1 bit (none: gate 1) */
+#define LQ_MM_DT_GATE 9u	/* LQ_DT_MASK */
+#define LQ_MM_PREC 11u		/* LQ_PREC_MASK */
 
 /* norm.comp, normc.comp, gnorm.comp: mode | has_w | has_b | dtw | dtb;
  * norm.comp also has_scale | has_shift. */

@@ -1,4 +1,10 @@
-/* ew.comp — strided elementwise ops (ops_add, _mul, _copy, ...), 5 dims. */
+/*
+ * ew.comp — strided elementwise ops (ops_add, _mul, _copy, ...), 5 dims.
+ * Each op's products and sums are rounded one by one (v is `precise`: no
+ * compiler contracts a · b + c into an fma), as host_rows.c computes them
+ * under -ffp-contract=off and as linear.comp's gated epilogue
+ * (ops_linear_gated_add) computes ops_gated_add's x + gate · r.
+ */
 #version 450
 #define KERNEL_EW
 #include "common.glsl"
@@ -36,7 +42,7 @@ void main()
 	float va = op == LQ_EW_FILL ? 0.0 : LD(a.d, dta, ia);
 	float vb = has_b ? LD(b.d, dtb, ib) : 0.0;
 	float vc = has_c ? LD(c.d, dtc, ic) : 0.0;
-	float v;
+	precise float v;
 	if (op == LQ_EW_COPY)
 		v = va;
 	else if (op == LQ_EW_ADD)

@@ -14,6 +14,11 @@
  * registers, the rows' loads uniform instead of the weights'.  The sum of
  * each output is the same fma chain in the same k order, so a row has the
  * same bits through either kernel, alone or among many rows.
+ *
+ * With LQ_MM_RESID in the flags (ops_linear_gated_add) every variant adds
+ * a gated residual in its epilogue, c = r + gate · act(...) (push.h), so
+ * the linear's output is never stored and read back; the product and the
+ * sum are rounded apart as ew.comp's gated add rounds them.
  */
 #version 450
 #define KERNEL_MATMUL
@@ -47,6 +52,10 @@ layout(binding = 2) readonly buffer Bb { uvec2 d[]; } b;
 #define LDX(i) a.d[i]
 #endif
 layout(binding = 3) readonly buffer Bias { uint d[]; } bias;
+/* LQ_MM_RESID: the residual r (f32; may be c itself, each element read
+ * by the invocation that then writes it) and the gate (any dtype) */
+layout(binding = 4) readonly buffer Res { uint d[]; } res;
+layout(binding = 5) readonly buffer Gate { uint d[]; } gate;
 
 vec4 ldw(uint i)	/* i: index in units of 4 elements */
 {
@@ -68,6 +77,31 @@ vec4 ldw(uint i)	/* i: index in units of 4 elements */
 	return vec4(uintBitsToFloat(u.x << 16), uintBitsToFloat(u.x & 0xffff0000u),
 	    uintBitsToFloat(u.y << 16), uintBitsToFloat(u.y & 0xffff0000u));
 #endif
+}
+
+/*
+ * The value stored for output row m (of this dispatch), column n, from
+ * v = act(alpha·sum + bias): v, or with LQ_MM_RESID r + gate · v.
+ * `precise`: no compiler may contract it into an fma, which ew.comp's
+ * gated add (ops_gated_add, the unfused pair's second op) does not do
+ * either, so the fused bits are that pair's.
+ */
+float epilogue(float v, uint m, uint n)
+{
+	if (LQ_FIELD(p.flags, LQ_MM_RESID, 1u) == 0u)
+		return v;
+	float r = LDF(res.d, p.off_r + m * p.ldc + n);
+	precise float o;
+	if (LQ_FIELD(p.flags, LQ_MM_HAS_GATE, 1u) != 0u) {
+		uint gm = p.g_m0 + m;
+		uint gi = p.off_g + (gm / p.g_n) * p.sg_b + (gm % p.g_n) * p.sg_n
+		    + n;
+		o = r + LD(gate.d, LQ_FIELD(p.flags, LQ_MM_DT_GATE, LQ_DT_MASK),
+		    gi) * v;
+	} else {
+		o = r + v;
+	}
+	return o;
 }
 
 #ifdef GEMV
@@ -106,7 +140,7 @@ void run(uint prec)
 	[[unroll]] for (uint i = 0u; i < TM; i++)
 		if (i < p.M)
 			STF(c.d, cbase + i * p.ldc + n,
-			    lq_act(p.alpha * acc[i] + bb, act));
+			    epilogue(lq_act(p.alpha * acc[i] + bb, act), i, n));
 }
 #else
 void run(uint prec)
@@ -156,7 +190,8 @@ void run(uint prec)
 			uint m = m0 + i;
 			if (m < p.M)
 				STF(c.d, cbase + m * p.ldc + n,
-				    lq_act(p.alpha * acc[i][j] + bb, act));
+				    epilogue(lq_act(p.alpha * acc[i][j] + bb,
+				    act), m, n));
 		}
 	}
 }

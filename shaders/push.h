@@ -25,7 +25,12 @@ PUSH(ew_push, {
 
 /* matmul.comp — c[i] = act(alpha a[i] op(b[i]) + bias); also linear.comp,
  * whose register tile is LINEAR_TM rows per invocation (64 invocations per
- * workgroup) by LINEAR_TN columns per workgroup. */
+ * workgroup) by LINEAR_TN columns per workgroup.  linear.comp with
+ * LQ_MM_RESID (ops_linear_gated_add) adds the residual in its epilogue:
+ * c[m, n] = r[m, n] + gate[g] · act(...), r's rows ldc apart like c's,
+ * gate element g = (M0 / g_n)·sg_b + (M0 % g_n)·sg_n + n for the whole
+ * op's row M0 = g_m0 + m (g_n rows per sample; sg_n 0 shares one gate row
+ * among them). */
 #define LINEAR_TM 4
 #define LINEAR_TN 32
 #if defined(LQ_PUSH_ALL) || defined(KERNEL_MATMUL)
@@ -44,6 +49,12 @@ PUSH(matmul_push, {
 	uint sa_batch;
 	uint sb_batch;
 	uint ldc;	/* row stride of c (N, or more for a column block) */
+	uint off_r;	/* LQ_MM_RESID only, from here */
+	uint off_g;
+	uint g_m0;
+	uint g_n;
+	uint sg_b;
+	uint sg_n;
 })
 #endif
 

@@ -301,10 +301,17 @@ gpu_host_act(float x, unsigned act)
 	return host_act(host_splat(x), act)[0];
 }
 
-/* dst[j] = act(alpha · src[j] + bias[j]) for j < n (bias may be NULL) */
+/*
+ * dst[j] = act(alpha · src[j] + bias[j]) for j < n (bias may be NULL);
+ * with res (ops_linear_gated_add), res[j] + gate[j] · that (gate NULL: 1;
+ * res may be dst): host_rows.c's gated add, x + gate · r, one rounding
+ * for the product and one for the sum (this file has -ffp-contract=off;
+ * only the tile is compiled to fuse).
+ */
 HOST_CLONES static void
 host_epilogue_row(float *dst, const float *src, const float *bias,
-    int64_t n, float alpha, unsigned act)
+    const float *res, const float *gate, int64_t n, float alpha,
+    unsigned act)
 {
 	for (int64_t j = 0; j < n; j += 8) {
 		host_v8f v = host_v8_load(src + j, n - j, 0.0f);
@@ -312,7 +319,13 @@ host_epilogue_row(float *dst, const float *src, const float *bias,
 			v *= alpha;
 		if (bias != NULL)
 			v += host_v8_load(bias + j, n - j, 0.0f);
-		host_v8_store(dst + j, n - j, host_act(v, act));
+		v = host_act(v, act);
+		if (res != NULL && gate != NULL)
+			v = host_v8_load(res + j, n - j, 0.0f) +
+			    host_v8_load(gate + j, n - j, 0.0f) * v;
+		else if (res != NULL)
+			v = host_v8_load(res + j, n - j, 0.0f) + v;
+		host_v8_store(dst + j, n - j, v);
 	}
 }
 
@@ -513,8 +526,8 @@ struct host_job {
 	int64_t ntasks;
 	_Atomic int64_t next;
 	/* GEMM: packed op(b) (per batch when o->sb != 0, bp_stride floats
-	 * apart), f32 bias, tasks per batch */
-	const float *bp, *bias;
+	 * apart), f32 bias, f32 gate (o->gate decoded), tasks per batch */
+	const float *bp, *bias, *gate;
 	int64_t bp_stride, per_batch;
 	/* attention: f32 key bias or NULL */
 	const float *kb;
@@ -644,9 +657,14 @@ host_gemm_task(const struct host_job *j, int64_t i, int t)
 	host_gemm_block(a, K, rows, mc,
 	    j->bp + (o->sb != 0 ? z * j->bp_stride : 0), K, npad, ct);
 	float *c = o->c + z * o->sc + m0 * o->ldc;
-	for (int64_t r = 0; r < mc; r++)
-		host_epilogue_row(c + r * o->ldc, ct + r * npad, j->bias, N,
-		    o->alpha, o->act);
+	for (int64_t r = 0; r < mc; r++) {
+		int64_t m = m0 + r;
+		const float *res = o->res ? o->res + m * o->ldc : NULL;
+		const float *g = j->gate ? j->gate + m / o->g_n * o->sg_b +
+		    m % o->g_n * o->sg_n : NULL;
+		host_epilogue_row(c + r * o->ldc, ct + r * npad, j->bias, res, g,
+		    N, o->alpha, o->act);
+	}
 }
 
 /*
@@ -842,6 +860,12 @@ gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *o)
 		j.ntasks = o->batch * j.per_batch;
 		j.bias = o->bias == NULL ? NULL :
 		    gpu_host_f32(ctx, 1, o->bias, o->bias_dtype, o->N);
+		if (o->gate != NULL) {
+			/* the gate rows the op's rows reach */
+			int64_t m = o->M - 1;
+			j.gate = gpu_host_f32(ctx, 2, o->gate, o->gate_dtype,
+			    m / o->g_n * o->sg_b + m % o->g_n * o->sg_n + o->N);
+		}
 		/* every batch's op(b) packed at once (sb = 0: one, shared) */
 		int64_t nb = o->sb != 0 ? o->batch : 1;
 		size_t esz = gpu_dtype_size(o->b_dtype);

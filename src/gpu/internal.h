@@ -20,7 +20,7 @@ typedef uint32_t uint;
 #undef PUSH
 
 _Static_assert(sizeof(struct ew_push) == 128, "ew push");
-_Static_assert(sizeof(struct matmul_push) == 56, "matmul push");
+_Static_assert(sizeof(struct matmul_push) == 80, "matmul push");
 _Static_assert(sizeof(struct norm_push) == 52, "norm push");
 _Static_assert(sizeof(struct normc_push) == 48, "normc push");
 _Static_assert(sizeof(struct gnorm_push) == 40, "gnorm push");
@@ -210,6 +210,17 @@ struct gpu_host_op {
 	/* GPU_HOST_GEMM, GPU_HOST_ATTENTION: the recording command's operand
 	 * precision (gpu_cmd_set_precision; gpu_cmd_host sets it) */
 	unsigned prec;
+	/*
+	 * GPU_HOST_GEMM with res (ops_linear_gated_add, batch 1): c = res +
+	 * gate · act(...), res f32 rows ldc apart like c (may be c), gate in
+	 * gate_dtype at element (m / g_n)·sg_b + (m % g_n)·sg_n + n of row
+	 * m, or NULL (1).  The sum and the product rounded apart, as
+	 * host_rows.c's gated add.
+	 */
+	const float *res;
+	const void *gate;
+	enum gpu_dtype gate_dtype;
+	int64_t g_n, sg_b, sg_n;
 	/* GPU_HOST_ATTENTION only */
 	const float *v;
 	const void *attn_bias;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/util.h"
 #include "gpu/internal.h"
 #include "gpu/ops.h"
 
@@ -639,16 +640,39 @@ matmul_kernel(enum gpu_dtype dt)
 	    dt == GPU_BF16 ? GPU_K_MATMUL_BF16 : GPU_K_MATMUL_F32;
 }
 
+/*
+ * linear.comp's gated residual (ops_linear_gated_add): c = r + gate ·
+ * act(...).  r: c's rows of r (ldc apart, like c); gate: a [B, Ng, n]
+ * view of the columns c has (inner stride 1, bound whole) or NULL; m0:
+ * the op's row of c's first row (a row block's), gn: rows per sample.
+ */
+struct mm_resid {
+	const struct gpu_tensor *r, *gate;
+	int64_t m0, gn;
+};
+
+/* 1 when linear.comp takes a (row-major [M, K], batch stride sa) times
+ * bᵀ (b [N, K], batch stride sb): K, the batch strides and both bound
+ * starts multiples of 4 elements.  Slicing rows of a or b keeps this. */
+static int
+linear_fits(const struct gpu_cmd *cmd, const struct gpu_tensor *a,
+    const struct gpu_tensor *b, int64_t K, int64_t sa, int64_t sb)
+{
+	return K % 4 == 0 && gpu_bind_offset(cmd, a) % 4 == 0 &&
+	    gpu_bind_offset(cmd, b) % 4 == 0 && sa % 4 == 0 && sb % 4 == 0;
+}
+
 static enum lq_status
 matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
     const struct gpu_tensor *a, const struct gpu_tensor *b,
     const struct gpu_tensor *bias, int64_t batch, int64_t M, int64_t N,
     int64_t K, int trans_b, enum ops_act act, float alpha, int64_t sc,
-    int64_t sa, int64_t sb, int64_t ldc)
+    int64_t sa, int64_t sb, int64_t ldc, const struct mm_resid *res)
 {
 	if (M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-RANGE",
 		    "%s: dimensions too large", op);
+	const struct gpu_tensor *g = res ? res->gate : NULL;
 	struct matmul_push pc = {
 		.M = (uint32_t)M, .N = (uint32_t)N, .K = (uint32_t)K,
 		.batch = (uint32_t)batch,
@@ -656,6 +680,9 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		    (uint32_t)act << LQ_MM_ACT |
 		    (bias ? 1u << LQ_MM_HAS_BIAS : 0) |
 		    (bias ? (uint32_t)bias->dtype << LQ_MM_DT_BIAS : 0) |
+		    (res ? 1u << LQ_MM_RESID : 0) |
+		    (g ? 1u << LQ_MM_HAS_GATE : 0) |
+		    (g ? (uint32_t)g->dtype << LQ_MM_DT_GATE : 0) |
 		    (uint32_t)gpu_cmd_precision(cmd) << LQ_MM_PREC,
 		.alpha = alpha,
 		.off_c = gpu_bind_offset(cmd, c),
@@ -664,11 +691,20 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		.off_bias = gpu_bind_offset(cmd, bias),
 		.sc_batch = (uint32_t)sc, .sa_batch = (uint32_t)sa,
 		.sb_batch = (uint32_t)sb, .ldc = (uint32_t)ldc,
+		.off_r = res ? gpu_bind_offset(cmd, res->r) : 0,
+		.off_g = gpu_bind_offset(cmd, g),
+		.g_m0 = res ? (uint32_t)res->m0 : 0,
+		.g_n = res ? (uint32_t)res->gn : 1,
+		.sg_b = g ? (uint32_t)g->stride[0] : 0,
+		.sg_n = g ? (uint32_t)g->stride[1] : 0,
 	};
-	const struct gpu_tensor *bind[4] = {c, a, b, bias};
-	static const unsigned char w[4] = {1, 0, 0, 0};
-	if (trans_b && K % 4 == 0 && pc.off_a % 4 == 0 && pc.off_b % 4 == 0 &&
-	    sa % 4 == 0 && sb % 4 == 0) {
+	const struct gpu_tensor *bind[6] = {c, a, b, bias, res ? res->r : NULL,
+	    g};
+	static const unsigned char w[6] = {1, 0, 0, 0, 0, 0};
+	/* the gated epilogue is linear.comp's alone (its callers check) */
+	LQ_ASSERT(res == NULL || (trans_b && batch == 1 &&
+	    linear_fits(cmd, a, b, K, sa, sb)));
+	if (trans_b && linear_fits(cmd, a, b, K, sa, sb)) {
 		enum gpu_kernel k = b->dtype == GPU_F16 ? GPU_K_LINEAR_F16 :
 		    b->dtype == GPU_BF16 ? GPU_K_LINEAR_BF16 : GPU_K_LINEAR_F32;
 		uint64_t rows = 64 * LINEAR_TM;
@@ -701,12 +737,134 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 	    (uint32_t)batch, op);
 }
 
-enum lq_status
-ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+/*
+ * The CPU-device fast path (host.c) of ops_linear (r NULL) or
+ * ops_linear_gated_add (r, and the gate as a [B, N, D] view or NULL):
+ * one host GEMM, no split, the residual in its epilogue.  Returns 1 when
+ * it recorded the op (the command's status says how that went), 0 when
+ * a tensor is not mapped (then the shaders do it).
+ */
+static int
+linear_host(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, enum ops_act act, const struct gpu_tensor *r,
+    const struct gpu_tensor *g, int64_t M, int64_t N, int64_t K)
+{
+	const struct gpu_tensor *t[6] = {y, x, w, b, r, g};
+	void *hp[6];
+	if (!host_ptrs(cmd, 6, t, hp))
+		return 0;
+	struct gpu_host_op o = {
+		.c = hp[0], .a = hp[1], .b = hp[2], .bias = hp[3],
+		.b_dtype = w->dtype,
+		.bias_dtype = b != NULL ? b->dtype : GPU_F32,
+		.batch = 1, .M = M, .N = N, .K = K, .ldc = N,
+		.trans_b = 1, .act = (unsigned)act, .alpha = 1.0f,
+		.res = hp[4], .gate = hp[5],
+		.gate_dtype = g ? g->dtype : GPU_F32,
+		.g_n = g ? g->shape[1] : 1, .sg_b = g ? g->stride[0] : 0,
+		.sg_n = g ? g->stride[1] : 0,
+	};
+	gpu_cmd_host(cmd, &o, op);
+	return 1;
+}
+
+/*
+ * ops_linear's shaders (with `r`, ops_linear_gated_add's: r [M, N] like
+ * y, gate a [B, M / B, N] view or NULL, linear_fits true): one dispatch,
+ * or blocks of output columns (rows of w and b, columns of the gate),
+ * each in blocks of rows of x, y and r.  Every output is still the same
+ * sum over k in the same order and the same epilogue, so a split changes
+ * no bit.
+ */
+static enum lq_status
+linear_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, enum ops_act act, const struct gpu_tensor *r,
+    const struct gpu_tensor *gate, int64_t M, int64_t N, int64_t K)
+{
+	struct gpu_tensor x2 = gpu_tensor_reshape(x, 2, (int64_t[]){M, K});
+	struct gpu_tensor y2 = gpu_tensor_reshape(y, 2, (int64_t[]){M, N});
+	struct gpu_tensor r2 = r ? gpu_tensor_reshape(r, 2, (int64_t[]){M, N}) :
+	    y2;
+	struct mm_resid res = {.r = &r2, .gate = gate, .m0 = 0,
+	    .gn = gate ? gate->shape[1] : 1};
+	const struct gpu_tensor *all[6] = {&y2, &x2, w, b, r ? &r2 : NULL,
+	    gate};
+	if (all_fit(cmd, 6, all))
+		return matmul_record(cmd, op, &y2, &x2, w, b, 1, M, N, K, 1, act,
+		    1.0f, 0, 0, 0, N, r ? &res : NULL);
+	for (int64_t n0 = 0; n0 < N;) {
+		const struct gpu_tensor *wb[3] = {w, b, gate};
+		int64_t nc = fit_len(cmd, 3, wb, (int[]){0, 0, 2}, NULL, n0,
+		    N - n0);
+		if (nc == 0)
+			return split_fail(cmd, op, "w", w, "row");
+		struct gpu_tensor wc = SL(w, 0, n0, nc), bc, gc;
+		if (b != NULL)
+			bc = SL(b, 0, n0, nc);
+		if (gate != NULL)
+			gc = SL(gate, 2, n0, nc);
+		struct gpu_tensor yc = SL(&y2, 1, n0, nc);
+		struct gpu_tensor rc = SL(&r2, 1, n0, nc);
+		for (int64_t m0 = 0; m0 < M;) {
+			const struct gpu_tensor *xy[3] = {&x2, &yc, r ? &rc : NULL};
+			int64_t mc = fit_len(cmd, 3, xy, (int[]){0, 0, 0}, NULL,
+			    m0, M - m0);
+			if (mc == 0) {
+				struct gpu_tensor x1 = SL(&x2, 0, m0, 1);
+				int xbad = !gpu_bind_fits(cmd, &x1);
+				return split_fail(cmd, op, xbad ? "x" : "y",
+				    xbad ? x : y, "row");
+			}
+			struct gpu_tensor xm = SL(&x2, 0, m0, mc);
+			struct gpu_tensor ym = SL(&yc, 0, m0, mc);
+			struct gpu_tensor rm = SL(&rc, 0, m0, mc);
+			struct mm_resid rb = {.r = &rm, .gate = gate ? &gc : NULL,
+			    .m0 = m0, .gn = res.gn};
+			TRY(matmul_record(cmd, op, &ym, &xm, &wc, b ? &bc : NULL,
+			    1, mc, nc, K, 1, act, 1.0f, 0, 0, 0, N,
+			    r ? &rb : NULL));
+			m0 += mc;
+		}
+		n0 += nc;
+	}
+	return LQ_OK;
+}
+
+/*
+ * The gate of ops_linear_gated_add as a [B, N, D] view of y's shape with
+ * unit inner stride: [B, D] / [D] as ops_gated_add takes it (row_view:
+ * N stride 0), or a [B, N, D] view with any outer strides.
+ */
+static enum lq_status
+gate_view(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *gate,
+    const struct gpu_tensor *y, struct gpu_tensor *out)
+{
+	if (gate->ndim != 3)
+		return row_view(cmd, op, "gate", gate, y, out);
+	if (!same_shape(gate, y) || (gate->shape[2] > 1 &&
+	    gate->stride[2] != 1) || gate->stride[0] < 0 || gate->stride[1] < 0)
+		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+		    "%s: gate %s must be [B, D], [D] or y's shape %s with unit "
+		    "inner stride", op, DESC(gate), DESC(y));
+	*out = *gate;
+	out->stride[2] = 1;
+	return LQ_OK;
+}
+
+/*
+ * ops_linear (r NULL) and ops_linear_gated_add: the checks, then the
+ * host path, the shaders, or (the gated add where linear.comp does not
+ * apply) ops_linear into the command's scratch and ops_gated_add's
+ * elementwise op, the arithmetic of the pair the op fuses.
+ */
+static enum lq_status
+linear_op(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *y,
+    const struct gpu_tensor *r, const struct gpu_tensor *gate,
     const struct gpu_tensor *x, const struct gpu_tensor *w,
     const struct gpu_tensor *b, enum ops_act act)
 {
-	const char *op = "ops_linear";
 	OP_BEGIN(cmd);
 	TRY(need_f32(cmd, op, "x", x));
 	TRY(need_f32(cmd, op, "y", y));
@@ -727,58 +885,49 @@ ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
 	    !gpu_tensor_is_contiguous(b)))
 		return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
 		    "%s: bias %s must be [%" PRId64 "]", op, DESC(b), N);
-	float *yh = gpu_cmd_host_ptr(cmd, y);
-	const float *xh = gpu_cmd_host_ptr(cmd, x);
-	const void *wh = gpu_cmd_host_ptr(cmd, w);
-	const void *bh = gpu_cmd_host_ptr(cmd, b);
-	if (yh != NULL && xh != NULL && wh != NULL && (b == NULL || bh)) {
-		/* the CPU-device fast path (host.c): one host GEMM, no split */
-		struct gpu_host_op o = {
-			.c = yh, .a = xh, .b = wh, .bias = bh,
-			.b_dtype = w->dtype,
-			.bias_dtype = b != NULL ? b->dtype : GPU_F32,
-			.batch = 1, .M = M, .N = N, .K = K, .ldc = N,
-			.trans_b = 1, .act = (unsigned)act, .alpha = 1.0f,
-		};
-		return gpu_cmd_host(cmd, &o, op);
-	}
-	struct gpu_tensor x2 = gpu_tensor_reshape(x, 2, (int64_t[]){M, K});
-	struct gpu_tensor y2 = gpu_tensor_reshape(y, 2, (int64_t[]){M, N});
-	const struct gpu_tensor *all[4] = {&y2, &x2, w, b};
-	if (all_fit(cmd, 4, all))
-		return matmul_record(cmd, op, y, x, w, b, 1, M, N, K, 1, act,
-		    1.0f, 0, 0, 0, N);
-	/* Split: blocks of output columns (rows of w and b), each in blocks
-	 * of rows of x and y.  Every output is still the same sum over k in
-	 * the same order, so the bits do not change. */
-	for (int64_t n0 = 0; n0 < N;) {
-		const struct gpu_tensor *wb[2] = {w, b};
-		int64_t nc = fit_len(cmd, 2, wb, (int[]){0, 0}, NULL, n0, N - n0);
-		if (nc == 0)
-			return split_fail(cmd, op, "w", w, "row");
-		struct gpu_tensor wc = SL(w, 0, n0, nc), bc;
-		if (b != NULL)
-			bc = SL(b, 0, n0, nc);
-		struct gpu_tensor yc = SL(&y2, 1, n0, nc);
-		for (int64_t m0 = 0; m0 < M;) {
-			const struct gpu_tensor *xy[2] = {&x2, &yc};
-			int64_t mc = fit_len(cmd, 2, xy, (int[]){0, 0}, NULL, m0,
-			    M - m0);
-			if (mc == 0) {
-				struct gpu_tensor x1 = SL(&x2, 0, m0, 1);
-				int xbad = !gpu_bind_fits(cmd, &x1);
-				return split_fail(cmd, op, xbad ? "x" : "y",
-				    xbad ? x : y, "row");
-			}
-			struct gpu_tensor xm = SL(&x2, 0, m0, mc);
-			struct gpu_tensor ym = SL(&yc, 0, m0, mc);
-			TRY(matmul_record(cmd, op, &ym, &xm, &wc, b ? &bc : NULL,
-			    1, mc, nc, K, 1, act, 1.0f, 0, 0, 0, N));
-			m0 += mc;
+	struct gpu_tensor gv;
+	const struct gpu_tensor *g = NULL;
+	if (r != NULL) {
+		if (x->ndim != 3 || y->ndim != 3 || !same_shape(y, r) ||
+		    x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1])
+			return gpu_cmd_fail(cmd, LQ_FAILED, "LQ-GPU-SHAPE",
+			    "%s: x %s must be [B, N, K] and r %s, y %s [B, N, D]",
+			    op, DESC(x), DESC(r), DESC(y));
+		TRY(need_f32(cmd, op, "r", r));
+		TRY(need_contig(cmd, op, "r", r));
+		if (gate != NULL) {
+			TRY(gate_view(cmd, op, gate, y, &gv));
+			g = &gv;
 		}
-		n0 += nc;
 	}
-	return LQ_OK;
+	if (linear_host(cmd, op, y, x, w, b, act, r, g, M, N, K))
+		return gpu_cmd_status(cmd, NULL);
+	if (r == NULL || (linear_fits(cmd, x, w, K, 0, 0) && (g == NULL ||
+	    gpu_bind_fits(cmd, g))))
+		return linear_emit(cmd, op, y, x, w, b, act, r, g, M, N, K);
+	struct gpu_buffer *sbuf;
+	TRY(gpu_cmd_scratch(cmd, (size_t)(M * N) * sizeof(float), &sbuf));
+	struct gpu_tensor proj = gpu_tensor_make(sbuf, 0, GPU_F32, 3, y->shape);
+	TRY(linear_op(cmd, op, &proj, NULL, NULL, x, w, b, act));
+	return g ? ew_record(cmd, op, LQ_EW_ADDMUL, y, r, g, &proj, 0, 0) :
+	    ew_record(cmd, op, LQ_EW_ADD, y, r, &proj, NULL, 0, 0);
+}
+
+enum lq_status
+ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, enum ops_act act)
+{
+	return linear_op(cmd, "ops_linear", y, NULL, NULL, x, w, b, act);
+}
+
+enum lq_status
+ops_linear_gated_add(struct gpu_cmd *cmd, const struct gpu_tensor *y,
+    const struct gpu_tensor *r, const struct gpu_tensor *gate,
+    const struct gpu_tensor *x, const struct gpu_tensor *w,
+    const struct gpu_tensor *b, enum ops_act act)
+{
+	return linear_op(cmd, "ops_linear_gated_add", y, r, gate, x, w, b, act);
 }
 
 enum lq_status
@@ -830,7 +979,7 @@ ops_matmul(struct gpu_cmd *cmd, const struct gpu_tensor *c,
 	if (all_fit(cmd, 3, all))
 		return matmul_record(cmd, op, c, a, b, NULL, batch, M, N, K,
 		    trans_b, OPS_ACT_NONE, alpha, M * N, ab == 1 ? 0 : M * K,
-		    bb == 1 ? 0 : K * N, N);
+		    bb == 1 ? 0 : K * N, N, NULL);
 	/* Split: runs of whole batches, else row blocks of one batch (each
 	 * output's sum is unchanged). */
 	struct gpu_tensor a3 = gpu_tensor_reshape(a, 3, (int64_t[]){ab, M, K});
@@ -867,14 +1016,14 @@ ops_matmul(struct gpu_cmd *cmd, const struct gpu_tensor *c,
 					    NULL, 1, mc, N, K, trans_b,
 					    OPS_ACT_NONE, alpha, M * N,
 					    ab == 1 ? 0 : M * K,
-					    bb == 1 ? 0 : K * N, N));
+					    bb == 1 ? 0 : K * N, N, NULL));
 					m0 += mc;
 				}
 			}
 		} else {
 			TRY(matmul_record(cmd, op, &cz, &az, &bz, NULL, zn, M, N,
 			    K, trans_b, OPS_ACT_NONE, alpha, M * N,
-			    ab == 1 ? 0 : M * K, bb == 1 ? 0 : K * N, N));
+			    ab == 1 ? 0 : M * K, bb == 1 ? 0 : K * N, N, NULL));
 		}
 		z0 += zn;
 	}

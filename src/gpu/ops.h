@@ -19,8 +19,9 @@
  *   on a device that binds the whole tensor (tests/gpu/test-split):
  *     elementwise ops (and modulate, gated_add, channel_affine, noise):
  *       runs of the outermost dims, down to single elements;
- *     ops_linear: blocks of rows of x / y and of output columns (rows of
- *       w, so a weight larger than a binding works);
+ *     ops_linear (and ops_linear_gated_add): blocks of rows of x / y
+ *       (/ r) and of output columns (rows of w, so a weight larger than
+ *       a binding works);
  *     ops_matmul: runs of batches, then blocks of rows (b of one batch
  *       must fit);
  *     row norms / softmax: blocks of rows;
@@ -48,7 +49,8 @@
  *   <= 128 (and strides/offsets multiples of 4); both, and ops_conv3d, read
  *   through texel buffers when the device supports the formats.  Other
  *   shapes use generic kernels with identical results up to rounding.
- * - CPU devices (lavapipe): ops_linear, ops_matmul and ops_attention run
+ * - CPU devices (lavapipe): ops_linear (and ops_linear_gated_add, the
+ *   residual in the GEMM's epilogue), ops_matmul and ops_attention run
  *   (and ops_conv3d, as im2col rows through the same GEMM) on the host as
  *   C GEMMs on the mapped buffers (gpu/host.c,
  *   gpu_ctx_gemm_variant, LATENTQ_GPU_HOST_GEMM), never split, and
@@ -83,6 +85,31 @@ enum ops_act {
 enum lq_status ops_linear(struct gpu_cmd *cmd, const struct gpu_tensor *y,
     const struct gpu_tensor *x, const struct gpu_tensor *w,
     const struct gpu_tensor *b, enum ops_act act);
+
+/*
+ * A linear layer whose output is a gated residual, the pair ops_linear
+ * then ops_gated_add in one op, the linear's output never stored:
+ *   y[b, n, :] = r[b, n, :] + gate[b, :] · act(x[b, n, :] · wᵀ + bias)
+ *   x [B, N, K] f32, contiguous; w [D, K] f32/f16/bf16, b [D] or NULL, as
+ *   ops_linear takes them; r, y [B, N, D] f32, contiguous; gate a [B, D]
+ *   or [D] view as ops_gated_add takes it, or per token a [B, N, D] view
+ *   with unit inner stride and any other strides (0 shares a row); NULL
+ *   gate = 1.  y may be r (in place, the usual use); y must not overlap
+ *   x, w, b or gate otherwise.
+ * Bit-identical to ops_linear into a tensor p then ops_gated_add(y, r,
+ * gate, p) (ops_add_mul(y, r, p, gate) for a per-token gate): the same
+ * sums, then the product and the sum rounded apart (linear.comp's
+ * `precise` epilogue, host.c's under -ffp-contract=off).  Splits as
+ * ops_linear (blocks of rows of x, r and y; blocks of columns of w, b,
+ * the gate); where linear.comp's fast path does not apply (K % 4 != 0, x
+ * or w not starting at a multiple of 4 elements) or the gate does not fit
+ * one binding, it runs as that pair through the command's scratch buffer
+ * (gpu_cmd_scratch, B·N·D floats).
+ */
+enum lq_status ops_linear_gated_add(struct gpu_cmd *cmd,
+    const struct gpu_tensor *y, const struct gpu_tensor *r,
+    const struct gpu_tensor *gate, const struct gpu_tensor *x,
+    const struct gpu_tensor *w, const struct gpu_tensor *b, enum ops_act act);
 
 /*
  * Batched matmul: c[i] = alpha · a[i] · op(b[i]) for i < batch, where

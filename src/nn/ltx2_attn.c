@@ -86,10 +86,12 @@ gates(struct gpu_cmd *cmd, const struct ltx2_attn *a, const struct gpu_tensor *x
 	return ops_scale(cmd, &s->gates, &s->gates, 2.0f, 0.0f);
 }
 
-/* out = to_out(o · gates per head) (o [B, N, inner], scaled in place) */
+/* out = to_out(o · gates per head) (o [B, N, inner], scaled in place);
+ * with res, out = res + gate · that (ops_linear_gated_add) */
 static enum lq_status
 gate_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *o,
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct gpu_tensor *o,
     const struct ltx2_attn_scratch *s)
 {
 	enum lq_status st;
@@ -105,6 +107,9 @@ gate_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 		if ((st = ops_mul(cmd, &o4, &o4, &gb)))
 			return st;
 	}
+	if (res != NULL)
+		return ops_linear_gated_add(cmd, out, res, gate, o, &a->to_out_w,
+		    a->has_out_bias ? &a->to_out_b : NULL, OPS_ACT_NONE);
 	return ops_linear(cmd, out, o, &a->to_out_w,
 	    a->has_out_bias ? &a->to_out_b : NULL, OPS_ACT_NONE);
 }
@@ -153,9 +158,10 @@ ltx2_attn_project(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 
 enum lq_status
 ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s)
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct ltx2_attn_scratch *s)
 {
-	return gate_out(cmd, a, out, &s->o, s);
+	return gate_out(cmd, a, out, res, gate, &s->o, s);
 }
 
 enum lq_status
@@ -175,7 +181,8 @@ ltx2_attn_sdpa(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 
 enum lq_status
 ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct gpu_tensor *x,
     const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
     const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
     const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
@@ -188,12 +195,13 @@ ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ltx2_attn_sdpa(cmd, a, &s->o, &s->q, &s->k, &s->v, a->heads,
 	    key_bias)))
 		return st;
-	return ltx2_attn_out(cmd, a, out, s);
+	return ltx2_attn_out(cmd, a, out, res, gate, s);
 }
 
 enum lq_status
 ltx2_attn_values(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct gpu_tensor *x,
     const struct ltx2_attn_scratch *s)
 {
 	enum lq_status st;
@@ -202,7 +210,7 @@ ltx2_attn_values(struct gpu_cmd *cmd, const struct ltx2_attn *a,
 	    (st = ops_linear(cmd, &s->v, x, &a->to_v_w,
 	    a->has_bias ? &a->to_v_b : NULL, OPS_ACT_NONE)))
 		return st;
-	return gate_out(cmd, a, out, &s->v, s);
+	return gate_out(cmd, a, out, res, gate, &s->v, s);
 }
 
 /* torch.linspace(0, 1, n) element i, in double or float as upstream's

@@ -66,10 +66,16 @@ struct ltx2_attn_scratch {
  * k_cos / k_sin [1 or B, Nk, inner] interleaved RoPE tables, or
  * [.., inner/2] with rope_split (ops_rope_split, heads of head_dim) (NULL: no
  * RoPE; k NULL with q set: the query's tables, as upstream); key_bias
- * [B, Nk] additive or NULL.  Records into cmd; out must not alias x.
+ * [B, Nk] additive or NULL.  With res, a block's residual instead: out =
+ * res + gate · attention, added in to_out's epilogue
+ * (ops_linear_gated_add: res may be out; gate [B, query_dim], or [B, Nq,
+ * query_dim] per token, or NULL = 1).  Records into cmd; out must not
+ * alias x, except as that residual (out = res = x: to_out, the last op,
+ * writes it after every read of x).
  */
 enum lq_status ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct gpu_tensor *x,
     const struct gpu_tensor *kv, const struct ltx2_attn_scratch *s,
     const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
     const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin,
@@ -80,7 +86,8 @@ enum lq_status ltx2_attn_forward(struct gpu_cmd *cmd, const struct ltx2_attn *a,
  * itself (context parallelism's exchange): _project records the gates,
  * to_q / to_k / to_v, norm_q / norm_k and RoPE into s->q, s->k, s->v (and
  * s->gates), arguments as ltx2_attn_forward; _out records out =
- * to_out(gates · s->o) once s->o holds the attention's output.
+ * to_out(gates · s->o) (with res: res + gate · that, as
+ * ltx2_attn_forward) once s->o holds the attention's output.
  */
 enum lq_status ltx2_attn_project(struct gpu_cmd *cmd,
     const struct ltx2_attn *a, const struct gpu_tensor *x,
@@ -88,7 +95,8 @@ enum lq_status ltx2_attn_project(struct gpu_cmd *cmd,
     const struct gpu_tensor *q_cos, const struct gpu_tensor *q_sin,
     const struct gpu_tensor *k_cos, const struct gpu_tensor *k_sin);
 enum lq_status ltx2_attn_out(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct ltx2_attn_scratch *s);
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct ltx2_attn_scratch *s);
 /*
  * o = SDPA(q, k, v) over `heads` heads of a->head_dim (scale
  * 1/sqrt(head_dim)) with key_bias [B, Nk] or NULL: ltx2_attn_forward's
@@ -104,10 +112,11 @@ enum lq_status ltx2_attn_sdpa(struct gpu_cmd *cmd, const struct ltx2_attn *a,
  * LTX2PerturbedAttnProcessor with every sample perturbed (spatio-temporal
  * guidance): out [B, N, query_dim] = to_out(gates · to_v(x)), no query,
  * key or softmax (self-attention only: the values are x's).  Scratch as
- * ltx2_attn_forward (v, gates).  Records into cmd.
+ * ltx2_attn_forward (v, gates); res and gate as there.  Records into cmd.
  */
 enum lq_status ltx2_attn_values(struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct gpu_tensor *x,
     const struct ltx2_attn_scratch *s);
 
 /*

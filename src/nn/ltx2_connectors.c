@@ -364,8 +364,9 @@ connector(struct ltx2_connectors *c, const struct conn *s,
 		sc.gates = sub(&w->s.gates, 3, SHAPE(B, T, H));
 		/* LTX2TransformerBlock1d: x + attn1(norm1(x)), x + ff(norm2(x)) */
 		OP(ops_rms_norm(cmd, &w->n, &w->h, NULL, RMS_EPS));
-		OP(ltx2_attn_forward(cmd, &blk->attn1, &w->a, &w->n, NULL, &sc,
-		    &w->cos, &w->sin, NULL, NULL, R ? NULL : &w->key_bias));
+		OP(ltx2_attn_forward(cmd, &blk->attn1, &w->a, NULL, NULL, &w->n,
+		    NULL, &sc, &w->cos, &w->sin, NULL, NULL,
+		    R ? NULL : &w->key_bias));
 		snprintf(name, sizeof(name), "%s.transformer_blocks.%d.attn1",
 		    s->name, i);
 		DUMP(name, w->a);

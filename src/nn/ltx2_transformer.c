@@ -909,7 +909,8 @@ txt_proj_run(struct gpu_cmd *cmd, const struct txt_proj *p,
 
 static enum lq_status
 ff_run(struct gpu_cmd *cmd, const struct ff *f, int gelu_tanh,
-    const struct gpu_tensor *y, const struct gpu_tensor *x,
+    const struct gpu_tensor *y, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct gpu_tensor *x,
     const struct gpu_tensor *ffh_store)
 {
 	int64_t B = x->shape[0], N = x->shape[1], D = x->shape[2];
@@ -919,7 +920,19 @@ ff_run(struct gpu_cmd *cmd, const struct ff *f, int gelu_tanh,
 	if ((st = ops_linear(cmd, &h, x, &f->w0, &f->b0, gelu_tanh ?
 	    OPS_ACT_GELU_TANH : OPS_ACT_GELU)))
 		return st;
+	if (res != NULL)
+		return ops_linear_gated_add(cmd, y, res, gate, &h, &f->w2, &f->b2,
+		    OPS_ACT_NONE);
 	return ops_linear(cmd, y, &h, &f->w2, &f->b2, OPS_ACT_NONE);
+}
+
+/* x += r · gate (a modulation row view, mrow) or, gate NULL, x += r: a
+ * branch's residual update apart from its last linear (a dump's) */
+static enum lq_status
+residual_add(struct gpu_cmd *cmd, const struct gpu_tensor *x,
+    const struct gpu_tensor *r, const struct gpu_tensor *gate)
+{
+	return gate ? ops_add_mul(cmd, x, x, r, gate) : ops_add(cmd, x, x, r);
 }
 
 static enum lq_status
@@ -1060,7 +1073,8 @@ cp_attend(void *ud, struct gpu_cmd *cmd, const struct gpu_tensor *o,
 static enum lq_status
 self_attention(struct ltx2_transformer *m, struct ltxv_cp_group *g,
     struct gpu_cmd *cmd, const struct ltx2_attn *a,
-    const struct gpu_tensor *out, const struct gpu_tensor *x,
+    const struct gpu_tensor *out, const struct gpu_tensor *res,
+    const struct gpu_tensor *gate, const struct gpu_tensor *x,
     const struct ltx2_attn_scratch *s, const struct gpu_tensor *cos,
     const struct gpu_tensor *sin, float *stage, struct lq_error *err)
 {
@@ -1068,15 +1082,15 @@ self_attention(struct ltx2_transformer *m, struct ltxv_cp_group *g,
 	enum lq_status st;
 
 	if (g == NULL || ltxv_cp_no_gather())
-		return ltx2_attn_forward(cmd, a, out, x, NULL, s, cos, sin, NULL,
-		    NULL, NULL);
+		return ltx2_attn_forward(cmd, a, out, res, gate, x, NULL, s, cos,
+		    sin, NULL, NULL, NULL);
 	ca.heads = a->heads / ltxv_cp_group_degree(g, NULL);
 	if ((st = ltx2_attn_project(cmd, a, x, NULL, s, cos, sin, NULL,
 	    NULL)) != LQ_OK ||
 	    (st = ltxv_cp_attention(g, m->cp_rank, m->ctx, cmd, stage, &s->o,
 	    &s->q, &s->k, &s->v, cp_attend, &ca, err)) != LQ_OK)
 		return st;
-	return ltx2_attn_out(cmd, a, out, s);
+	return ltx2_attn_out(cmd, a, out, res, gate, s);
 }
 
 enum lq_status
@@ -1273,6 +1287,22 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 	snprintf(name, sizeof(name), "%s.%s", pre, (what)); \
 	DUMP(name, t); \
 } while (0)
+		/* Each branch's last linear adds its output to its stream's
+		 * residual in its epilogue (ops_linear_gated_add: out = res
+		 * = x), so w.att / w.aatt are never written and read back; a
+		 * dump wants the branch's own output, so with one it goes
+		 * there and RESIDUAL dumps it and adds it apart
+		 * (x + r · gate, or x + r), as before the fusion. */
+		const struct gpu_tensor *vo = dump ? &w.att : &w.x;
+		const struct gpu_tensor *vres = dump ? NULL : &w.x;
+		const struct gpu_tensor *ao = dump ? &w.aatt : &w.ax;
+		const struct gpu_tensor *ares = dump ? NULL : &w.ax;
+#define RESIDUAL(what, x, r, gate) do { \
+	if (dump) { \
+		BDUMP(what, r); \
+		OP(residual_add(cmd, &(x), &(r), (gate))); \
+	} \
+} while (0)
 		/* modulation tables, scale rows as 1 + scale */
 		OP(ops_add_table(cmd, &w.ada, &b->scale_shift_table,
 		    &w.e[E_TIME].temb));
@@ -1344,25 +1374,25 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 			BDUMP("attn1.norm_q", q);
 		}
 		if (stg)
-			OP(ltx2_attn_values(cmd, &b->attn1, &w.att, &w.mod, &s));
+			OP(ltx2_attn_values(cmd, &b->attn1, vo, vres, &vrow[2],
+			    &w.mod, &s));
 		else
-			OP(self_attention(m, m->cp, cmd, &b->attn1, &w.att,
-			    &w.mod, &s, &w.cos[0], &w.sin[0], h.cp, err));
-		BDUMP("attn1", w.att);
-		OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &vrow[2]));
+			OP(self_attention(m, m->cp, cmd, &b->attn1, vo, vres,
+			    &vrow[2], &w.mod, &s, &w.cos[0], &w.sin[0], h.cp,
+			    err));
+		RESIDUAL("attn1", w.x, w.att, &vrow[2]);
 		/* 1.2 audio self-attention */
 		OP(ops_rms_norm(cmd, &w.anrm, &w.ax, NULL, (float)c->norm_eps));
 		OP(modulate(cmd, &w.amod, &w.anrm, &arow[1], &arow[0]));
 		s = scratch(&w, B, L, L, Da, Ha);
 		if (stg)
-			OP(ltx2_attn_values(cmd, &b->audio_attn1, &w.aatt, &w.amod,
-			    &s));
+			OP(ltx2_attn_values(cmd, &b->audio_attn1, ao, ares,
+			    &arow[2], &w.amod, &s));
 		else
-			OP(self_attention(m, m->acp, cmd, &b->audio_attn1,
-			    &w.aatt, &w.amod, &s, &w.cos[1], &w.sin[1], h.cp,
-			    err));
-		BDUMP("audio_attn1", w.aatt);
-		OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &arow[2]));
+			OP(self_attention(m, m->acp, cmd, &b->audio_attn1, ao,
+			    ares, &arow[2], &w.amod, &s, &w.cos[1], &w.sin[1],
+			    h.cp, err));
+		RESIDUAL("audio_attn1", w.ax, w.aatt, &arow[2]);
 
 		/* 2. text cross-attention; K/V modulated when either stream
 		 * has cross_attn_mod (cross_attn_adaln) */
@@ -1383,24 +1413,20 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 		if (c->cross_attn_mod)
 			OP(modulate(cmd, &w.nrm, &w.nrm, &vrow[7], &vrow[6]));
 		s = scratch(&w, B, N, T, D, Hv);
-		OP(ltx2_attn_forward(cmd, &b->attn2, &w.att, &w.nrm, kv, &s, NULL,
+		OP(ltx2_attn_forward(cmd, &b->attn2, vo, vres,
+		    c->cross_attn_mod ? &vrow[8] : NULL, &w.nrm, kv, &s, NULL,
 		    NULL, NULL, NULL, &w.kb));
-		BDUMP("attn2", w.att);
-		if (c->cross_attn_mod)
-			OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &vrow[8]));
-		else
-			OP(ops_add(cmd, &w.x, &w.x, &w.att));
+		RESIDUAL("attn2", w.x, w.att, c->cross_attn_mod ? &vrow[8] :
+		    NULL);
 		OP(ops_rms_norm(cmd, &w.anrm, &w.ax, NULL, (float)c->norm_eps));
 		if (c->audio_cross_attn_mod)
 			OP(modulate(cmd, &w.anrm, &w.anrm, &arow[7], &arow[6]));
 		s = scratch(&w, B, L, Ta, Da, Ha);
-		OP(ltx2_attn_forward(cmd, &b->audio_attn2, &w.aatt, &w.anrm, akv,
+		OP(ltx2_attn_forward(cmd, &b->audio_attn2, ao, ares,
+		    c->audio_cross_attn_mod ? &arow[8] : NULL, &w.anrm, akv,
 		    &s, NULL, NULL, NULL, NULL, &w.akb));
-		BDUMP("audio_attn2", w.aatt);
-		if (c->audio_cross_attn_mod)
-			OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &arow[8]));
-		else
-			OP(ops_add(cmd, &w.ax, &w.ax, &w.aatt));
+		RESIDUAL("audio_attn2", w.ax, w.aatt, c->audio_cross_attn_mod ?
+		    &arow[8] : NULL);
 
 		/* 3. a2v (Q video, K/V audio) and v2a (Q audio, K/V video),
 		 * both from the streams normalised once, before a2v */
@@ -1449,11 +1475,10 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 				ks_a = &w.sinf[1];
 			}
 			s = scratch(&w, B, N, kv_a->shape[1], Da, Ha);
-			OP(ltx2_attn_forward(cmd, &b->audio_to_video_attn, &w.att,
-			    &w.mod, kv_a, &s, &w.cos[2], &w.sin[2], kc_a, ks_a,
-			    NULL));
-			BDUMP("audio_to_video_attn", w.att);
-			OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &a2v_gate));
+			OP(ltx2_attn_forward(cmd, &b->audio_to_video_attn, vo,
+			    vres, &a2v_gate, &w.mod, kv_a, &s, &w.cos[2],
+			    &w.sin[2], kc_a, ks_a, NULL));
+			RESIDUAL("audio_to_video_attn", w.x, w.att, &a2v_gate);
 			OP(modulate(cmd, &w.mod, &w.nrm, &v_v2a_sc, &v_v2a_sh));
 			OP(modulate(cmd, &w.amod, &w.anrm, &a_v2a_sc, &a_v2a_sh));
 			if (cross_gather) {
@@ -1464,27 +1489,26 @@ ltx2_transformer_forward(struct ltx2_transformer *m,
 				ks_v = &w.sinf[0];
 			}
 			s = scratch(&w, B, L, kv_v->shape[1], Da, Ha);
-			OP(ltx2_attn_forward(cmd, &b->video_to_audio_attn, &w.aatt,
-			    &w.amod, kv_v, &s, &w.cos[3], &w.sin[3], kc_v, ks_v,
-			    NULL));
-			BDUMP("video_to_audio_attn", w.aatt);
-			OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &v2a_gate));
+			OP(ltx2_attn_forward(cmd, &b->video_to_audio_attn, ao,
+			    ares, &v2a_gate, &w.amod, kv_v, &s, &w.cos[3],
+			    &w.sin[3], kc_v, ks_v, NULL));
+			RESIDUAL("video_to_audio_attn", w.ax, w.aatt, &v2a_gate);
 		}
 
 		/* 4. feed-forward */
 		OP(ops_rms_norm(cmd, &w.nrm, &w.x, NULL, (float)c->norm_eps));
 		OP(modulate(cmd, &w.nrm, &w.nrm, &vrow[4], &vrow[3]));
-		OP(ff_run(cmd, &b->ff, c->ff_gelu_tanh, &w.att, &w.nrm, &w.ffh));
-		BDUMP("ff", w.att);
-		OP(ops_add_mul(cmd, &w.x, &w.x, &w.att, &vrow[5]));
+		OP(ff_run(cmd, &b->ff, c->ff_gelu_tanh, vo, vres, &vrow[5],
+		    &w.nrm, &w.ffh));
+		RESIDUAL("ff", w.x, w.att, &vrow[5]);
 		OP(ops_rms_norm(cmd, &w.anrm, &w.ax, NULL, (float)c->norm_eps));
 		OP(modulate(cmd, &w.anrm, &w.anrm, &arow[4], &arow[3]));
-		OP(ff_run(cmd, &b->audio_ff, c->ff_gelu_tanh, &w.aatt, &w.anrm,
-		    &w.ffh));
-		BDUMP("audio_ff", w.aatt);
-		OP(ops_add_mul(cmd, &w.ax, &w.ax, &w.aatt, &arow[5]));
+		OP(ff_run(cmd, &b->audio_ff, c->ff_gelu_tanh, ao, ares, &arow[5],
+		    &w.anrm, &w.ffh));
+		RESIDUAL("audio_ff", w.ax, w.aatt, &arow[5]);
 		BDUMP("out0", w.x);
 		BDUMP("out1", w.ax);
+#undef RESIDUAL
 #undef BDUMP
 	}
 

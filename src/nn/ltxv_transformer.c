@@ -701,16 +701,16 @@ segments(struct ltxv_transformer *m, const struct ltxv_transformer_args *a,
 	*K = k;
 }
 
-/* Tokens [start, start+len) of sample b of x [B, N, D] (contiguous) as a
- * contiguous [1, len, D] tensor. */
+/* Run k's tokens of x [B, N, D] (contiguous: tokens [start, start+len)
+ * of its sample) as a contiguous [1, len, D] tensor. */
 static struct gpu_tensor
-tokens(const struct gpu_tensor *x, int64_t b, int64_t start, int64_t len)
+tokens(const struct ltxv_transformer *m, const struct gpu_tensor *x, int k)
 {
 	int64_t N = x->shape[1], D = x->shape[2];
 
 	return gpu_tensor_make(x->buf, x->offset +
-	    (size_t)((b * N + start) * D) * sizeof(float), GPU_F32, 3,
-	    (int64_t[]){ 1, len, D });
+	    (size_t)((m->seg_b[k] * N + m->seg_start[k]) * D) * sizeof(float),
+	    GPU_F32, 3, (int64_t[]){ 1, m->seg_len[k], D });
 }
 
 /* Row k of a [K, D] view (any row stride) as a [1, D] view. */
@@ -730,13 +730,25 @@ modulate_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
 	enum lq_status st = LQ_OK;
 
 	for (int k = 0; k < K && st == LQ_OK; k++) {
-		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
+		struct gpu_tensor xs = tokens(m, x, k);
 		struct gpu_tensor sc = row1(scale, k), sh = row1(shift, k);
 
 		st = ops_modulate(cmd, &xs, &xs, &sc, &sh);
 	}
 	return st;
+}
+
+/* 1 when the K runs are the B samples whole (no timestep_tokens): one
+ * call with [K, D] rows then covers them all. */
+static int
+segments_whole(const struct ltxv_transformer *m, int64_t B, int64_t N, int K)
+{
+	int whole = K == B;
+
+	for (int k = 0; k < K && whole; k++)
+		whole = m->seg_b[k] == k && m->seg_start[k] == 0 &&
+		    m->seg_len[k] == N;
+	return whole;
 }
 
 /*
@@ -765,18 +777,12 @@ norm_modulate_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
 		return st == LQ_OK ? modulate_segments(m, cmd, y, scale, shift,
 		    K) : st;
 	}
-	int whole = K == B;
-	for (int k = 0; k < K && whole; k++)
-		whole = m->seg_b[k] == k && m->seg_start[k] == 0 &&
-		    m->seg_len[k] == N;
-	if (whole)
+	if (segments_whole(m, B, N, K))
 		return ops_norm_modulate(cmd, y, x, kind, weight, NULL, eps, scale,
 		    shift);
 	for (int k = 0; k < K && st == LQ_OK; k++) {
-		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
-		struct gpu_tensor ys = tokens(y, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
+		struct gpu_tensor xs = tokens(m, x, k);
+		struct gpu_tensor ys = tokens(m, y, k);
 		struct gpu_tensor sc = row1(scale, k), sh = row1(shift, k);
 
 		st = ops_norm_modulate(cmd, &ys, &xs, kind, weight, NULL, eps,
@@ -794,13 +800,51 @@ gated_add_segments(const struct ltxv_transformer *m, struct gpu_cmd *cmd,
 	enum lq_status st = LQ_OK;
 
 	for (int k = 0; k < K && st == LQ_OK; k++) {
-		struct gpu_tensor xs = tokens(x, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
-		struct gpu_tensor rs = tokens(r, m->seg_b[k], m->seg_start[k],
-		    m->seg_len[k]);
+		struct gpu_tensor xs = tokens(m, x, k);
+		struct gpu_tensor rs = tokens(m, r, k);
 		struct gpu_tensor g = row1(gate, k);
 
 		st = ops_gated_add(cmd, &xs, &xs, &g, &rs);
+	}
+	return st;
+}
+
+/*
+ * x [B, N, D] += gate · (h · wᵀ + b), run k's tokens gated by row k of
+ * gate ([K, D]; NULL: 1), the projection in the residual's GEMM epilogue
+ * (ops_linear_gated_add, bit for bit ops_linear then ops_gated_add): one
+ * call when the runs are the samples (or no gate), else one per run.
+ * With a dump the projection goes to `proj` first, dumped as `name`, and
+ * is added apart (gated_add_segments), as before the fusion.
+ */
+static enum lq_status
+linear_gated_add_segments(const struct ltxv_transformer *m,
+    struct gpu_cmd *cmd, const struct gpu_tensor *x,
+    const struct gpu_tensor *gate, const struct gpu_tensor *h,
+    const struct gpu_tensor *w, const struct gpu_tensor *b,
+    const struct gpu_tensor *proj, int K, const struct nn_dump *dump,
+    const char *name, struct lq_error *err)
+{
+	enum lq_status st = LQ_OK;
+	int64_t B = x->shape[0], N = x->shape[1];
+
+	if (dump != NULL) {
+		if ((st = ops_linear(cmd, proj, h, w, b, OPS_ACT_NONE)) ||
+		    (st = nn_dump_tensor(dump, cmd, name, proj, err)))
+			return st;
+		return gate ? gated_add_segments(m, cmd, x, gate, proj, K) :
+		    ops_gated_add(cmd, x, x, NULL, proj);
+	}
+	if (gate == NULL || segments_whole(m, B, N, K))
+		return ops_linear_gated_add(cmd, x, x, gate, h, w, b,
+		    OPS_ACT_NONE);
+	for (int k = 0; k < K && st == LQ_OK; k++) {
+		struct gpu_tensor xs = tokens(m, x, k);
+		struct gpu_tensor hs = tokens(m, h, k);
+		struct gpu_tensor g = row1(gate, k);
+
+		st = ops_linear_gated_add(cmd, &xs, &xs, &g, &hs, w, b,
+		    OPS_ACT_NONE);
 	}
 	return st;
 }
@@ -1145,9 +1189,11 @@ cp_sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 	    k, v, cp_attend, &a, err);
 }
 
+/* The attention of x over kv_in into o, up to to_out (the caller's
+ * linear_gated_add_segments). */
 static enum lq_status
 attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
-    const struct ltxv_attn *a, const struct gpu_tensor *out,
+    const struct ltxv_attn *a,
     const struct gpu_tensor *x, const struct gpu_tensor *kv_in,
     struct gpu_tensor *q, struct gpu_tensor *k, struct gpu_tensor *v,
     struct gpu_tensor *o, const struct gpu_tensor *cos,
@@ -1175,13 +1221,8 @@ attention(struct ltxv_transformer *m, struct gpu_cmd *cmd,
 			return st;
 	}
 	if (self && m->cp != NULL && !cp_no_gather())
-		st = cp_sdpa(m, cmd, o, q, k, v, sc, err);
-	else
-		st = sdpa(m, cmd, o, q, k, v, key_bias, sc);
-	if (st != LQ_OK)
-		return st;
-	return ops_linear(cmd, out, o, &a->to_out_w, opt(&a->to_out_b),
-	    OPS_ACT_NONE);
+		return cp_sdpa(m, cmd, o, q, k, v, sc, err);
+	return sdpa(m, cmd, o, q, k, v, key_bias, sc);
 }
 
 enum lq_status
@@ -1384,27 +1425,28 @@ ltxv_transformer_forward(struct ltxv_transformer *m,
 		OP(norm_modulate_segments(m, cmd, &nrm, &x, OPS_NORM_RMS,
 		    opt(&b->norm1_w), (float)c->norm_eps, &scale_msa, &shift_msa,
 		    K, dump, name, err));
-		OP(attention(m, cmd, &b->attn1, &proj, &nrm, &nrm, &q, &k, &v, &o,
+		OP(attention(m, cmd, &b->attn1, &nrm, &nrm, &q, &k, &v, &o,
 		    &cos, &sin, NULL, &sc, 1, err));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn1", i);
-		DUMP(name, proj);
-		OP(gated_add_segments(m, cmd, &x, &gate_msa, &proj, K));
+		OP(linear_gated_add_segments(m, cmd, &x, &gate_msa, &o,
+		    &b->attn1.to_out_w, opt(&b->attn1.to_out_b), &proj, K, dump,
+		    name, err));
 
-		OP(attention(m, cmd, &b->attn2, &proj, &x, &ctx, &q, &k2, &v2, &o,
+		OP(attention(m, cmd, &b->attn2, &x, &ctx, &q, &k2, &v2, &o,
 		    NULL, NULL, args->encoder_attention_mask ? &kbias : NULL, &sc,
 		    0, err));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.attn2", i);
-		DUMP(name, proj);
-		OP(ops_gated_add(cmd, &x, &x, NULL, &proj));
+		OP(linear_gated_add_segments(m, cmd, &x, NULL, &o,
+		    &b->attn2.to_out_w, opt(&b->attn2.to_out_b), &proj, K, dump,
+		    name, err));
 
 		OP(norm_modulate_segments(m, cmd, &nrm, &x, OPS_NORM_RMS,
 		    opt(&b->norm2_w), (float)c->norm_eps, &scale_mlp, &shift_mlp,
 		    K, dump, NULL, err));
 		OP(ops_linear(cmd, &ffh, &nrm, &b->ff0_w, &b->ff0_b, m->ff_act));
-		OP(ops_linear(cmd, &proj, &ffh, &b->ff2_w, &b->ff2_b, OPS_ACT_NONE));
 		snprintf(name, sizeof(name), "transformer_blocks.%d.ff", i);
-		DUMP(name, proj);
-		OP(gated_add_segments(m, cmd, &x, &gate_mlp, &proj, K));
+		OP(linear_gated_add_segments(m, cmd, &x, &gate_mlp, &ffh,
+		    &b->ff2_w, &b->ff2_b, &proj, K, dump, name, err));
 		snprintf(name, sizeof(name), "transformer_blocks.%d", i);
 		DUMP(name, x);
 		if (m->streaming && i + 1 < c->num_layers) {

@@ -897,6 +897,13 @@ wan_transformer_forward(struct wan_transformer *m,
 			.v = sub(&w.v, 3, SHAPE(B, T, D)),
 		};
 		const struct gpu_tensor *kv_in = &w.x;
+		/* Each branch's last linear adds its output to the residual
+		 * in its epilogue (ops_linear_gated_add: out = res = x), so
+		 * w.att is never written and read back; a dump wants the
+		 * branch's own output, so with one it goes to w.att, is
+		 * dumped and added apart, as before the fusion. */
+		const struct gpu_tensor *bo = dump ? &w.att : &w.x;
+		const struct gpu_tensor *res = dump ? NULL : &w.x;
 
 		OP(ops_add_table(cmd, &w.ada, &b->scale_shift_table, &w.tproj));
 
@@ -924,13 +931,15 @@ wan_transformer_forward(struct wan_transformer *m,
 			OP(ltxv_cp_attention(m->cp, m->cp_rank, m->ctx, cmd,
 			    m->h_cp, &sa.o, &sa.q, &sa.k, &sa.v, cp_attend,
 			    (void *)&b->attn1, err));
-			OP(ltx2_attn_out(cmd, &b->attn1, &w.att, &sa));
+			OP(ltx2_attn_out(cmd, &b->attn1, bo, res, &gate_msa, &sa));
 		} else {
-			OP(ltx2_attn_forward(cmd, &b->attn1, &w.att, &w.nrm, NULL,
-			    &sa, &w.cos, &w.sin, NULL, NULL, NULL));
+			OP(ltx2_attn_forward(cmd, &b->attn1, bo, res, &gate_msa,
+			    &w.nrm, NULL, &sa, &w.cos, &w.sin, NULL, NULL, NULL));
 		}
-		BDUMP("attn1", w.att);
-		OP(ops_gated_add(cmd, &w.x, &w.x, &gate_msa, &w.att));
+		if (dump) {
+			BDUMP("attn1", w.att);
+			OP(ops_gated_add(cmd, &w.x, &w.x, &gate_msa, &w.att));
+		}
 
 		/* 2. cross-attention over every text row, no modulation */
 		if (c->cross_attn_norm) {
@@ -939,23 +948,32 @@ wan_transformer_forward(struct wan_transformer *m,
 			kv_in = &w.nrm;
 		}
 		BDUMP("norm2", *kv_in);
-		OP(ltx2_attn_forward(cmd, &b->attn2, &w.att, kv_in, &w.ctx, &sx,
-		    NULL, NULL, NULL, NULL, NULL));
+		/* (the query input may be x itself: to_out, the residual
+		 * update, runs after every read of it) */
+		OP(ltx2_attn_forward(cmd, &b->attn2, bo, res, NULL, kv_in,
+		    &w.ctx, &sx, NULL, NULL, NULL, NULL, NULL));
 		/* no RoPE here: q / k hold norm_q / norm_k's outputs */
 		BDUMP("attn2.norm_q", sx.q);
 		BDUMP("attn2.norm_k", sx.k);
-		BDUMP("attn2", w.att);
-		OP(ops_add(cmd, &w.x, &w.x, &w.att));
+		if (dump) {
+			BDUMP("attn2", w.att);
+			OP(ops_add(cmd, &w.x, &w.x, &w.att));
+		}
 
 		/* 3. feed-forward */
 		snprintf(name, sizeof(name), "blocks.%d.norm3", i);
 		NORM_MOD(name, w.nrm, w.x, c_scale_msa, c_shift_msa);
 		OP(ops_linear(cmd, &w.ffh, &w.nrm, &b->ff0_w, &b->ff0_b,
 		    OPS_ACT_GELU_TANH));
-		OP(ops_linear(cmd, &w.att, &w.ffh, &b->ff2_w, &b->ff2_b,
-		    OPS_ACT_NONE));
-		BDUMP("ffn", w.att);
-		OP(ops_gated_add(cmd, &w.x, &w.x, &c_gate_msa, &w.att));
+		if (dump) {
+			OP(ops_linear(cmd, &w.att, &w.ffh, &b->ff2_w, &b->ff2_b,
+			    OPS_ACT_NONE));
+			BDUMP("ffn", w.att);
+			OP(ops_gated_add(cmd, &w.x, &w.x, &c_gate_msa, &w.att));
+		} else {
+			OP(ops_linear_gated_add(cmd, &w.x, &w.x, &c_gate_msa,
+			    &w.ffh, &b->ff2_w, &b->ff2_b, OPS_ACT_NONE));
+		}
 		snprintf(name, sizeof(name), "blocks.%d", i);
 		DUMP(name, w.x);
 		if (m->streaming && i + 1 < c->num_layers) {

@@ -12,7 +12,9 @@
  *   linear 4096x2048 -> 2048 and -> 8192, F32 and F16 weights
  *   attention seq 4096, head_dim 64, 32 heads (sgemm: q·kᵀ and p·v per head)
  *   the demo render's attention (2 x 320 tokens, 4 heads of 32) and
- *   linears (640 rows, 128 -> 128, 128 -> 512, 512 -> 128)
+ *   linears (640 rows, 128 -> 128, 128 -> 512, 512 -> 128), and its
+ *   residual updates (128 -> 128 and 512 -> 128 plus the gated add) as
+ *   ops_linear + ops_gated_add and as ops_linear_gated_add
  *   conv3d VAE-like [1,128,5,64,64] -> 128, k3 causal (sgemm: im2col product)
  *   a chain of 100 small dispatches (one submit)
  *
@@ -340,6 +342,61 @@ bench_linear(int M, int K, int N, enum gpu_dtype wdt)
 	report(what, dt, 2.0 * M * K * N, sgemm_time(M, K, N, 1));
 }
 
+/* x += gate · (h · wᵀ + b): a transformer block's residual update */
+struct gated { struct gpu_tensor x, h, w, b, p, ada, gate; };
+
+static void
+rec_gated_pair(void *a)
+{
+	struct gated *g = a;
+	ops_linear(cmd, &g->p, &g->h, &g->w, &g->b, OPS_ACT_NONE);
+	ops_gated_add(cmd, &g->x, &g->x, &g->gate, &g->p);
+}
+
+static void
+rec_gated_fused(void *a)
+{
+	struct gated *g = a;
+	ops_linear_gated_add(cmd, &g->x, &g->x, &g->gate, &g->h, &g->w, &g->b,
+	    OPS_ACT_NONE);
+}
+
+/*
+ * The residual update of a block branch, B x N tokens of width K -> D,
+ * as ops_linear then ops_gated_add and as ops_linear_gated_add (issue
+ * 18 item 3): the best of 100 each, in alternating rounds of 20, so a
+ * loaded machine's drift falls on both.
+ */
+static void
+bench_gated(int B, int N, int K, int D)
+{
+	gpu_pool_reset(pool, 0);
+	struct gated g = {.x = T(GPU_F32, 3, SH(B, N, D)),
+	    .h = T(GPU_F32, 3, SH(B, N, K)), .w = T(GPU_F32, 2, SH(D, K)),
+	    .b = T(GPU_F32, 1, SH(D)), .p = T(GPU_F32, 3, SH(B, N, D)),
+	    .ada = T(GPU_F32, 3, SH(B, 6, D))};
+	fill(&g.x);
+	fill(&g.h);
+	fill_param(&g.w);
+	fill_param(&g.b);
+	fill_param(&g.ada);
+	/* row 2 of the [B, 6, D] modulation table, as the models' gates */
+	g.gate = gpu_tensor_slice(&g.ada, 1, 2, 1);
+	g.gate.ndim = 2;
+	g.gate.shape[1] = D;
+	g.gate.stride[1] = 1;
+	double tp = 1e30, tf = 1e30;
+	for (int r = 0; r < 5; r++) {
+		double a = timed(rec_gated_pair, &g, 20);
+		double b = timed(rec_gated_fused, &g, 20);
+		tp = a < tp ? a : tp;
+		tf = b < tf ? b : tf;
+	}
+	printf("residual %dx%d x %d -> %d, gate [B, D]: linear + gated_add "
+	    "%.3f ms, linear_gated_add %.3f ms (%.2fx)\n", B, N, K, D,
+	    tp * 1e3, tf * 1e3, tp / tf);
+}
+
 struct att { struct gpu_tensor o, q, k, v; int heads; };
 
 static void
@@ -493,6 +550,10 @@ main(int argc, char **argv)
 		bench_linear(640, 128, 128, GPU_F32);
 		bench_linear(640, 128, 512, GPU_F32);
 		bench_linear(640, 512, 128, GPU_F32);
+		/* attention's to_out and the feed-forward's second linear
+		 * with the block's gated residual */
+		bench_gated(2, 320, 128, 128);
+		bench_gated(2, 320, 512, 128);
 	}
 	if (WANT("conv"))
 		bench_conv(128, 5, 64 / q, 64 / q);

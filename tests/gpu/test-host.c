@@ -29,7 +29,13 @@
  *     included) on both paths, linear and matmul give on both paths the
  *     bits of a plain sum over k of the rounded operands, and attention
  *     agrees with a double reference of rounded q, k, v and numerators
- *     while differing from f32.
+ *     while differing from f32;
+ *   - ops_linear_gated_add is the bits of ops_linear then ops_gated_add
+ *     (ops_add_mul for a per-token gate) on both paths: f32/f16/bf16
+ *     weights, with and without bias, gate absent, [B, D] (a row of a
+ *     [B, 6, D] table), [D], per token, bf16; activations; in place and
+ *     not; rows not a multiple of any tile, 1-4 rows (the GEMV variant)
+ *     and K % 4 != 0 (the shader path's unfused fallback).
  * Exits 77 without a Vulkan device.
  */
 #include <math.h>
@@ -933,6 +939,162 @@ test_precision_attention(void)
 	free(kb);
 }
 
+/* ops_linear_gated_add's gate in the test: absent, row 2 of a [B, 6, D]
+ * table (the models' ada rows), a [D] vector, per token (every other row
+ * of a [B, 2N, D] tensor), a bf16 [B, D] */
+enum gate_kind { GATE_NONE, GATE_ROW, GATE_VEC, GATE_TOKEN, GATE_BF16,
+	GATE_KINDS };
+
+struct gated_case {
+	int64_t B, N, K, D;
+	enum gpu_dtype dt;
+	int bias, in_place;
+	enum gate_kind gate;
+	enum ops_act act;
+};
+
+/*
+ * y = r + gate · act(x · wᵀ + b) on env e: fused (ops_linear_gated_add)
+ * or as the pair it replaces (ops_linear into p, then ops_gated_add, or
+ * ops_add_mul for the per-token gate).  x, w, b, r, gate: host arrays
+ * (gate sized for the largest kind, B·2N·D).  Returns y (malloc'd); the
+ * op's host ops and dispatches into *hops, *disp.
+ */
+static float *
+gated_on(struct env *e, const struct gated_case *c, int fused,
+    const float *x, const float *w, const float *b, const float *r,
+    const float *gate, unsigned *hops, unsigned *disp)
+{
+	int64_t B = c->B, N = c->N, D = c->D;
+	gpu_pool_reset(e->pool, 0);
+	struct gpu_tensor tx = put(e, GPU_F32, 3, SH(B, N, c->K), x);
+	struct gpu_tensor tw = put(e, c->dt, 2, SH(D, c->K), w);
+	struct gpu_tensor tb = put(e, c->dt, 1, SH(D), b);
+	struct gpu_tensor tr = put(e, GPU_F32, 3, SH(B, N, D), r);
+	struct gpu_tensor ty = c->in_place ? tr : put(e, GPU_F32, 3,
+	    SH(B, N, D), NULL);
+	struct gpu_tensor tp = put(e, GPU_F32, 3, SH(B, N, D), NULL);
+	struct gpu_tensor tg, *g = &tg;
+	switch (c->gate) {
+	case GATE_NONE:
+		g = NULL;
+		break;
+	case GATE_ROW: {
+		struct gpu_tensor tab = put(e, GPU_F32, 3, SH(B, 6, D), gate);
+		tg = gpu_tensor_slice(&tab, 1, 2, 1);
+		tg.ndim = 2;
+		tg.shape[1] = D;
+		tg.stride[1] = 1;
+		break;
+	}
+	case GATE_VEC:
+		tg = put(e, GPU_F32, 1, SH(D), gate);
+		break;
+	case GATE_TOKEN: {
+		struct gpu_tensor two = put(e, GPU_F32, 3, SH(B, 2 * N, D), gate);
+		tg = gpu_tensor_slice(&two, 1, 0, N);
+		tg.stride[1] = 2 * D;
+		break;
+	}
+	default:
+		tg = put(e, GPU_BF16, 2, SH(B, D), gate);
+		break;
+	}
+	const struct gpu_tensor *tbp = c->bias ? &tb : NULL;
+	gpu_cmd_begin(e->cmd);
+	if (fused) {
+		CHECK_INT(ops_linear_gated_add(e->cmd, &ty, &tr, g, &tx, &tw, tbp,
+		    c->act), LQ_OK);
+	} else {
+		CHECK_INT(ops_linear(e->cmd, &tp, &tx, &tw, tbp, c->act), LQ_OK);
+		if (c->gate == GATE_TOKEN)
+			CHECK_INT(ops_add_mul(e->cmd, &ty, &tr, &tp, g), LQ_OK);
+		else
+			CHECK_INT(ops_gated_add(e->cmd, &ty, &tr, g, &tp), LQ_OK);
+	}
+	*hops = gpu_cmd_host_op_count(e->cmd);
+	*disp = gpu_cmd_dispatch_count(e->cmd);
+	submit(e);
+	return get(e, &ty);
+}
+
+/*
+ * The fused op's bits are the pair's, on the host path and as shaders.
+ * Inputs at scales where a fused multiply-add would round differently
+ * from a product then a sum in many elements (so a contracted epilogue
+ * fails here).
+ */
+static void
+test_linear_gated_add(void)
+{
+	static const enum gpu_dtype dts[3] = {GPU_F32, GPU_F16, GPU_BF16};
+	static const enum ops_act acts[3] = {OPS_ACT_NONE, OPS_ACT_GELU_TANH,
+	    OPS_ACT_SILU};
+	/* M = 302 rows: not a multiple of the host tile (6), its tasks (48)
+	 * or the shader's (256); 3 rows: the GEMV variant; K 66: the
+	 * shader path's fallback */
+	static const int64_t shapes[3][4] = {{2, 151, 96, 72}, {1, 3, 64, 40},
+	    {2, 37, 66, 24}};
+	struct env *envs[2] = {&host, &shade};
+	int n = 0, bad = 0;
+	for (int si = 0; si < 3; si++)
+	for (int d = 0; d < 3; d++)
+	for (int gk = 0; gk < GATE_KINDS; gk++)
+	for (int ip = 0; ip < 2; ip++) {
+		struct gated_case c = {shapes[si][0], shapes[si][1],
+		    shapes[si][2], shapes[si][3], dts[d], (d + gk + ip) % 2, ip,
+		    (enum gate_kind)gk, acts[(d + gk) % 3]};
+		int64_t M = c.B * c.N;
+		float *x = rand_host((size_t)(M * c.K));
+		float *w = rand_host((size_t)(c.D * c.K));
+		float *b = rand_host((size_t)c.D);
+		float *r = rand_host((size_t)(M * c.D));
+		float *g = rand_host((size_t)(2 * M * c.D));
+		for (int64_t i = 0; i < M * c.D; i++)
+			r[i] *= 8.0f;
+		for (int ei = 0; ei < 2; ei++) {
+			unsigned h1, d1, h2, d2;
+			float *yf = gated_on(envs[ei], &c, 1, x, w, b, r, g, &h1,
+			    &d1);
+			float *yu = gated_on(envs[ei], &c, 0, x, w, b, r, g, &h2,
+			    &d2);
+			n++;
+			if (memcmp(yf, yu, (size_t)(M * c.D) * 4) != 0) {
+				int64_t i = 0;
+				while (memcmp(yf + i, yu + i, 4) == 0)
+					i++;
+				printf("linear_gated_add %s: B %lld N %lld K %lld "
+				    "D %lld %s bias %d gate %d in place %d act "
+				    "%d: [%lld] %.9g fused, %.9g apart\n",
+				    ei ? "shader" : "host", (long long)c.B,
+				    (long long)c.N, (long long)c.K, (long long)c.D,
+				    gpu_dtype_name(c.dt), c.bias, gk, ip,
+				    (int)c.act, (long long)i, (double)yf[i],
+				    (double)yu[i]);
+				bad++;
+			}
+			/* one host op on the host path; one dispatch as a
+			 * shader where linear.comp applies (K % 4 == 0) */
+			if (ei == 0)
+				CHECK(h1 == 1 && d1 == 0 && h2 == 2);
+			else
+				CHECK(h1 == 0 && d1 == (c.K % 4 ? 2u : 1u) &&
+				    d2 == 2);
+			free(yf);
+			free(yu);
+		}
+		free(x);
+		free(w);
+		free(b);
+		free(r);
+		free(g);
+	}
+	printf("linear_gated_add: %d of %d cases the pair's bits\n", n - bad,
+	    n);
+	CHECK(n == 2 * 3 * 3 * GATE_KINDS * 2);
+	CHECK_INT(bad, 0);
+}
+
 static int
 open_env(struct env *e, const char *host_gemm, struct lq_error *err)
 {
@@ -973,6 +1135,7 @@ main(void)
 	test_precision_round();
 	test_precision_gemm();
 	test_precision_attention();
+	test_linear_gated_add();
 	gpu_cmd_free(shade.cmd);
 	gpu_pool_free(shade.pool);
 	gpu_ctx_free(shade.ctx);

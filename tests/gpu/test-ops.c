@@ -163,6 +163,58 @@ test_linear(int M, int K, int N, enum gpu_dtype wdt, int bias, int act)
 	free(hx), free(hw), free(hb), free(ref);
 }
 
+/*
+ * ops_linear_gated_add: y = r + gate · act(x · wᵀ + b) with gate absent
+ * (0), a row of a [B, 6, D] table (1) or per token (2); in place or not.
+ */
+static void
+test_linear_gated_add(int B, int N, int K, int D, enum gpu_dtype wdt,
+    int bias, int act, int gk, int in_place)
+{
+	begin();
+	size_t M = (size_t)B * N;
+	struct gpu_tensor x = T(GPU_F32, 3, SH(B, N, K));
+	struct gpu_tensor w = T(wdt, 2, SH(D, K));
+	struct gpu_tensor b = T(wdt, 1, SH(D));
+	struct gpu_tensor r = T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor y = in_place ? r : T(GPU_F32, 3, SH(B, N, D));
+	struct gpu_tensor gt = gk == 1 ? T(GPU_F32, 3, SH(B, 6, D)) :
+	    T(GPU_F32, 3, SH(B, N, D));
+	float *hx = rnd(M * K, 1), *hw = rnd((size_t)D * K, 0.5f);
+	float *hb = rnd((size_t)D, 1), *hr = rnd(M * D, 4);
+	float *hg = rnd((size_t)gpu_tensor_numel(&gt), 1);
+	up(&x, hx);
+	up(&w, hw);
+	up(&b, hb);
+	up(&r, hr);
+	up(&gt, hg);
+	struct gpu_tensor gv = gt;
+	if (gk == 1) {
+		gv = gpu_tensor_slice(&gt, 1, 2, 1);
+		gv.ndim = 2;
+		gv.shape[1] = D;
+		gv.stride[1] = 1;
+	}
+	ops_linear_gated_add(cmd, &y, &r, gk ? &gv : NULL, &x, &w,
+	    bias ? &b : NULL, (enum ops_act)act);
+	run();
+	double *ref = malloc(sizeof(double) * M * D);
+	ref_linear(ref, hx, hw, bias ? hb : NULL, (int)M, D, K, act);
+	for (size_t m = 0; m < M; m++)
+		for (int d = 0; d < D; d++) {
+			size_t i = m * D + d;
+			double g = gk == 0 ? 1 : gk == 1 ?
+			    hg[(m / N * 6 + 2) * D + d] : hg[i];
+			ref[i] = hr[i] + g * ref[i];
+		}
+	char name[96];
+	snprintf(name, sizeof(name), "linear_gated_add %dx%dx%d->%d %s%s act%d "
+	    "gate%d%s", B, N, K, D, gpu_dtype_name(wdt), bias ? " bias" : "",
+	    act, gk, in_place ? " in place" : "");
+	compare(name, &y, ref, 1e-5 * sqrt(K), 1e-5);
+	free(hx), free(hw), free(hb), free(hr), free(hg), free(ref);
+}
+
 static void
 test_matmul(int batch, int M, int K, int N, int trans_b, int bcast_b)
 {
@@ -918,6 +970,10 @@ main(void)
 		test_linear(2, 128, 67, GPU_BF16, 1, 1);
 		test_linear(4, 64, 130, GPU_F16, 0, 0);
 		test_linear(3, 96, 33, GPU_F32, 1, 2);
+		test_linear_gated_add(2, 151, 96, 72, GPU_BF16, 1, 1, 1, 1);
+		test_linear_gated_add(1, 37, 64, 40, GPU_F16, 0, 0, 2, 0);
+		test_linear_gated_add(2, 2, 128, 33, GPU_F32, 1, 2, 1, 0);
+		test_linear_gated_add(1, 19, 66, 24, GPU_F32, 1, 0, 0, 1);
 		test_matmul(3, 19, 33, 45, 0, 0);
 		test_matmul(2, 70, 17, 9, 1, 1);
 		test_attention(2, 37, 23, 3, 16, 16, 1, 0, 0.25, 0);

@@ -190,6 +190,38 @@ c_linear_generic(struct env *e, struct gpu_cmd *cmd)
 	ops_linear(cmd, &y, &x, &w, NULL, OPS_ACT_GELU);
 }
 
+/*
+ * ops_linear_gated_add: x, r and y over the limit (row blocks) with a
+ * [B, D] gate (a row of a [B, 6, D] table), in place; a bf16 weight over
+ * it (column blocks) with a per-token gate; a per-token gate over it
+ * (the pair through the scratch buffer).
+ */
+static void
+c_linear_gated(struct env *e, struct gpu_cmd *cmd)
+{
+	struct gpu_tensor x = in(e, GPU_F32, 3, SH(2, 300, 64), 1);
+	struct gpu_tensor w = in(e, GPU_F32, 2, SH(96, 64), 0.2f);
+	struct gpu_tensor b = in(e, GPU_F32, 1, SH(96), 0.5f);
+	struct gpu_tensor ada = in(e, GPU_F32, 3, SH(2, 6, 96), 1);
+	struct gpu_tensor gate = gpu_tensor_slice(&ada, 1, 2, 1);
+	gate.ndim = 2;
+	gate.shape[1] = 96;
+	gate.stride[1] = 1;
+	struct gpu_tensor y = out(e, 3, SH(2, 300, 96));
+	ops_linear_gated_add(cmd, &y, &y, &gate, &x, &w, &b, OPS_ACT_GELU_TANH);
+	struct gpu_tensor x2 = in(e, GPU_F32, 3, SH(1, 20, 128), 1);
+	struct gpu_tensor w2 = in(e, GPU_BF16, 2, SH(600, 128), 0.1f);
+	struct gpu_tensor r2 = in(e, GPU_F32, 3, SH(1, 20, 600), 1);
+	struct gpu_tensor g2 = in(e, GPU_BF16, 3, SH(1, 20, 600), 1);
+	struct gpu_tensor y2 = out(e, 3, SH(1, 20, 600));
+	ops_linear_gated_add(cmd, &y2, &r2, &g2, &x2, &w2, NULL, OPS_ACT_NONE);
+	struct gpu_tensor x3 = in(e, GPU_F32, 3, SH(1, 200, 32), 1);
+	struct gpu_tensor w3 = in(e, GPU_F16, 2, SH(96, 32), 0.2f);
+	struct gpu_tensor g3 = in(e, GPU_F32, 3, SH(1, 200, 96), 1);
+	struct gpu_tensor y3 = out(e, 3, SH(1, 200, 96));
+	ops_linear_gated_add(cmd, &y3, &y3, &g3, &x3, &w3, NULL, OPS_ACT_SILU);
+}
+
 static void
 c_matmul(struct env *e, struct gpu_cmd *cmd)
 {
@@ -456,6 +488,7 @@ main(void)
 	run_case("linear (rows)", c_linear_rows);
 	run_case("linear (bf16/f16 columns)", c_linear_wide);
 	run_case("linear (generic kernel)", c_linear_generic);
+	run_case("linear + gated residual", c_linear_gated);
 	run_case("matmul", c_matmul);
 	run_case("attention", c_attention);
 	run_case("layer/rms norm, softmax", c_norm_rows);
