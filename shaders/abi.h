@@ -63,9 +63,9 @@
 #define LQ_PREC_F16 2u
 #define LQ_PREC_MASK 3u
 
-/* matmul.comp, linear.comp: trans_b | act | has_bias | dt_bias | prec;
+/* matmul.comp, linear.comp: trans_b | act | has_bias | dt_bias;
  * linear.comp also the gated residual (ops_linear_gated_add): resid |
- * has_gate | dt_gate. */
+ * has_gate | dt_gate; matmul.comp's -DROUND copy the precision. */
 #define LQ_MM_TRANS_B 0u	/* 1 bit */
 #define LQ_MM_ACT 1u		/* LQ_ACT_MASK */
 #define LQ_MM_HAS_BIAS 4u	/* 1 bit */
@@ -88,9 +88,10 @@
 #define LQ_NORM_HAS_SCALE 10u	/* 1 bit: modulate (norm.comp only) */
 #define LQ_NORM_HAS_SHIFT 11u
 
-/* attn.comp, attn_tex.comp: key bias | bias | per-batch bias | dtypes |
- * prec (q, k, v and the softmax numerators e^(s - max) that multiply v
- * rounded; the numerators' sum stays fp32, as FlashAttention's). */
+/* attn.comp, attn_tex.comp: key bias | bias | per-batch bias | dtypes;
+ * attn.comp's -DROUND copy the precision (q, k, v and the softmax
+ * numerators e^(s - max) that multiply v rounded; the numerators' sum
+ * stays fp32, as FlashAttention's). */
 #define LQ_ATTN_HAS_KB 0u	/* 1 bit */
 #define LQ_ATTN_HAS_BIAS 1u
 #define LQ_ATTN_BIAS_B 2u

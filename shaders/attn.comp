@@ -111,16 +111,15 @@ void run(uint prec)
 }
 
 /*
- * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
- * so the f32 copy's loops have no rounding in them.
+ * -DROUND (the _r kernels, kernels.def): the operands rounded to the
+ * precision the flags give (lq_round); else the f32 copy, whose loops
+ * have no rounding in them.
  */
 void main()
 {
-	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
-	if (prec == LQ_PREC_F32)
-		run(LQ_PREC_F32);
-	else if (prec == LQ_PREC_BF16)
-		run(LQ_PREC_BF16);
-	else
-		run(LQ_PREC_F16);
+#ifdef ROUND
+	run(LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK));
+#else
+	run(LQ_PREC_F32);
+#endif
 }

@@ -25,7 +25,7 @@ layout(binding = 3) uniform samplerBuffer tv;
 layout(binding = 4) readonly buffer KB { uint d[]; } kb;
 layout(binding = 5) readonly buffer BI { uint d[]; } bi;
 
-void run(uint prec)
+void main()
 {
 	uint i0 = (gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x) * TQ;
 	if (i0 >= p.Nq)
@@ -46,8 +46,7 @@ void run(uint prec)
 		row[r] = min(i0 + r, p.Nq - 1u);
 		uint qb = (p.off_q + b * p.q_sb + row[r] * p.q_sn + h * p.Dh) / 4u;
 		[[unroll]] for (uint d = 0u; d < D4; d++) {
-			qv[r][d] = d < Dh4 ? lq_round4(texelFetch(tq,
-			    int(qb + d)), prec) : vec4(0.0);
+			qv[r][d] = d < Dh4 ? texelFetch(tq, int(qb + d)) : vec4(0.0);
 			acc[r][d] = vec4(0.0);
 		}
 		m[r] = -3.0e38;
@@ -66,8 +65,7 @@ void run(uint prec)
 				dots[r] = 0.0;
 			[[unroll]] for (uint d = 0u; d < D4; d++) {
 				if (d < Dh4) {
-					vec4 kv = lq_round4(texelFetch(tk,
-					    int(kbs + d)), prec);
+					vec4 kv = texelFetch(tk, int(kbs + d));
 					[[unroll]] for (uint r = 0u; r < TQ; r++)
 						dots[r] += dot(qv[r][d], kv);
 				}
@@ -92,7 +90,7 @@ void run(uint prec)
 			[[unroll]] for (uint jj = 0u; jj < TKB; jj++) {
 				float pj = exp(s[r][jj] - mt);
 				l[r] += pj;
-				s[r][jj] = lq_round(pj, prec);
+				s[r][jj] = pj;
 			}
 			m[r] = mt;
 		}
@@ -101,8 +99,7 @@ void run(uint prec)
 			uint vbs = (p.off_v + b * p.v_sb + j * p.v_sn + h * p.Dv) / 4u;
 			[[unroll]] for (uint d = 0u; d < D4; d++) {
 				if (d < Dv4) {
-					vec4 vv = lq_round4(texelFetch(tv,
-					    int(vbs + d)), prec);
+					vec4 vv = texelFetch(tv, int(vbs + d));
 					[[unroll]] for (uint r = 0u; r < TQ; r++)
 						acc[r][d] += s[r][jj] * vv;
 				}
@@ -124,19 +121,4 @@ void run(uint prec)
 			}
 		}
 	}
-}
-
-/*
- * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
- * so the f32 copy's loops have no rounding in them.
- */
-void main()
-{
-	uint prec = LQ_FIELD(p.flags, LQ_ATTN_PREC, LQ_PREC_MASK);
-	if (prec == LQ_PREC_F32)
-		run(LQ_PREC_F32);
-	else if (prec == LQ_PREC_BF16)
-		run(LQ_PREC_BF16);
-	else
-		run(LQ_PREC_F16);
 }

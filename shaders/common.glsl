@@ -32,34 +32,22 @@ float lq_half(uint w, uint dt, uint hi)
  */
 float lq_round(float x, uint prec)
 {
-	if (prec == LQ_PREC_F32)
-		return x;
+	/* straight-line code (both types' roundings, then selects): the _r
+	 * kernels unroll it into every tile, and branches there multiplied
+	 * the driver's compile time */
 	uint u = floatBitsToUint(x);
 	uint a = u & 0x7fffffffu;
-	if (a >= 0x7f800000u)
-		return x;
-	if (prec == LQ_PREC_BF16) {
-		u += 0x7fffu + ((u >> 16) & 1u);
-		return uintBitsToFloat(u & 0xffff0000u);
-	}
-	if (a >= 0x38800000u) {		/* 2^-14 up: binary16's normals */
-		a += 0xfffu + ((a >> 13) & 1u);
-		a &= 0xffffe000u;
-		if (a > 0x477fe000u)	/* past 65504 */
-			a = 0x7f800000u;
-	} else {			/* its subnormals: multiples of 2^-24 */
-		a = floatBitsToUint(roundEven(uintBitsToFloat(a) *
-		    16777216.0) * (1.0 / 16777216.0));
-	}
-	return uintBitsToFloat((u & 0x80000000u) | a);
-}
-
-vec4 lq_round4(vec4 v, uint prec)
-{
-	if (prec == LQ_PREC_F32)
-		return v;
-	return vec4(lq_round(v.x, prec), lq_round(v.y, prec),
-	    lq_round(v.z, prec), lq_round(v.w, prec));
+	uint b = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	/* binary16: normals (2^-14 up) to 10 fraction bits, past 65504
+	 * infinite; subnormals to multiples of 2^-24 */
+	uint n = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
+	n = n > 0x477fe000u ? 0x7f800000u : n;
+	uint sub = floatBitsToUint(roundEven(uintBitsToFloat(a) *
+	    16777216.0) * (1.0 / 16777216.0));
+	uint h = (u & 0x80000000u) | (a >= 0x38800000u ? n : sub);
+	uint r = prec == LQ_PREC_BF16 ? b : h;
+	return prec == LQ_PREC_F32 || a >= 0x7f800000u ? x :
+	    uintBitsToFloat(r);
 }
 
 float lq_erf(float x)

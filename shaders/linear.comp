@@ -7,7 +7,6 @@
  * lane streams its own rows of x as vec4.  Same summation order on every
  * run (k ascending in 4-wide steps, lanes of a vec4 summed by fma chain).
  * Uses matmul_push; -DWT=0/1/2 selects the weight dtype (f32/f16/bf16).
- * The flags' LQ_MM_PREC rounds both operands as loaded (lq_round4).
  *
  * -DGEMV (linear_gemv_*, ops.c for M <= TM rows, the timestep and caption
  * projections): one invocation per output column, all M rows in its
@@ -105,7 +104,7 @@ float epilogue(float v, uint m, uint n)
 }
 
 #ifdef GEMV
-void run(uint prec)
+void main()
 {
 	uint n = gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x;
 	uint z = gl_WorkGroupID.z;
@@ -121,9 +120,9 @@ void run(uint prec)
 	[[unroll]] for (uint i = 0u; i < TM; i++)
 		acc[i] = 0.0;
 	for (uint k = 0u; k < K4; k++) {
-		vec4 wv = lq_round4(ldw(brow + k), prec);
+		vec4 wv = ldw(brow + k);
 		[[unroll]] for (uint i = 0u; i < TM; i++) {
-			vec4 xv = lq_round4(LDX(arow[i] + k), prec);
+			vec4 xv = LDX(arow[i] + k);
 			float s = acc[i];
 			s = fma(xv.x, wv.x, s);
 			s = fma(xv.y, wv.y, s);
@@ -143,7 +142,7 @@ void run(uint prec)
 			    epilogue(lq_act(p.alpha * acc[i] + bb, act), i, n));
 }
 #else
-void run(uint prec)
+void main()
 {
 	uint m0 = (gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x) * TM;
 	uint n0 = gl_WorkGroupID.y * TN;
@@ -164,9 +163,9 @@ void run(uint prec)
 	for (uint k = 0u; k < K4; k++) {
 		vec4 xv[TM];
 		[[unroll]] for (uint i = 0u; i < TM; i++)
-			xv[i] = lq_round4(LDX(arow[i] + k), prec);
+			xv[i] = LDX(arow[i] + k);
 		[[unroll]] for (uint j = 0u; j < TN; j++) {
-			vec4 wv = lq_round4(ldw(brow[j] + k), prec);
+			vec4 wv = ldw(brow[j] + k);
 			[[unroll]] for (uint i = 0u; i < TM; i++) {
 				float s = acc[i][j];
 				s = fma(xv[i].x, wv.x, s);
@@ -196,18 +195,3 @@ void run(uint prec)
 	}
 }
 #endif
-
-/*
- * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
- * so the f32 copy's loops have no rounding in them.
- */
-void main()
-{
-	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
-	if (prec == LQ_PREC_F32)
-		run(LQ_PREC_F32);
-	else if (prec == LQ_PREC_BF16)
-		run(LQ_PREC_BF16);
-	else
-		run(LQ_PREC_F16);
-}

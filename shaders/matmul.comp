@@ -3,8 +3,9 @@
  * a [M, K] f32, b [N, K] (trans_b, torch Linear weight) or [K, N] in dtype
  * BT (-DBT=0/1/2: f32/f16/bf16), c [M, N] f32.  Tiles of 64×64 outputs per
  * workgroup of 128 invocations (8×4 per invocation), K in steps of 16
- * through shared memory.  Fixed summation order: k ascending.  The
- * flags' LQ_MM_PREC rounds a and b as they are staged (lq_round).
+ * through shared memory.  Fixed summation order: k ascending.  In the
+ * -DROUND copy (matmul_*_r) the flags' LQ_MM_PREC rounds a and b as they
+ * are staged (lq_round).
  */
 #version 450
 #define KERNEL_MATMUL
@@ -104,16 +105,15 @@ void run(uint prec)
 }
 
 /*
- * The operand precision (abi.h LQ_PREC_*) a constant in each copy of run,
- * so the f32 copy's loops have no rounding in them.
+ * -DROUND (the _r kernels, kernels.def): the operands rounded to the
+ * precision the flags give (lq_round); else the f32 copy, whose loops
+ * have no rounding in them.
  */
 void main()
 {
-	uint prec = LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK);
-	if (prec == LQ_PREC_F32)
-		run(LQ_PREC_F32);
-	else if (prec == LQ_PREC_BF16)
-		run(LQ_PREC_BF16);
-	else
-		run(LQ_PREC_F16);
+#ifdef ROUND
+	run(LQ_FIELD(p.flags, LQ_MM_PREC, LQ_PREC_MASK));
+#else
+	run(LQ_PREC_F32);
+#endif
 }

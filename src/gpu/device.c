@@ -980,10 +980,13 @@ gpu_pipeline_get(struct gpu_ctx *ctx, enum gpu_kernel k, struct gpu_pipeline **o
 }
 
 enum lq_status
-gpu_ctx_warmup(struct gpu_ctx *ctx, struct lq_error *err)
+gpu_ctx_warmup(struct gpu_ctx *ctx, enum gpu_precision prec,
+    struct lq_error *err)
 {
 	for (int k = 0; k < GPU_K_COUNT; k++) {
 		struct gpu_pipeline *p;
+		if (prec == GPU_PRECISION_F32 && gpu_kernel_is_rounding(k))
+			continue;
 		enum lq_status st = gpu_pipeline_get(ctx, (enum gpu_kernel)k, &p, err);
 		if (st != LQ_OK)
 			return st;

@@ -235,11 +235,6 @@ const char *gpu_ctx_cache_fingerprint(const struct gpu_ctx *ctx);
  */
 const char *gpu_ctx_variant(const struct gpu_ctx *ctx);
 
-/*
- * Creates every pipeline now (instead of lazily) so compile crashes happen
- * up front, then saves the cache through cache io if it changed.
- */
-enum lq_status gpu_ctx_warmup(struct gpu_ctx *ctx, struct lq_error *err);
 
 /* Saves the pipeline cache now if it changed (no-op without cache io). */
 enum lq_status gpu_ctx_save_cache(struct gpu_ctx *ctx, struct lq_error *err);
@@ -439,5 +434,15 @@ enum gpu_precision gpu_cmd_precision(const struct gpu_cmd *cmd);
  * another value); parse returns 0, or -1 for any other string or NULL. */
 const char *gpu_precision_name(enum gpu_precision p);
 int gpu_precision_parse(const char *s, enum gpu_precision *out);
+
+/*
+ * Creates every pipeline a job at precision p may use now (instead of
+ * lazily) so compile crashes happen up front: every kernel, less the
+ * copies that round operands when p is GPU_PRECISION_F32 (they would
+ * double lavapipe's compile time for nothing); then saves the cache
+ * through cache io if it changed.
+ */
+enum lq_status gpu_ctx_warmup(struct gpu_ctx *ctx,
+    enum gpu_precision p, struct lq_error *err);
 
 #endif

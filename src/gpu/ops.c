@@ -633,6 +633,21 @@ ops_add_noise_channels(struct gpu_cmd *cmd, const struct gpu_tensor *x,
 
 /* ---- matmul ---- */
 
+/*
+ * k, or its copy that rounds the operands (gpu_kernel_rounding) when
+ * cmd's precision is not f32: the generic matmul and attention kernels
+ * (linear.comp and attn_tex.comp are not taken then).
+ */
+static enum gpu_kernel
+kernel_for_precision(const struct gpu_cmd *cmd, enum gpu_kernel k)
+{
+	if (gpu_cmd_precision(cmd) == GPU_PRECISION_F32)
+		return k;
+	int r = gpu_kernel_rounding((int)k);
+	LQ_ASSERT(r >= 0);
+	return (enum gpu_kernel)r;
+}
+
 static enum gpu_kernel
 matmul_kernel(enum gpu_dtype dt)
 {
@@ -658,7 +673,9 @@ static int
 linear_fits(const struct gpu_cmd *cmd, const struct gpu_tensor *a,
     const struct gpu_tensor *b, int64_t K, int64_t sa, int64_t sb)
 {
-	return K % 4 == 0 && gpu_bind_offset(cmd, a) % 4 == 0 &&
+	/* a reduced precision rounds in matmul.comp's copy alone */
+	return gpu_cmd_precision(cmd) == GPU_PRECISION_F32 &&
+	    K % 4 == 0 && gpu_bind_offset(cmd, a) % 4 == 0 &&
 	    gpu_bind_offset(cmd, b) % 4 == 0 && sa % 4 == 0 && sb % 4 == 0;
 }
 
@@ -732,7 +749,8 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		    (uint32_t)((N + LINEAR_TN - 1) / LINEAR_TN), (uint32_t)batch,
 		    op);
 	}
-	return gpu_cmd_dispatch(cmd, matmul_kernel(b->dtype), bind, w, &pc,
+	return gpu_cmd_dispatch(cmd, kernel_for_precision(cmd,
+	    matmul_kernel(b->dtype)), bind, w, &pc,
 	    (uint32_t)((N + 63) / 64), (uint32_t)((M + 63) / 64),
 	    (uint32_t)batch, op);
 }
@@ -1431,7 +1449,9 @@ attn_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *out,
 	};
 	const struct gpu_tensor *bind[6] = {out, q, k, v, kb, bias};
 	static const unsigned char w[6] = {1, 0, 0, 0, 0, 0};
-	int tex = D <= 128 && Dh % 4 == 0 && Dv % 4 == 0 &&
+	/* a reduced precision rounds in attn.comp's copy alone */
+	int tex = gpu_cmd_precision(cmd) == GPU_PRECISION_F32 &&
+	    D <= 128 && Dh % 4 == 0 && Dv % 4 == 0 &&
 	    pc.off_q % 4 == 0 && pc.off_k % 4 == 0 && pc.off_v % 4 == 0 &&
 	    pc.q_sb % 4 == 0 && pc.q_sn % 4 == 0 && pc.k_sb % 4 == 0 &&
 	    pc.k_sn % 4 == 0 && pc.v_sb % 4 == 0 && pc.v_sn % 4 == 0 &&
@@ -1447,8 +1467,8 @@ attn_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *out,
 		    (uint32_t)((Nq + 64 * ATTN_TQ - 1) / (64 * ATTN_TQ)),
 		    (uint32_t)(B * H), 1, op);
 	}
-	return gpu_cmd_dispatch(cmd, kern, bind, w, &pc,
-	    (uint32_t)((Nq + 63) / 64), (uint32_t)(B * H), 1, op);
+	return gpu_cmd_dispatch(cmd, kernel_for_precision(cmd, kern), bind, w,
+	    &pc, (uint32_t)((Nq + 63) / 64), (uint32_t)(B * H), 1, op);
 }
 
 enum lq_status

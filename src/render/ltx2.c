@@ -324,7 +324,7 @@ phase_compile(struct l2 *r, struct lq_error *err)
 		return s;
 	r->gpu = r->mesh.ranks[0].gpu;
 	render_device_fingerprint(r->gpu, NULL, r->device_fingerprint);
-	return render_mesh_warmup(&r->mesh, err);
+	return render_mesh_warmup(&r->mesh, render_precision(r->c->jc), err);
 }
 
 /*

@@ -229,11 +229,12 @@ render_mesh_open(struct store *st, const struct store_job *job,
 }
 
 enum lq_status
-render_mesh_warmup(struct render_mesh *m, struct lq_error *err)
+render_mesh_warmup(struct render_mesh *m, enum gpu_precision prec,
+    struct lq_error *err)
 {
 	enum lq_status s;
 	for (int i = 0; i < m->n_ranks; i++) {
-		if ((s = gpu_ctx_warmup(m->ranks[i].gpu, err)) != LQ_OK)
+		if ((s = gpu_ctx_warmup(m->ranks[i].gpu, prec, err)) != LQ_OK)
 			return s;
 		gpu_ctx_save_cache(m->ranks[i].gpu, err);
 		error_clear(err);

@@ -201,9 +201,10 @@ enum lq_status render_mesh_open(struct store *st, const struct store_job *job,
     struct render_warm *warm, const char *spec, const struct job_mesh *mesh,
     struct render_mesh *m, struct lq_error *err);
 
-/* Warms every rank's ctx up (gpu_ctx_warmup) and saves its pipeline
- * cache (a failed save is not an error). */
-enum lq_status render_mesh_warmup(struct render_mesh *m, struct lq_error *err);
+/* Warms every rank's ctx up for a job at precision prec (gpu_ctx_warmup)
+ * and saves its pipeline cache (a failed save is not an error). */
+enum lq_status render_mesh_warmup(struct render_mesh *m,
+    enum gpu_precision prec, struct lq_error *err);
 
 /* Frees the ranks' ctxs (last rank first), or gives a mesh lent by a
  * serving worker back to it; *m is zeroed. */

@@ -507,7 +507,7 @@ phase_compile(struct render *r, struct lq_error *err)
 	if ((s = open_mesh(r, err)) != LQ_OK)
 		return s;
 	render_device_fingerprint(r->gpu, NULL, r->device_fingerprint);
-	return render_mesh_warmup(&r->mesh, err);
+	return render_mesh_warmup(&r->mesh, render_precision(&r->jc), err);
 }
 
 /* Copies row `src` [T, D] (and mask) into the text batch at row b. */

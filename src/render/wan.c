@@ -246,7 +246,7 @@ phase_compile(struct wan *r, struct lq_error *err)
 	char sched[512];
 	unipc_config_describe(&r->sched_cfg, sched, sizeof(sched));
 	render_device_fingerprint(r->gpu, sched, r->device_fingerprint);
-	return gpu_ctx_warmup(r->gpu, err);
+	return gpu_ctx_warmup(r->gpu, render_precision(r->jc), err);
 }
 
 /*
