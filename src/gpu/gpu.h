@@ -415,7 +415,10 @@ struct gpu_ctx *gpu_cmd_ctx(const struct gpu_cmd *cmd);
  * else (abi.h LQ_PREC_*: attention rounds q, k, v and the softmax
  * numerators).  ops_linear and ops_matmul give, on both paths (shaders
  * and the CPU-device host GEMM), the bits of a plain sum over k in order
- * of the rounded operands; attention agrees within rounding.  Other ops
+ * of the rounded operands; attention agrees within rounding.  On the
+ * shaders a reduced precision runs the generic matmul and attention
+ * kernels' rounding copies (kernels.def's _R rows), not the register-
+ * tiled linear.comp / attn_tex.comp, so it is slower there for now.  Other ops
  * (convolutions, norms, elementwise) ignore it.  A command starts at F32
  * and keeps its precision across gpu_cmd_begin; ops read it as they are
  * recorded.  Measured against the float32 goldens (tests/nn/precision.sh):
