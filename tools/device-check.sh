@@ -85,13 +85,15 @@
 # then give_back and `tools/device-check.sh unslim`.  pack prints these.
 set -u
 
+# packed as stubs (above); not libdrm, which a driver may link and would
+# find here first
 STUBS='libvpx.so.* libwebp.so.* libwebpmux.so.* libdav1d.so.* librsvg-2.so.*
 libgobject-2.0.so.* libglib-2.0.so.* libcairo.so.* libzvbi.so.* libsnappy.so.*
 libaom.so.* libcodec2.so.* libgsm.so.* libjxl.so.* libjxl_threads.so.*
 libmp3lame.so.* libopenjp2.so.* libopus.so.* librav1e.so.* libshine.so.*
 libspeex.so.* libSvtAv1Enc.so.* libtheoraenc.so.* libtheoradec.so.*
 libtwolame.so.* libvorbis.so.* libvorbisenc.so.* libx265.so.* libxvidcore.so.*
-libva.so.* libva-drm.so.* libva-x11.so.* libvdpau.so.* libmfx.so.* libdrm.so.*
+libva.so.* libva-drm.so.* libva-x11.so.* libvdpau.so.* libmfx.so.*
 libOpenCL.so.* libsoxr.so.* libxml2.so.* libgme.so.* libopenmpt.so.*
 libchromaprint.so.* libbluray.so.* libgnutls.so.* librabbitmq.so.* librist.so.*
 libsrt-gnutls.so.* libssh-gcrypt.so.* libzmq.so.* libcurl.so.* libpq.so.*'
