@@ -79,9 +79,10 @@
 # and `tools/device-check.sh slim`:
 #   run   carry [".device"], timeout_s 540, command
 #         "tools/device-check.sh run"   (kind left out: H100 or H200)
-# a phase again on the warm machine (within its 30 s idle):
-#   run   carry [".device"], timeout_s 300, command
-#         "DEVCHECK_BUDGET=240 tools/device-check.sh run bench"
+# about 11 of the session's 15 device minutes with the machine's start;
+# a phase again on the warm machine (within its 30 s idle) fits after:
+#   run   carry [".device"], timeout_s 200, command
+#         "DEVCHECK_BUDGET=150 tools/device-check.sh run bench"
 # then give_back and `tools/device-check.sh unslim`.  pack prints these.
 set -u
 
@@ -219,9 +220,10 @@ print_call() {
 The device call, from this checkout (pack and slim first, unslim after):
   run  carry: [".device"]  timeout_s: 540  command: "tools/device-check.sh run"
        (kind left out: an H100 or H200, both fit; the summary names it)
-A phase again, on the warm machine within its 30 s idle:
-  run  carry: [".device"]  timeout_s: 300
-       command: "DEVCHECK_BUDGET=240 tools/device-check.sh run bench"
+That is about 11 of the 15 device minutes with the machine's start; a phase
+again, on the warm machine within its 30 s idle, fits after it:
+  run  carry: [".device"]  timeout_s: 200
+       command: "DEVCHECK_BUDGET=150 tools/device-check.sh run bench"
 EOF
 }
 
