@@ -5,7 +5,10 @@
 #   heads x 64, caption 4096; weights synthesised sparse: zeros, which
 #   cost what any value does), CFG batch 2, 128 caption tokens, at 256,
 #   1024 and 2048 latent tokens (4x8x8, 4x16x16, 8x16x16), and 4096
-#   (16x16x16) when LATENTQ_BENCH_4096=1;
+#   (16x16x16) when LATENTQ_BENCH_4096=1, or the grids of
+#   LATENTQ_BENCH_GRIDS (F x H x W each; 16x32x32 is 16384 tokens);
+#   LATENTQ_BENCH_PROFILE=1 runs each once more under LATENTQ_GPU_PROFILE
+#   and prints its largest ops;
 #   the VAE decoder of tests/data/ltxv-extra/models/vae091 (16 latent
 #   channels, 16x / 4x) on [1, 16, 5, 8, 8], [1, 16, 9, 16, 16] and
 #   [1, 16, 9, 24, 24].
@@ -102,6 +105,12 @@ for g in $grids; do
 	lq=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
 	reference transformer "$T/m/transformer" "$T/in.st"
 	echo
+	[ "${LATENTQ_BENCH_PROFILE:-0}" = 1 ] || continue
+	# the same forward again under LATENTQ_GPU_PROFILE (serialised, so
+	# not timed above): where its device time went, largest ops first
+	LATENTQ_GPU_PROFILE=1 "$LATENTQ" forward --model "$T/m/transformer" \
+	    --component transformer --inputs "$T/in.st" --out "$T/out.st" \
+	    2>&1 >/dev/null | grep 'latentq: profile' | head -n 14
 done
 
 M=$top_srcdir/tests/data/ltxv-extra/models/vae091
