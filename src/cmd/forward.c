@@ -108,11 +108,12 @@ cmd_forward_exec(const struct cmd_globals *g, int argc, char **argv)
 			break;
 		case 'P':
 			if (gpu_precision_parse(optarg, &fo.precision) != 0) {
+				char vals[32];
 				free(inputs);
 				free(sets);
 				return cmd_misuse(&cmd_forward_entry,
-				    "forward: --precision is f32, bf16 or f16, "
-				    "not \"%s\"", optarg);
+				    "forward: --precision is %s, not \"%s\"",
+				    gpu_precision_list(vals, sizeof(vals)), optarg);
 			}
 			break;
 		case 'S':

@@ -235,6 +235,18 @@ gpu_precision_name(enum gpu_precision p)
 	return (unsigned)p < GPU_PRECISION_COUNT ? precision_names[p] : NULL;
 }
 
+char *
+gpu_precision_list(char *buf, size_t n)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < GPU_PRECISION_COUNT && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" :
+		    i + 1 < GPU_PRECISION_COUNT ? ", " : " or ",
+		    precision_names[i]);
+	return buf;
+}
+
 int
 gpu_precision_parse(const char *s, enum gpu_precision *out)
 {

@@ -437,6 +437,9 @@ enum gpu_precision gpu_cmd_precision(const struct gpu_cmd *cmd);
  * another value); parse returns 0, or -1 for any other string or NULL. */
 const char *gpu_precision_name(enum gpu_precision p);
 int gpu_precision_parse(const char *s, enum gpu_precision *out);
+/* "f32, bf16 or f16" (every name, for messages) into buf of n bytes;
+ * returns buf. */
+char *gpu_precision_list(char *buf, size_t n);
 
 /*
  * Creates every pipeline a job at precision p may use now (instead of

@@ -699,13 +699,13 @@ host_attention_task(const struct host_job *j, int64_t i, int t)
 	    (size_t)(HOST_MR * Dh) * sizeof(float));
 	for (int64_t i0 = 0; i0 < Nq; i0 += HOST_MR) {
 		int64_t ic = Nq - i0 < HOST_MR ? Nq - i0 : HOST_MR;
-		if (qr != NULL)
-			host_gemm_block(host_round_rows(qr, q + i0 * o->lda,
-			    o->lda, ic, Dh, o->prec), Dh, HOST_MR, ic, bk, Dh,
-			    kpad, S);
-		else
-			host_gemm_block(q + i0 * o->lda, o->lda, HOST_MR, ic,
-			    bk, Dh, kpad, S);
+		const float *qa = q + i0 * o->lda;
+		int64_t lq = o->lda;
+		if (qr != NULL) {
+			qa = host_round_rows(qr, qa, lq, ic, Dh, o->prec);
+			lq = Dh;
+		}
+		host_gemm_block(qa, lq, HOST_MR, ic, bk, Dh, kpad, S);
 		float l[HOST_MR];
 		for (int64_t r = 0; r < ic; r++) {
 			float *s = S + r * kpad;

@@ -246,14 +246,11 @@ pf_check_config(struct pf_job_state *s)
 	}
 	enum gpu_precision prec;
 	if (gpu_precision_parse(s->jc.precision, &prec) != 0) {
-		char t[64], vals[32] = "";
-		for (int i = 0; i < GPU_PRECISION_COUNT; i++)
-			snprintf(vals + strlen(vals), sizeof(vals) - strlen(vals),
-			    "%s%s", i == 0 ? "" : i + 1 < GPU_PRECISION_COUNT ?
-			    ", " : " or ", gpu_precision_name((enum gpu_precision)i));
+		char t[64], vals[32];
 		struct lq_error *e = pf_job_add(s, "precision", LQ_FAILED,
 		    "LQ-CFG-002", "%s is out of range: precision is %s",
-		    pf_job_text(s, "precision", t, sizeof(t)), vals);
+		    pf_job_text(s, "precision", t, sizeof(t)),
+		    gpu_precision_list(vals, sizeof(vals)));
 		/* the nearest value: bfloat16 / bf16 / fp16 / float16 /
 		 * half name the 16-bit types, anything else f32 */
 		const char *v = s->jc.precision != NULL ? s->jc.precision : "";
