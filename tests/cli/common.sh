@@ -53,7 +53,9 @@ db_sql() {
 	if [ "$LATENTQ_TEST_DB" = postgresql ]; then
 		pg_sql "$1" "$2"
 	else
-		sqlite3 "$1" "$2"
+		# wait for a render's write transaction rather than fail with
+		# "database is locked" (SQLITE_BUSY) while a worker commits
+		sqlite3 -cmd '.timeout 10000' "$1" "$2"
 	fi
 }
 failures=0

@@ -78,7 +78,10 @@ fresh_queue
 rm -rf "$T/videos"
 "$LATENTQ" -q submit "$T/m.yaml" > /dev/null
 q "UPDATE jobs SET state = 'running', attempts = 1, lease_owner = 'test:1:1', lease_token = 7, lease_expires = 1e12"
-"$LATENTQ" -q exec-job --owner test:1:1 --lease-token 7 --attempt 1 1 > /dev/null 2> "$T/lost.err" &
+# (step 3 lingers 5 s, a slow fault, so the takeover below lands mid-render
+# however fast the steps are)
+LATENTQ_FAULT="slow=5@denoise:3" "$LATENTQ" -q exec-job --owner test:1:1 \
+    --lease-token 7 --attempt 1 1 > /dev/null 2> "$T/lost.err" &
 worker=$!
 wait_step 2 || fail "job never reached step 2"
 # Take the lease away and note what was recorded, in one transaction.
