@@ -161,9 +161,11 @@ expect_eq "$(sqlite3 "$db" "SELECT max(step) FROM checkpoints")" 2 "the committe
 expect_eq "$(sqlite3 "$db" "SELECT state || ' ' || failures || ' ' || coalesce(lease_owner, 'no lease') FROM jobs")" "queued 0 no lease" "lease given back, no failure"
 # --- status --watch (not on a terminal: one snapshot per interval) follows
 # the resumed render from another process and ends when the queue drains.
+# Steps 3 and 4 take a second or more each, so a snapshot lands while
+# the job is at step 3 of 4 with a measured s/step, however fast the host.
 "$LATENTQ" -d "$db" status --watch --interval 0.3 > "$T/watch" 2>&1 &
 wpid=$!
-expect_status 0 "$LATENTQ" -d "$db" run
+LATENTQ_FAULT="slow=1@denoise:3,slow=1.5@denoise:4" expect_status 0 "$LATENTQ" -d "$db" run
 expect_eq "$(sqlite3 "$db" "SELECT state || ' ' || failures FROM jobs")" "done 0" "finished after both interruptions"
 i=0
 while kill -0 $wpid 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
