@@ -425,14 +425,73 @@ host_npad(int64_t n)
 	return (n + HOST_NR - 1) / HOST_NR * HOST_NR;
 }
 
+/*
+ * dst[i] = gpu_host_round(src[i], prec) for i < n, without branches so
+ * the compiler vectorizes it (the scalar function tests each value; this
+ * runs on every operand of a reduced-precision GEMM and attention).
+ * The same bits as gpu_host_round (test-host checks them pattern by
+ * pattern): binary16's subnormals are x rounded to a multiple of 2^-24 by
+ * adding and taking away 0.5f, whose ulp is 2^-24 (exact for x < 2^-14,
+ * ties to even as nearbyintf).  dst may be src.
+ */
+#define HOST_VECTORIZE \
+	__attribute__((optimize("tree-loop-vectorize", "vect-cost-model=dynamic")))
+
+HOST_VECTORIZE static void
+host_round_bf16(float *dst, const float *src, int64_t n)
+{
+	/* dst is src or apart from it: no dependence between iterations */
+#pragma GCC ivdep
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u, r;
+		memcpy(&u, &src[i], 4);
+		r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+		r = (u & 0x7fffffffu) >= 0x7f800000u ? u : r;
+		memcpy(&dst[i], &r, 4);
+	}
+}
+
+HOST_VECTORIZE static void
+host_round_f16(float *dst, const float *src, int64_t n)
+{
+#pragma GCC ivdep
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u, a, nm, sb, big, sub, nan;
+		float f;
+		memcpy(&u, &src[i], 4);
+		a = u & 0x7fffffffu;
+		nm = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
+		/* masks, not branches: all ones where the test holds */
+		big = 0u - (uint32_t)(nm > 0x477fe000u);
+		nm = (nm & ~big) | (0x7f800000u & big);
+		memcpy(&f, &a, 4);
+		f = (f + 0.5f) - 0.5f;
+		memcpy(&sb, &f, 4);
+		sub = 0u - (uint32_t)(a < 0x38800000u);
+		nm = (u & 0x80000000u) | (nm & ~sub) | (sb & sub);
+		nan = 0u - (uint32_t)(a >= 0x7f800000u);
+		nm = (nm & ~nan) | (u & nan);
+		memcpy(&dst[i], &nm, 4);
+	}
+}
+
+void
+gpu_host_round_n(float *dst, const float *src, int64_t n, unsigned prec)
+{
+	if (prec == LQ_PREC_BF16)
+		host_round_bf16(dst, src, n);
+	else if (prec == LQ_PREC_F16)
+		host_round_f16(dst, src, n);
+	else if (dst != src)
+		memmove(dst, src, (size_t)n * sizeof(float));
+}
+
 /* p[i] = gpu_host_round(p[i], prec) for i < n (nothing at LQ_PREC_F32) */
 static void
 host_round_n(float *p, int64_t n, unsigned prec)
 {
-	if (prec == LQ_PREC_F32)
-		return;
-	for (int64_t i = 0; i < n; i++)
-		p[i] = gpu_host_round(p[i], prec);
+	if (prec != LQ_PREC_F32)
+		gpu_host_round_n(p, p, n, prec);
 }
 
 /*
@@ -444,8 +503,7 @@ host_round_rows(float *dst, const float *a, int64_t lda, int64_t rows,
     int64_t K, unsigned prec)
 {
 	for (int64_t r = 0; r < rows; r++)
-		for (int64_t k = 0; k < K; k++)
-			dst[r * K + k] = gpu_host_round(a[r * lda + k], prec);
+		gpu_host_round_n(dst + r * K, a + r * lda, K, prec);
 	return dst;
 }
 

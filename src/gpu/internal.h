@@ -343,6 +343,13 @@ gpu_host_round(float x, unsigned prec)
 }
 
 /*
+ * dst[i] = gpu_host_round(src[i], prec) for the n floats at src, in a
+ * form the compiler vectorizes (host.c); the same bits.  dst may equal
+ * src, else the two must not overlap.  At LQ_PREC_F32 a copy.
+ */
+void gpu_host_round_n(float *dst, const float *src, int64_t n, unsigned prec);
+
+/*
  * f32 view of n elements of a parameter: p itself when it is f32, else
  * decoded into ctx's host scratch `slot` (0 weights, 1 biases, ...), valid
  * until the next use of that slot.

@@ -48,6 +48,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "gpu/gpu.h"
+#include "gpu/internal.h"
 #include "gpu/ops.h"
 #include "tests/test.h"
 
@@ -743,6 +744,81 @@ same_bits(float a, float b)
 }
 
 /*
+ * The host path's vectorized rounding (gpu_host_round_n, what every
+ * operand of a reduced-precision GEMM or attention goes through) gives
+ * gpu_host_round's bits, and core/half.c's there-and-back for numbers:
+ * every exponent and sign with the low 16 bits at and around each
+ * rounding boundary, a sweep of 2^25 patterns, in place and apart, at
+ * lengths that leave every vector remainder.
+ */
+static void
+test_precision_round_n(void)
+{
+	static const uint32_t low[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001,
+	    0x1fff, 0x2000, 0x2001, 0x3000, 0x5000, 0x7fff, 0x8000, 0x8001,
+	    0xbfff, 0xc000, 0xefff, 0xf000, 0xffff};
+	int64_t nl = (int64_t)(sizeof(low) / sizeof(low[0]));
+	int64_t n = 65536 * nl + (1 << 25);
+	float *x = malloc((size_t)n * sizeof(float));
+	float *y = malloc((size_t)n * sizeof(float));
+	CHECK(x != NULL && y != NULL);
+	int64_t i = 0;
+	for (uint32_t hi = 0; hi < 65536; hi++)
+		for (int64_t l = 0; l < nl; l++) {
+			uint32_t u = hi << 16 | low[l];
+			memcpy(&x[i++], &u, 4);
+		}
+	for (uint32_t k = 0; k < (1u << 25); k++) {
+		uint32_t u = k * 128u + (k * 2654435761u >> 25);
+		memcpy(&x[i++], &u, 4);
+	}
+	static const unsigned pr[2] = {LQ_PREC_BF16, LQ_PREC_F16};
+	for (int p = 0; p < 2; p++) {
+		int64_t bad = 0;
+		gpu_host_round_n(y, x, n, pr[p]);
+		for (i = 0; i < n; i++) {
+			float want = gpu_host_round(x[i], pr[p]);
+			if (!same_bits(y[i], want) || (!isnan(x[i]) &&
+			    !same_bits(want, round_ref(x[i], precs[p])))) {
+				if (bad++ < 5)
+					printf("%s: round_n(%a) = %a, not %a\n",
+					    p ? "f16" : "bf16", x[i], y[i], want);
+			}
+		}
+		if (bad != 0)
+			printf("%s: vectorized rounding, %lld of %lld patterns "
+			    "wrong\n", p ? "f16" : "bf16", (long long)bad,
+			    (long long)n);
+		CHECK_INT(bad, 0);
+		/* in place, and every length up to 40 from every offset */
+		bad = 0;
+		for (int64_t len = 1; len <= 40; len++)
+			for (int64_t off = 0; off < 8; off++) {
+				float a[48], b[48];
+				memcpy(a, x + 65536 * 3 + len * 7 + off, sizeof(a));
+				memcpy(b, a, sizeof(b));
+				gpu_host_round_n(b + off, b + off, len, pr[p]);
+				for (int64_t j = 0; j < 48; j++) {
+					float w = j >= off && j < off + len ?
+					    gpu_host_round(a[j], pr[p]) : a[j];
+					if (!same_bits(b[j], w))
+						bad++;
+				}
+			}
+		if (bad != 0)
+			printf("%s: in-place rounding of short runs touched "
+			    "or missed %lld values\n", p ? "f16" : "bf16",
+			    (long long)bad);
+		CHECK_INT(bad, 0);
+	}
+	gpu_host_round_n(y, x, 1000, LQ_PREC_F32);
+	/* f32: a copy */
+	CHECK(memcmp(x, y, 1000 * sizeof(float)) == 0);
+	free(x);
+	free(y);
+}
+
+/*
  * Each path's rounding, value by value: rows [v, 0, 0, 0] times the
  * identity give round(v) in column 0 (the other products are exact
  * zeros), for ties, both types' extremes, binary16's subnormals and
@@ -1133,6 +1209,7 @@ main(void)
 	test_conv3d();
 	test_no_split();
 	test_precision_round();
+	test_precision_round_n();
 	test_precision_gemm();
 	test_precision_attention();
 	test_linear_gated_add();
