@@ -80,7 +80,15 @@ expect_grep 'junk.db' "$T/err"
 # 75 interrupted: SIGTERM to a waiting worker
 "$LATENTQ" -d "$T/empty.db" run --follow > /dev/null 2>&1 &
 pid=$!
-sleep 1
+# Signal it once it catches SIGTERM (bit 15 of /proc's SigCgt), not after
+# a fixed second: a slow start (a sanitizer build, a loaded host) would
+# meet the default action and die by the signal instead of exiting 75.
+i=0
+while [ $i -lt 600 ]; do
+	m=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null)
+	[ -n "$m" ] && [ $((0x${m#"${m%????}"} & 0x4000)) -ne 0 ] && break
+	sleep 0.1; i=$((i + 1))
+done
 kill -TERM $pid
 wait $pid
 rc=$?; tested="$tested 75"

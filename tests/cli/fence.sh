@@ -28,8 +28,10 @@ rm -rf "$T/videos"
 
 # 1. kill -9 of the supervisor alone (not its process group): the child
 # must not outlive it, so nothing writes the job until the next run.
+# (Step 3 lingers 5 s, a slow fault, so the kill lands mid-render, the
+# child still there to find, however fast the steps are.)
 "$LATENTQ" -q submit "$T/m.yaml" > /dev/null
-"$LATENTQ" -q run --once > /dev/null 2>&1 &
+LATENTQ_FAULT="slow=5@denoise:3" "$LATENTQ" -q run --once > /dev/null 2>&1 &
 sup=$!
 wait_step 2 || fail "job never reached step 2"
 child=$(pgrep -P $sup)

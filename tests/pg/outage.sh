@@ -17,7 +17,11 @@ expect_status 0 "$LATENTQ" -q -d "$(new_db ref)" render "$T/ref/m.yaml"
 ref_mp4=$(digest "$T/ref/videos/clip.mp4")
 
 expect_status 0 "$LATENTQ" -q submit "$T/job/m.yaml"
-"$LATENTQ" run --once --keep-checkpoints all > "$T/run.out" 2> "$T/run.err" &
+# Step 3 of the first attempt lingers 5 s (a slow fault), so the server
+# stops while the job is mid-render however fast the steps are: the
+# worker's next write meets the outage or its cut connection.
+LATENTQ_FAULT="slow=5@denoise:3#1" "$LATENTQ" run --once --keep-checkpoints all \
+    > "$T/run.out" 2> "$T/run.err" &
 pid=$!
 i=0
 while [ $i -lt 900 ]; do

@@ -16,9 +16,12 @@ ref_mp4=$(digest "$T/ref/videos/clip.mp4")
 
 expect_status 0 "$LATENTQ" -q submit "$T/job/m.yaml"
 # step 3 lingers 5 s (a slow fault): the kill lands mid-job however fast
-# the steps are
-LATENTQ_HOST=host-a LATENTQ_FAULT="slow=5@denoise:3" setsid "$LATENTQ" -q \
-    run --once > "$T/a.log" 2>&1 &
+# the steps are.  A's lease is 10 s (renewed every 2 s), so it still holds
+# when host B's first run below looks, however slowly the commands before
+# it start (with the 4 s lease of the other tests it lapsed 3 s after the
+# kill at the earliest).
+LATENTQ_HOST=host-a LATENTQ_LEASE_SECONDS=10 LATENTQ_FAULT="slow=5@denoise:3" \
+    setsid "$LATENTQ" -q run --once > "$T/a.log" 2>&1 &
 pid=$!
 i=0
 while [ $i -lt 900 ]; do
