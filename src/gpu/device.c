@@ -494,30 +494,49 @@ gpu_devices_select(const struct device_caps *all, int n, const char *spec,
  * fingerprint carry them as resolved here, not as the environment said.
  */
 /*
- * Which norm.comp variant the row norms dispatch (ops.c norm_rows): a
- * subgroup per row (norm_sg, subgroupAdd over coalesced reads) where the
- * device has subgroup arithmetic in compute and is not a CPU device, else
- * an invocation per row.  LATENTQ_GPU_SUBGROUP=0|1 forces it (1 only where
- * supported).
+ * Whether the reductions that have a subgroup variant take it: the row
+ * norms (ops.c norm_rows: norm_sg, a subgroup per row, not norm's
+ * invocation per row) and the few-row linear (matmul_record:
+ * linear_gemv_sg, a subgroup per output column, not linear_gemv's
+ * invocation per column), both subgroupAdd over coalesced reads.  Taken
+ * where the device has subgroup arithmetic in compute and is not a CPU
+ * device; LATENTQ_GPU_SUBGROUP=0|1 forces it (1 only where supported).
  */
 static void
-norm_resolve(struct gpu_ctx *ctx)
+subgroup_resolve(struct gpu_ctx *ctx)
 {
 	const char *e = getenv("LATENTQ_GPU_SUBGROUP");
 	int want = strcmp(ctx->caps.device_type, "cpu") != 0;
 	if (e != NULL && *e != '\0')
 		want = strcmp(e, "0") != 0;
-	ctx->norm_subgroup = want && ctx->caps.subgroup_arithmetic &&
+	ctx->subgroup = want && ctx->caps.subgroup_arithmetic &&
 	    ctx->caps.subgroup_size >= 1 && ctx->caps.subgroup_size <= 64;
 }
 
 unsigned
 gpu_ctx_norm_kernel(const struct gpu_ctx *ctx, enum gpu_kernel *k)
 {
-	*k = ctx->norm_subgroup ? GPU_K_NORM_SG : GPU_K_NORM;
-	if (!ctx->norm_subgroup)
+	*k = ctx->subgroup ? GPU_K_NORM_SG : GPU_K_NORM;
+	if (!ctx->subgroup)
 		return 64;
 	return ctx->caps.subgroup_size >= 64 ? 1 : 64 / ctx->caps.subgroup_size;
+}
+
+uint64_t
+gpu_ctx_gemv_kernel(const struct gpu_ctx *ctx, enum gpu_dtype wt,
+    uint64_t N, enum gpu_kernel *k)
+{
+	enum gpu_kernel k0 = ctx->subgroup ? GPU_K_LINEAR_GEMV_SG_F32 :
+	    GPU_K_LINEAR_GEMV_F32;
+	*k = (enum gpu_kernel)(k0 + (wt == GPU_F16 ? 1 : wt == GPU_BF16 ? 2 :
+	    0));
+	if (!ctx->subgroup)
+		return (N + 63) / 64;
+	/* 64 / S columns a workgroup; the grid-stride loop takes the rest */
+	uint64_t per = ctx->caps.subgroup_size >= 64 ? 1 :
+	    64 / ctx->caps.subgroup_size;
+	uint64_t groups = (N + per - 1) / per;
+	return groups < 65535 ? groups : 65535;
 }
 
 static void
@@ -533,7 +552,7 @@ variant_make(struct gpu_ctx *ctx)
 	    (unsigned long long)ctx->max_texels : 0ull,
 	    (unsigned long long)ctx->caps.max_storage_buffer_range,
 	    ctx->gemm_variant, ctx->host_gemm ? " host-rows:1" : "",
-	    ctx->norm_subgroup ? "subgroup" : "row");
+	    ctx->subgroup ? "subgroup" : "row");
 }
 
 static void
@@ -790,7 +809,7 @@ gpu_ctx_create(const struct gpu_ctx_opts *opts, struct gpu_ctx **out,
 		goto fail;
 	}
 	gpu_host_resolve(ctx);
-	norm_resolve(ctx);
+	subgroup_resolve(ctx);
 	ctx->profile.on = gpu_profile_wanted();
 	fingerprint_make(ctx);
 	if (opts->cache != NULL && !env_flag("LATENTQ_NO_PIPELINE_CACHE")) {
@@ -979,6 +998,18 @@ gpu_pipeline_get(struct gpu_ctx *ctx, enum gpu_kernel k, struct gpu_pipeline **o
 	return LQ_OK;
 }
 
+/* 1 for a kernel whose subgroup (or plain) twin ctx dispatches instead
+ * (subgroup_resolve): never compiled for it */
+static int
+kernel_other_twin(const struct gpu_ctx *ctx, int k)
+{
+	int sg = k == GPU_K_NORM_SG || (k >= GPU_K_LINEAR_GEMV_SG_F32 &&
+	    k <= GPU_K_LINEAR_GEMV_SG_BF16);
+	int plain = k == GPU_K_NORM || (k >= GPU_K_LINEAR_GEMV_F32 &&
+	    k <= GPU_K_LINEAR_GEMV_BF16);
+	return ctx->subgroup ? plain : sg;
+}
+
 enum lq_status
 gpu_ctx_warmup(struct gpu_ctx *ctx, enum gpu_precision prec,
     struct lq_error *err)
@@ -986,6 +1017,8 @@ gpu_ctx_warmup(struct gpu_ctx *ctx, enum gpu_precision prec,
 	for (int k = 0; k < GPU_K_COUNT; k++) {
 		struct gpu_pipeline *p;
 		if (prec == GPU_PRECISION_F32 && gpu_kernel_is_rounding(k))
+			continue;
+		if (kernel_other_twin(ctx, k))
 			continue;
 		enum lq_status st = gpu_pipeline_get(ctx, (enum gpu_kernel)k, &p, err);
 		if (st != LQ_OK)

@@ -445,7 +445,9 @@ char *gpu_precision_list(char *buf, size_t n);
  * Creates every pipeline a job at precision p may use now (instead of
  * lazily) so compile crashes happen up front: every kernel, less the
  * copies that round operands when p is GPU_PRECISION_F32 (they would
- * double lavapipe's compile time for nothing); then saves the cache
+ * double lavapipe's compile time for nothing) and the subgroup or plain
+ * twins of the reductions this device does not take (LATENTQ_GPU_SUBGROUP,
+ * latentq(1)); then saves the cache
  * through cache io if it changed.
  */
 enum lq_status gpu_ctx_warmup(struct gpu_ctx *ctx,

@@ -281,11 +281,20 @@ void gpu_host_resolve(struct gpu_ctx *ctx);
 /* Runs one host op now (the command's wait calls it in stream order). */
 void gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *op);
 /*
- * The row-norm kernel ctx resolved (device.c norm_resolve): GPU_K_NORM_SG
- * or GPU_K_NORM into *k; returns the rows one workgroup of it covers at
- * least (64 / subgroup size, or 64).
+ * The row-norm kernel ctx resolved (device.c subgroup_resolve):
+ * GPU_K_NORM_SG or GPU_K_NORM into *k; returns the rows one workgroup of
+ * it covers at least (64 / subgroup size, or 64).
  */
 unsigned gpu_ctx_norm_kernel(const struct gpu_ctx *ctx, enum gpu_kernel *k);
+/*
+ * The few-row linear kernel for weights of dtype wt (device.c
+ * subgroup_resolve): GPU_K_LINEAR_GEMV_SG_* or GPU_K_LINEAR_GEMV_* into
+ * *k; returns the workgroups (x) to dispatch for N output columns: 64
+ * columns each, or 64 / subgroup size for the subgroup kernel, whose
+ * grid-stride loop covers what its at most 65535 workgroups leave.
+ */
+uint64_t gpu_ctx_gemv_kernel(const struct gpu_ctx *ctx, enum gpu_dtype wt,
+    uint64_t N, enum gpu_kernel *k);
 
 /* host_rows.c: GPU_HOST_NORM, _EW and _ROPE (no BLAS); gpu_host_act is
  * shaders/common.glsl lq_act in C (host.c). */

@@ -725,12 +725,16 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		enum gpu_kernel k = b->dtype == GPU_F16 ? GPU_K_LINEAR_F16 :
 		    b->dtype == GPU_BF16 ? GPU_K_LINEAR_BF16 : GPU_K_LINEAR_F32;
 		uint64_t rows = 64 * LINEAR_TM;
-		/* few rows (a timestep or pooled-caption projection): a
-		 * column per invocation, the same sums (linear.comp GEMV) */
-		if (M <= LINEAR_TM)
-			return gpu_cmd_dispatch(cmd, k + (GPU_K_LINEAR_GEMV_F32 -
-			    GPU_K_LINEAR_F32), bind, w, &pc,
-			    (uint32_t)((N + 63) / 64), 1, (uint32_t)batch, op);
+		/* few rows (a timestep or pooled-caption projection):
+		 * linear.comp's GEMV, a column per invocation with the
+		 * tiles' sums, or per subgroup (device.c subgroup_resolve) */
+		if (M <= LINEAR_TM) {
+			enum gpu_kernel kg;
+			uint64_t groups = gpu_ctx_gemv_kernel(gpu_cmd_ctx(cmd),
+			    b->dtype, (uint64_t)N, &kg);
+			return gpu_cmd_dispatch(cmd, kg, bind, w, &pc,
+			    (uint32_t)groups, 1, (uint32_t)batch, op);
+		}
 		enum gpu_texfmt tf[4] = {GPU_TEX_NONE, GPU_TEX_RGBA32F,
 		    b->dtype == GPU_F16 ? GPU_TEX_RGBA16F :
 		    b->dtype == GPU_BF16 ? GPU_TEX_RG32UI : GPU_TEX_RGBA32F,

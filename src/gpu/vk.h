@@ -78,7 +78,7 @@ struct gpu_ctx {
 	 * own scratch (host.c's struct gpu_host_tls: padded panels,
 	 * scores, im2col columns) */
 	int host_gemm, host_threads;
-	int norm_subgroup;		/* norm_sg, not norm (device.c) */
+	int subgroup;		/* norm_sg and linear_gemv_sg (device.c) */
 	char gemm_variant[128];
 #define GPU_HOST_SCRATCH 3
 	float *host_scratch[GPU_HOST_SCRATCH];

@@ -3,9 +3,10 @@
 # (LATENTQ_GPU_HOST_GEMM=0): on a CPU device test-ops itself takes the
 # host path for the GEMMs, norms and elementwise ops, so this is where the
 # shaders those replace (linear.comp, norm.comp, ew.comp, rope.comp, ...)
-# are checked against the reference on lavapipe; twice, for both row-norm
-# variants (LATENTQ_GPU_SUBGROUP: norm_sg where the device has subgroup
-# arithmetic, as lavapipe does; norm otherwise).
+# are checked against the reference on lavapipe; twice, for both variants
+# of the reductions (LATENTQ_GPU_SUBGROUP: norm_sg and linear_gemv_sg where
+# the device has subgroup arithmetic, as lavapipe does; norm and
+# linear_gemv otherwise).
 set -u
 top_builddir=${top_builddir:-.}
 rc=0

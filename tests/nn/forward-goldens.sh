@@ -20,6 +20,18 @@ for g in gridA gridB; do
 	compare "transformer/$g.output.safetensors" "$T/$g.safetensors"
 done
 
+# The shaders a GPU runs (on lavapipe the GEMMs, norms and elementwise ops
+# take the host path): both variants of the reductions, the subgroup norm
+# and few-row linear (the timestep embedding's) and the per-invocation ones.
+for sg in 0 1; do
+	expect_status 0 env LATENTQ_GPU_HOST_GEMM=0 LATENTQ_GPU_SUBGROUP=$sg \
+	    "$LATENTQ" forward --model "$D/transformer/model" \
+	    --component transformer \
+	    --inputs "$D/transformer/gridA.inputs.safetensors" \
+	    --out "$T/gridA-sg$sg.safetensors"
+	compare "transformer/gridA.output.safetensors" "$T/gridA-sg$sg.safetensors"
+done
+
 # The unfused attention (matmuls + softmax): all heads at once, and in
 # chunks of one head.
 expect_status 0 env LATENTQ_NN_UNFUSED_ATTENTION=1 "$LATENTQ" forward \
