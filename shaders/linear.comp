@@ -14,15 +14,6 @@
  * each output is the same fma chain in the same k order, so a row has the
  * same bits through either kernel, alone or among many rows.
  *
- * -DGEMV -DGEMV_SUBGROUP (linear_gemv_sg_*, for GPUs with subgroup
- * arithmetic; device.c subgroup_resolve): a subgroup per output column,
- * each lane summing the 4-wide steps k = lane, lane + S, ... (S =
- * gl_SubgroupSize: the lanes read a weight row's consecutive vec4s
- * together, where the one-column-per-lane GEMV reads K apart) and
- * subgroupAdd combining them; the columns go in a grid-stride loop, so any
- * subgroup size covers them all.  Its sums are not the tiled kernel's
- * (a row's bits differ between the two), the same run to run on one device.
- *
  * With LQ_MM_RESID in the flags (ops_linear_gated_add) every variant adds
  * a gated residual in its epilogue, c = r + gate · act(...) (push.h), so
  * the linear's output is never stored and read back; the product and the
@@ -31,11 +22,6 @@
 #version 450
 #define KERNEL_MATMUL
 #include "common.glsl"
-
-#ifdef GEMV_SUBGROUP
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
 
 #ifndef WT
 #define WT 0
@@ -117,53 +103,7 @@ float epilogue(float v, uint m, uint n)
 	return o;
 }
 
-#if defined(GEMV) && defined(GEMV_SUBGROUP)
-void main()
-{
-	uint z = gl_WorkGroupID.z;
-	uint K4 = p.K / 4u, S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
-	uint abase = (p.off_a + z * p.sa_batch) / 4u;
-	uint arow[TM];
-	[[unroll]] for (uint i = 0u; i < TM; i++)
-		arow[i] = abase + min(i, p.M - 1u) * K4;
-	uint act = LQ_FIELD(p.flags, LQ_MM_ACT, LQ_ACT_MASK);
-	bool has_bias = LQ_FIELD(p.flags, LQ_MM_HAS_BIAS, 1u) != 0u;
-	uint dtb = LQ_FIELD(p.flags, LQ_MM_DT_BIAS, LQ_DT_MASK);
-	uint cbase = p.off_c + z * p.sc_batch;
-	uint stride = gl_NumWorkGroups.x * gl_NumSubgroups;
-	/* uniform per subgroup: its lanes leave the loop together */
-	for (uint n = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
-	    n < p.N; n += stride) {
-		uint brow = (p.off_b + z * p.sb_batch) / 4u + n * K4;
-		float acc[TM];
-		[[unroll]] for (uint i = 0u; i < TM; i++)
-			acc[i] = 0.0;
-		for (uint k = lane; k < K4; k += S) {
-			vec4 wv = ldw(brow + k);
-			[[unroll]] for (uint i = 0u; i < TM; i++) {
-				vec4 xv = LDX(arow[i] + k);
-				float s = acc[i];
-				s = fma(xv.x, wv.x, s);
-				s = fma(xv.y, wv.y, s);
-				s = fma(xv.z, wv.z, s);
-				s = fma(xv.w, wv.w, s);
-				acc[i] = s;
-			}
-		}
-		[[unroll]] for (uint i = 0u; i < TM; i++)
-			acc[i] = subgroupAdd(acc[i]);
-		if (subgroupElect()) {
-			float bb = has_bias ? LD(bias.d, dtb, p.off_bias + n) :
-			    0.0;
-			[[unroll]] for (uint i = 0u; i < TM; i++)
-				if (i < p.M)
-					STF(c.d, cbase + i * p.ldc + n,
-					    epilogue(lq_act(p.alpha * acc[i] + bb,
-					    act), i, n));
-		}
-	}
-}
-#elif defined(GEMV)
+#ifdef GEMV
 void main()
 {
 	uint n = gl_WorkGroupID.x * 64u + gl_LocalInvocationID.x;

@@ -496,10 +496,15 @@ gpu_devices_select(const struct device_caps *all, int n, const char *spec,
 /*
  * Whether the reductions that have a subgroup variant take it: the row
  * norms (ops.c norm_rows: norm_sg, a subgroup per row, not norm's
- * invocation per row) and the few-row linear (matmul_record:
- * linear_gemv_sg, a subgroup per output column, not linear_gemv's
- * invocation per column), both subgroupAdd over coalesced reads.  Taken
- * where the device has subgroup arithmetic in compute and is not a CPU
+ * invocation per row) and attention (attn_emit: attn_sg*, a subgroup per
+ * query row, not attn / attn_tex's invocation per row), both subgroupAdd
+ * over coalesced reads, and both computing every row the same way however
+ * many rows a call has, so meshes stay bit-identical to one device.  (A
+ * subgroup per output column of the few-row linear would not: its sums
+ * differ from the tiled kernel's that more rows take, so a data shard of
+ * a timestep projection would differ from the whole batch.)  Taken where
+ * the device has subgroup arithmetic in compute with subgroups of 8 to 64
+ * lanes (attn_sg keeps head_dim / 8 elements a lane) and is not a CPU
  * device; LATENTQ_GPU_SUBGROUP=0|1 forces it (1 only where supported).
  */
 static void
@@ -510,7 +515,7 @@ subgroup_resolve(struct gpu_ctx *ctx)
 	if (e != NULL && *e != '\0')
 		want = strcmp(e, "0") != 0;
 	ctx->subgroup = want && ctx->caps.subgroup_arithmetic &&
-	    ctx->caps.subgroup_size >= 1 && ctx->caps.subgroup_size <= 64;
+	    ctx->caps.subgroup_size >= 8 && ctx->caps.subgroup_size <= 64;
 }
 
 unsigned
@@ -523,19 +528,13 @@ gpu_ctx_norm_kernel(const struct gpu_ctx *ctx, enum gpu_kernel *k)
 }
 
 uint64_t
-gpu_ctx_gemv_kernel(const struct gpu_ctx *ctx, enum gpu_dtype wt,
-    uint64_t N, enum gpu_kernel *k)
+gpu_ctx_attn_subgroup(const struct gpu_ctx *ctx, uint64_t Nq)
 {
-	enum gpu_kernel k0 = ctx->subgroup ? GPU_K_LINEAR_GEMV_SG_F32 :
-	    GPU_K_LINEAR_GEMV_F32;
-	*k = (enum gpu_kernel)(k0 + (wt == GPU_F16 ? 1 : wt == GPU_BF16 ? 2 :
-	    0));
 	if (!ctx->subgroup)
-		return (N + 63) / 64;
-	/* 64 / S columns a workgroup; the grid-stride loop takes the rest */
-	uint64_t per = ctx->caps.subgroup_size >= 64 ? 1 :
-	    64 / ctx->caps.subgroup_size;
-	uint64_t groups = (N + per - 1) / per;
+		return 0;
+	/* 64 / S rows a workgroup; the grid-stride loop takes the rest */
+	uint64_t per = 64 / ctx->caps.subgroup_size;
+	uint64_t groups = (Nq + per - 1) / per;
 	return groups < 65535 ? groups : 65535;
 }
 
@@ -1003,10 +1002,12 @@ gpu_pipeline_get(struct gpu_ctx *ctx, enum gpu_kernel k, struct gpu_pipeline **o
 static int
 kernel_other_twin(const struct gpu_ctx *ctx, int k)
 {
-	int sg = k == GPU_K_NORM_SG || (k >= GPU_K_LINEAR_GEMV_SG_F32 &&
-	    k <= GPU_K_LINEAR_GEMV_SG_BF16);
-	int plain = k == GPU_K_NORM || (k >= GPU_K_LINEAR_GEMV_F32 &&
-	    k <= GPU_K_LINEAR_GEMV_BF16);
+	int sg = k == GPU_K_NORM_SG || (k >= GPU_K_ATTN_SG32 &&
+	    k <= GPU_K_ATTN_SG256);
+	int plain = k == GPU_K_NORM || (k >= GPU_K_ATTN32 &&
+	    k <= GPU_K_ATTN256) || k == GPU_K_ATTN_TEX64 ||
+	    k == GPU_K_ATTN_TEX128 || (k >= GPU_K_ATTN32_R &&
+	    k <= GPU_K_ATTN256_R);
 	return ctx->subgroup ? plain : sg;
 }
 

@@ -53,6 +53,8 @@ gpu_kernel_rounding(int k)
 	    GPU_K_MATMUL_BF16 - GPU_K_MATMUL_F32, "kernels.def's _R rows");
 	_Static_assert(GPU_K_ATTN256_R - GPU_K_ATTN32_R ==
 	    GPU_K_ATTN256 - GPU_K_ATTN32, "kernels.def's _R rows");
+	_Static_assert(GPU_K_ATTN_SG256 - GPU_K_ATTN_SG32 ==
+	    GPU_K_ATTN256 - GPU_K_ATTN32, "kernels.def's _SG rows");
 	if (k >= GPU_K_MATMUL_F32 && k <= GPU_K_MATMUL_BF16)
 		return k + (GPU_K_MATMUL_F32_R - GPU_K_MATMUL_F32);
 	if (k >= GPU_K_ATTN32 && k <= GPU_K_ATTN256)
@@ -287,14 +289,12 @@ void gpu_host_run(struct gpu_ctx *ctx, const struct gpu_host_op *op);
  */
 unsigned gpu_ctx_norm_kernel(const struct gpu_ctx *ctx, enum gpu_kernel *k);
 /*
- * The few-row linear kernel for weights of dtype wt (device.c
- * subgroup_resolve): GPU_K_LINEAR_GEMV_SG_* or GPU_K_LINEAR_GEMV_* into
- * *k; returns the workgroups (x) to dispatch for N output columns: 64
- * columns each, or 64 / subgroup size for the subgroup kernel, whose
- * grid-stride loop covers what its at most 65535 workgroups leave.
+ * 0 when attention takes attn.comp / attn_tex.comp (an invocation per
+ * query row), else the workgroups (x) of attn_sg for Nq query rows: 64 /
+ * subgroup size rows each, at most 65535 (its grid-stride loop covers
+ * the rest).  device.c subgroup_resolve.
  */
-uint64_t gpu_ctx_gemv_kernel(const struct gpu_ctx *ctx, enum gpu_dtype wt,
-    uint64_t N, enum gpu_kernel *k);
+uint64_t gpu_ctx_attn_subgroup(const struct gpu_ctx *ctx, uint64_t Nq);
 
 /* host_rows.c: GPU_HOST_NORM, _EW and _ROPE (no BLAS); gpu_host_act is
  * shaders/common.glsl lq_act in C (host.c). */

@@ -725,16 +725,12 @@ matmul_record(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *c,
 		enum gpu_kernel k = b->dtype == GPU_F16 ? GPU_K_LINEAR_F16 :
 		    b->dtype == GPU_BF16 ? GPU_K_LINEAR_BF16 : GPU_K_LINEAR_F32;
 		uint64_t rows = 64 * LINEAR_TM;
-		/* few rows (a timestep or pooled-caption projection):
-		 * linear.comp's GEMV, a column per invocation with the
-		 * tiles' sums, or per subgroup (device.c subgroup_resolve) */
-		if (M <= LINEAR_TM) {
-			enum gpu_kernel kg;
-			uint64_t groups = gpu_ctx_gemv_kernel(gpu_cmd_ctx(cmd),
-			    b->dtype, (uint64_t)N, &kg);
-			return gpu_cmd_dispatch(cmd, kg, bind, w, &pc,
-			    (uint32_t)groups, 1, (uint32_t)batch, op);
-		}
+		/* few rows (a timestep or pooled-caption projection): a
+		 * column per invocation, the same sums (linear.comp GEMV) */
+		if (M <= LINEAR_TM)
+			return gpu_cmd_dispatch(cmd, k + (GPU_K_LINEAR_GEMV_F32 -
+			    GPU_K_LINEAR_F32), bind, w, &pc,
+			    (uint32_t)((N + 63) / 64), 1, (uint32_t)batch, op);
 		enum gpu_texfmt tf[4] = {GPU_TEX_NONE, GPU_TEX_RGBA32F,
 		    b->dtype == GPU_F16 ? GPU_TEX_RGBA16F :
 		    b->dtype == GPU_BF16 ? GPU_TEX_RG32UI : GPU_TEX_RGBA32F,
@@ -1453,6 +1449,12 @@ attn_emit(struct gpu_cmd *cmd, const char *op, const struct gpu_tensor *out,
 	};
 	const struct gpu_tensor *bind[6] = {out, q, k, v, kb, bias};
 	static const unsigned char w[6] = {1, 0, 0, 0, 0, 0};
+	/* a subgroup per query row (attn_sg.comp, any precision) */
+	uint64_t sg = gpu_ctx_attn_subgroup(gpu_cmd_ctx(cmd), (uint64_t)Nq);
+	if (sg != 0)
+		return gpu_cmd_dispatch(cmd, (enum gpu_kernel)(kern +
+		    (GPU_K_ATTN_SG32 - GPU_K_ATTN32)), bind, w, &pc,
+		    (uint32_t)sg, (uint32_t)(B * H), 1, op);
 	/* a reduced precision rounds in attn.comp's copy alone */
 	int tex = gpu_cmd_precision(cmd) == GPU_PRECISION_F32 &&
 	    D <= 128 && Dh % 4 == 0 && Dv % 4 == 0 &&

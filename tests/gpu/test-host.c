@@ -472,8 +472,9 @@ attention_on(struct env *e, int64_t B, int64_t Nq, int64_t Nk, int64_t H,
 
 /*
  * Host attention matches the shader's within rounding; it is the same
- * bits run to run, and a query row's bits do not depend on which query
- * rows share the call (a context-parallel shard's).
+ * bits run to run, and on both paths a query row's bits do not depend on
+ * which query rows share the call (a context-parallel shard's; the
+ * shader's attn, attn_tex or, with LATENTQ_GPU_SUBGROUP=1, attn_sg).
  */
 static void
 test_attention(void)
@@ -516,20 +517,25 @@ test_attention(void)
 					memcpy(sb + bh * m * Nk, bias + (bh * Nq +
 					    o) * Nk, (size_t)(m * Nk) * 4);
 			}
-			float *part = attention_on(&host, B, m, Nk, H, Dh, sq,
-			    xkv, kb, sb);
-			int same = 1;
-			for (int64_t b = 0; b < B; b++)
-				same &= memcmp(part + b * m * W, yh + (b * Nq +
-				    o) * W, (size_t)(m * W) * 4) == 0;
-			if (!same)
-				printf("attention (bias %d): queries %lld+%lld "
-				    "alone differ\n", with_bias, (long long)o,
-				    (long long)m);
-			CHECK(same);
+			for (int path = 0; path < 2; path++) {
+				float *whole = path ? ys : yh;
+				float *part = attention_on(path ? &shade : &host,
+				    B, m, Nk, H, Dh, sq, xkv, kb, sb);
+				int same = 1;
+				for (int64_t b = 0; b < B; b++)
+					same &= memcmp(part + b * m * W, whole +
+					    (b * Nq + o) * W, (size_t)(m * W) *
+					    4) == 0;
+				if (!same)
+					printf("attention %s (bias %d): queries "
+					    "%lld+%lld alone differ\n", path ?
+					    "shader" : "host", with_bias,
+					    (long long)o, (long long)m);
+				CHECK(same);
+				free(part);
+			}
 			free(sq);
 			free(sb);
-			free(part);
 		}
 		free(xq);
 		free(xkv);

@@ -970,8 +970,7 @@ main(void)
 		test_linear(2, 128, 67, GPU_BF16, 1, 1);
 		test_linear(4, 64, 130, GPU_F16, 0, 0);
 		test_linear(3, 96, 33, GPU_F32, 1, 2);
-		/* K past many subgroups' strides, N past many workgroups
-		 * (the subgroup GEMV's grid, LATENTQ_GPU_SUBGROUP=1) */
+		/* the GEMV over K of many vec4s and N of many workgroups */
 		test_linear(1, 1028, 1000, GPU_F32, 1, 0);
 		test_linear(4, 516, 777, GPU_BF16, 0, 1);
 		test_linear_gated_add(2, 151, 96, 72, GPU_BF16, 1, 1, 1, 1);

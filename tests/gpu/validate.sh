@@ -24,8 +24,8 @@ rc=0
 "$top_builddir/tests/gpu/test-ops" >"$T/ops.out" 2>"$T/ops.err" || rc=1
 LATENTQ_GPU_HOST_GEMM=0 "$top_builddir/tests/gpu/test-ops" >"$T/ops0.out" \
     2>"$T/ops0.err" || rc=1
-# and the subgroup kernels (norm_sg, linear_gemv_sg), where the device has
-# the arithmetic
+# and the subgroup kernels (norm_sg, attn_sg), where the device has the
+# arithmetic
 LATENTQ_GPU_HOST_GEMM=0 LATENTQ_GPU_SUBGROUP=1 \
     "$top_builddir/tests/gpu/test-ops" >"$T/ops1.out" 2>"$T/ops1.err" || rc=1
 "$top_builddir/tests/gpu/test-runtime" >"$T/rt.out" 2>"$T/rt.err" || rc=1

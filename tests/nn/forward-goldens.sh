@@ -22,7 +22,7 @@ done
 
 # The shaders a GPU runs (on lavapipe the GEMMs, norms and elementwise ops
 # take the host path): both variants of the reductions, the subgroup norm
-# and few-row linear (the timestep embedding's) and the per-invocation ones.
+# and attention and the per-invocation ones.
 for sg in 0 1; do
 	expect_status 0 env LATENTQ_GPU_HOST_GEMM=0 LATENTQ_GPU_SUBGROUP=$sg \
 	    "$LATENTQ" forward --model "$D/transformer/model" \
