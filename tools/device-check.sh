@@ -51,13 +51,14 @@
 # bench.log and render.log.  Each step has a timeout; a failing step
 # stops nothing.  Phases, in order (all three by default):
 #   quick   environment, latentq devices [--json], vk-caps; test-ops
-#           (default, then LATENTQ_GPU_SUBGROUP=0 and 1: both row-norm
-#           variants), test-split, test-runtime; the goldens
+#           (default, then LATENTQ_GPU_SUBGROUP=0 and 1: both variants
+#           of the row norms and attention), test-split, test-runtime; the goldens
 #           forward-goldens, precision (where the tree has it),
 #           forward-split, forward-intermediates, ltx2-transformer,
 #           wan-transformer; test-host last (host path against shaders)
 #   bench   bench-gpu (GEMM, attention, conv3d GF/s, the shader fp32
-#           peak), bench-model.sh: the 2048-wide 2-layer forward at 2048,
+#           peak; attention again with LATENTQ_GPU_SUBGROUP=0),
+#           bench-model.sh: the 2048-wide 2-layer forward at 2048,
 #           4096 and 16384 tokens, each once more profiled, and the
 #           vae091 decodes
 #   render  tools/render-real-size.sh, 512x768x121, 25 steps:
@@ -466,6 +467,12 @@ run_bench() {
 		step bench.log bench-gpu 120 .device/tests/bench/bench-gpu
 		grids="8x16x16 16x16x16 16x32x32"
 	fi
+	# attention's other variant: a GPU with subgroup arithmetic takes
+	# attn_sg by default, this is attn / attn_tex on the same shapes
+	step bench.log "bench-gpu attention, subgroup=0" 60 \
+	    env LATENTQ_BENCH_ONLY=attention,demo LATENTQ_GPU_SUBGROUP=0 \
+	    $([ "$quick" = 1 ] && echo LATENTQ_BENCH_QUICK=1) \
+	    .device/tests/bench/bench-gpu
 	step bench.log bench-model.sh 150 env LATENTQ_BENCH_GRIDS="$grids" \
 	    LATENTQ_BENCH_PROFILE=1 sh tests/bench/bench-model.sh
 }
