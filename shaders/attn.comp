@@ -12,9 +12,6 @@
 #ifndef MAXD
 #define MAXD 64
 #endif
-#define TK (4096 / MAXD)	/* 2 × TK × MAXD floats = 32 KiB / 2 */
-#define TKH (TK / 2)
-
 layout(local_size_x = 64) in;
 layout(binding = 0) writeonly buffer O { uint d[]; } o;
 layout(binding = 1) readonly buffer Q { uint d[]; } q;
@@ -23,8 +20,7 @@ layout(binding = 3) readonly buffer V { uint d[]; } v;
 layout(binding = 4) readonly buffer KB { uint d[]; } kb;
 layout(binding = 5) readonly buffer BI { uint d[]; } bi;
 
-shared float Ks[TKH * MAXD];
-shared float Vs[TKH * MAXD];
+#include "attn_tile.glsl"
 
 void run(uint prec)
 {
@@ -55,16 +51,7 @@ void run(uint prec)
 	for (uint j0 = 0u; j0 < p.Nk; j0 += TKH) {
 		uint tk = min(uint(TKH), p.Nk - j0);
 		barrier();
-		for (uint e = t; e < tk * Dh; e += 64u) {
-			uint j = e / Dh, d = e - j * Dh;
-			Ks[j * MAXD + d] = lq_round(LDF(k.d, p.off_k +
-			    b * p.k_sb + (j0 + j) * p.k_sn + h * Dh + d), prec);
-		}
-		for (uint e = t; e < tk * Dv; e += 64u) {
-			uint j = e / Dv, d = e - j * Dv;
-			Vs[j * MAXD + d] = lq_round(LDF(v.d, p.off_v +
-			    b * p.v_sb + (j0 + j) * p.v_sn + h * Dv + d), prec);
-		}
+		attn_stage_tile(j0, tk, b, h, t, prec);
 		barrier();
 		if (!live)
 			continue;

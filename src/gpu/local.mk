@@ -13,7 +13,8 @@ BUILT_SOURCES += src/gpu/spirv.c
 CLEANFILES += src/gpu/spirv.c $(GPU_SPV)
 
 GPU_SHADER_DEPS = $(srcdir)/shaders/common.glsl $(srcdir)/shaders/push.h \
-	$(srcdir)/shaders/abi.h $(srcdir)/shaders/reduce.glsl
+	$(srcdir)/shaders/abi.h $(srcdir)/shaders/reduce.glsl \
+	$(srcdir)/shaders/attn_tile.glsl
 
 # The kernels: one row each in src/gpu/kernels.def, read here as
 # NAME:SOURCE:DEFINES (spaces in DEFINES travel as commas).  The same rows
