@@ -418,7 +418,8 @@ struct gpu_ctx *gpu_cmd_ctx(const struct gpu_cmd *cmd);
  * of the rounded operands; attention agrees within rounding.  On the
  * shaders a reduced precision runs the generic matmul and attention
  * kernels' rounding copies (kernels.def's _R rows), not the register-
- * tiled linear.comp / attn_tex.comp, so it is slower there for now.  Other ops
+ * tiled linear.comp / attn_tex.comp, so it is slower there for now; where
+ * the device takes the subgroup kernels, attn_sg rounds itself.  Other ops
  * (convolutions, norms, elementwise) ignore it.  A command starts at F32
  * and keeps its precision across gpu_cmd_begin; ops read it as they are
  * recorded.  Measured against the float32 goldens (tests/nn/precision.sh):
