@@ -1355,6 +1355,9 @@ pf_check_mesh(struct pf_job_state *s)
 	if (s->pm && s->pm->dm)
 		mesh_check_heads(s, "the transformer's",
 		    s->pm->dm->transformer_config.num_attention_heads);
+	if (s->pm && s->pm->wan)
+		mesh_check_heads(s, "the transformer's",
+		    s->pm->wan_t.num_attention_heads);
 	if (ltx2) {
 		/* both streams; a2v / v2a attention has the audio's heads */
 		mesh_check_heads(s, "the video stream's",
@@ -2110,7 +2113,7 @@ wan_embeds_bad(const struct st_file *f, const char *name, int64_t B,
  * under guidance (latentq has no UMT5 encoder: LQ-WAN-001); a latent grid
  * the transformer runs (each axis a multiple of its patch, at most
  * rope_max_seq_len after patching: wan_transformer_check_grid, LQ-WAN-002);
- * no key of the LTX families (LQ-WAN-003); one device (LQ-WAN-004); the
+ * no key of the LTX families (LQ-WAN-003); the
  * job's flow_shift (LQ-WAN-005; on an LTX model, LQ-WAN-006) and the
  * schedule of its step count
  * (unipc_set_timesteps, LQ-SAMP-002); and the memory plan of the
@@ -2176,6 +2179,23 @@ pf_check_wan(struct pf_job_state *s)
 			}
 			st_file_close(f);
 		}
+	}
+
+	/* the data axis splits a step's rows as render/wan.c ranks_load
+	 * does: the embeddings' batch, twice with CFG */
+	if (s->mesh_ok && s->embeds_B > 0 && s->data > 1 &&
+	    (s->embeds_B * (s->cfg_on ? 2 : 1)) % s->data != 0) {
+		int64_t R = s->embeds_B * (s->cfg_on ? 2 : 1);
+		struct lq_error *e = pf_job_add(s, "mesh.data", LQ_FAILED,
+		    "LQ-MESH-006", "%" PRId64 " transformer rows (prompt_embeds' "
+		    "batch %" PRId64 " × %s) do not split across data %" PRId64,
+		    R, s->embeds_B, s->cfg_on ? "2 CFG halves" :
+		    "1 row without guidance", s->data);
+		int64_t lo = s->data;
+		while (lo > 1 && R % lo != 0)
+			lo--;
+		error_set_hint(e, "nearest valid data: %" PRId64 ", or a "
+		    "prompt_embeds batch whose rows it divides", lo);
 	}
 
 	/* the latent grid against the transformer's patch and RoPE tables */
@@ -2249,13 +2269,6 @@ pf_check_wan(struct pf_job_state *s)
 		    pf_job_text(s, k, t, sizeof(t)), k);
 		error_set_hint(e, "%s: 0", k);
 	}
-	if (s->jc.mesh.devices > 1 || s->devices > 1) {
-		struct lq_error *e = pf_job_add(s, "mesh.devices", LQ_FAILED,
-		    "LQ-WAN-004", "a Wan job renders on one device: its "
-		    "sharding is not implemented yet");
-		error_set_hint(e, "mesh: {devices: 1}");
-	}
-
 	/* the scheduler the render resolves, and its schedule */
 	struct unipc_config sc = s->pm->wan_sched;
 	struct lq_error se;
@@ -2296,9 +2309,17 @@ pf_check_wan(struct pf_job_state *s)
 	if (s->pm->w_vae)
 		(void)nn_weights_plan(s->pm->w_vae, "decoder.", NULL, caps,
 		    &wv.resident, &werr);
+	/* a forward's rows on one rank, as render/wan.c ranks_load cuts
+	 * them: its data coordinate's share of the step's B or 2B rows, at
+	 * most B (one text); its context group's share of the tokens */
+	int64_t R = s->embeds_B * (s->cfg_on ? 2 : 1);
+	int64_t data = s->mesh_ok && s->data > 0 && R % s->data == 0 ?
+	    s->data : 1;
+	int64_t rows = R / data < s->embeds_B ? R / data : s->embeds_B;
 	struct wan_transformer_shape shp = {
-		.B = (int)s->embeds_B, .F = (int)s->lat_f, .H = (int)s->lat_h,
-		.W = (int)s->lat_w, .T = (int)s->embeds_T, .context = 1,
+		.B = (int)rows, .F = (int)s->lat_f, .H = (int)s->lat_h,
+		.W = (int)s->lat_w, .T = (int)s->embeds_T,
+		.context = s->mesh_ok ? (int)s->context : 1,
 		.streaming = NN_WEIGHTS_RESIDENT,
 	};
 	struct nn_plan_bytes pt, pv;

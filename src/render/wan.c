@@ -20,9 +20,16 @@
  * carries the resolved scheduler (unipc_config_describe after the job's
  * flow_shift) beside the gpu's kernel variants.
  *
+ * On a device mesh (doc/mesh.md) the transformer runs on every rank at
+ * once, as for LTX-2 (ltx2.c): the data axis splits a step's rows (the
+ * unconditional rows, then the conditional ones, B each), the context
+ * axis the patched tokens (wan_transformer_set_context: Ulysses, the
+ * output whole on every rank); the scheduler, the checkpoints and the VAE
+ * run on rank 0's device, so the bits are one device's.
+ *
  * Not here (refused by preflight, named in latentq-manifest(5)): the
  * UMT5 text encoder (prompt_embeds only), image-to-video, Wan 2.2's
- * two-expert MoE (diffusers_open_wan), VAE tiling, meshes.
+ * two-expert MoE (diffusers_open_wan), VAE tiling.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,6 +45,7 @@
 #include "model/diffusers.h"
 #include "model/hash.h"
 #include "model/safetensors.h"
+#include "nn/ltxv_transformer.h"
 #include "nn/wan_transformer.h"
 #include "nn/wan_vae.h"
 #include "render/render-int.h"
@@ -49,6 +57,29 @@
 #include "store/jobs.h"
 #include "store/models.h"
 
+/*
+ * A rank's rows of one text: rows [j0, j0 + n) of a step's row list
+ * (with CFG the unconditional rows [0, B), then the conditional [B, 2B);
+ * without, the conditional [0, B)), videos j0 mod B on, and its device
+ * buffers: the latents in, the text, the velocity out.
+ */
+struct wan_seg {
+	int j0, n;
+	struct gpu_buffer *bx, *bt, *bo;
+	struct gpu_tensor tx, tt, to;
+};
+
+/* One rank of the job's mesh (render_mesh): its transformer (the same
+ * weights), its coordinates and its rows' segments (at most one per
+ * text). */
+struct wan_rank {
+	struct wan_transformer *m;
+	struct gpu_ctx *gpu;		/* the mesh's (borrowed) */
+	int data, context;
+	int nseg;
+	struct wan_seg seg[2];
+};
+
 struct wan {
 	const struct render_job_ctx *c;
 	const struct job_config *jc;
@@ -58,12 +89,16 @@ struct wan {
 	struct unipc_config sched_cfg;
 	struct unipc_schedule sched;
 	struct unipc_state state;
-	struct gpu_ctx *gpu;
+	struct render_mesh mesh;	/* the job's devices */
+	struct wan_rank *ranks;		/* one per mesh rank, while denoising */
+	struct ltxv_cp_group **cp;	/* context > 1: one per data coordinate */
+	struct gpu_ctx *gpu;		/* mesh rank 0's (borrowed) */
 	struct st_file *noise;		/* noise: FILE, or NULL */
 	char model_digest[DIGEST_HEX_SIZE];
 	char device_fingerprint[DIGEST_HEX_SIZE];
 	int N;				/* num_inference_steps */
 	int cfg;			/* do_classifier_free_guidance */
+	int R;				/* a step's rows: B, or 2B with CFG */
 
 	int B, T, Tn, D;		/* batch, text lengths, text_dim */
 	struct latents_shape ls;	/* [B, C, F, H, W] */
@@ -73,10 +108,33 @@ struct wan {
 	float *latents;			/* [B, C, F, H, W] */
 	float *text, *ntext;		/* [B, T, D], [B, Tn, D] */
 	float *vpred;			/* [2B, ...]: uncond rows, then cond */
+	float *vrows;			/* a step's rows in vpred: vpred with
+					 * CFG, else its cond rows */
 	float *guided;			/* [B, ...] */
-	float *ts;			/* [B] timesteps */
+	float *ts;			/* [R] timesteps */
 	float *traj;			/* [N, nv + ns] with save_tensors */
 };
+
+/* Frees the ranks' transformers and buffers, and the context groups. */
+static void
+ranks_free(struct wan *r)
+{
+	for (int i = 0; r->ranks != NULL && i < r->mesh.n_ranks; i++) {
+		struct wan_rank *k = &r->ranks[i];
+		for (int g = 0; g < k->nseg; g++) {
+			gpu_buffer_free(k->seg[g].bx);
+			gpu_buffer_free(k->seg[g].bt);
+			gpu_buffer_free(k->seg[g].bo);
+		}
+		wan_transformer_free(k->m);
+	}
+	free(r->ranks);
+	r->ranks = NULL;
+	for (int d = 0; r->cp != NULL && d < r->mesh.data; d++)
+		ltxv_cp_group_free(r->cp[d]);
+	free(r->cp);
+	r->cp = NULL;
+}
 
 static void
 wan_free(struct wan *r)
@@ -85,10 +143,11 @@ wan_free(struct wan *r)
 	    r->ts, r->traj };
 	for (size_t i = 0; i < LQ_ARRAY_LEN(bufs); i++)
 		free(bufs[i]);
+	ranks_free(r);
 	st_file_close(r->noise);
 	unipc_state_free(&r->state);
 	unipc_schedule_free(&r->sched);
-	gpu_ctx_free(r->gpu);
+	render_mesh_close(&r->mesh);
 	diffusers_wan_free(r->dm);
 }
 
@@ -225,10 +284,12 @@ phase_load(struct wan *r, struct lq_error *err)
 		if (s != LQ_OK)
 			return s;
 	}
+	r->R = r->cfg ? 2 * r->B : r->B;
 	r->latents = xcalloc(r->nv, sizeof(float));
 	r->vpred = xcalloc(2 * r->nv, sizeof(float));
+	r->vrows = r->cfg ? r->vpred : r->vpred + r->nv;
 	r->guided = xcalloc(r->nv, sizeof(float));
-	r->ts = xcalloc((size_t)r->B, sizeof(float));
+	r->ts = xcalloc((size_t)r->R, sizeof(float));
 	if (jc->save_tensors != NULL)
 		r->traj = xcalloc((size_t)r->N * (r->nv + r->ns), sizeof(float));
 	return LQ_OK;
@@ -240,13 +301,15 @@ phase_compile(struct wan *r, struct lq_error *err)
 	enum lq_status s;
 	if ((s = phase(r, "compile", -1, err)) != LQ_OK)
 		return s;
-	struct gpu_ctx_opts o = {.device = r->c->opt->device};
-	if ((s = gpu_ctx_create(&o, &r->gpu, err)) != LQ_OK)
+	/* --device, or main's LATENTQ_DEVICE default (cmd_globals) */
+	if ((s = render_mesh_open(r->c->st, r->c->job, r->c->opt->warm,
+	    r->c->opt->device, &r->jc->mesh, &r->mesh, err)) != LQ_OK)
 		return s;
+	r->gpu = r->mesh.ranks[0].gpu;
 	char sched[512];
 	unipc_config_describe(&r->sched_cfg, sched, sizeof(sched));
 	render_device_fingerprint(r->gpu, sched, r->device_fingerprint);
-	return gpu_ctx_warmup(r->gpu, render_precision(r->jc), err);
+	return render_mesh_warmup(&r->mesh, render_precision(r->jc), err);
 }
 
 /*
@@ -334,20 +397,123 @@ initial_latents(struct wan *r, int *start, struct lq_error *err)
 	return LQ_OK;
 }
 
-/* One transformer pass of B rows over `text` [B, T, D] into out. */
+/*
+ * Each rank's rows of a step's r->R (R / data per data coordinate; the
+ * ranks of a context group share them) cut at the text boundary into
+ * segments, its transformer on its device (with its context group when
+ * context > 1: each rank computes its tokens, every rank gets the whole
+ * output), and the segments' device buffers, the text uploaded once.
+ * LQ-MESH-006 when the rows do not split over data (preflight refuses it
+ * first), the transformer's errors otherwise.
+ */
 static enum lq_status
-dit(struct wan *r, struct wan_transformer *m, const struct gpu_tensor *x,
-    const struct gpu_tensor *text, const struct gpu_tensor *o, float *out,
-    struct lq_error *err)
+ranks_load(struct wan *r, struct lq_error *err)
 {
-	struct wan_transformer_args a = {
-		.hidden_states = x, .encoder_hidden_states = text,
-		.timestep = r->ts,
+	const struct render_mesh *mh = &r->mesh;
+	int P = mh->context;
+	enum lq_status s;
+	if (r->R % mh->data != 0)
+		return error_set(err, LQ_FAILED, "LQ-MESH-006", "%d transformer "
+		    "rows (%d videos × %d) do not split over data %d", r->R,
+		    r->B, r->R / r->B, mh->data);
+	int rpd = r->R / mh->data;
+	int Fp = (int)r->ls.frames / r->tcfg.patch_size[0];
+	int64_t toks = (int64_t)Fp * (r->ls.height / r->tcfg.patch_size[1]) *
+	    (r->ls.width / r->tcfg.patch_size[2]);
+	if (P > 1) {
+		r->cp = xcalloc((size_t)mh->data, sizeof(*r->cp));
+		for (int d = 0; d < mh->data; d++)
+			if ((s = ltxv_cp_group_create(P, rpd < r->B ? rpd : r->B,
+			    toks, r->tcfg.inner_dim, &r->cp[d], err)) != LQ_OK)
+				return s;
+	}
+	struct wan_transformer_shape shp = {
+		.B = rpd < r->B ? rpd : r->B, .F = (int)r->ls.frames,
+		.H = (int)r->ls.height, .W = (int)r->ls.width,
+		.T = r->T > r->Tn ? r->T : r->Tn, .context = P,
+		.streaming = NN_WEIGHTS_RESIDENT,
 	};
-	enum lq_status s = wan_transformer_forward(m, &a, o, NULL, err);
-	if (s == LQ_OK)
-		s = gpu_tensor_download_f32(r->gpu, o, out, err);
+	r->ranks = xcalloc((size_t)mh->n_ranks, sizeof(*r->ranks));
+	for (int i = 0; i < mh->n_ranks; i++) {
+		struct wan_rank *k = &r->ranks[i];
+		const struct render_mesh_rank *mr = &mh->ranks[i];
+		k->gpu = mr->gpu;
+		k->data = mr->data;
+		k->context = mr->context;
+		if ((s = wan_transformer_load(mr->gpu, r->dm->transformer.dir,
+		    &k->m, err)) != LQ_OK)
+			return s;
+		wan_transformer_set_precision(k->m, render_precision(r->jc));
+		if (r->cp != NULL && (s = wan_transformer_set_context(k->m,
+		    r->cp[k->data], k->context, err)) != LQ_OK)
+			return s;
+		if ((s = wan_transformer_reserve(k->m, &shp, err)) != LQ_OK)
+			return s;
+		/* its rows [a, b), cut where the text changes (row B) */
+		int a = k->data * rpd, b = a + rpd;
+		for (int j0 = a; j0 < b; ) {
+			int end = r->cfg && j0 < r->B && b > r->B ? r->B : b;
+			struct wan_seg *g = &k->seg[k->nseg++];
+			g->j0 = j0;
+			g->n = end - j0;
+			int uncond = r->cfg && j0 < r->B;
+			int T = uncond ? r->Tn : r->T;
+			const float *text = (uncond ? r->ntext : r->text) +
+			    (size_t)(j0 % r->B) * (size_t)T * (size_t)r->D;
+			int64_t xs[5] = {g->n, r->ls.channels, r->ls.frames,
+			    r->ls.height, r->ls.width};
+			int64_t ts[3] = {g->n, T, r->D};
+			if ((s = render_upload(mr->gpu, 5, xs, NULL, &g->bx, &g->tx,
+			    err)) != LQ_OK ||
+			    (s = render_upload(mr->gpu, 5, xs, NULL, &g->bo, &g->to,
+			    err)) != LQ_OK ||
+			    (s = render_upload(mr->gpu, 3, ts, text, &g->bt, &g->tt,
+			    err)) != LQ_OK)
+				return s;
+			j0 = end;
+		}
+	}
+	return LQ_OK;
+}
+
+/*
+ * One rank's part of a step: a forward per segment of its rows, each
+ * row reading its video's latents; context rank 0 of each group writes
+ * the (whole) velocities into r->vrows.
+ */
+static enum lq_status
+rank_step(void *ud, int rank, struct lq_error *err)
+{
+	struct wan *r = ud;
+	struct wan_rank *k = &r->ranks[rank];
+	size_t per = r->nv / (size_t)r->B;
+	enum lq_status s = LQ_OK;
+	for (int i = 0; i < k->nseg && s == LQ_OK; i++) {
+		struct wan_seg *g = &k->seg[i];
+		int v0 = g->j0 % r->B;	/* the segment's videos are v0.. */
+		struct wan_transformer_args a = {
+			.hidden_states = &g->tx, .encoder_hidden_states = &g->tt,
+			.timestep = r->ts + g->j0,
+		};
+		if ((s = gpu_tensor_upload_f32(k->gpu, &g->tx, r->latents +
+		    (size_t)v0 * per, err)) != LQ_OK ||
+		    (s = wan_transformer_forward(k->m, &a, &g->to, NULL, err)) !=
+		    LQ_OK)
+			break;
+		if (k->context == 0)
+			s = gpu_tensor_download_f32(k->gpu, &g->to, r->vrows +
+			    (size_t)g->j0 * per, err);
+	}
 	return s;
+}
+
+/* A failed rank's context group must not wait for it. */
+static void
+rank_abort(void *ud, int rank)
+{
+	struct wan *r = ud;
+	if (r->cp != NULL)
+		ltxv_cp_group_abort(r->cp[r->ranks[rank].data]);
 }
 
 static enum lq_status
@@ -361,49 +527,24 @@ phase_denoise(struct wan *r, struct lq_error *err)
 		return s;
 	if ((s = initial_latents(r, &start, err)) != LQ_OK)
 		return s;
-	struct wan_transformer *m = NULL;
-	struct gpu_buffer *bx = NULL, *bt = NULL, *bn = NULL, *bo = NULL;
-	struct gpu_tensor tx, tt, tn, to;
-	int64_t xs[5] = {r->ls.batch, r->ls.channels, r->ls.frames,
-	    r->ls.height, r->ls.width};
-	int64_t ts[3] = {r->B, r->T, r->D}, ns[3] = {r->B, r->Tn, r->D};
-	struct wan_transformer_shape shp = {
-		.B = r->B, .F = (int)r->ls.frames, .H = (int)r->ls.height,
-		.W = (int)r->ls.width, .T = r->T > r->Tn ? r->T : r->Tn,
-		.context = 1, .streaming = NN_WEIGHTS_RESIDENT,
-	};
-	if (start < r->N && (s = wan_transformer_load(r->gpu,
-	    r->dm->transformer.dir, &m, err)) != LQ_OK)
-		goto out;
-	if (m != NULL)
-		wan_transformer_set_precision(m, render_precision(jc));
-	if (start < r->N &&
-	    ((s = wan_transformer_reserve(m, &shp, err)) != LQ_OK ||
-	    (s = render_upload(r->gpu, 5, xs, NULL, &bx, &tx, err)) != LQ_OK ||
-	    (s = render_upload(r->gpu, 5, xs, NULL, &bo, &to, err)) != LQ_OK ||
-	    (s = render_upload(r->gpu, 3, ts, r->text, &bt, &tt, err)) !=
-	    LQ_OK ||
-	    (r->cfg && (s = render_upload(r->gpu, 3, ns, r->ntext, &bn, &tn,
-	    err)) != LQ_OK)))
-		goto out;
+	if (start < r->N && (s = ranks_load(r, err)) != LQ_OK) {
+		ranks_free(r);
+		return s;
+	}
 	int keep = jc->save_tensors != NULL ? 0 : c->opt->keep_checkpoints;
 	int64_t cp_shape[2] = {1, (int64_t)(r->nv + r->ns)};
 	float *blob = xmalloc((r->nv + r->ns) * sizeof(float));
-	/* noise_pred (cond) in rows B.., noise_uncond in rows 0..B-1, as
-	 * scheduler_apply_guidance reads cat([uncond, cond]) */
-	float *vcond = r->vpred + r->nv, *vuncond = r->vpred;
+	/* noise_pred (cond) in rows B.., noise_uncond in rows 0..B-1 of
+	 * vpred, as scheduler_apply_guidance reads cat([uncond, cond]) */
 	for (int k = start; k < r->N && s == LQ_OK; k++) {
 		/* timestep = t.expand(B): the int64 timestep as the model's
 		 * float input */
-		for (int b = 0; b < r->B; b++)
+		for (int b = 0; b < r->R; b++)
 			r->ts[b] = (float)r->sched.timesteps[k];
-		if ((s = gpu_tensor_upload_f32(r->gpu, &tx, r->latents, err)) !=
-		    LQ_OK ||
-		    (s = dit(r, m, &tx, &tt, &to, vcond, err)) != LQ_OK ||
-		    (r->cfg && (s = dit(r, m, &tx, &tn, &to, vuncond, err)) !=
-		    LQ_OK))
+		if ((s = render_mesh_run(&r->mesh, rank_step, rank_abort, r,
+		    err)) != LQ_OK)
 			break;
-		const float *v = vcond;
+		const float *v = r->vpred + r->nv;	/* noise_pred */
 		if (r->cfg) {
 			/* noise_uncond + g * (noise_pred - noise_uncond) */
 			scheduler_apply_guidance(r->guided, r->vpred,
@@ -459,12 +600,7 @@ phase_denoise(struct wan *r, struct lq_error *err)
 		}
 	}
 	free(blob);
-out:
-	gpu_buffer_free(bx);
-	gpu_buffer_free(bt);
-	gpu_buffer_free(bn);
-	gpu_buffer_free(bo);
-	wan_transformer_free(m);
+	ranks_free(r);	/* the decoder has rank 0's device alone */
 	return s;
 }
 

@@ -149,7 +149,6 @@ refuse() {
 }
 "$ST" fill "$T/lat-2f.safetensors" latents 1 4 2 4 6
 refuse "    latents: $T/lat-2f.safetensors" "error LQ-LAT-001: .*latents must be \\[1, 4, 3, 4, 6\\]"
-refuse "    mesh: {devices: 2, context: 2}" "error LQ-WAN-004: .*mesh.devices"
 refuse "    guidance_rescale: 0.7" "error LQ-WAN-003: .*guidance_rescale"
 refuse "    image: x.png" "error LQ-WAN-003: .*image"
 refuse "    flow_shift: 0" "error LQ-WAN-005: .*flow_shift"
