@@ -3,7 +3,9 @@
  * validated config, and every event of one job.
  */
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -13,6 +15,36 @@
 #include "core/util.h"
 #include "store/jobs.h"
 #include "store/store.h"
+
+/*
+ * json_pretty's text line by line: its raw newlines and tabs are layout
+ * (cJSON writes the ones inside strings as \n and \t), so each tab is
+ * two spaces and each line is escaped on its own (util_escape_control:
+ * C1 controls and invalid UTF-8 in a value stay visible, not acted on).
+ */
+static void
+print_pretty(const char *text)
+{
+	const char *p = text;
+	while (*p) {
+		size_t l = strcspn(p, "\n");
+		char *line = xmalloc(2 * l + 1), *o = line;
+		for (size_t i = 0; i < l; i++) {
+			if (p[i] == '\t') {
+				*o++ = ' ';
+				*o++ = ' ';
+			} else {
+				*o++ = p[i];
+			}
+		}
+		*o = '\0';
+		char *e = util_escape_control(line);
+		printf("%s\n", e);
+		free(e);
+		free(line);
+		p += l + (p[l] == '\n');
+	}
+}
 
 static void
 format_time(double t, char *buf, size_t n)
@@ -126,9 +158,11 @@ cmd_show_exec(const struct cmd_globals *g, int argc, char **argv)
 		printf("request (as written):\n%s\n", cmd_esc(j.request_json));
 		cJSON *cfg = cJSON_Parse(j.config_json);
 		char *cs = cfg ? json_pretty(cfg) : NULL;
-		char *shown = util_escape_control(cs ? cs : j.config_json);
-		printf("config (digest %s):\n%s\n", j.config_digest, shown);
-		free(shown);
+		printf("config (digest %s):\n", j.config_digest);
+		if (cs != NULL)
+			print_pretty(cs);
+		else
+			printf("%s\n", cmd_esc(j.config_json));
 		free(cs);
 		cJSON_Delete(cfg);
 		printf("events:\n");

@@ -24,6 +24,7 @@ error_set(struct lq_error *err, enum lq_status status, const char *code,
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	util_utf8_trim(err->message);
 	va_end(ap);
 	return status;
 }
@@ -46,6 +47,7 @@ error_set_field(struct lq_error *err, const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(err->field, sizeof(err->field), fmt, ap);
+	util_utf8_trim(err->field);
 	va_end(ap);
 }
 
@@ -57,6 +59,7 @@ error_set_hint(struct lq_error *err, const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
+	util_utf8_trim(err->hint);
 	va_end(ap);
 }
 

@@ -18,3 +18,8 @@ check_PROGRAMS += tests/core/test-codes
 TESTS += tests/core/test-codes
 tests_core_test_codes_SOURCES = tests/core/test-codes.c
 tests_core_test_codes_LDADD = $(LQ_TEST_LDADD)
+# The text helpers messages go through (UTF-8 cuts, quoted values).
+check_PROGRAMS += tests/core/test-util
+TESTS += tests/core/test-util
+tests_core_test_util_SOURCES = tests/core/test-util.c
+tests_core_test_util_LDADD = $(LQ_TEST_LDADD)

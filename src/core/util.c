@@ -269,6 +269,42 @@ util_escape_control(const char *s)
 	return strbuf_release(&sb);
 }
 
+char *
+util_utf8_trim(char *s)
+{
+	size_t len = strlen(s), i = len;
+	/* back over at most three continuation bytes to a lead byte */
+	while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0 || ((unsigned char)s[i - 1] & 0xc0) != 0xc0)
+		return s;	/* ASCII last, or no lead byte: nothing cut */
+	uint32_t cp;
+	if (util_utf8_decode(s + i - 1, &cp) != len - (i - 1))
+		s[i - 1] = '\0';	/* the lead byte's sequence is cut */
+	return s;
+}
+
+char *
+util_text_fit(char *buf, size_t n, const char *s)
+{
+	char *e = util_escape_control(s);
+	size_t len = strlen(e);
+	if (len < n) {
+		memcpy(buf, e, len + 1);
+	} else {
+		/* n - 4 bytes of whole characters, then "…" (3 bytes) */
+		size_t keep = 0;
+		uint32_t cp;
+		for (size_t k; keep < len && (k = util_utf8_decode(e + keep,
+		    &cp)) > 0 && keep + k <= n - 4; keep += k)
+			;
+		memcpy(buf, e, keep);
+		memcpy(buf + keep, "\xe2\x80\xa6", 4);
+	}
+	free(e);
+	return buf;
+}
+
 int
 util_edit_distance(const char *a, const char *b)
 {

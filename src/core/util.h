@@ -97,6 +97,20 @@ char *util_escape_control(const char *s);
  */
 size_t util_utf8_decode(const char *s, uint32_t *cp);
 
+/*
+ * Cuts s (in place) before a UTF-8 sequence a bounded copy left
+ * incomplete at its end (snprintf into a fixed buffer cuts at a byte, not
+ * a character), so that what was valid UTF-8 stays valid.  Returns s.
+ */
+char *util_utf8_trim(char *s);
+
+/*
+ * s as util_escape_control writes it, into buf of n bytes (n >= 4): when
+ * it does not fit, cut at a character and ended with "…" (U+2026).
+ * Returns buf.  For a user's value quoted in a fixed-size message.
+ */
+char *util_text_fit(char *buf, size_t n, const char *s);
+
 /* Levenshtein distance, used for did-you-mean suggestions. */
 int util_edit_distance(const char *a, const char *b);
 

@@ -56,6 +56,7 @@ pf_job_add(struct pf_job_state *s, const char *key, enum lq_status status,
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	util_utf8_trim(e->message);
 	va_end(ap);
 	struct manifest_where w;
 	manifest_job_where(s->m, s->job, key, &w);
@@ -67,14 +68,32 @@ pf_job_add(struct pf_job_state *s, const char *key, enum lq_status status,
 	return e;
 }
 
+/*
+ * v into buf (n bytes) for a message: control characters escaped, cut at
+ * a character with "…" when long (util_text_fit), and in quotes when it
+ * is empty or starts or ends with a space, so "precision:  bf16" cannot
+ * be read as bf16.
+ */
+static const char *
+value_text(char *buf, size_t n, const char *v)
+{
+	size_t l = strlen(v);
+	if (l > 0 && v[0] != ' ' && v[l - 1] != ' ')
+		return util_text_fit(buf, n, v);
+	if (n < 6)
+		return util_text_fit(buf, n, v);
+	util_text_fit(buf + 1, n - 2, v);
+	buf[0] = '"';
+	strcat(buf, "\"");
+	return buf;
+}
+
 const char *
 pf_job_text(struct pf_job_state *s, const char *key, char *buf, size_t n)
 {
 	struct manifest_where w;
-	if (manifest_job_where(s->m, s->job, key, &w) && w.text) {
-		snprintf(buf, n, "%s", w.text);
-		return buf;
-	}
+	if (manifest_job_where(s->m, s->job, key, &w) && w.text)
+		return value_text(buf, n, w.text);
 	const cJSON *v = s->config;
 	char part[64];
 	const char *k = key;
@@ -87,10 +106,10 @@ pf_job_text(struct pf_job_state *s, const char *key, char *buf, size_t n)
 	if (v == NULL) {
 		snprintf(buf, n, "(none)");
 	} else if (cJSON_IsString(v)) {
-		snprintf(buf, n, "%s", v->valuestring);
+		value_text(buf, n, v->valuestring);
 	} else {
 		char *t = cJSON_PrintUnformatted(v);
-		snprintf(buf, n, "%s", t ? t : "?");
+		util_text_fit(buf, n, t ? t : "?");
 		cJSON_free(t);
 	}
 	return buf;
@@ -253,8 +272,12 @@ pf_check_config(struct pf_job_state *s)
 		    gpu_precision_list(vals, sizeof(vals)));
 		/* the nearest value: bfloat16 / bf16 / fp16 / float16 /
 		 * half name the 16-bit types, anything else f32 */
-		const char *v = s->jc.precision != NULL ? s->jc.precision : "";
-		const char *near = strstr(v, "bf") || strstr(v, "BF") ? "bf16" :
+		char v[64];
+		snprintf(v, sizeof(v), "%s", s->jc.precision != NULL ?
+		    s->jc.precision : "");
+		for (char *c = v; *c; c++)	/* ASCII case only */
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+		const char *near = strstr(v, "bf") ? "bf16" :
 		    strstr(v, "16") || strstr(v, "half") ? "f16" : "f32";
 		error_set_hint(e, "try %s; f32 (the default) matches "
 		    "diffusers' float32 goldens, bf16 and f16 round the "

@@ -226,8 +226,11 @@ enum gpu_precision
 render_precision(const struct job_config *jc)
 {
 	enum gpu_precision p = GPU_PRECISION_F32;
-	int bad = gpu_precision_parse(jc->precision, &p);
-	LQ_ASSERT(bad == 0);	/* preflight's LQ-CFG-002 */
+	/* absent: a config written before the key, f32; a bad value never
+	 * gets here (preflight's LQ-CFG-002, render_job's LQ-RUN-CFG) */
+	int bad = jc->precision != NULL &&
+	    gpu_precision_parse(jc->precision, &p) != 0;
+	LQ_ASSERT(!bad);
 	(void)bad;
 	return p;
 }

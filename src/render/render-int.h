@@ -37,8 +37,8 @@ struct render_job_ctx {
 /*
  * The job's `precision` (gpu_cmd_set_precision), for its transformer
  * (every family's render calls the model's _set_precision with it).
- * Preflight refused any other value, and a config without the key reads
- * the table's default, f32.
+ * Preflight refused any other value, and render_job any that reached the
+ * queue another way (LQ-RUN-CFG); a config without the key reads f32.
  */
 enum gpu_precision render_precision(const struct job_config *jc);
 

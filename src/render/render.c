@@ -2214,6 +2214,19 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	if (s == LQ_OK && r.jc.prompt == NULL && r.jc.prompt_embeds == NULL)
 		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has "
 		    "neither prompt nor prompt_embeds", (long long)job->id);
+	/* values render_precision takes as checked: preflight's, but a
+	 * config can come from elsewhere (an imported bundle, an edit) */
+	enum gpu_precision prec;
+	if (s == LQ_OK && r.jc.precision != NULL &&
+	    gpu_precision_parse(r.jc.precision, &prec) != 0) {
+		char vals[32];
+		char *v = util_escape_control(r.jc.precision);
+		s = error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld: "
+		    "precision %s is not one of %s", (long long)job->id, v,
+		    gpu_precision_list(vals, sizeof(vals)));
+		free(v);
+		error_set_field(err, "precision");
+	}
 	if (s == LQ_OK) {
 		int handled = 0;
 		s = render_if_ltx2(&r, &handled, err);

@@ -72,4 +72,20 @@ expect_grep 'LQ-CFG-002' "$T/err"
 expect_grep 'try f16' "$T/err"
 expect_eq "$(db_sql "$db" "SELECT group_concat(state || ' ' || coalesce(error_code, '-'), ', ') FROM (SELECT * FROM jobs ORDER BY id)")" "done -, rejected LQ-CFG-002" "refused: recorded as rejected, the done job kept"
 expect_eq "$(db_sql "$db" "SELECT digest FROM checkpoints WHERE step = $STEPS")" "$ref_latent" "refused: the done job's checkpoint kept"
+# the hint follows the value whatever its case
+job bad2 Bf16
+expect_status 65 "$LATENTQ" -d "$(new_db bad2)" submit "$T/bad2/m.yaml"
+expect_grep 'try bf16' "$T/err"
+
+# a value that reached the queue around preflight (a config edited in
+# the database; an imported bundle's): the render refuses it with a
+# message, no crash, and the job is not retried
+job edited bf16
+edb=$(new_db edited)
+expect_status 0 "$LATENTQ" -d "$edb" submit "$T/edited/m.yaml"
+db_sql "$edb" "UPDATE jobs SET config_json = json_set(config_json, '\$.precision', 'fp8')"
+expect_status 65 "$LATENTQ" -d "$edb" run
+expect_grep 'precision fp8 is not one of f32, bf16 or f16 \[LQ-RUN-CFG\]' "$T/err"
+expect_eq "$(db_sql "$edb" "SELECT state || ' ' || error_code || ' ' || (SELECT count(*) FROM events WHERE kind = 'crashed') FROM jobs")" \
+    "poisoned LQ-RUN-CFG 0" "edited: refused at render, no crash"
 finish

@@ -52,6 +52,11 @@ expect_grep '^request \(as written\):' "$T/out"
 expect_grep '"prompt":[[:space:]]*"a red circle' "$T/out"
 expect_grep '^events:' "$T/out"
 expect_grep 'submitted' "$T/out"
+# the validated config one key a line, indented (not json_pretty's
+# newlines and tabs escaped onto one line)
+expect_grep '^config \(digest [0-9a-f]{64}\):$' "$T/out"
+expect_grep '^  "prompt": +"a red circle' "$T/out"
+expect_no_grep '\\n\\t' "$T/out"
 # the request as written keeps every digit of a u64 seed
 expect_status 0 "$LATENTQ" show 3
 expect_grep '"seeds":\[7,18446744073709551615\]' "$T/out"

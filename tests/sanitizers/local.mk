@@ -64,7 +64,7 @@ check-sanitizers:
 # trip with concurrent submits, a render across a server outage); shown to pass
 # whole with no report (215 s at load 5 on 2 cores, after a 4-minute build).
 # `make check-sanitizers` runs all of the suite.
-SAN_CI_TESTS = tests/core/test-codes tests/store/test-store tests/store/test-checkpoints \
+SAN_CI_TESTS = tests/core/test-codes tests/core/test-util tests/store/test-store tests/store/test-checkpoints \
 	tests/manifest/test-manifest tests/manifest/test-manifest-bad tests/manifest/test-job \
 	tests/model/test-safetensors tests/model/test-st-malformed tests/model/test-diffusers \
 	tests/model/test-expected tests/model/test-lora tests/model/test-synth \
