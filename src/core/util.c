@@ -4,12 +4,14 @@
 #include <stdint.h>
 #include <stdarg.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/util.h"
+#include "core/log.h"
 
 static void
 oom(size_t n)
@@ -267,6 +269,27 @@ util_escape_control(const char *s)
 		p += n;
 	}
 	return strbuf_release(&sb);
+}
+
+int
+util_env_switch(const char *name, int dflt)
+{
+	static const char *const on[] = {"1", "yes", "true", "on"};
+	static const char *const off[] = {"0", "no", "false", "off"};
+	const char *e = getenv(name);
+	if (e == NULL || *e == '\0')
+		return dflt;
+	for (size_t i = 0; i < LQ_ARRAY_LEN(on); i++) {
+		if (strcasecmp(e, on[i]) == 0)
+			return 1;
+		if (strcasecmp(e, off[i]) == 0)
+			return 0;
+	}
+	char *v = util_escape_control(e);
+	log_warn("%s=%s is not 0 or 1 (no/yes, false/true, off/on): ignored",
+	    name, v);
+	free(v);
+	return dflt;
 }
 
 char *

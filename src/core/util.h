@@ -111,6 +111,14 @@ char *util_utf8_trim(char *s);
  */
 char *util_text_fit(char *buf, size_t n, const char *s);
 
+/*
+ * The environment switch `name`: 1 for 1, yes, true or on, 0 for 0, no,
+ * false or off (any case), `dflt` when unset or empty; any other value is
+ * ignored with a warning naming it (so LATENTQ_GPU_HOST_GEMM=off cannot
+ * switch the host path on).  latentq(1) ENVIRONMENT.
+ */
+int util_env_switch(const char *name, int dflt);
+
 /* Levenshtein distance, used for did-you-mean suggestions. */
 int util_edit_distance(const char *a, const char *b);
 

@@ -531,8 +531,7 @@ gpu_cmd_grid(const struct gpu_cmd *cmd, uint64_t groups, uint32_t *gx,
 int
 gpu_texel_disabled(void)
 {
-	const char *e = getenv("LATENTQ_NO_TEXEL");
-	return e != NULL && *e != '\0' && strcmp(e, "0") != 0;
+	return util_env_switch("LATENTQ_NO_TEXEL", 0);
 }
 
 int

@@ -510,10 +510,8 @@ gpu_devices_select(const struct device_caps *all, int n, const char *spec,
 static void
 subgroup_resolve(struct gpu_ctx *ctx)
 {
-	const char *e = getenv("LATENTQ_GPU_SUBGROUP");
-	int want = strcmp(ctx->caps.device_type, "cpu") != 0;
-	if (e != NULL && *e != '\0')
-		want = strcmp(e, "0") != 0;
+	int want = util_env_switch("LATENTQ_GPU_SUBGROUP",
+	    strcmp(ctx->caps.device_type, "cpu") != 0);
 	ctx->subgroup = want && ctx->caps.subgroup_arithmetic &&
 	    ctx->caps.subgroup_size >= 8 && ctx->caps.subgroup_size <= 64;
 }

@@ -82,10 +82,8 @@ host_cpu_probe(void)
 void
 gpu_host_resolve(struct gpu_ctx *ctx)
 {
-	const char *e = getenv("LATENTQ_GPU_HOST_GEMM");
-	int want = strcmp(ctx->caps.device_type, "cpu") == 0;
-	if (e != NULL && *e != '\0')
-		want = strcmp(e, "0") != 0;
+	int want = util_env_switch("LATENTQ_GPU_HOST_GEMM",
+	    strcmp(ctx->caps.device_type, "cpu") == 0);
 	ctx->host_gemm = 0;
 	snprintf(ctx->gemm_variant, sizeof(ctx->gemm_variant), "shader");
 	if (!want)
@@ -93,7 +91,7 @@ gpu_host_resolve(struct gpu_ctx *ctx)
 	pthread_once(&host_cpu_once, host_cpu_probe);
 	ctx->host_gemm = 1;
 	ctx->host_threads = GPU_HOST_GEMM_THREADS;
-	e = getenv("LATENTQ_GEMM_THREADS");
+	const char *e = getenv("LATENTQ_GEMM_THREADS");
 	if (e != NULL && *e != '\0') {
 		char *end;
 		long t = strtol(e, &end, 10);

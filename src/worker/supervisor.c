@@ -105,8 +105,7 @@ struct child {
 static int
 warm_worker_enabled(void)
 {
-	const char *e = getenv("LATENTQ_WARM_WORKER");
-	return e == NULL || strcmp(e, "0") != 0;
+	return util_env_switch("LATENTQ_WARM_WORKER", 1);
 }
 
 /*

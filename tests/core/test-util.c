@@ -2,7 +2,8 @@
  * test-util.c — the text helpers every message goes through: a bounded
  * copy never leaves a cut UTF-8 sequence (util_utf8_trim, error_set),
  * and a user's value quoted in a message is escaped and cut at a
- * character with "…" (util_text_fit).
+ * character with "…" (util_text_fit); environment switches read 0/1 and
+ * their words, and ignore anything else (util_env_switch).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -72,5 +73,20 @@ main(void)
 	CHECK_INT(strlen(buf), 6 * 2 + 3);	/* 6 é, "…" */
 	CHECK(strcmp(buf + strlen(buf) - 3, "\xe2\x80\xa6") == 0);
 	free(big);
+
+	static const struct { const char *v; int dflt, want; } sw[] = {
+		{NULL, 1, 1}, {"", 0, 0}, {"0", 1, 0}, {"1", 0, 1},
+		{"off", 1, 0}, {"OFF", 1, 0}, {"false", 1, 0}, {"no", 1, 0},
+		{"on", 0, 1}, {"True", 0, 1}, {"yes", 0, 1},
+		{"garbage", 0, 0}, {"garbage", 1, 1}, {"2", 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(sw) / sizeof(sw[0]); i++) {
+		if (sw[i].v == NULL)
+			unsetenv("LATENTQ_TEST_SWITCH");
+		else
+			setenv("LATENTQ_TEST_SWITCH", sw[i].v, 1);
+		CHECK_INT(util_env_switch("LATENTQ_TEST_SWITCH", sw[i].dflt),
+		    sw[i].want);
+	}
 	return test_summary();
 }
