@@ -123,8 +123,8 @@ gpu_buffer_new(struct gpu_ctx *ctx, size_t bytes, int staging,
 	}
 	/* LATENTQ_GPU_FORCE_STAGING=1 (tests) takes the path of a discrete
 	 * GPU whose device memory is not host-visible. */
-	const char *fs = getenv("LATENTQ_GPU_FORCE_STAGING");
-	int force_staging = !staging && fs != NULL && strcmp(fs, "1") == 0;
+	int force_staging = !staging &&
+	    util_env_switch("LATENTQ_GPU_FORCE_STAGING", 0);
 	if ((ctx->memprops.memoryTypes[mt].propertyFlags & hv) == hv &&
 	    !force_staging) {
 		r = vkMapMemory(ctx->device, b->memory, 0, VK_WHOLE_SIZE, 0,

@@ -17,13 +17,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/util.h"
 #include "gpu/vk.h"
 
 int
 gpu_profile_wanted(void)
 {
-	const char *e = getenv("LATENTQ_GPU_PROFILE");
-	return e != NULL && *e != '\0' && strcmp(e, "0") != 0;
+	return util_env_switch("LATENTQ_GPU_PROFILE", 0);
 }
 
 double

@@ -1042,9 +1042,7 @@ dump_rope(const struct nn_dump *dump, const char *name, int B, int64_t N,
 static int
 cp_no_cross_gather(void)
 {
-	const char *v = getenv("LATENTQ_MESH_NO_CROSS_KV_GATHER");
-
-	return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+	return util_env_switch("LATENTQ_MESH_NO_CROSS_KV_GATHER", 0);
 }
 
 /* ltxv_cp_attention's attend: SDPA over the rank's heads/P heads. */

@@ -479,10 +479,8 @@ ltxv_transformer_config(const struct ltxv_transformer *m)
 void
 ltxv_attention_opts_from_env(struct ltxv_attention_opts *o)
 {
-	const char *e = getenv("LATENTQ_NN_UNFUSED_ATTENTION");
-
-	o->fused = !(e != NULL && strcmp(e, "1") == 0);
-	e = getenv("LATENTQ_NN_SCORES_BUDGET");
+	o->fused = !util_env_switch("LATENTQ_NN_UNFUSED_ATTENTION", 0);
+	const char *e = getenv("LATENTQ_NN_SCORES_BUDGET");
 	o->scores_budget = e && atoll(e) > 0 ? atoll(e) : SCORES_BUDGET;
 }
 
@@ -1001,8 +999,7 @@ sdpa(struct ltxv_transformer *m, struct gpu_cmd *cmd, const struct gpu_tensor *o
 static int
 cp_no_gather(void)
 {
-	const char *v = getenv("LATENTQ_MESH_NO_KV_GATHER");
-	return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+	return util_env_switch("LATENTQ_MESH_NO_KV_GATHER", 0);
 }
 
 /* Rows [r0, r0 + n) of each of B samples of a [B, N, D] host array into

@@ -192,7 +192,8 @@ render_mesh_open(struct store *st, const struct store_job *job,
 		k->context = i % m->context;
 		snprintf(dev, sizeof(dev), "%d", k->slot);
 		struct gpu_ctx_opts o = {.device = dev, .cache =
-		    getenv("LATENTQ_NO_PIPELINE_CACHE") ? NULL : &io};
+		    util_env_switch("LATENTQ_NO_PIPELINE_CACHE", 0) ? NULL :
+		    &io};
 		s = gpu_ctx_create(&o, &k->gpu, err);
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddNumberToObject(d, "index", k->slot);
