@@ -6,9 +6,11 @@
 
 #include "cmd/cmd.h"
 #include "core/util.h"
+#include "core/digest.h"
 #include "store/checkpoints.h"
 #include "store/jobs.h"
 #include "store/store.h"
+#include "store/transfer.h"
 
 const struct cmd_entry *
 cmd_find(const char *name)
@@ -202,18 +204,62 @@ cmd_last_error(const struct store_job *j, size_t width)
 	return out;
 }
 
+/* A done job's outputs that are missing or changed (paths, problems). */
 struct redo_ctx {
 	const struct store_job *job;
-	char problem[600];
-	int first;
+	size_t n;
+	char **path;
+	const char **problem;
 };
 
 static void
 note_bad_output(const struct store_artifact *a, const char *problem, void *ud)
 {
 	struct redo_ctx *c = ud;
-	if (c->first++ == 0)
-		snprintf(c->problem, sizeof(c->problem), "%s %s", a->path, problem);
+	c->path = xrealloc(c->path, (c->n + 1) * sizeof(*c->path));
+	c->problem = xrealloc(c->problem, (c->n + 1) * sizeof(*c->problem));
+	c->path[c->n] = xstrdup(a->path);
+	c->problem[c->n++] = problem;
+}
+
+/* the other job whose recorded output, at the same path, a file is */
+struct holder {
+	int64_t self, id;
+	const char *path;
+	char name[128];
+};
+
+static int
+find_holder(int64_t job_id, const char *job_name, const char *config_digest,
+    const char *path, void *ud)
+{
+	struct holder *h = ud;
+	(void)config_digest;
+	if (job_id == h->self || strcmp(path, h->path) != 0)
+		return 0;
+	h->id = job_id;
+	snprintf(h->name, sizeof(h->name), "%s", job_name ? job_name : "");
+	return 1;
+}
+
+/*
+ * 1 when the changed file at `path` is another job's recorded output of
+ * the same path (two jobs writing one file: the later render replaced
+ * the earlier's), with that job in *h: re-decoding over it would only
+ * start the two jobs taking turns.
+ */
+static int
+held_by_other(struct store *st, int64_t self, const char *path,
+    struct holder *h)
+{
+	char cur[DIGEST_HEX_SIZE];
+	struct lq_error err;
+	error_clear(&err);
+	*h = (struct holder){self, 0, path, ""};
+	if (digest_file(path, cur, &err) != LQ_OK)
+		return 0;
+	return store_find_artifacts_by_digest(st, cur, find_holder, h, &err) ==
+	    LQ_OK && h->id != 0;
 }
 
 static int
@@ -252,21 +298,46 @@ cmd_check_outputs(struct store *st, const int64_t *ids, size_t n, int digests,
 		error_clear(&err);
 		if (store_get_job(st, ids[i], &j, &err) != LQ_OK)
 			continue;
-		struct redo_ctx c = {&j, "", 0};
+		struct redo_ctx c = {&j, 0, NULL, NULL};
 		int bad = 0, last = 0;
+		char problem[600] = "";
 		if (j.state == JOB_STATE_DONE &&
 		    store_check_artifacts(st, j.id, digests, note_bad_output, &c,
-		    &bad, &err) == LQ_OK && bad > 0 &&
+		    &bad, &err) == LQ_OK) {
+			bad = 0;
+			for (size_t k = 0; k < c.n; k++) {
+				struct holder h;
+				if (strcmp(c.problem[k], "changed") == 0 &&
+				    held_by_other(st, j.id, c.path[k], &h)) {
+					if (!quiet)
+						printf("kept      %-6lld %-24s %s holds "
+						    "job %lld (%s)'s output, the same "
+						    "path: not re-decoding over it\n",
+						    (long long)j.id, cmd_esc(j.name),
+						    cmd_esc(c.path[k]), (long long)h.id,
+						    cmd_esc(h.name));
+					continue;
+				}
+				if (bad++ == 0)
+					snprintf(problem, sizeof(problem), "%s %s",
+					    c.path[k], c.problem[k]);
+			}
+		}
+		if (bad > 0 && err.status == LQ_OK &&
 		    store_list_checkpoints(st, j.id, newest_step, &last, &err) ==
-		    LQ_OK && store_redo_job(st, j.id, c.problem, &err) == LQ_OK) {
+		    LQ_OK && store_redo_job(st, j.id, problem, &err) == LQ_OK) {
 			if (!quiet)
 				printf("redo      %-6lld %-24s %s: %s\n", (long long)j.id,
-				    cmd_esc(j.name), c.problem, last == j.total_steps ?
+				    cmd_esc(j.name), problem, last == j.total_steps ?
 				    "re-decoding from its final checkpoint" :
 				    "no final checkpoint kept; rendering it again");
 		} else if (err.status != LQ_OK) {
 			error_print(&err, stderr);
 		}
+		for (size_t k = 0; k < c.n; k++)
+			free(c.path[k]);
+		free(c.path);
+		free(c.problem);
 		store_job_clear(&j);
 	}
 	free(all.v);

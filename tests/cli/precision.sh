@@ -72,6 +72,27 @@ expect_grep 'LQ-CFG-002' "$T/err"
 expect_grep 'try f16' "$T/err"
 expect_eq "$(db_sql "$db" "SELECT group_concat(state || ' ' || coalesce(error_code, '-'), ', ') FROM (SELECT * FROM jobs ORDER BY id)")" "done -, rejected LQ-CFG-002" "refused: recorded as rejected, the done job kept"
 expect_eq "$(db_sql "$db" "SELECT digest FROM checkpoints WHERE step = $STEPS")" "$ref_latent" "refused: the done job's checkpoint kept"
+# the same output path under another precision: a new job (another
+# config) that replaces the file; rendering the first manifest again
+# keeps the file, naming the job it holds, instead of the two jobs
+# re-decoding over each other in turn
+job swap bf16
+sdb=$(new_db swap)
+expect_status 0 "$LATENTQ" -d "$sdb" render "$T/swap/m.yaml"
+sed 's/precision: bf16/precision: f32/' "$T/swap/m.yaml" > "$T/swap/f32.yaml"
+expect_status 0 "$LATENTQ" -d "$sdb" render "$T/swap/f32.yaml"
+f32_mp4=$(digest "$T/swap/videos/ref.mp4")
+expect_status 0 "$LATENTQ" -d "$sdb" render "$T/swap/m.yaml"
+expect_grep '^kept +1 +ref +.*ref.mp4 holds job 2 \(ref\).s output, the same path: not re-decoding over it' "$T/out"
+expect_no_grep '^redo' "$T/out"
+expect_eq "$(digest "$T/swap/videos/ref.mp4")" "$f32_mp4" "swap: the later job's MP4 kept"
+expect_eq "$(db_sql "$sdb" "SELECT count(*) FROM events WHERE kind = 'redo'")" 0 "swap: no redo recorded"
+# a file no job wrote (damaged) is re-decoded as before
+printf 'x' >> "$T/swap/videos/ref.mp4"
+expect_status 0 "$LATENTQ" -d "$sdb" render "$T/swap/f32.yaml"
+expect_grep '^redo +2 +ref +.*ref.mp4 changed: re-decoding from its final checkpoint' "$T/out"
+expect_eq "$(digest "$T/swap/videos/ref.mp4")" "$f32_mp4" "swap: the damaged MP4 re-decoded"
+
 # the hint follows the value whatever its case
 job bad2 Bf16
 expect_status 65 "$LATENTQ" -d "$(new_db bad2)" submit "$T/bad2/m.yaml"
