@@ -2195,6 +2195,13 @@ render_job(struct store *st, const struct store_job *job, const char *owner,
 	r.job = job;
 	r.owner = owner;
 	r.opt = opt;
+	/* the checkpoints are keyed by config_digest: a config that is not
+	 * the digest's text (edited in the database) must not resume them */
+	if (!store_job_config_intact(job))
+		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld's "
+		    "config is not the one its digest names: changed outside "
+		    "latentq, so neither rendered nor resumed",
+		    (long long)job->id);
 	r.config = cJSON_Parse(job->config_json);
 	if (r.config == NULL)
 		return error_set(err, LQ_FAILED, "LQ-RUN-CFG", "job %lld has no "

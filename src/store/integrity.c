@@ -18,6 +18,7 @@
 
 #include "core/util.h"
 #include "store/checkpoints.h"
+#include "store/jobs.h"
 #include "store/store-int.h"
 
 #define CHECK_MAX_LINES 100
@@ -91,9 +92,27 @@ note_checkpoint(int64_t job_id, int step, const char *problem, void *ud)
 		    problem);
 }
 
+/* a job whose config is not the text its digest names */
+static int
+note_config(const struct store_job *job, void *ud)
+{
+	struct record_problems *p = ud;
+	/* a job preflight rejected has no config to check */
+	if (job->config_digest == NULL || job->config_digest[0] == '\0' ||
+	    store_job_config_intact(job))
+		return 0;
+	if (p->lines++ < CHECK_MAX_LINES)
+		strbuf_printf(&p->text, "%sjob %lld: its config is not the one "
+		    "its digest %.12s names (changed outside latentq)",
+		    p->lines > 1 ? "\n" : "", (long long)job->id,
+		    job->config_digest ? job->config_digest : "(none)");
+	return 0;
+}
+
 /*
  * The record check, the same on both backends: what a worker verifies
- * before it resumes from a checkpoint, for every checkpoint.
+ * before it resumes from a checkpoint, for every checkpoint, and before
+ * it renders a job, for every job's config.
  */
 static enum lq_status
 check_records(struct store *st, char **problems, struct lq_error *err)
@@ -102,9 +121,29 @@ check_records(struct store *st, char **problems, struct lq_error *err)
 	int bad = 0;
 	enum lq_status r = store_verify_checkpoints(st, note_checkpoint, &p,
 	    &bad, err);
-	if (r != LQ_OK || bad == 0) {
+	int before = p.lines;
+	if (r == LQ_OK)
+		r = store_list_jobs(st, -1, note_config, &p, err);
+	int configs = p.lines - before;
+	if (r != LQ_OK || (bad == 0 && configs == 0)) {
 		free(p.text.buf);
 		return r;
+	}
+	if (bad == 0) {
+		char *text = strbuf_release(&p.text);
+		size_t first = strcspn(text, "\n");
+		error_set(err, LQ_FAILED, "LQ-DB-004", "queue database %s fails "
+		    "its record check: %d job config%s changed: %.*s%s",
+		    st->path, configs, configs == 1 ? " is" : "s are",
+		    (int)first, text, text[first] ? " ..." : "");
+		error_set_hint(err, "a worker refuses to render such a job "
+		    "(LQ-RUN-CFG); submit its manifest again (--again) to "
+		    "render it from a config latentq wrote");
+		if (problems)
+			*problems = text;
+		else
+			free(text);
+		return LQ_FAILED;
 	}
 	char *text = strbuf_release(&p.text);
 	size_t first = strcspn(text, "\n");

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/digest.h"
 #include "core/util.h"
 #include "store/jobs.h"
 #include "store/store-int.h"
@@ -355,6 +356,16 @@ store_find_live_job(struct store *st, const char *config_digest, int64_t *id,
 	if (rc != STORE_ROW && rc != STORE_DONE)
 		return store_sql_error(st, "SELECT jobs", err);
 	return LQ_OK;
+}
+
+int
+store_job_config_intact(const struct store_job *job)
+{
+	char d[DIGEST_HEX_SIZE];
+	if (job->config_json == NULL || job->config_digest == NULL)
+		return 0;
+	digest_hex(job->config_json, strlen(job->config_json), d);
+	return strcmp(d, job->config_digest) == 0;
 }
 
 enum lq_status

@@ -173,6 +173,14 @@ enum lq_status store_find_live_job(struct store *st, const char *config_digest,
     int64_t *id, enum job_state *state, struct lq_error *err);
 
 /*
+ * 1 when the job's config_json is the text its config_digest names
+ * (BLAKE2b-256 of the canonical JSON, as submit wrote both); 0 when the
+ * record was changed outside latentq, so neither a render nor a resume
+ * may trust it (render_job's LQ-RUN-CFG, store_check's record check).
+ */
+int store_job_config_intact(const struct store_job *job);
+
+/*
  * Calls fn for every job (ordered by id), optionally restricted to one
  * state (filter < 0 for all).  fn returns nonzero to stop.  The job passed
  * is borrowed for the call only.

@@ -98,15 +98,30 @@ job bad2 Bf16
 expect_status 65 "$LATENTQ" -d "$(new_db bad2)" submit "$T/bad2/m.yaml"
 expect_grep 'try bf16' "$T/err"
 
-# a value that reached the queue around preflight (a config edited in
-# the database; an imported bundle's): the render refuses it with a
-# message, no crash, and the job is not retried
+# a config edited in the database without its digest: the render and
+# `check` refuse it (the checkpoints are keyed by the digest)
 job edited bf16
 edb=$(new_db edited)
 expect_status 0 "$LATENTQ" -d "$edb" submit "$T/edited/m.yaml"
-db_sql "$edb" "UPDATE jobs SET config_json = json_set(config_json, '\$.precision', 'fp8')"
+db_sql "$edb" "UPDATE jobs SET config_json = json_set(config_json, '\$.precision', 'f16')"
+expect_status 74 "$LATENTQ" -d "$edb" check
+expect_grep 'job 1: its config is not the one its digest [0-9a-f]{12} names \(changed outside latentq\)' "$T/out"
 expect_status 65 "$LATENTQ" -d "$edb" run
+expect_grep "job 1's config is not the one its digest names: changed outside latentq, so neither rendered nor resumed \[LQ-RUN-CFG\]" "$T/err"
+expect_eq "$(db_sql "$edb" "SELECT state || ' ' || error_code || ' ' || (SELECT count(*) FROM checkpoints) FROM jobs")" \
+    "poisoned LQ-RUN-CFG 0" "edited: refused, nothing rendered"
+
+# a bad value that reached the queue with a matching digest (a bundle
+# someone rewrote and imported): the render refuses it with a message,
+# no crash, and the job is not retried
+job forged bf16
+fdb=$(new_db forged)
+expect_status 0 "$LATENTQ" -d "$fdb" submit "$T/forged/m.yaml"
+db_sql "$fdb" "UPDATE jobs SET config_json = json_set(config_json, '\$.precision', 'fp8')"
+d=$(db_sql "$fdb" "SELECT config_json FROM jobs" | tr -d '\n' | b2sum -l 256 | cut -d' ' -f1)
+db_sql "$fdb" "UPDATE jobs SET config_digest = '$d'"
+expect_status 65 "$LATENTQ" -d "$fdb" run
 expect_grep 'precision fp8 is not one of f32, bf16 or f16 \[LQ-RUN-CFG\]' "$T/err"
-expect_eq "$(db_sql "$edb" "SELECT state || ' ' || error_code || ' ' || (SELECT count(*) FROM events WHERE kind = 'crashed') FROM jobs")" \
-    "poisoned LQ-RUN-CFG 0" "edited: refused at render, no crash"
+expect_eq "$(db_sql "$fdb" "SELECT state || ' ' || error_code || ' ' || (SELECT count(*) FROM events WHERE kind = 'crashed') FROM jobs")" \
+    "poisoned LQ-RUN-CFG 0" "forged: refused at render, no crash"
 finish
