@@ -20,10 +20,7 @@ same_bits "{devices: 3, context: 3}" "$T/one" "$T/cp3"
 
 # SIGKILL after step 1 of 3 on the mesh: resumes at step 1, same bits
 mesh_job "$T/kill" "$M" 32x32x9 "{devices: 3, context: 3}" 1 3
-LATENTQ_FAULT="kill@denoise:1#1" expect_status 0 "$LATENTQ" -d "$T/kill/q.db" render "$T/kill/m.yaml"
-expect_eq "$(sqlite3 "$T/kill/q.db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "kill: one crash"
-expect_eq "$(sqlite3 "$T/kill/q.db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"step":1}' "kill: resumed at step 1"
-same_bits "killed and resumed {devices: 3, context: 3}" "$T/one" "$T/kill"
+mesh_kill_resume "{devices: 3, context: 3}" "$T/one" "$T/kill" 1
 
 # the negative control
 mesh_job "$T/neg" "$M" 32x32x9 "{devices: 3, context: 3}" 1 3

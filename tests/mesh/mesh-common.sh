@@ -41,3 +41,21 @@ same_bits() {
 	cmp -s "$2/tensors.safetensors" "$3/tensors.safetensors" ||
 	    fail "$1: save_tensors differ from one device's"
 }
+
+# mesh_kill_resume NAME REF DIR STEP : renders DIR/m.yaml with a SIGKILL
+# after step STEP of its first attempt: one crash, resumed after STEP, and
+# its save_tensors byte-identical to REF's.
+mesh_kill_resume() {
+	LATENTQ_FAULT="kill@denoise:$4#1" expect_status 0 "$LATENTQ" \
+	    -d "$3/q.db" render "$3/m.yaml"
+	expect_eq "$(sqlite3 "$3/q.db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "$1: one crash"
+	expect_eq "$(sqlite3 "$3/q.db" "SELECT detail FROM events WHERE kind = 'resumed'")" "{\"step\":$4}" "$1: resumed after step $4"
+	same_bits "$1: killed and resumed" "$2" "$3"
+}
+
+# mesh_devices_used NAME DIR WANT : DIR's devices_used event lists each
+# rank as [index, data, context], WANT in jq -c's form.
+mesh_devices_used() {
+	expect_eq "$(sqlite3 "$2/q.db" "SELECT detail FROM events WHERE kind = 'devices_used'" | jq -c '[.devices_used[] | [.index, .mesh.data, .mesh.context]]')" \
+	    "$3" "$1: devices_used"
+}

@@ -44,15 +44,13 @@ mesh_render "$T/one"
 wan_job "$T/both" "{devices: 4, data: 2, context: 2}"
 mesh_render "$T/both"
 same_bits "Wan on {devices: 4, data: 2, context: 2}" "$T/one" "$T/both"
-expect_eq "$(sqlite3 "$T/both/q.db" "SELECT detail FROM events WHERE kind = 'devices_used'" | jq -c '[.devices_used[] | [.index, .mesh.data, .mesh.context]]')" \
-    "[[0,0,0],[1,0,1],[2,1,0],[3,1,1]]" "Wan devices_used of {4, data 2, context 2}"
+mesh_devices_used "Wan on {4, data 2, context 2}" "$T/both" \
+    "[[0,0,0],[1,0,1],[2,1,0],[3,1,1]]"
 
 # SIGKILL after step 2 of 3 on the mesh: resumes there, same bits
 wan_job "$T/kill" "{devices: 4, data: 2, context: 2}"
-LATENTQ_FAULT="kill@denoise:2#1" expect_status 0 "$LATENTQ" -d "$T/kill/q.db" render "$T/kill/m.yaml"
-expect_eq "$(sqlite3 "$T/kill/q.db" "SELECT count(*) FROM events WHERE kind = 'crashed'")" 1 "kill: one crash"
-expect_eq "$(sqlite3 "$T/kill/q.db" "SELECT detail FROM events WHERE kind = 'resumed'")" '{"step":2}' "kill: resumed after step 2"
-same_bits "Wan killed and resumed on {devices: 4, data: 2, context: 2}" "$T/one" "$T/kill"
+mesh_kill_resume "Wan on {devices: 4, data: 2, context: 2}" "$T/one" \
+    "$T/kill" 2
 
 # the negative control: each rank attends over its own tokens only
 wan_job "$T/neg" "{devices: 2, context: 2}"
