@@ -101,18 +101,17 @@ store_get_request(struct store *st, int64_t id, struct store_request_row *out,
 	return r;
 }
 
-enum lq_status
-store_find_artifacts_by_digest(struct store *st, const char *digest,
+/* fn for each row of `sql` (job_id, name, config_digest, path; one text
+ * parameter, `value`) until it returns nonzero */
+static enum lq_status
+find_artifacts(struct store *st, const char *sql, const char *value,
     int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
     const char *path, void *ud), void *ud, struct lq_error *err)
 {
-	struct store_stmt *s = store_prepare_cached(st,
-	    "SELECT a.job_id, j.name, j.config_digest, a.path FROM artifacts a "
-	    "JOIN jobs j ON j.id = a.job_id WHERE a.digest = ? ORDER BY a.id",
-	    err);
+	struct store_stmt *s = store_prepare_cached(st, sql, err);
 	if (s == NULL)
 		return err->status;
-	store_bind_text(s, 1, digest);
+	store_bind_text(s, 1, value);
 	int rc;
 	while ((rc = store_step(s)) == STORE_ROW)
 		if (fn(store_column_int64(s, 0),
@@ -127,4 +126,24 @@ store_find_artifacts_by_digest(struct store *st, const char *digest,
 		r = store_sql_error(st, "SELECT artifacts", err);
 	store_done(s);
 	return r;
+}
+
+enum lq_status
+store_find_artifacts_by_digest(struct store *st, const char *digest,
+    int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
+    const char *path, void *ud), void *ud, struct lq_error *err)
+{
+	return find_artifacts(st, "SELECT a.job_id, j.name, j.config_digest, "
+	    "a.path FROM artifacts a JOIN jobs j ON j.id = a.job_id WHERE "
+	    "a.digest = ? ORDER BY a.id", digest, fn, ud, err);
+}
+
+enum lq_status
+store_find_artifacts_by_path(struct store *st, const char *path,
+    int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
+    const char *path, void *ud), void *ud, struct lq_error *err)
+{
+	return find_artifacts(st, "SELECT a.job_id, j.name, j.config_digest, "
+	    "a.path FROM artifacts a JOIN jobs j ON j.id = a.job_id WHERE "
+	    "a.path = ? ORDER BY a.id", path, fn, ud, err);
 }

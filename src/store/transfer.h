@@ -65,4 +65,10 @@ enum lq_status store_find_artifacts_by_digest(struct store *st,
     int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
     const char *path, void *ud), void *ud, struct lq_error *err);
 
+/* The same for every recorded artifact at `path` (oldest first). */
+enum lq_status store_find_artifacts_by_path(struct store *st,
+    const char *path,
+    int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
+    const char *path, void *ud), void *ud, struct lq_error *err);
+
 #endif

@@ -81,6 +81,7 @@ sdb=$(new_db swap)
 expect_status 0 "$LATENTQ" -d "$sdb" render "$T/swap/m.yaml"
 sed 's/precision: bf16/precision: f32/' "$T/swap/m.yaml" > "$T/swap/f32.yaml"
 expect_status 0 "$LATENTQ" -d "$sdb" render "$T/swap/f32.yaml"
+expect_grep 'warning: job 2: .*ref.mp4 replaces job 1 \(ref\).s output of that path' "$T/err"
 f32_mp4=$(digest "$T/swap/videos/ref.mp4")
 expect_status 0 "$LATENTQ" -d "$sdb" render "$T/swap/m.yaml"
 expect_grep '^kept +1 +ref +.*ref.mp4 holds job 2 \(ref\).s output, the same path: not re-decoding over it' "$T/out"
