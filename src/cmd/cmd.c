@@ -222,44 +222,23 @@ note_bad_output(const struct store_artifact *a, const char *problem, void *ud)
 	c->problem[c->n++] = problem;
 }
 
-/* the other job whose recorded output, at the same path, a file is */
-struct holder {
-	int64_t self, id;
-	const char *path;
-	char name[128];
-};
-
-static int
-find_holder(int64_t job_id, const char *job_name, const char *config_digest,
-    const char *path, void *ud)
-{
-	struct holder *h = ud;
-	(void)config_digest;
-	if (job_id == h->self || strcmp(path, h->path) != 0)
-		return 0;
-	h->id = job_id;
-	snprintf(h->name, sizeof(h->name), "%s", job_name ? job_name : "");
-	return 1;
-}
-
 /*
  * 1 when the changed file at `path` is another job's recorded output of
  * the same path (two jobs writing one file: the later render replaced
- * the earlier's), with that job in *h: re-decoding over it would only
- * start the two jobs taking turns.
+ * the earlier's), that job's id in *id and its name in name (n bytes):
+ * re-decoding over it would only start the two jobs taking turns.
  */
 static int
 held_by_other(struct store *st, int64_t self, const char *path,
-    struct holder *h)
+    int64_t *id, char *name, size_t n)
 {
 	char cur[DIGEST_HEX_SIZE];
 	struct lq_error err;
 	error_clear(&err);
-	*h = (struct holder){self, 0, path, ""};
-	if (digest_file(path, cur, &err) != LQ_OK)
-		return 0;
-	return store_find_artifacts_by_digest(st, cur, find_holder, h, &err) ==
-	    LQ_OK && h->id != 0;
+	*id = 0;
+	return digest_file(path, cur, &err) == LQ_OK &&
+	    store_find_other_artifact(st, path, cur, self, id, name, n,
+	    &err) == LQ_OK && *id != 0;
 }
 
 static int
@@ -306,16 +285,18 @@ cmd_check_outputs(struct store *st, const int64_t *ids, size_t n, int digests,
 		    &bad, &err) == LQ_OK) {
 			bad = 0;
 			for (size_t k = 0; k < c.n; k++) {
-				struct holder h;
+				int64_t hid;
+				char hname[128];
 				if (strcmp(c.problem[k], "changed") == 0 &&
-				    held_by_other(st, j.id, c.path[k], &h)) {
+				    held_by_other(st, j.id, c.path[k], &hid, hname,
+				    sizeof(hname))) {
 					if (!quiet)
 						printf("kept      %-6lld %-24s %s holds "
 						    "job %lld (%s)'s output, the same "
 						    "path: not re-decoding over it\n",
 						    (long long)j.id, cmd_esc(j.name),
-						    cmd_esc(c.path[k]), (long long)h.id,
-						    cmd_esc(h.name));
+						    cmd_esc(c.path[k]), (long long)hid,
+						    cmd_esc(hname));
 					continue;
 				}
 				if (bad++ == 0)

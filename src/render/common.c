@@ -80,26 +80,6 @@ render_draw(const struct st_file *noise, const char *noise_path,
 	return LQ_OK;
 }
 
-/* the first other job with a recorded artifact at a path */
-struct other_owner {
-	int64_t self, id;
-	char name[128];
-};
-
-static int
-other_owner(int64_t job_id, const char *job_name, const char *config_digest,
-    const char *path, void *ud)
-{
-	struct other_owner *o = ud;
-	(void)config_digest;
-	(void)path;
-	if (job_id == o->self)
-		return 0;
-	o->id = job_id;
-	snprintf(o->name, sizeof(o->name), "%s", job_name ? job_name : "");
-	return 1;
-}
-
 enum lq_status
 render_commit_artifact(void *ud, struct file_temp *t, const char *code,
     struct lq_error *err)
@@ -108,15 +88,16 @@ render_commit_artifact(void *ud, struct file_temp *t, const char *code,
 	/* two jobs writing one file: the later replaces the earlier's
 	 * output (cmd_check_outputs then keeps it, not re-decoding over
 	 * it); say so, as the file is replaced */
-	struct other_owner o = {a->job_id, 0, ""};
+	int64_t other = 0;
+	char name[128];
 	struct lq_error qe;
 	error_clear(&qe);
-	if (store_find_artifacts_by_path(a->st, t->path, other_owner, &o,
-	    &qe) == LQ_OK && o.id != 0) {
+	if (store_find_other_artifact(a->st, t->path, NULL, a->job_id, &other,
+	    name, sizeof(name), &qe) == LQ_OK && other != 0) {
 		char *p = util_escape_control(t->path);
-		char *n = util_escape_control(o.name);
+		char *n = util_escape_control(name);
 		log_warn("job %lld: %s replaces job %lld (%s)'s output of that "
-		    "path", (long long)a->job_id, p, (long long)o.id, n);
+		    "path", (long long)a->job_id, p, (long long)other, n);
 		free(p);
 		free(n);
 	}

@@ -101,17 +101,18 @@ store_get_request(struct store *st, int64_t id, struct store_request_row *out,
 	return r;
 }
 
-/* fn for each row of `sql` (job_id, name, config_digest, path; one text
- * parameter, `value`) until it returns nonzero */
-static enum lq_status
-find_artifacts(struct store *st, const char *sql, const char *value,
+enum lq_status
+store_find_artifacts_by_digest(struct store *st, const char *digest,
     int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
     const char *path, void *ud), void *ud, struct lq_error *err)
 {
-	struct store_stmt *s = store_prepare_cached(st, sql, err);
+	struct store_stmt *s = store_prepare_cached(st,
+	    "SELECT a.job_id, j.name, j.config_digest, a.path FROM artifacts a "
+	    "JOIN jobs j ON j.id = a.job_id WHERE a.digest = ? ORDER BY a.id",
+	    err);
 	if (s == NULL)
 		return err->status;
-	store_bind_text(s, 1, value);
+	store_bind_text(s, 1, digest);
 	int rc;
 	while ((rc = store_step(s)) == STORE_ROW)
 		if (fn(store_column_int64(s, 0),
@@ -129,21 +130,37 @@ find_artifacts(struct store *st, const char *sql, const char *value,
 }
 
 enum lq_status
-store_find_artifacts_by_digest(struct store *st, const char *digest,
-    int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
-    const char *path, void *ud), void *ud, struct lq_error *err)
+store_find_other_artifact(struct store *st, const char *path,
+    const char *digest, int64_t self, int64_t *id, char *name, size_t n,
+    struct lq_error *err)
 {
-	return find_artifacts(st, "SELECT a.job_id, j.name, j.config_digest, "
-	    "a.path FROM artifacts a JOIN jobs j ON j.id = a.job_id WHERE "
-	    "a.digest = ? ORDER BY a.id", digest, fn, ud, err);
-}
-
-enum lq_status
-store_find_artifacts_by_path(struct store *st, const char *path,
-    int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
-    const char *path, void *ud), void *ud, struct lq_error *err)
-{
-	return find_artifacts(st, "SELECT a.job_id, j.name, j.config_digest, "
-	    "a.path FROM artifacts a JOIN jobs j ON j.id = a.job_id WHERE "
-	    "a.path = ? ORDER BY a.id", path, fn, ud, err);
+	struct store_stmt *s = store_prepare_cached(st, digest != NULL ?
+	    "SELECT a.job_id, j.name FROM artifacts a JOIN jobs j ON j.id = "
+	    "a.job_id WHERE a.path = ? AND a.job_id <> ? AND a.digest = ? "
+	    "ORDER BY a.id LIMIT 1" :
+	    "SELECT a.job_id, j.name FROM artifacts a JOIN jobs j ON j.id = "
+	    "a.job_id WHERE a.path = ? AND a.job_id <> ? ORDER BY a.id "
+	    "LIMIT 1", err);
+	if (s == NULL)
+		return err->status;
+	store_bind_text(s, 1, path);
+	store_bind_int64(s, 2, self);
+	if (digest != NULL)
+		store_bind_text(s, 3, digest);
+	*id = 0;
+	if (n > 0)
+		name[0] = '\0';
+	int rc = store_step(s);
+	if (rc == STORE_ROW) {
+		const char *nm = store_column_str(s, 1);
+		*id = store_column_int64(s, 0);
+		if (n > 0)
+			snprintf(name, n, "%s", nm ? nm : "");
+		rc = STORE_DONE;
+	}
+	enum lq_status r = LQ_OK;
+	if (rc != STORE_DONE)
+		r = store_sql_error(st, "SELECT artifacts", err);
+	store_done(s);
+	return r;
 }

@@ -65,10 +65,14 @@ enum lq_status store_find_artifacts_by_digest(struct store *st,
     int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
     const char *path, void *ud), void *ud, struct lq_error *err);
 
-/* The same for every recorded artifact at `path` (oldest first). */
-enum lq_status store_find_artifacts_by_path(struct store *st,
-    const char *path,
-    int (*fn)(int64_t job_id, const char *job_name, const char *config_digest,
-    const char *path, void *ud), void *ud, struct lq_error *err);
+/*
+ * The oldest recorded artifact at `path` (and, when digest is not NULL,
+ * of that BLAKE2b-256) of a job other than `self`: its job's id into *id
+ * (0 when there is none) and name into name (n bytes).  Two jobs writing
+ * one file: render_commit_artifact warns, cmd_check_outputs keeps it.
+ */
+enum lq_status store_find_other_artifact(struct store *st, const char *path,
+    const char *digest, int64_t self, int64_t *id, char *name, size_t n,
+    struct lq_error *err);
 
 #endif
