@@ -105,7 +105,7 @@ note_config(const struct store_job *job, void *ud)
 		strbuf_printf(&p->text, "%sjob %lld: its config is not the one "
 		    "its digest %.12s names (changed outside latentq)",
 		    p->lines > 1 ? "\n" : "", (long long)job->id,
-		    job->config_digest ? job->config_digest : "(none)");
+		    job->config_digest);
 	return 0;
 }
 
@@ -129,31 +129,25 @@ check_records(struct store *st, char **problems, struct lq_error *err)
 		free(p.text.buf);
 		return r;
 	}
-	if (bad == 0) {
-		char *text = strbuf_release(&p.text);
-		size_t first = strcspn(text, "\n");
-		error_set(err, LQ_FAILED, "LQ-DB-004", "queue database %s fails "
-		    "its record check: %d job config%s changed: %.*s%s",
-		    st->path, configs, configs == 1 ? " is" : "s are",
-		    (int)first, text, text[first] ? " ..." : "");
-		error_set_hint(err, "a worker refuses to render such a job "
-		    "(LQ-RUN-CFG); submit its manifest again (--again) to "
-		    "render it from a config latentq wrote");
-		if (problems)
-			*problems = text;
-		else
-			free(text);
-		return LQ_FAILED;
-	}
+	/* the message names the checkpoints when any is corrupted (the
+	 * text lists them first), else the configs */
+	int n = bad > 0 ? bad : configs;
 	char *text = strbuf_release(&p.text);
 	size_t first = strcspn(text, "\n");
 	error_set(err, LQ_FAILED, "LQ-DB-004", "queue database %s fails its "
-	    "record check: %d checkpoint%s corrupted: %.*s%s", st->path, bad,
-	    bad == 1 ? " is" : "s are", (int)first, text,
+	    "record check: %d %s%s %s: %.*s%s", st->path, n, bad > 0 ?
+	    "checkpoint" : "job config", n == 1 ? " is" : "s are", bad > 0 ?
+	    "corrupted" : "changed", (int)first, text,
 	    text[first] ? " ..." : "");
-	error_set_hint(err, "a worker resumes such a job from its newest "
-	    "intact checkpoint (or step 0) and records a checkpoint_corrupt "
-	    "event; the storage under the database may be failing");
+	if (bad > 0)
+		error_set_hint(err, "a worker resumes such a job from its newest "
+		    "intact checkpoint (or step 0) and records a "
+		    "checkpoint_corrupt event; the storage under the database "
+		    "may be failing");
+	else
+		error_set_hint(err, "a worker refuses to render such a job "
+		    "(LQ-RUN-CFG); submit its manifest again (--again) to "
+		    "render it from a config latentq wrote");
 	if (problems)
 		*problems = text;
 	else
